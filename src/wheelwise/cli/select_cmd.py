@@ -1,0 +1,65 @@
+"""``wheelwise select``: rank the labels of a variant metadata file for a machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from wheelwise.cli.errors import input_errors
+from wheelwise.cli.inputs import load_metadata, load_system
+from wheelwise.variants.ordering import Ranking, rank_variants
+
+
+@click.command()
+@click.argument("variants_json", type=click.Path(path_type=Path))
+@click.option(
+    "--system",
+    "system_file",
+    type=click.Path(path_type=Path),
+    help="JSON file of the target machine's supported properties "
+    '({"system": {NS: {FEATURE: [VALUES, best first]}}}).',
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON document.")
+@input_errors
+def select(variants_json: Path, system_file: Path | None, as_json: bool) -> None:
+    """Rank the variants in VARIANTS_JSON for a machine, offline.
+
+    VARIANTS_JSON is a *-variants.json or variant.json file (PEP 825 or legacy).
+    """
+    metadata = load_metadata(variants_json)
+    ranking = rank_variants(metadata, load_system(system_file))
+    if as_json:
+        click.echo(json.dumps(ranking_document(ranking), indent=2))
+        return
+    machine = str(system_file) if system_file else "this machine (no --system: nothing supported)"
+    render_ranking(ranking, title=f"{variants_json.name} for {machine}")
+
+
+def ranking_document(ranking: Ranking) -> dict[str, object]:
+    return {
+        "selected": ranking.selected,
+        "order": list(ranking.order),
+        "rejected": dict(ranking.rejected),
+    }
+
+
+def render_ranking(ranking: Ranking, *, title: str) -> None:
+    console = Console()
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("label")
+    table.add_column("why", overflow="fold")
+    for rank, variant in enumerate(ranking.compatible, start=1):
+        why = ", ".join(str(p) for p in variant.best) or "no properties (always compatible)"
+        table.add_row(str(rank), variant.label, why)
+    for label, reason in ranking.rejected.items():
+        table.add_row("-", label, f"[red]rejected:[/red] {reason}")
+    console.print(table)
+    if ranking.selected is None:
+        console.print("selected: none (only non-variant wheels would fit)")
+    else:
+        console.print(f"selected: [bold]{ranking.selected}[/bold]")

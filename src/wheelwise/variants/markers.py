@@ -1,0 +1,138 @@
+"""Variant environment markers (PEP 825 "Environment markers").
+
+``variant_label`` (a string) and ``variant_properties``, ``variant_features``,
+``variant_namespaces`` (sets of strings) gate the dependencies of a wheel that
+has already been selected. packaging 26 does not know these names, so this module
+runs packaging's own marker grammar with one token rule extended to accept them,
+and normalizes ``ns::f::v`` literals so that whitespace around ``::`` does not
+matter. Evaluation is packaging's own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
+
+from packaging import _parser, _tokenizer
+from packaging.markers import InvalidMarker, Marker
+from packaging.requirements import InvalidRequirement, Requirement
+
+from wheelwise.variants.properties import VariantProperty, normalize_property_text
+
+VARIANT_LABEL = "variant_label"
+VARIANT_PROPERTIES = "variant_properties"
+VARIANT_FEATURES = "variant_features"
+VARIANT_NAMESPACES = "variant_namespaces"
+VARIANT_MARKERS = frozenset(
+    {VARIANT_LABEL, VARIANT_PROPERTIES, VARIANT_FEATURES, VARIANT_NAMESPACES}
+)
+_NORMALIZED_SETS = frozenset({VARIANT_PROPERTIES, VARIANT_FEATURES})
+
+_RULES = {
+    **_tokenizer.DEFAULT_RULES,
+    "VARIABLE": re.compile(
+        r"\b(?:variant_label|variant_properties|variant_features|variant_namespaces)\b"
+        r"|" + _tokenizer.DEFAULT_RULES["VARIABLE"].pattern,
+        re.VERBOSE,
+    ),
+}
+
+MarkerEnvironment = Mapping[str, "str | AbstractSet[str]"]
+
+
+def _normalize(tree: _parser.MarkerList) -> _parser.MarkerList:
+    """Canonical ``ns :: f :: v`` spelling for literals compared with the set markers."""
+    result: _parser.MarkerList = []
+    for item in tree:
+        if isinstance(item, list):
+            result.append(_normalize(item))
+        elif isinstance(item, tuple):
+            lhs, op, rhs = item
+            if isinstance(rhs, _parser.Variable) and rhs.value in _NORMALIZED_SETS:
+                if isinstance(lhs, _parser.Value):
+                    lhs = _parser.Value(normalize_property_text(lhs.value))
+            result.append((lhs, op, rhs))
+        else:
+            result.append(item)
+    return result
+
+
+def _marker_from_tree(tree: _parser.MarkerList) -> Marker:
+    marker = Marker.__new__(Marker)
+    marker._markers = _normalize(tree)
+    return marker
+
+
+def parse_marker(text: str) -> Marker:
+    """A packaging Marker that also accepts the four variant markers."""
+    try:
+        tree = _parser._parse_full_marker(_tokenizer.Tokenizer(text, rules=_RULES))
+    except _tokenizer.ParserSyntaxError as exc:
+        raise InvalidMarker(str(exc)) from None
+    return _marker_from_tree(tree)
+
+
+def parse_requirement(text: str) -> Requirement:
+    """A packaging Requirement whose marker may use the variant markers."""
+    try:
+        parsed = _parser._parse_requirement(_tokenizer.Tokenizer(text, rules=_RULES))
+    except _tokenizer.ParserSyntaxError as exc:
+        raise InvalidRequirement(str(exc)) from None
+    # Everything but the marker goes through packaging's public constructor.
+    head = parsed.name
+    if parsed.extras:
+        head += "[" + ",".join(parsed.extras) + "]"
+    head += f" @ {parsed.url}" if parsed.url else parsed.specifier
+    requirement = Requirement(head)
+    if parsed.marker is not None:
+        requirement.marker = _marker_from_tree(parsed.marker)
+    return requirement
+
+
+def uses_variant_markers(marker: Marker) -> bool:
+    """Whether *marker* refers to any of the variant markers."""
+
+    def walk(tree: _parser.MarkerList) -> bool:
+        for item in tree:
+            if isinstance(item, list) and walk(item):
+                return True
+            if isinstance(item, tuple) and any(
+                isinstance(node, _parser.Variable) and node.value in VARIANT_MARKERS
+                for node in (item[0], item[2])
+            ):
+                return True
+        return False
+
+    return walk(marker._markers)
+
+
+def variant_environment(
+    label: str | None, supported_properties: Iterable[VariantProperty] = ()
+) -> dict[str, str | frozenset[str]]:
+    """Marker values for the selected wheel (PEP 825 "Evaluating variant markers").
+
+    *label* is None for a non-variant wheel. *supported_properties* are the wheel's
+    properties already narrowed to those the target system supports.
+    """
+    props = frozenset(supported_properties) if label is not None else frozenset()
+    return {
+        VARIANT_LABEL: label or "",
+        VARIANT_PROPERTIES: frozenset(str(p) for p in props),
+        VARIANT_FEATURES: frozenset(str(p.variant_feature) for p in props),
+        VARIANT_NAMESPACES: frozenset(p.namespace for p in props),
+    }
+
+
+def evaluate_marker(
+    marker: Marker | str,
+    variant_env: Mapping[str, str | frozenset[str]],
+    environment: MarkerEnvironment | None = None,
+) -> bool:
+    """Evaluate *marker* with the standard markers (*environment* or this
+    interpreter's) and the variant markers of the selected wheel."""
+    if isinstance(marker, str):
+        marker = parse_marker(marker)
+    combined: dict[str, str | AbstractSet[str]] = dict(environment or {})
+    combined.update(variant_env)
+    return marker.evaluate(combined)

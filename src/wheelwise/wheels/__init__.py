@@ -1,0 +1,1 @@
+"""Wheel archives: safe reads of variant data from wheel files."""
