@@ -19,7 +19,7 @@ from packaging.utils import InvalidWheelFilename as _PackagingInvalid
 from packaging.version import Version
 
 from wheelwise.variants.errors import InvalidWheelFilename
-from wheelwise.variants.labels import LABEL_RE, NULL_LABEL
+from wheelwise.variants.labels import LABEL_RE, NULL_LABEL, validate_label
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,8 @@ class WheelFilename:
 
     def with_variant(self, label: str | None) -> WheelFilename:
         """The same wheel named with another label (None: non-variant)."""
-        if label is not None and not LABEL_RE.fullmatch(label):
-            raise InvalidWheelFilename(
-                f"invalid variant label {label!r}: use only a-z, 0-9, '_' and '.'"
-            )
+        if label is not None:
+            validate_label(label)
         return WheelFilename(
             self.distribution,
             self.version_text,

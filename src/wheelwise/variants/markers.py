@@ -49,9 +49,12 @@ def _normalize(tree: _parser.MarkerList) -> _parser.MarkerList:
             result.append(_normalize(item))
         elif isinstance(item, tuple):
             lhs, op, rhs = item
-            if isinstance(rhs, _parser.Variable) and rhs.value in _NORMALIZED_SETS:
-                if isinstance(lhs, _parser.Value):
-                    lhs = _parser.Value(normalize_property_text(lhs.value))
+            if (
+                isinstance(rhs, _parser.Variable)
+                and rhs.value in _NORMALIZED_SETS
+                and isinstance(lhs, _parser.Value)
+            ):
+                lhs = _parser.Value(normalize_property_text(lhs.value))
             result.append((lhs, op, rhs))
         else:
             result.append(item)

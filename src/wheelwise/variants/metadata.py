@@ -91,6 +91,32 @@ class ProviderInfo:
 
 
 @dataclass(frozen=True)
+class FeatureGroups:
+    """Interned view of a variants table."""
+
+    # Distinct (namespace, feature, values) triples.
+    groups: tuple[tuple[str, str, tuple[str, ...]], ...]
+    # Per label, the indices of its groups in ``groups``.
+    labels: tuple[tuple[str, tuple[int, ...]], ...]
+
+    @classmethod
+    def of(cls, variants: Mapping[str, PropertyMap]) -> FeatureGroups:
+        index: dict[tuple[str, str, tuple[str, ...]], int] = {}
+        labels: list[tuple[str, tuple[int, ...]]] = []
+        for label, properties in variants.items():
+            ids: list[int] = []
+            for ns, features in properties.items():
+                for feature, values in features.items():
+                    key = (ns, feature, tuple(values))
+                    found = index.get(key)
+                    if found is None:
+                        found = index[key] = len(index)
+                    ids.append(found)
+            labels.append((label, tuple(ids)))
+        return cls(tuple(index), tuple(labels))
+
+
+@dataclass(frozen=True)
 class VariantMetadata:
     """One variant.json or *-variants.json document."""
 
@@ -105,6 +131,12 @@ class VariantMetadata:
     property_priorities: OrderedProperties = field(default_factory=dict)
     # Where this document came from, for error messages; not part of equality.
     source: str = field(default="<metadata>", compare=False)
+    # The variants table as distinct (namespace, feature, values) groups, built once
+    # with the object: ordering scores each group once, not once per label.
+    feature_groups: FeatureGroups = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "feature_groups", FeatureGroups.of(self.variants))
 
     # -- construction ---------------------------------------------------------
 
@@ -162,7 +194,7 @@ class VariantMetadata:
         """Project-level variant data from a parsed pyproject.toml (PEP 817 ``[variant]``)."""
         if "variant" not in pyproject:
             raise InvalidMetadata(f"{source}: no [variant] table")
-        return _Reader(source).read_pyproject(pyproject["variant"])
+        return _Reader(source, table="variant.").read_pyproject(pyproject["variant"])
 
     # -- queries ---------------------------------------------------------------
 
@@ -200,8 +232,12 @@ class VariantMetadata:
         return result
 
     def with_variants(self, variants: Mapping[str, PropertyMap]) -> VariantMetadata:
-        """A copy with another ``variants`` table (canonicalised)."""
-        return replace(self, variants=_canonical_variants(variants))
+        """A copy with another ``variants`` table (validated and canonicalised)."""
+        raw = {
+            label: {ns: {f: list(v) for f, v in feats.items()} for ns, feats in props.items()}
+            for label, props in variants.items()
+        }
+        return replace(self, variants=_Reader(self.source).variants(raw, self.namespaces))
 
     # -- output ------------------------------------------------------------
 
@@ -217,8 +253,9 @@ class VariantMetadata:
             "default-priorities": {"namespace": list(self.namespaces)},
             "variants": {
                 label: {
-                    ns: {f: list(values) for f, values in sorted(features.items())}
+                    ns: {f: sorted(set(values)) for f, values in sorted(features.items())}
                     for ns, features in sorted(props.items())
+                    if features
                 }
                 for label, props in sorted(self.variants.items())
             },
@@ -237,6 +274,9 @@ def _canonical_variants(variants: Mapping[str, PropertyMap]) -> Variants:
         label: {
             ns: {f: tuple(sorted(set(values))) for f, values in sorted(features.items())}
             for ns, features in sorted(props.items())
+            # A namespace without features adds no property: drop it, so that the
+            # same set of properties always has the same spelling.
+            if features
         }
         for label, props in sorted(variants.items())
     }
@@ -245,10 +285,16 @@ def _canonical_variants(variants: Mapping[str, PropertyMap]) -> Variants:
 class _Reader:
     """Validating reader; every error message starts with the source and key path."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, table: str = "") -> None:
         self.source = source
+        # Key paths are relative to this table ("variant." in pyproject.toml).
+        self.table = table
 
     def fail(self, where: str, message: str) -> InvalidMetadata:
+        if where == "top level" and self.table:
+            where = f"[{self.table.rstrip('.')}]"
+        elif self.table and not where.startswith("["):
+            where = self.table + where
         return InvalidMetadata(f"{self.source}: {where}: {message}")
 
     def obj(self, value: object, where: str) -> dict[str, Any]:
@@ -257,8 +303,13 @@ class _Reader:
         return value
 
     def str_list(self, value: object, where: str, *, min_items: int = 0) -> list[str]:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        if not isinstance(value, list):
             raise self.fail(where, f"expected a list of strings, got {_kind(value)}")
+        for item in value:
+            if not isinstance(item, str):
+                raise self.fail(
+                    where, f"expected a list of strings, found {item!r} ({_kind(item)})"
+                )
         if len(value) < min_items:
             raise self.fail(where, f"needs at least {min_items} item(s)")
         return value
@@ -322,10 +373,10 @@ class _Reader:
 
     def read_pyproject(self, raw: object) -> VariantMetadata:
         """The PEP 817 ``[variant]`` table: everything but ``variants``."""
-        table = self.obj(raw, "[variant]")
+        table = self.obj(raw, "top level")
         if "variants" in table:
             raise self.fail(
-                "[variant]",
+                "top level",
                 "must not define 'variants'; labels are chosen at build time",
             )
         return self.body(table, CANONICAL_SCHEMA, read_legacy=True)
@@ -338,6 +389,14 @@ class _Reader:
         priorities = self.obj(doc["default-priorities"], "default-priorities")
         if "namespace" not in priorities:
             raise self.fail("default-priorities", "missing required key 'namespace'")
+        if not read_legacy and not schema.is_newer_minor:
+            unknown = sorted(set(priorities) - {"namespace"})
+            if unknown:
+                raise self.fail(
+                    "default-priorities",
+                    f"unknown key(s) {unknown} for schema {schema}; PEP 825 has only "
+                    "'namespace' here",
+                )
         namespaces = self.names(
             priorities["namespace"], "default-priorities.namespace", min_items=1
         )

@@ -14,8 +14,10 @@ machine's own order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
 
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.labels import NULL_LABEL
@@ -27,6 +29,7 @@ from wheelwise.variants.supported import SupportedProperties
 _SHIFT = 21
 _END = 1 << (3 * _SHIFT + 1)  # sorts after every packed property key
 _MAX_SHOWN_VALUES = 10
+_first = itemgetter(0)
 
 
 @dataclass(frozen=True)
@@ -83,49 +86,108 @@ def effective_supported(
     return SupportedProperties(ordered)
 
 
+class _Scorer:
+    """Scores the distinct (namespace, feature, values) groups of one metadata
+    document against one machine. Each group is scored once, however many labels
+    share it; reasons and property objects are only built when asked for."""
+
+    def __init__(self, metadata: VariantMetadata, machine: SupportedProperties) -> None:
+        self.machine = machine
+        self.groups = metadata.feature_groups.groups
+        ns_index = {ns: i for i, ns in enumerate(metadata.namespaces)}
+        # (namespace, feature) -> (its part of the sort key, {value: index})
+        self.lookup: dict[tuple[str, str], tuple[int, dict[str, int]]] = {}
+        for ns, features in machine.namespaces.items():
+            ns_part = ns_index.get(ns, len(ns_index)) << (2 * _SHIFT)
+            for f_i, (feature, values) in enumerate(features.items()):
+                self.lookup[(ns, feature)] = (
+                    ns_part | (f_i << _SHIFT),
+                    {value: v_i for v_i, value in enumerate(values)},
+                )
+        # Per group: the packed key of its best supported value, or None.
+        self.keys: list[int | None] = [self._best_key(group) for group in self.groups]
+        self._reasons: dict[int, str] = {}
+        self._matches: dict[int, tuple[VariantProperty, tuple[VariantProperty, ...]]] = {}
+
+    def _best_key(self, group: tuple[str, str, tuple[str, ...]]) -> int | None:
+        entry = self.lookup.get((group[0], group[1]))
+        if entry is None:
+            return None
+        ranks = entry[1]
+        present = [ranks[v] for v in group[2] if v in ranks]
+        return entry[0] | min(present) if present else None
+
+    def reason(self, group_id: int) -> str:
+        found = self._reasons.get(group_id)
+        if found is None:
+            ns, feature, values = self.groups[group_id]
+            found = self._reasons[group_id] = _reason(ns, feature, values, self.machine)
+        return found
+
+    def match(self, group_id: int) -> tuple[VariantProperty, tuple[VariantProperty, ...]]:
+        """(best supported property, every supported property best first)."""
+        found = self._matches.get(group_id)
+        if found is None:
+            ns, feature, values = self.groups[group_id]
+            ranks = self.lookup[(ns, feature)][1]
+            present = sorted((ranks[v], v) for v in values if v in ranks)
+            supported = tuple(VariantProperty(ns, feature, v) for _, v in present)
+            found = self._matches[group_id] = (supported[0], supported)
+        return found
+
+
+class _Reasons(Mapping[str, str]):
+    """Rejected labels (sorted) with their reasons, formatted on first access."""
+
+    def __init__(self, scorer: _Scorer, rejected: dict[str, tuple[int, ...]]) -> None:
+        self._scorer = scorer
+        self._rejected = dict(sorted(rejected.items()))
+        self._cache: dict[str, str] = {}
+
+    def __getitem__(self, label: str) -> str:
+        found = self._cache.get(label)
+        if found is None:
+            keys = self._scorer.keys
+            unmet = [g for g in self._rejected[label] if keys[g] is None]
+            found = self._cache[label] = "; ".join(self._scorer.reason(g) for g in unmet)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rejected)
+
+    def __len__(self) -> int:
+        return len(self._rejected)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
 def rank_variants(metadata: VariantMetadata, supported: SupportedProperties) -> Ranking:
     """Filter and order every label of *metadata* for a machine supporting *supported*."""
-    machine = effective_supported(metadata, supported)
-    ns_index = {ns: i for i, ns in enumerate(metadata.namespaces)}
-    # (namespace, feature) -> (namespace/feature part of the key, {value: index})
-    lookup: dict[tuple[str, str], tuple[int, dict[str, int]]] = {}
-    for ns, features in machine.namespaces.items():
-        ns_part = ns_index.get(ns, len(ns_index)) << (2 * _SHIFT)
-        for f_i, (feature, values) in enumerate(features.items()):
-            lookup[(ns, feature)] = (
-                ns_part | (f_i << _SHIFT),
-                {value: v_i for v_i, value in enumerate(values)},
-            )
-
-    keyed: list[tuple[tuple[object, ...], RankedVariant]] = []
-    rejected: dict[str, str] = {}
-    for label, properties in metadata.variants.items():
-        keys: list[int] = []
-        best: list[tuple[int, VariantProperty]] = []
-        narrowed: list[VariantProperty] = []
-        unmet: list[str] = []
-        for ns, features in properties.items():
-            for feature, values in features.items():
-                entry = lookup.get((ns, feature))
-                ranks = entry[1] if entry else {}
-                present = [(ranks[v], v) for v in values if v in ranks]
-                if not present or entry is None:
-                    unmet.append(_reason(ns, feature, values, machine))
-                    continue
-                v_i, value = min(present)
-                key = entry[0] | v_i
-                keys.append(key)
-                best.append((key, VariantProperty(ns, feature, value)))
-                narrowed.extend(VariantProperty(ns, feature, v) for _, v in sorted(present))
-        if unmet:
-            rejected[label] = "; ".join(unmet)
+    scorer = _Scorer(metadata, effective_supported(metadata, supported))
+    keys = scorer.keys
+    keyed: list[tuple[list[Any], str, tuple[int, ...]]] = []
+    rejected: dict[str, tuple[int, ...]] = {}
+    for label, group_ids in metadata.feature_groups.labels:
+        label_keys: list[Any] = [keys[g] for g in group_ids]
+        if None in label_keys:
+            rejected[label] = group_ids
             continue
-        keys.sort()
-        best.sort(key=lambda item: item[0])
-        sort_key = (*keys, _END, label == NULL_LABEL, label)
-        keyed.append((sort_key, RankedVariant(label, tuple(p for _, p in best), tuple(narrowed))))
-    keyed.sort(key=lambda item: item[0])
-    return Ranking(tuple(variant for _, variant in keyed), dict(sorted(rejected.items())))
+        label_keys.sort()
+        label_keys += (_END, label == NULL_LABEL, label)
+        keyed.append((label_keys, label, group_ids))
+    keyed.sort(key=_first)
+    compatible = []
+    for _, label, group_ids in keyed:
+        matches = sorted(((keys[g], scorer.match(g)) for g in group_ids), key=_first)
+        compatible.append(
+            RankedVariant(
+                label,
+                best=tuple(best for _, (best, _) in matches),
+                supported=tuple(p for g in group_ids for p in scorer.match(g)[1]),
+            )
+        )
+    return Ranking(tuple(compatible), _Reasons(scorer, rejected))
 
 
 def _reason(ns: str, feature: str, wanted: Iterable[str], machine: SupportedProperties) -> str:

@@ -53,7 +53,10 @@ class VariantFeature:
     @classmethod
     def parse(cls, text: str) -> VariantFeature:
         namespace, feature = _split(text, 2, "feature")
-        return cls(namespace, feature)
+        try:
+            return cls(namespace, feature)
+        except InvalidProperty as exc:
+            raise InvalidProperty(f"in {text!r}: {exc}") from None
 
     def __str__(self) -> str:
         return f"{self.namespace} :: {self.feature}"
@@ -75,7 +78,10 @@ class VariantProperty:
     @classmethod
     def parse(cls, text: str) -> VariantProperty:
         namespace, feature, value = _split(text, 3, "property")
-        return cls(namespace, feature, value)
+        try:
+            return cls(namespace, feature, value)
+        except InvalidProperty as exc:
+            raise InvalidProperty(f"in {text!r}: {exc}") from None
 
     @property
     def variant_feature(self) -> VariantFeature:

@@ -48,7 +48,7 @@ class SchemaVersion:
         supported_major = LEGACY_MAJOR if legacy else PEP825_MAJOR
         if version.major != supported_major:
             raise UnsupportedSchema(
-                f"unsupported variant metadata schema version {version} ({url}): "
+                f"unsupported variant metadata schema version {version} ('$schema' {url}): "
                 f"this wheelwise reads major version {supported_major} only; "
                 "upgrade wheelwise to read it"
             )

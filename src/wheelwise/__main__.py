@@ -1,0 +1,5 @@
+"""``python -m wheelwise``."""
+
+from wheelwise.cli import main
+
+main()

@@ -1,0 +1,217 @@
+"""The ``wheelwise select`` and ``wheelwise variant show`` commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from wheelfactory import make_wheel, variant_doc
+from wheelwise.cli import main
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "variantlib-test-package"
+TEST_PACKAGE_JSON = CORPUS / "test-package" / "dist" / "test_package-0-variants.json"
+PLUGIN_MACHINE = {"system": {"installable_plugin": {"feat1": ["val1c", "val1b"]}}}
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def write_json(path: Path, document: object) -> Path:
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_select_json_with_system_file(tmp_path: Path) -> None:
+    system = write_json(tmp_path / "machine.json", PLUGIN_MACHINE)
+    result = run("select", TEST_PACKAGE_JSON, "--system", system, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert list(document) == ["selected", "order", "rejected"]
+    assert document["selected"] == "60567bd9"
+    assert document["order"] == ["60567bd9", "foo", "null"]
+    assert sorted(document["rejected"]) == ["5d8be4b9", "bar", "fbe82642"]
+    for reason in document["rejected"].values():
+        assert "installable_plugin :: feat2" in reason
+
+
+def test_select_accepts_bare_system_object(tmp_path: Path) -> None:
+    system = write_json(tmp_path / "machine.json", PLUGIN_MACHINE["system"])
+    result = run("select", TEST_PACKAGE_JSON, "--system", system, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["order"] == ["60567bd9", "foo", "null"]
+
+
+def test_select_accepts_a_detect_document(tmp_path: Path) -> None:
+    detect = {
+        **PLUGIN_MACHINE,
+        "providers": {"installable_plugin": {"status": "ok", "source": "test", "detail": ""}},
+    }
+    system = write_json(tmp_path / "machine.json", detect)
+    result = run("select", TEST_PACKAGE_JSON, "--system", system, "--json")
+    assert json.loads(result.stdout)["selected"] == "60567bd9"
+
+
+def test_select_without_system_supports_nothing() -> None:
+    result = run("select", TEST_PACKAGE_JSON, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["selected"] == "null"
+    assert document["order"] == ["null"]
+    assert len(document["rejected"]) == 5
+
+
+def test_select_no_compatible_variant(tmp_path: Path) -> None:
+    doc = variant_doc("v4", {"x86_64": {"level": ["v4"]}})
+    result = run("select", write_json(tmp_path / "pkg-1-variants.json", doc), "--json")
+    assert json.loads(result.stdout) == {
+        "selected": None,
+        "order": [],
+        "rejected": {"v4": "needs x86_64 :: level :: v4; machine has no x86_64 support"},
+    }
+
+
+def test_select_human_table(tmp_path: Path) -> None:
+    system = write_json(tmp_path / "machine.json", PLUGIN_MACHINE)
+    result = run("select", TEST_PACKAGE_JSON, "--system", system)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    for label in ("60567bd9", "foo", "null", "bar", "fbe82642", "5d8be4b9"):
+        assert label in out
+    assert "rejected" in out
+    assert "selected: 60567bd9" in out
+
+
+def test_select_reads_legacy_corpus_files() -> None:
+    for path in sorted((CORPUS / "variant_json_files").glob("*.json")):
+        result = run("select", path, "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["selected"] == "null"
+
+
+def _assert_input_error(result: Result, *needles: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("wheelwise: error: ")
+    for needle in needles:
+        assert needle in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_error_missing_file(tmp_path: Path) -> None:
+    _assert_input_error(run("select", tmp_path / "nope.json"), "nope.json", "not found")
+
+
+def test_error_directory(tmp_path: Path) -> None:
+    _assert_input_error(run("select", tmp_path), "is a directory")
+
+
+def test_error_invalid_json(tmp_path: Path) -> None:
+    path = tmp_path / "bad-variants.json"
+    path.write_text('{"$schema": ', encoding="utf-8")
+    _assert_input_error(run("select", path), "bad-variants.json", "invalid JSON")
+
+
+def test_error_wrong_types(tmp_path: Path) -> None:
+    doc = variant_doc("v3", {"x86_64": {"level": ["v3"]}})
+    doc["default-priorities"]["namespace"] = "x86_64"
+    _assert_input_error(
+        run("select", write_json(tmp_path / "m.json", doc)),
+        "default-priorities.namespace",
+        "expected a list of strings",
+    )
+
+
+def test_error_bad_label(tmp_path: Path) -> None:
+    doc = variant_doc("Bad-Label", {"x86_64": {"level": ["v3"]}})
+    _assert_input_error(run("select", write_json(tmp_path / "m.json", doc)), "'Bad-Label'")
+
+
+def test_error_unsupported_schema(tmp_path: Path) -> None:
+    doc = variant_doc("v3", {"x86_64": {"level": ["v3"]}})
+    doc["$schema"] = "https://variants-schema.wheelnext.dev/peps/825/v1.0.0.json"
+    _assert_input_error(
+        run("select", write_json(tmp_path / "m.json", doc)), "1.0.0", "upgrade wheelwise"
+    )
+
+
+def test_error_bad_system_file(tmp_path: Path) -> None:
+    system = write_json(tmp_path / "machine.json", {"system": {"nvidia": {"sm_arch": "90"}}})
+    _assert_input_error(
+        run("select", TEST_PACKAGE_JSON, "--system", system), "machine.json", "sm_arch"
+    )
+    _assert_input_error(
+        run("select", TEST_PACKAGE_JSON, "--system", tmp_path / "missing.json"),
+        "system file not found",
+    )
+
+
+def test_variant_show_json() -> None:
+    wheel = CORPUS / "test-package" / "dist" / "test_package-0-py3-none-any-5d8be4b9.whl"
+    result = run("variant", "show", wheel, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {
+        "filename": wheel.name,
+        "label": "5d8be4b9",
+        "properties": [
+            "installable_plugin :: feat1 :: val1c",
+            "installable_plugin :: feat2 :: val2b",
+        ],
+        "namespaces": ["installable_plugin", "non_existing_plugin"],
+    }
+
+
+def test_variant_show_non_variant_and_null() -> None:
+    dist = CORPUS / "test-package" / "dist"
+    plain = json.loads(
+        run("variant", "show", dist / "test_package-0-py3-none-any.whl", "--json").stdout
+    )
+    assert plain["label"] is None
+    assert plain["properties"] == []
+    null = json.loads(
+        run("variant", "show", dist / "test_package-0-py3-none-any-null.whl", "--json").stdout
+    )
+    assert null["label"] == "null"
+    assert null["properties"] == []
+    human = run("variant", "show", dist / "test_package-0-py3-none-any-foo.whl")
+    assert "label:      foo" in human.stdout
+    assert "installable_plugin :: feat1 :: val1c" in human.stdout
+
+
+def test_variant_show_errors(tmp_path: Path) -> None:
+    _assert_input_error(
+        run("variant", "show", tmp_path / "pkg-1.0-py3-none-any-v3.whl"), "no such file"
+    )
+    broken = tmp_path / "pkg-1.0-py3-none-any-v3.whl"
+    broken.write_bytes(b"garbage")
+    _assert_input_error(run("variant", "show", broken), "not a valid wheel")
+    no_json = make_wheel(tmp_path, "pkg-2.0-py3-none-any-v3.whl", None)
+    _assert_input_error(run("variant", "show", no_json), "variant.json")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["select", "/definitely/missing-variants.json"],
+        ["variant", "show", "/definitely/pkg-1.0-py3-none-any-x.whl"],
+    ],
+)
+def test_console_script_exit_status(args: list[str]) -> None:
+    """The installed entry point, as a real process: exit 2, one line, no traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "wheelwise", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.startswith("wheelwise: error: ")
