@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     from variantlib.models.variant import VariantDescription
     from variantlib.models.variant import VariantProperty as VlProperty
     from variantlib.resolver.lib import sort_and_filter_supported_variants
+    from variantlib.variants_json import VariantsJson
 
     system, variants = generate(args.variants, args.seed, args.machine)
     metadata = VariantMetadata.build(NAMESPACE_ORDER, variants)
@@ -185,8 +186,32 @@ def main(argv: list[str] | None = None) -> int:
         len(vs) for props in variants.values() for fs in props.values() for vs in fs.values()
     )
 
+    # The same index as a *-variants.json document both libraries can read (variantlib
+    # needs a providers block), for the end-to-end "parse, then rank" rows.
+    document = json.dumps(
+        {
+            "$schema": "https://variants-schema.wheelnext.dev/v0.2.0.json",
+            "default-priorities": {"namespace": NAMESPACE_ORDER},
+            "providers": {ns: {"requires": [f"provider-{ns}"]} for ns in NAMESPACE_ORDER},
+            "variants": variants,
+        }
+    ).encode()
+
     def run_wheelwise() -> list[str]:
         return list(rank_variants(metadata, supported).order)
+
+    def run_wheelwise_load() -> list[str]:
+        loaded = VariantMetadata.from_json(document)
+        return list(rank_variants(loaded, supported).order)
+
+    def run_variantlib_load() -> list[str]:
+        loaded = VariantsJson(json.loads(document))
+        result = sort_and_filter_supported_variants(
+            list(loaded.variants.values()),
+            vl_supported,
+            namespace_priorities=list(NAMESPACE_ORDER),
+        )
+        return [str(vdesc.label) for vdesc in result]
 
     def variantlib_runner(filter_values: bool) -> Callable[[], list[str]]:
         def run() -> list[str]:
@@ -205,11 +230,15 @@ def main(argv: list[str] | None = None) -> int:
         "wheelwise": run_wheelwise,
         "variantlib": variantlib_runner(False),
         "variantlib_filter_values": variantlib_runner(True),
+        "wheelwise_load": run_wheelwise_load,
+        "variantlib_load": run_variantlib_load,
     }
     titles = {
         "wheelwise": "wheelwise rank_variants",
         "variantlib": "variantlib sort_and_filter_supported_variants",
         "variantlib_filter_values": "  same, filter_values=True",
+        "wheelwise_load": "wheelwise from_json + rank_variants",
+        "variantlib_load": "variantlib VariantsJson + sort_and_filter",
     }
     # Warm-up, and the orders to compare.
     orders = {name: func() for name, func in contenders.items()}
@@ -217,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     agree = all(order == reference for order in orders.values())
     times = measure(contenders, args.runs)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    ww = medians["wheelwise"]
+    # Each row is compared with the wheelwise row that does the same work.
+    baseline = {
+        name: "wheelwise_load" if name.endswith("_load") else "wheelwise" for name in contenders
+    }
 
     results: dict[str, Any] = {
         "command": " ".join([".venv/bin/python", "bench/ordering.py", *(argv or sys.argv[1:])]),
@@ -239,7 +271,11 @@ def main(argv: list[str] | None = None) -> int:
             }
             for name, values in times.items()
         },
-        "speedup": {name: medians[name] / ww for name in contenders if name != "wheelwise"},
+        "speedup": {
+            name: medians[name] / medians[baseline[name]]
+            for name in contenders
+            if baseline[name] != name
+        },
         "same_order": agree,
     }
     if args.json:
@@ -262,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, values in times.items():
             print(
                 f"{titles[name]:<46} {medians[name] * 1e3:>8.2f} {min(values) * 1e3:>8.2f} "
-                f"{max(values) * 1e3:>8.2f} {medians[name] / ww:>6.1f}x"
+                f"{max(values) * 1e3:>8.2f} {medians[name] / medians[baseline[name]]:>6.1f}x"
             )
         print()
         print(f"same order: {'yes' if agree else 'NO'} ({len(reference)} compatible labels)")

@@ -92,18 +92,25 @@ class ProviderInfo:
 
 @dataclass(frozen=True)
 class FeatureGroups:
-    """Interned view of a variants table."""
+    """Interned view of a variants table, for ordering.
+
+    Labels that list the same feature with the same values share one group, so a
+    machine is checked once per distinct group rather than once per label.
+    """
 
     # Distinct (namespace, feature, values) triples.
     groups: tuple[tuple[str, str, tuple[str, ...]], ...]
-    # Per label, the indices of its groups in ``groups``.
+    # (label, indices of its groups), in the order of the variants table.
     labels: tuple[tuple[str, tuple[int, ...]], ...]
+    # Per group, the indices (into ``labels``) of the labels that list it.
+    members: tuple[tuple[int, ...], ...]
 
     @classmethod
     def of(cls, variants: Mapping[str, PropertyMap]) -> FeatureGroups:
         index: dict[tuple[str, str, tuple[str, ...]], int] = {}
+        members: list[list[int]] = []
         labels: list[tuple[str, tuple[int, ...]]] = []
-        for label, properties in variants.items():
+        for label_index, (label, properties) in enumerate(variants.items()):
             ids: list[int] = []
             for ns, features in properties.items():
                 for feature, values in features.items():
@@ -111,9 +118,11 @@ class FeatureGroups:
                     found = index.get(key)
                     if found is None:
                         found = index[key] = len(index)
+                        members.append([])
+                    members[found].append(label_index)
                     ids.append(found)
             labels.append((label, tuple(ids)))
-        return cls(tuple(index), tuple(labels))
+        return cls(tuple(index), tuple(labels), tuple(tuple(m) for m in members))
 
 
 @dataclass(frozen=True)

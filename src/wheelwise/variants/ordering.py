@@ -32,15 +32,49 @@ _MAX_SHOWN_VALUES = 10
 _first = itemgetter(0)
 
 
-@dataclass(frozen=True)
 class RankedVariant:
-    """A compatible label with the properties that decide its place."""
+    """A compatible label with the properties that decide its place.
 
-    label: str
-    # Best supported value per feature, most important first: why it ranks here.
-    best: tuple[VariantProperty, ...]
-    # Every listed property the machine supports (the variant marker values).
-    supported: tuple[VariantProperty, ...]
+    ``best`` and ``supported`` are worked out on first access: a ranking of
+    thousands of labels usually needs them for the selected one only.
+    """
+
+    __slots__ = ("_best", "_group_ids", "_scorer", "_supported", "label")
+
+    def __init__(self, label: str, scorer: _Scorer, group_ids: tuple[int, ...]) -> None:
+        self.label = label
+        self._scorer = scorer
+        self._group_ids = group_ids
+        self._best: tuple[VariantProperty, ...] | None = None
+        self._supported: tuple[VariantProperty, ...] | None = None
+
+    @property
+    def best(self) -> tuple[VariantProperty, ...]:
+        """Best supported value per feature, most important first: why it ranks here."""
+        if self._best is None:
+            keys = self._scorer.keys
+            ordered = sorted(self._group_ids, key=keys.__getitem__)  # type: ignore[arg-type]
+            self._best = tuple(self._scorer.match(g)[0] for g in ordered)
+        return self._best
+
+    @property
+    def supported(self) -> tuple[VariantProperty, ...]:
+        """Every listed property the machine supports (the variant marker values)."""
+        if self._supported is None:
+            match = self._scorer.match
+            self._supported = tuple(p for g in self._group_ids for p in match(g)[1])
+        return self._supported
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RankedVariant):
+            return NotImplemented
+        return (self.label, self.best, self.supported) == (other.label, other.best, other.supported)
+
+    def __hash__(self) -> int:
+        return hash((self.label, self.best, self.supported))
+
+    def __repr__(self) -> str:
+        return f"RankedVariant(label={self.label!r}, best={self.best!r})"
 
 
 @dataclass(frozen=True)
@@ -93,7 +127,7 @@ class _Scorer:
 
     def __init__(self, metadata: VariantMetadata, machine: SupportedProperties) -> None:
         self.machine = machine
-        self.groups = metadata.feature_groups.groups
+        self.table = metadata.feature_groups
         ns_index = {ns: i for i, ns in enumerate(metadata.namespaces)}
         # (namespace, feature) -> (its part of the sort key, {value: index})
         self.lookup: dict[tuple[str, str], tuple[int, dict[str, int]]] = {}
@@ -105,30 +139,46 @@ class _Scorer:
                     {value: v_i for v_i, value in enumerate(values)},
                 )
         # Per group: the packed key of its best supported value, or None.
-        self.keys: list[int | None] = [self._best_key(group) for group in self.groups]
+        self.keys: list[int | None] = []
+        lookup = self.lookup
+        for ns, feature, values in self.table.groups:
+            entry = lookup.get((ns, feature))
+            best = None
+            if entry is not None:
+                ranks = entry[1]
+                present = [ranks[v] for v in values if v in ranks]
+                if present:
+                    best = entry[0] | min(present)
+            self.keys.append(best)
         self._reasons: dict[int, str] = {}
         self._matches: dict[int, tuple[VariantProperty, tuple[VariantProperty, ...]]] = {}
 
-    def _best_key(self, group: tuple[str, str, tuple[str, ...]]) -> int | None:
-        entry = self.lookup.get((group[0], group[1]))
-        if entry is None:
-            return None
-        ranks = entry[1]
-        present = [ranks[v] for v in group[2] if v in ranks]
-        return entry[0] | min(present) if present else None
+    def rejected_indices(self) -> set[int]:
+        """Indices of labels that list at least one unsupported group."""
+        rejected: set[int] = set()
+        members = self.table.members
+        for group_id, key in enumerate(self.keys):
+            if key is None:
+                rejected.update(members[group_id])
+        return rejected
 
-    def reason(self, group_id: int) -> str:
-        found = self._reasons.get(group_id)
-        if found is None:
-            ns, feature, values = self.groups[group_id]
-            found = self._reasons[group_id] = _reason(ns, feature, values, self.machine)
-        return found
+    def reason(self, group_ids: tuple[int, ...]) -> str:
+        parts = []
+        for group_id in group_ids:
+            if self.keys[group_id] is not None:
+                continue
+            found = self._reasons.get(group_id)
+            if found is None:
+                ns, feature, values = self.table.groups[group_id]
+                found = self._reasons[group_id] = _reason(ns, feature, values, self.machine)
+            parts.append(found)
+        return "; ".join(parts)
 
     def match(self, group_id: int) -> tuple[VariantProperty, tuple[VariantProperty, ...]]:
         """(best supported property, every supported property best first)."""
         found = self._matches.get(group_id)
         if found is None:
-            ns, feature, values = self.groups[group_id]
+            ns, feature, values = self.table.groups[group_id]
             ranks = self.lookup[(ns, feature)][1]
             present = sorted((ranks[v], v) for v in values if v in ranks)
             supported = tuple(VariantProperty(ns, feature, v) for _, v in present)
@@ -137,26 +187,31 @@ class _Scorer:
 
 
 class _Reasons(Mapping[str, str]):
-    """Rejected labels (sorted) with their reasons, formatted on first access."""
+    """Rejected labels, sorted, with their reasons formatted on first access."""
 
-    def __init__(self, scorer: _Scorer, rejected: dict[str, tuple[int, ...]]) -> None:
+    def __init__(self, scorer: _Scorer, rejected: set[int]) -> None:
         self._scorer = scorer
-        self._rejected = dict(sorted(rejected.items()))
+        self._indices = rejected
+        self._by_label: dict[str, tuple[int, ...]] | None = None
         self._cache: dict[str, str] = {}
+
+    def _table(self) -> dict[str, tuple[int, ...]]:
+        if self._by_label is None:
+            labels = self._scorer.table.labels
+            self._by_label = dict(sorted(labels[i] for i in self._indices))
+        return self._by_label
 
     def __getitem__(self, label: str) -> str:
         found = self._cache.get(label)
         if found is None:
-            keys = self._scorer.keys
-            unmet = [g for g in self._rejected[label] if keys[g] is None]
-            found = self._cache[label] = "; ".join(self._scorer.reason(g) for g in unmet)
+            found = self._cache[label] = self._scorer.reason(self._table()[label])
         return found
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rejected)
+        return iter(self._table())
 
     def __len__(self) -> int:
-        return len(self._rejected)
+        return len(self._indices)
 
     def __repr__(self) -> str:
         return repr(dict(self))
@@ -166,28 +221,17 @@ def rank_variants(metadata: VariantMetadata, supported: SupportedProperties) -> 
     """Filter and order every label of *metadata* for a machine supporting *supported*."""
     scorer = _Scorer(metadata, effective_supported(metadata, supported))
     keys = scorer.keys
+    labels = metadata.feature_groups.labels
+    rejected = scorer.rejected_indices()
     keyed: list[tuple[list[Any], str, tuple[int, ...]]] = []
-    rejected: dict[str, tuple[int, ...]] = {}
-    for label, group_ids in metadata.feature_groups.labels:
-        label_keys: list[Any] = [keys[g] for g in group_ids]
-        if None in label_keys:
-            rejected[label] = group_ids
-            continue
-        label_keys.sort()
+    for index in set(range(len(labels))) - rejected:
+        label, group_ids = labels[index]
+        label_keys: list[Any] = sorted([keys[g] for g in group_ids])
         label_keys += (_END, label == NULL_LABEL, label)
         keyed.append((label_keys, label, group_ids))
     keyed.sort(key=_first)
-    compatible = []
-    for _, label, group_ids in keyed:
-        matches = sorted(((keys[g], scorer.match(g)) for g in group_ids), key=_first)
-        compatible.append(
-            RankedVariant(
-                label,
-                best=tuple(best for _, (best, _) in matches),
-                supported=tuple(p for g in group_ids for p in scorer.match(g)[1]),
-            )
-        )
-    return Ranking(tuple(compatible), _Reasons(scorer, rejected))
+    compatible = tuple(RankedVariant(label, scorer, group_ids) for _, label, group_ids in keyed)
+    return Ranking(compatible, _Reasons(scorer, rejected))
 
 
 def _reason(ns: str, feature: str, wanted: Iterable[str], machine: SupportedProperties) -> str:
