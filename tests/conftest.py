@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from jsonschema import Draft202012Validator
 
-# /work/main/tests/conftest.py -> /work/shared
-_SHARED = Path(__file__).resolve().parents[2] / "shared"
+from paths import CORPUS, VARIANT_SCHEMA
 
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The variantlib conformance corpus (real wheels and metadata files)."""
-    path = _SHARED / "corpus" / "variantlib-test-package"
+    path = CORPUS
     if not path.is_dir():
         pytest.fail(f"conformance corpus not found at {path}")
     return path
@@ -25,7 +26,14 @@ def corpus_dir() -> Path:
 @pytest.fixture(scope="session")
 def variant_schema_validator() -> Any:
     """A Draft 2020-12 validator for the official variant-schema-0.1.1.json."""
-    path = _SHARED / "spec" / "variant-schema-0.1.1.json"
+    path = VARIANT_SCHEMA
     schema = json.loads(path.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
+
+
+# Property tests run without per-example deadlines (CI machines are small and shared);
+# CI derandomizes them so that a failure reproduces from the same run.
+settings.register_profile("default", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "default")

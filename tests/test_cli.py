@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from paths import CORPUS
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.cli import main
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "variantlib-test-package"
 TEST_PACKAGE_JSON = CORPUS / "test-package" / "dist" / "test_package-0-variants.json"
 PLUGIN_MACHINE = {"system": {"installable_plugin": {"feat1": ["val1c", "val1b"]}}}
 

@@ -19,7 +19,7 @@ from wheelwise.variants import (
     merge,
 )
 
-# What /work/shared/README.md says the test-package wheels contain.
+# What tests/data/README.md says the test-package wheels contain.
 FEAT1 = "installable_plugin :: feat1 :: val1c"
 FEAT2 = "installable_plugin :: feat2 :: val2b"
 EXPECTED_LABELS: dict[str, set[str]] = {

@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from paths import CORPUS
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.variants.metadata import VariantMetadata
@@ -19,7 +20,6 @@ from wheelwise.variants.ordering import Ranking, order_wheels, rank_variants
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.supported import SupportedProperties
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "variantlib-test-package"
 TEST_PACKAGE_DIST = CORPUS / "test-package" / "dist"
 LEGACY_SCHEMA = "https://variants-schema.wheelnext.dev/v0.0.3.json"
 

@@ -7,19 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from paths import CORPUS
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.variant_info import MAX_VARIANT_JSON_BYTES, read_wheel_variant
 
-CORPUS_DIST = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "corpus"
-    / "variantlib-test-package"
-    / "test-package"
-    / "dist"
-)
+CORPUS_DIST = CORPUS / "test-package" / "dist"
 
 
 @pytest.mark.parametrize(

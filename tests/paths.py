@@ -1,0 +1,9 @@
+"""Where the tests' data files live."""
+
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+# Real variant wheels and metadata written by variantlib 0.2 (see data/README.md).
+CORPUS = DATA / "corpus" / "variantlib-test-package"
+# The official PEP 825 JSON schema, version 0.1.1.
+VARIANT_SCHEMA = DATA / "variant-schema-0.1.1.json"
