@@ -970,3 +970,25 @@ def test_best_and_supported_properties(
             if v in system.get(ns, {}).get(f, [])
         }
         assert len(ranked.supported) == len(set(ranked.supported))
+
+
+def test_reasons_share_a_clause_and_show_values_naturally_ordered() -> None:
+    metadata = VariantMetadata.build(
+        ["nvidia", "x86_64"],
+        {
+            "cu": {
+                "nvidia": {
+                    "cuda_version_lower_bound": ["12.8"],
+                    "sm_arch": ["100_real", "70_real", "90_real"],
+                }
+            },
+            "v4": {"x86_64": {"level": ["v4"]}},
+        },
+    )
+    machine = SupportedProperties({"x86_64": {"level": ("v3", "v2", "v1")}})
+    ranking = rank_variants(metadata, machine)
+    assert ranking.rejected["cu"] == (
+        "needs nvidia :: cuda_version_lower_bound :: 12.8 and "
+        "nvidia :: sm_arch one of 70_real, 90_real, 100_real; machine has no nvidia support"
+    )
+    assert ranking.rejected["v4"] == "needs x86_64 :: level :: v4; machine has v3, v2, v1"

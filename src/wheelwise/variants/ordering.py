@@ -14,6 +14,7 @@ machine's own order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
@@ -29,6 +30,7 @@ from wheelwise.variants.supported import SupportedProperties
 _SHIFT = 21
 _END = 1 << (3 * _SHIFT + 1)  # sorts after every packed property key
 _MAX_SHOWN_VALUES = 10
+_DIGITS = re.compile(r"(\d+)")
 _first = itemgetter(0)
 
 
@@ -150,7 +152,7 @@ class _Scorer:
                 if present:
                     best = entry[0] | min(present)
             self.keys.append(best)
-        self._reasons: dict[int, str] = {}
+        self._reasons: dict[int, tuple[str, str]] = {}
         self._matches: dict[int, tuple[VariantProperty, tuple[VariantProperty, ...]]] = {}
 
     def rejected_indices(self) -> set[int]:
@@ -163,7 +165,9 @@ class _Scorer:
         return rejected
 
     def reason(self, group_ids: tuple[int, ...]) -> str:
-        parts = []
+        """ "needs X; machine has Y" per unmet feature; needs with the same answer
+        (say, a whole namespace the machine lacks) share one clause."""
+        clauses: dict[str, list[str]] = {}
         for group_id in group_ids:
             if self.keys[group_id] is not None:
                 continue
@@ -171,8 +175,8 @@ class _Scorer:
             if found is None:
                 ns, feature, values = self.table.groups[group_id]
                 found = self._reasons[group_id] = _reason(ns, feature, values, self.machine)
-            parts.append(found)
-        return "; ".join(parts)
+            clauses.setdefault(found[1], []).append(found[0])
+        return "; ".join(f"needs {' and '.join(needs)}; {have}" for have, needs in clauses.items())
 
     def match(self, group_id: int) -> tuple[VariantProperty, tuple[VariantProperty, ...]]:
         """(best supported property, every supported property best first)."""
@@ -234,22 +238,30 @@ def rank_variants(metadata: VariantMetadata, supported: SupportedProperties) -> 
     return Ranking(compatible, _Reasons(scorer, rejected))
 
 
-def _reason(ns: str, feature: str, wanted: Iterable[str], machine: SupportedProperties) -> str:
-    wanted = list(wanted)
+def _natural(value: str) -> tuple[tuple[int, str], ...]:
+    """Sort key that puts 70_real before 100_real (for display only)."""
+    return tuple((int(part), "") if part.isdigit() else (0, part) for part in _DIGITS.split(value))
+
+
+def _reason(
+    ns: str, feature: str, wanted: Iterable[str], machine: SupportedProperties
+) -> tuple[str, str]:
+    """(what the label needs, what the machine has) for one unmet feature."""
+    wanted = sorted(wanted, key=_natural)
     need = (
-        f"needs {ns} :: {feature} :: {wanted[0]}"
+        f"{ns} :: {feature} :: {wanted[0]}"
         if len(wanted) == 1
-        else f"needs {ns} :: {feature} one of {', '.join(wanted)}"
+        else f"{ns} :: {feature} one of {', '.join(wanted)}"
     )
     have = machine.values(ns, feature)
     if have:
         shown = ", ".join(have[:_MAX_SHOWN_VALUES])
         if len(have) > _MAX_SHOWN_VALUES:
             shown += f", ... ({len(have) - _MAX_SHOWN_VALUES} more)"
-        return f"{need}; machine has {shown}"
+        return need, f"machine has {shown}"
     if machine.namespaces.get(ns):
-        return f"{need}; machine has no {ns} :: {feature} values"
-    return f"{need}; machine has no {ns} support"
+        return need, f"machine has no {ns} :: {feature} values"
+    return need, f"machine has no {ns} support"
 
 
 def order_wheels(wheels: Iterable[WheelFilename], ranking: Ranking) -> list[WheelFilename]:
