@@ -309,3 +309,17 @@ def test_merge_agrees_with_variantlib(corpus_dir: Path) -> None:
         ours.variants,
         ours.providers,
     )
+
+
+def test_bundled_corpus_matches_the_published_one() -> None:
+    """tests/data carries a copy of the conformance corpus; where the published
+    corpus sits beside the repository (../shared), the copy must equal it byte for byte."""
+    published = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    if not published.is_dir():
+        pytest.skip("no published corpus beside the repository to compare with")
+    bundled = Path(__file__).resolve().parent / "data" / "corpus"
+    published_files = {p.relative_to(published): p for p in published.rglob("*") if p.is_file()}
+    bundled_files = {p.relative_to(bundled): p for p in bundled.rglob("*") if p.is_file()}
+    assert sorted(bundled_files) == sorted(published_files)
+    for relative, path in published_files.items():
+        assert bundled_files[relative].read_bytes() == path.read_bytes(), relative
