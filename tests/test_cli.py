@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from paths import CORPUS
 from wheelfactory import make_wheel, variant_doc
-from wheelwise.cli import main
+from wheelwise.cli.app import cli as main
 
 TEST_PACKAGE_JSON = CORPUS / "test-package" / "dist" / "test_package-0-variants.json"
 PLUGIN_MACHINE = {"system": {"installable_plugin": {"feat1": ["val1c", "val1b"]}}}

@@ -37,7 +37,7 @@ class PluginAPI(Protocol):
     def get_supported_configs(self) -> Sequence[FeatureConfig]: ...
 
 
-class ProviderUnavailable(Exception):  # noqa: N818 - it is a state, not a failure
+class ProviderUnavailable(Exception):  # a state of the machine, not a failure
     """Raised by a provider when the machine lacks what it detects.
 
     ``str(exc)`` is the reason shown to users ("no NVIDIA driver: libnvidia-ml.so.1

@@ -16,7 +16,7 @@ def run_builtin(provider: BuiltinProvider) -> ProviderReport:
         return ProviderReport(namespace, "unavailable", exc.source, str(exc))
     except ProviderOutputError as exc:
         return ProviderReport(namespace, "error", "built-in", f"invalid output: {exc}")
-    except Exception as exc:  # noqa: BLE001 - a provider must never break detection
+    except Exception as exc:  # a provider must never break detection
         return ProviderReport(
             namespace, "error", "built-in", f"provider failed: {type(exc).__name__}: {exc}"
         )

@@ -27,9 +27,7 @@ def check_configs(namespace: str, configs: Sequence[FeatureConfig], what: str) -
             raise ProviderOutputError(f"{namespace}: {what}: feature {config.name!r} twice")
         seen.add(config.name)
         if len(set(config.values)) != len(config.values):
-            raise ProviderOutputError(
-                f"{namespace}: {what}: duplicate values for {config.name!r}"
-            )
+            raise ProviderOutputError(f"{namespace}: {what}: duplicate values for {config.name!r}")
 
 
 def supported_features(

@@ -1,0 +1,1 @@
+"""Machine detection: which variant properties this machine supports, best first."""

@@ -1,0 +1,57 @@
+"""The detection cache: one file holding the fingerprint and the ``detect --json``
+document it was computed for.
+
+Layout: a header line ``wheelwise-detect-cache 1 <fingerprint length>``, the
+fingerprint text, then the JSON document. The warm path compares the fingerprint
+verbatim (no hashing, no JSON parsing) and prints the document as stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from wheelwise.cachedir import user_cache_dir
+
+HEADER = "wheelwise-detect-cache 1"
+# A safety net for changes the fingerprint cannot see (a driver swapped in place).
+MAX_AGE_SECONDS = 24 * 3600
+
+
+def cache_path() -> str:
+    return os.path.join(user_cache_dir(), "detect.cache")
+
+
+def load(fingerprint: str) -> str | None:
+    """The cached document for *fingerprint*, or None (missing, stale, other machine)."""
+    path = cache_path()
+    try:
+        if time.time() - os.stat(path).st_mtime > MAX_AGE_SECONDS:
+            return None
+        with open(path, encoding="utf-8") as handle:
+            data = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    header, _, rest = data.partition("\n")
+    prefix, _, length = header.rpartition(" ")
+    if prefix != HEADER or not length.isdigit():
+        return None
+    size = int(length)
+    if rest[:size] != fingerprint:
+        return None
+    return rest[size:]
+
+
+def store(fingerprint: str, document: str) -> None:
+    """Write atomically (temp file + rename); a cache that cannot be written is skipped."""
+    path = cache_path()
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temp, "w", encoding="utf-8") as handle:
+            handle.write(f"{HEADER} {len(fingerprint)}\n{fingerprint}{document}")
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)

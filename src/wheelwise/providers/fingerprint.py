@@ -1,0 +1,75 @@
+"""A cheap description of everything built-in detection depends on.
+
+If the fingerprint is unchanged, the cached detection result still holds. It is
+built from small reads only (environment overrides, the stable lines of
+/proc/cpuinfo, driver version files, device node names) and imports nothing but
+``os``: the warm ``wheelwise detect`` path runs it before anything else.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Every variable a built-in provider's answer depends on.
+OVERRIDE_VARIABLES = (
+    "WHEELWISE_CPUINFO",
+    "WHEELWISE_NVIDIA_DRIVER",
+    "WHEELWISE_NVIDIA_GPUS",
+    "WHEELWISE_AMD_ROCM",
+    "WHEELWISE_AMD_GFX",
+    "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION",
+    "NV_VARIANT_PROVIDER_FORCE_SM_ARCH",
+    "AMD_VARIANT_PROVIDER_FORCE_ROCM_VERSION",
+    "AMD_VARIANT_PROVIDER_FORCE_GFX_ARCH",
+    "ROCM_PATH",
+    # These change which GPUs the driver libraries report.
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+)
+# /proc/cpuinfo lines that describe the CPU; the rest (MHz, bogomips) changes all the time.
+_CPUINFO_KEYS = ("vendor_id", "model name", "flags", "Features", "CPU implementer", "CPU part")
+_DEVICE_PREFIXES = ("nvidia", "dxg", "kfd")
+
+
+def _read(path: str, limit: int = 1 << 20) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def cpuinfo_identity(text: str) -> str:
+    """The distinct descriptive lines of a cpuinfo dump, in first-seen order."""
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        if line.startswith(_CPUINFO_KEYS):
+            seen[line] = None
+    return "\n".join(seen)
+
+
+def machine_fingerprint(version: str) -> str:
+    """Everything the built-in providers' answers depend on, as one string."""
+    env = os.environ
+    parts = [f"wheelwise {version}"]
+    parts += [f"{name}={env.get(name, '')}" for name in OVERRIDE_VARIABLES]
+    parts.append(cpuinfo_identity(_read(env.get("WHEELWISE_CPUINFO") or "/proc/cpuinfo")))
+    parts.append(_read("/proc/driver/nvidia/version", 4096))
+    parts.append(" ".join(_listdir("/proc/driver/nvidia/gpus")))
+    rocm = env.get("ROCM_PATH") or "/opt/rocm"
+    parts.append(_read(os.path.join(rocm, ".info", "version"), 256))
+    parts.append(" ".join(d for d in _listdir("/dev") if d.startswith(_DEVICE_PREFIXES)))
+    nodes = "/sys/class/kfd/kfd/topology/nodes"
+    for node in _listdir(nodes):
+        for line in _read(os.path.join(nodes, node, "properties"), 8192).splitlines():
+            if line.startswith("gfx_target_version"):
+                parts.append(f"{node} {line}")
+    return "\n".join(parts)
