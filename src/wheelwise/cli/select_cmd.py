@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -11,6 +12,9 @@ from rich.table import Table
 
 from wheelwise.cli.errors import input_errors
 from wheelwise.cli.inputs import load_metadata, load_system
+from wheelwise.cli.options import provider_options
+from wheelwise.providers.base import ProviderReport
+from wheelwise.providers.machine import MachineOptions, machine_for
 from wheelwise.variants.ordering import Ranking, rank_variants
 
 
@@ -24,19 +28,39 @@ from wheelwise.variants.ordering import Ranking, rank_variants
     '({"system": {NS: {FEATURE: [VALUES, best first]}}}).',
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON document.")
+@provider_options
 @input_errors
-def select(variants_json: Path, system_file: Path | None, as_json: bool) -> None:
+def select(
+    variants_json: Path,
+    system_file: Path | None,
+    as_json: bool,
+    allow_provider: tuple[str, ...],
+    enable_provider: tuple[str, ...],
+    refresh: bool,
+) -> None:
     """Rank the variants in VARIANTS_JSON for a machine, offline.
 
     VARIANTS_JSON is a *-variants.json or variant.json file (PEP 825 or legacy).
+    Without --system, this machine is detected (see `wheelwise detect`).
     """
     metadata = load_metadata(variants_json)
-    ranking = rank_variants(metadata, load_system(system_file))
+    reports: Mapping[str, ProviderReport] = {}
+    if system_file is not None:
+        supported = load_system(system_file)
+        machine = str(system_file)
+    else:
+        options = MachineOptions(allow_provider, enable_provider, refresh)
+        view = machine_for(metadata, options)
+        supported, reports = view.supported, view.reports
+        machine = "this machine"
+    ranking = rank_variants(metadata, supported)
     if as_json:
         click.echo(json.dumps(ranking_document(ranking), indent=2))
         return
-    machine = str(system_file) if system_file else "this machine (no --system: nothing supported)"
     render_ranking(ranking, title=f"{variants_json.name} for {machine}")
+    for ns, report in reports.items():
+        if report.status != "ok":
+            click.echo(f"note: {ns}: {report.status}: {report.detail}")
 
 
 def ranking_document(ranking: Ranking) -> dict[str, object]:
