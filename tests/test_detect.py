@@ -246,7 +246,11 @@ class _Absent(BuiltinProvider):
 
 
 def test_bad_providers_are_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    providers = {"nvidia": _Crashing, "x86_64": _Lying, "amd": _Absent}
+    providers: dict[str, type[_Crashing | _Lying | _Absent]] = {
+        "nvidia": _Crashing,
+        "x86_64": _Lying,
+        "amd": _Absent,
+    }
 
     def fake(namespace: str, env: Environment | None = None) -> BuiltinProvider:
         if namespace == "aarch64":
