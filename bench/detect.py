@@ -103,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
 
     wheelwise = str(Path(sys.executable).parent / "wheelwise")
     variantlib = str(ensure_variantlib())
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith("WHEELWISE_")}
+    # As installed for real: bytecode caches may be written (the warm-up runs write them).
+    base_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("WHEELWISE_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
 
     with tempfile.TemporaryDirectory() as tmp:
         warm_env = {**base_env, "WHEELWISE_CACHE_DIR": str(Path(tmp) / "warm")}

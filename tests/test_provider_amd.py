@@ -369,7 +369,24 @@ def test_run_command(tmp_path: Path) -> None:
         pytest.skip("rocminfo is installed here")
     # The real runner: rocminfo is missing, the enumerator comes from $ROCM_PATH/bin.
     env = Environment({"ROCM_PATH": str(tmp_path), "WHEELWISE_AMD_ROCM": "6.4"})
-    result = run_builtin(AMDProvider(env))
+    kfd = tmp_path / "kfd"
+    kfd.write_text("")  # the kernel driver's device node, as on a ROCm machine
+    result = run_builtin(AMDProvider(env, kfd_device=str(kfd)))
     assert result.status == "ok", result.detail
     assert result.features == {"gfx_arch": ("gfx942",), "rocm_version": ("6.4",)}
     assert result.source == "rocm_agent_enumerator + WHEELWISE_AMD_ROCM"
+
+
+def test_no_kernel_driver_means_no_commands_run(tmp_path: Path) -> None:
+    """Without /dev/kfd no ROCm tool can list a GPU: unavailable, nothing started."""
+    (tmp_path / "bin").mkdir()
+    marker = tmp_path / "ran"
+    tool = tmp_path / "bin" / "rocminfo"
+    tool.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    tool.chmod(0o755)
+    env = Environment({"ROCM_PATH": str(tmp_path), "WHEELWISE_AMD_ROCM": "6.4"})
+    result = run_builtin(AMDProvider(env, kfd_device=str(tmp_path / "no-kfd")))
+    assert result.status == "unavailable"
+    assert "no-kfd does not exist" in result.detail
+    assert "ROCm 6.4 found" in result.detail
+    assert not marker.exists()

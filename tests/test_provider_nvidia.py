@@ -536,8 +536,22 @@ def library_present(name: str) -> bool:
     library_present("libnvidia-ml.so.1") or library_present("libcuda.so.1"),
     reason="this machine has an NVIDIA driver",
 )
-def test_real_backends_fail_cleanly_without_a_driver() -> None:
-    result = run_builtin(NvidiaProvider(Environment({})))
+def test_no_kernel_driver_is_reported_before_loading_libraries(tmp_path: Path) -> None:
+    provider = NvidiaProvider(
+        Environment({}), proc_dir=str(tmp_path / "proc"), device_nodes=[str(tmp_path / "ctl")]
+    )
+    result = run_builtin(provider)
+    assert result.status == "unavailable"
+    assert result.source == "kernel driver"
+    assert "no NVIDIA kernel driver" in result.detail
+    assert str(tmp_path / "ctl") in result.detail
+
+
+def test_real_backends_fail_cleanly_without_a_driver(tmp_path: Path) -> None:
+    # A kernel driver seems present (a device node exists), the libraries do not.
+    node = tmp_path / "nvidiactl"
+    node.write_text("")
+    result = run_builtin(NvidiaProvider(Environment({}), device_nodes=[str(node)]))
     assert result.status == "unavailable"
     assert result.source == "NVML, libcuda"
     assert "libnvidia-ml.so.1" in result.detail

@@ -1,7 +1,7 @@
 """The ``wheelwise`` command line. Only this package prints or exits.
 
-``main`` answers ``wheelwise detect --json`` from the warm cache before importing
-click or anything else heavy; every other invocation goes to the click app.
+``wheelwise detect --json`` is served without importing click (see fast_detect);
+every other invocation goes to the click app.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import sys
 
 
 def main() -> None:
-    if sys.argv[1:] == ["detect", "--json"]:
-        from wheelwise.cli.fast_detect import print_cached_detection
+    from wheelwise.cli import fast_detect
 
-        if print_cached_detection():
-            return
+    if fast_detect.handles(sys.argv[1:]):
+        fast_detect.run(sys.argv[1:])
+        return
     from wheelwise.cli.app import cli
 
     cli()

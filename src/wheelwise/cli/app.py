@@ -1,21 +1,35 @@
-"""Top-level command group."""
+"""Top-level command group; each command's module is imported only when it runs."""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from wheelwise import __version__
-from wheelwise.cli.detect_cmd import detect
-from wheelwise.cli.select_cmd import select
-from wheelwise.cli.variant_cmd import variant
+
+# command name -> "module:attribute" (kept lazy: start-up time is a feature).
+COMMANDS = {
+    "detect": "wheelwise.cli.detect_cmd:detect",
+    "select": "wheelwise.cli.select_cmd:select",
+    "variant": "wheelwise.cli.variant_cmd:variant",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attribute = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="wheelwise")
 def cli() -> None:
     """Install the right build of a package for this machine (wheel variants)."""
-
-
-cli.add_command(detect)
-cli.add_command(select)
-cli.add_command(variant)

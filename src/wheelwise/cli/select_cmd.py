@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from wheelwise.cli.errors import input_errors
 from wheelwise.cli.inputs import load_metadata, load_system
@@ -72,6 +70,9 @@ def ranking_document(ranking: Ranking) -> dict[str, object]:
 
 
 def render_ranking(ranking: Ranking, *, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 
 from wheelwise.providers.base import (
@@ -262,10 +263,12 @@ class AMDProvider(BuiltinProvider):
         env: Environment | None = None,
         run: Runner | None = None,
         kfd_nodes: str = "/sys/class/kfd/kfd/topology/nodes",
+        kfd_device: str = "/dev/kfd",
     ) -> None:
         super().__init__(env)
         self._run = run
         self.kfd_nodes = kfd_nodes
+        self.kfd_device = kfd_device
 
     @property
     def rocm_path(self) -> str:
@@ -274,7 +277,7 @@ class AMDProvider(BuiltinProvider):
     def run(self, argv: Sequence[str], timeout: float) -> str:
         if self._run is not None:
             return self._run(argv, timeout)
-        bin_dir = os.path.join(self.rocm_path, "bin")  # noqa: PTH118 - no pathlib on the hot path
+        bin_dir = os.path.join(self.rocm_path, "bin")
         return run_command(argv, timeout, search=(bin_dir,))
 
     def get_all_configs(self) -> Sequence[FeatureConfig]:
@@ -340,12 +343,12 @@ class AMDProvider(BuiltinProvider):
         return Probe(tuple(configs), " + ".join(sources), "; ".join([detail, *notes]))
 
     def _version_file(self) -> str:
-        return os.path.join(self.rocm_path, ".info", "version")  # noqa: PTH118
+        return os.path.join(self.rocm_path, ".info", "version")
 
     def _read_version(self, notes: list[str]) -> tuple[tuple[int, int] | None, str]:
         path = self._version_file()
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
+            with open(path, encoding="utf-8", errors="replace") as handle:
                 text = handle.read(256)
         except OSError:
             notes.append(f"ROCm version unknown ({path} not found)")
@@ -357,6 +360,14 @@ class AMDProvider(BuiltinProvider):
             return None, ""
 
     def _detect_gfx(self, rocm: tuple[int, int] | None) -> tuple[list[str], str]:
+        if self._run is None and sys.platform.startswith("linux"):
+            # ROCm talks to GPUs through /dev/kfd: without it no tool can list one,
+            # and starting them costs more than the rest of detection.
+            if not os.path.exists(self.kfd_device):
+                found = f"ROCm {rocm[0]}.{rocm[1]} found but no" if rocm else "no"
+                raise ProviderUnavailable(
+                    f"{found} AMD GPU driver ({self.kfd_device} does not exist)", self.kfd_device
+                )
         failures = []
         for argv, parse in (
             (ROCMINFO, parse_rocminfo),
@@ -383,18 +394,18 @@ class AMDProvider(BuiltinProvider):
     def fingerprint_inputs(self) -> Sequence[str]:
         inputs = [f"{name}={self.env.get(name) or ''}" for name in FINGERPRINT_VARIABLES]
         try:
-            with open(self._version_file(), encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
+            with open(self._version_file(), encoding="utf-8", errors="replace") as handle:
                 inputs.append(handle.read(256))
         except OSError:
             inputs.append("")
         try:
-            nodes = sorted(os.listdir(self.kfd_nodes))  # noqa: PTH208
+            nodes = sorted(os.listdir(self.kfd_nodes))
         except OSError:
             nodes = []
         for node in nodes:
-            path = os.path.join(self.kfd_nodes, node, "properties")  # noqa: PTH118
+            path = os.path.join(self.kfd_nodes, node, "properties")
             try:
-                with open(path, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
+                with open(path, encoding="utf-8", errors="replace") as handle:
                     lines = handle.read(16384).splitlines()
             except OSError:
                 continue

@@ -8,7 +8,6 @@ verbatim (no hashing, no JSON parsing) and prints the document as stored.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -53,5 +52,12 @@ def store(fingerprint: str, document: str) -> None:
             handle.write(f"{HEADER} {len(fingerprint)}\n{fingerprint}{document}")
         os.replace(temp, path)
     except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+        _remove_quietly(temp)
+
+
+def _remove_quietly(path: str) -> None:
+    # Not contextlib.suppress: this module is on the warm path, which avoids the import.
+    try:
+        os.unlink(path)
+    except OSError:
+        return

@@ -49,6 +49,7 @@ CUDA_MINORS = range(20, -1, -1)
 SM_MAJORS = range(12, 4, -1)
 SM_MINORS = range(9, -1, -1)
 MIN_CAPABILITY = (5, 0)
+KERNEL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/dxg")
 
 
 def _cuda_versions() -> tuple[tuple[str, tuple[int, int]], ...]:
@@ -278,7 +279,7 @@ def _symbol(lib: Any, name: str, restype: Any, argtypes: list[Any]) -> Any:
 
 
 def _library_name(lib: Any) -> str:
-    return os.path.basename(str(getattr(lib, "_name", "the library")))  # noqa: PTH119
+    return os.path.basename(str(getattr(lib, "_name", "the library")))
 
 
 def _require(lib: Any, name: str, restype: Any, argtypes: list[Any], backend: str) -> Any:
@@ -302,8 +303,8 @@ class NvmlBackend(_LibraryBackend):
             windir = os.environ.get("WINDIR", r"C:\Windows")
             program_files = os.environ.get("PROGRAMFILES", r"C:\Program Files")
             return [
-                os.path.join(windir, "System32", "nvml.dll"),  # noqa: PTH118 - no pathlib on the hot path
-                os.path.join(program_files, "NVIDIA Corporation", "NVSMI", "nvml.dll"),  # noqa: PTH118
+                os.path.join(windir, "System32", "nvml.dll"),
+                os.path.join(program_files, "NVIDIA Corporation", "NVSMI", "nvml.dll"),
             ]
         return ["libnvidia-ml.so.1"]
 
@@ -529,15 +530,32 @@ class NvidiaProvider(BuiltinProvider):
         env: Environment | None = None,
         backends: Sequence[NvidiaBackend] | None = None,
         proc_dir: str = "/proc/driver/nvidia",
+        device_nodes: Sequence[str] = KERNEL_DEVICE_NODES,
     ) -> None:
         super().__init__(env)
         self._backends = backends
         self.proc_dir = proc_dir
+        self.device_nodes = tuple(device_nodes)
 
     def backends(self) -> Sequence[NvidiaBackend]:
         if self._backends is None:
+            self._check_kernel_driver()
             self._backends = (NvmlBackend(), LibcudaBackend())
         return self._backends
+
+    def _check_kernel_driver(self) -> None:
+        """On Linux, no kernel driver means no GPU: say so without loading libraries.
+
+        Every NVIDIA setup shows one of these: /proc/driver/nvidia (bare metal and
+        containers), /dev/nvidiactl, or /dev/dxg (WSL 2).
+        """
+        if not sys.platform.startswith("linux"):
+            return
+        paths = (self.proc_dir, *self.device_nodes)
+        if not any(os.path.exists(path) for path in paths):
+            raise ProviderUnavailable(
+                f"no NVIDIA kernel driver (none of {', '.join(paths)} exists)", "kernel driver"
+            )
 
     def get_all_configs(self) -> Sequence[FeatureConfig]:
         return (
@@ -672,14 +690,14 @@ class NvidiaProvider(BuiltinProvider):
 
     def fingerprint_inputs(self) -> Sequence[str]:
         inputs = [f"{name}={self.env.get(name) or ''}" for name in FINGERPRINT_VARIABLES]
-        version = os.path.join(self.proc_dir, "version")  # noqa: PTH118
+        version = os.path.join(self.proc_dir, "version")
         try:
-            with open(version, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
+            with open(version, encoding="utf-8", errors="replace") as handle:
                 inputs.append(handle.read(4096))
         except OSError:
             inputs.append("")
         try:
-            gpus = os.listdir(os.path.join(self.proc_dir, "gpus"))  # noqa: PTH118, PTH208
+            gpus = os.listdir(os.path.join(self.proc_dir, "gpus"))
             inputs.append(",".join(sorted(gpus)))
         except OSError:
             inputs.append("")
