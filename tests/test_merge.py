@@ -18,7 +18,7 @@ from wheelwise.variants import (
     VariantMetadata,
     merge,
 )
-from wheelwise.variants.merge import merge_two
+from wheelwise.variants.merging import merge_two
 
 LEGACY_URL = "https://variants-schema.wheelnext.dev/v0.0.3.json"
 

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,7 +23,6 @@ from wheelwise.providers.nvidia import (
     CUDA_VALUES,
     LibcudaBackend,
     NoNvidiaGpu,
-    NvidiaBackend,
     NvidiaProvider,
     NvmlBackend,
     decode_driver_version,
@@ -33,6 +33,9 @@ from wheelwise.providers.nvidia import (
     upper_bounds,
 )
 from wheelwise.providers.runner import run_builtin
+
+if TYPE_CHECKING:
+    from wheelwise.providers.nvidia import NvidiaBackend
 
 LOWER, UPPER, SM = "cuda_version_lower_bound", "cuda_version_upper_bound", "sm_arch"
 

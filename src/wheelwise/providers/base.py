@@ -12,29 +12,28 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING
 
-Status = Literal["ok", "unavailable", "error"]
+# Records, not dataclasses, and typing only for the type checker: this module is
+# on the `wheelwise detect` path, where those imports would double the time.
+from wheelwise.record import Record
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Status = Literal["ok", "unavailable", "error"]
 
 
-@dataclass(frozen=True)
-class FeatureConfig:
+class FeatureConfig(Record):
     """PEP 817 ``VariantFeatureConfig``: one feature and its values, best first."""
 
+    __slots__ = ("name", "values", "multi_value")  # noqa: RUF023 - repr order
     name: str
     values: tuple[str, ...]
-    multi_value: bool = False
+    multi_value: bool
 
-
-class PluginAPI(Protocol):
-    """The PEP 817 provider plugin API (what third-party plugins expose)."""
-
-    namespace: str
-
-    def get_all_configs(self) -> Sequence[FeatureConfig]: ...
-
-    def get_supported_configs(self) -> Sequence[FeatureConfig]: ...
+    def __init__(self, name: str, values: Sequence[str], multi_value: bool = False) -> None:
+        self._set(name=name, values=tuple(values), multi_value=multi_value)
 
 
 class ProviderUnavailable(Exception):  # a state of the machine, not a failure
@@ -49,22 +48,31 @@ class ProviderUnavailable(Exception):  # a state of the machine, not a failure
         self.source = source
 
 
-@dataclass(frozen=True)
-class Probe:
-    """What a built-in provider found."""
+class Probe(Record):
+    """What a built-in provider found: its configs, where the answer came from
+    ("NVML", "/proc/cpuinfo", "WHEELWISE_NVIDIA_DRIVER", ...) and one line for
+    humans ("CUDA driver 12.8; GPUs: 8.6, 6.1")."""
 
+    __slots__ = ("configs", "source", "detail")  # noqa: RUF023 - repr order
     configs: tuple[FeatureConfig, ...]
-    # Where the answer came from: "NVML", "/proc/cpuinfo", "WHEELWISE_NVIDIA_DRIVER", ...
     source: str
-    # One line for humans: "driver 12.8, 2 GPUs: 8.6, 6.1".
-    detail: str = ""
+    detail: str
+
+    def __init__(self, configs: Sequence[FeatureConfig], source: str, detail: str = "") -> None:
+        self._set(configs=tuple(configs), source=source, detail=detail)
 
 
-@dataclass(frozen=True)
-class Environment:
+class Environment(Record):
     """What providers may look at; tests and simulations substitute every part."""
 
-    variables: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    __slots__ = ("variables",)
+    variables: Mapping[str, str]
+
+    def __init__(self, variables: Mapping[str, str] | None = None) -> None:
+        self._set(variables=dict(os.environ) if variables is None else variables)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.variables.items())))
 
     def get(self, name: str) -> str | None:
         """An environment variable, with an empty value treated as unset."""
@@ -107,16 +115,35 @@ class BuiltinProvider(ABC):
         return ()
 
 
-@dataclass(frozen=True)
-class ProviderReport:
-    """The outcome of asking one provider about this machine."""
+class ProviderReport(Record):
+    """The outcome of asking one provider about this machine; ``features`` holds the
+    supported features (ordered) and their values, best first, empty unless "ok"."""
 
+    __slots__ = ("namespace", "status", "source", "detail", "features")  # noqa: RUF023 - repr order
     namespace: str
     status: Status
     source: str
     detail: str
-    # Supported features (ordered) and their values, best first; empty unless "ok".
-    features: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    features: Mapping[str, tuple[str, ...]]
+
+    def __init__(
+        self,
+        namespace: str,
+        status: Status,
+        source: str,
+        detail: str,
+        features: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        self._set(
+            namespace=namespace,
+            status=status,
+            source=source,
+            detail=detail,
+            features=features if features is not None else {},
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, self.status, self.source, self.detail))
 
     def to_dict(self) -> dict[str, str]:
         return {"status": self.status, "source": self.source, "detail": self.detail}

@@ -12,13 +12,13 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from wheelwise import __version__
 from wheelwise.providers import cache
 from wheelwise.providers.base import BuiltinProvider, Environment, ProviderReport
 from wheelwise.providers.fingerprint import machine_fingerprint
 from wheelwise.providers.runner import run_builtin
+from wheelwise.record import Record
 from wheelwise.variants.supported import SupportedProperties
 
 # namespace -> "module:class" of its built-in provider, in report order.
@@ -37,11 +37,17 @@ def builtin_provider(namespace: str, env: Environment | None = None) -> BuiltinP
     return provider
 
 
-@dataclass(frozen=True)
-class Detection:
+class Detection(Record):
     """Reports of the providers that ran, keyed by namespace."""
 
+    __slots__ = ("reports",)
     reports: Mapping[str, ProviderReport]
+
+    def __init__(self, reports: Mapping[str, ProviderReport]) -> None:
+        self._set(reports=reports)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.reports.items()))
 
     @property
     def system(self) -> SupportedProperties:

@@ -22,8 +22,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from wheelwise.providers.base import (
     BuiltinProvider,
@@ -32,6 +31,33 @@ from wheelwise.providers.base import (
     Probe,
     ProviderUnavailable,
 )
+
+# NvidiaBackend is a Protocol for the type checker only: importing typing at run
+# time would slow the `wheelwise detect` path.
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class NvidiaBackend(Protocol):
+        """One way of asking the machine (NVML, libcuda, a test fake).
+
+        Both methods raise :class:`ProviderUnavailable` with a precise reason (library
+        not found, initialisation failed with its error code and name, ...);
+        ``compute_capabilities`` raises :class:`NoNvidiaGpu` when the driver reports
+        zero GPUs. A backend may also expose ``skipped_gpus`` (a list of strings): GPUs
+        left out of ``compute_capabilities()`` because their capability could not be
+        read, for the report's detail.
+        """
+
+        name: str
+
+        def driver_version(self) -> tuple[int, int]:
+            """The CUDA driver API version, e.g. (12, 8)."""
+            ...
+
+        def compute_capabilities(self) -> list[tuple[int, int]]:
+            """The compute capability of every GPU, in device order."""
+            ...
+
 
 LOWER_BOUND = "cuda_version_lower_bound"
 UPPER_BOUND = "cuda_version_upper_bound"
@@ -107,28 +133,6 @@ def sm_arch_values(capabilities: Sequence[tuple[int, int]]) -> tuple[str, ...]:
 
 class NoNvidiaGpu(ProviderUnavailable):
     """The driver answered but reported no GPU."""
-
-
-class NvidiaBackend(Protocol):
-    """One way of asking the machine (NVML, libcuda, a test fake).
-
-    Both methods raise :class:`ProviderUnavailable` with a precise reason (library
-    not found, initialisation failed with its error code and name, ...);
-    ``compute_capabilities`` raises :class:`NoNvidiaGpu` when the driver reports
-    zero GPUs. A backend may also expose ``skipped_gpus`` (a list of strings): GPUs
-    left out of ``compute_capabilities()`` because their capability could not be
-    read, for the report's detail.
-    """
-
-    name: str
-
-    def driver_version(self) -> tuple[int, int]:
-        """The CUDA driver API version, e.g. (12, 8)."""
-        ...
-
-    def compute_capabilities(self) -> list[tuple[int, int]]:
-        """The compute capability of every GPU, in device order."""
-        ...
 
 
 # ---------------------------------------------------------------------------------
@@ -207,16 +211,16 @@ def decode_driver_version(value: int) -> tuple[int, int]:
     return value // 1000, (value % 1000) // 10
 
 
-@dataclass
 class _Answer:
     """What one query of a library found; each part is a value or a failure."""
 
-    version: tuple[int, int] | None = None
-    version_error: str = ""
-    capabilities: list[tuple[int, int]] | None = None
-    gpu_error: str = ""
-    no_gpu: bool = False
-    skipped: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.version: tuple[int, int] | None = None
+        self.version_error = ""
+        self.capabilities: list[tuple[int, int]] | None = None
+        self.gpu_error = ""
+        self.no_gpu = False
+        self.skipped: list[str] = []
 
 
 class _LibraryBackend:
@@ -290,7 +294,9 @@ def _require(lib: Any, name: str, restype: Any, argtypes: list[Any], backend: st
 
 
 def _failed(reason: str) -> _Answer:
-    return _Answer(version_error=reason, gpu_error=reason)
+    answer = _Answer()
+    answer.version_error = answer.gpu_error = reason
+    return answer
 
 
 class NvmlBackend(_LibraryBackend):

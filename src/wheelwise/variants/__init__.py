@@ -24,7 +24,7 @@ _EXPORTS = {
     "NULL_LABEL": "labels",
     "hash_label": "labels",
     "validate_label": "labels",
-    "merge": "merge",
+    "merge": "merging",
     "ProviderInfo": "metadata",
     "VariantMetadata": "metadata",
     "RankedVariant": "ordering",
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     )
     from wheelwise.variants.filenames import WheelFilename, variants_json_filename
     from wheelwise.variants.labels import NULL_LABEL, hash_label, validate_label
-    from wheelwise.variants.merge import merge
+    from wheelwise.variants.merging import merge
     from wheelwise.variants.metadata import ProviderInfo, VariantMetadata
     from wheelwise.variants.ordering import RankedVariant, Ranking, order_wheels, rank_variants
     from wheelwise.variants.properties import VariantFeature, VariantProperty

@@ -6,27 +6,20 @@ import re
 from dataclasses import dataclass
 
 from wheelwise.variants.errors import InvalidProperty
+from wheelwise.variants.grammar import NAME_RE, VALUE_RE, validate_name, validate_value
 
-NAME_RE = re.compile(r"[a-z0-9_]+")
-VALUE_RE = re.compile(r"[a-z0-9_.]+")
+__all__ = [
+    "NAME_RE",
+    "VALUE_RE",
+    "VariantFeature",
+    "VariantProperty",
+    "normalize_property_text",
+    "validate_name",
+    "validate_value",
+]
+
 # Whitespace around "::" is insignificant (PEP 825, "Environment markers").
 _SEPARATOR_RE = re.compile(r"\s*::\s*")
-
-
-def validate_name(text: str, what: str = "name") -> str:
-    """Return *text* if it is a valid namespace or feature name."""
-    if not isinstance(text, str) or not NAME_RE.fullmatch(text):
-        raise InvalidProperty(f"invalid variant {what} {text!r}: use only a-z, 0-9 and '_'")
-    return text
-
-
-def validate_value(text: str) -> str:
-    """Return *text* if it is a valid feature value."""
-    if not isinstance(text, str) or not VALUE_RE.fullmatch(text):
-        raise InvalidProperty(
-            f"invalid variant feature value {text!r}: use only a-z, 0-9, '_' and '.'"
-        )
-    return text
 
 
 def _split(text: str, parts: int, what: str) -> list[str]:

@@ -12,18 +12,37 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
+from wheelwise.record import Record
 from wheelwise.variants.errors import InvalidSystem, VariantError
-from wheelwise.variants.properties import VariantProperty, validate_name, validate_value
+from wheelwise.variants.grammar import validate_name, validate_value
+
+if TYPE_CHECKING:
+    from wheelwise.variants.properties import VariantProperty
 
 
-@dataclass(frozen=True)
-class SupportedProperties:
-    """Supported properties in preference order: ``{ns: {feature: (values...)}}``."""
+class SupportedProperties(Record):
+    """Supported properties in preference order: ``{ns: {feature: (values...)}}``.
 
-    namespaces: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    A Record rather than a dataclass: it is on the ``wheelwise detect`` path.
+    """
+
+    __slots__ = ("namespaces",)
+    namespaces: Mapping[str, Mapping[str, tuple[str, ...]]]
+
+    def __init__(
+        self, namespaces: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
+    ) -> None:
+        self._set(namespaces=namespaces if namespaces is not None else {})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SupportedProperties):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(repr(self.to_dict()))
 
     @classmethod
     def from_dict(cls, raw: object, *, source: str = "<system>") -> SupportedProperties:
@@ -71,12 +90,16 @@ class SupportedProperties:
         return tuple(self.namespaces.get(namespace, {}).get(feature, ()))
 
     def __contains__(self, prop: object) -> bool:
+        from wheelwise.variants.properties import VariantProperty
+
         return isinstance(prop, VariantProperty) and prop.value in self.values(
             prop.namespace, prop.feature
         )
 
     def __iter__(self) -> Iterator[VariantProperty]:
         """Every supported property, namespace by namespace, best first."""
+        from wheelwise.variants.properties import VariantProperty
+
         for ns, features in self.namespaces.items():
             for feature, values in features.items():
                 for value in values:
@@ -86,6 +109,6 @@ class SupportedProperties:
         self, overrides: Mapping[str, Mapping[str, tuple[str, ...]]]
     ) -> SupportedProperties:
         """A copy where the given namespaces are replaced wholesale."""
-        merged: dict[str, Any] = dict(self.namespaces)
+        merged: dict[str, Mapping[str, tuple[str, ...]]] = dict(self.namespaces)
         merged.update(overrides)
         return SupportedProperties(merged)
