@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 # Records, not dataclasses, and typing only for the type checker: this module is
 # on the `wheelwise detect` path, where those imports would double the time.
 from wheelwise.record import Record
+
+# Not `from typing import TYPE_CHECKING`: importing typing costs the detect path.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Literal

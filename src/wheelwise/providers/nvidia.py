@@ -22,7 +22,6 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from wheelwise.providers.base import (
     BuiltinProvider,
@@ -31,6 +30,9 @@ from wheelwise.providers.base import (
     Probe,
     ProviderUnavailable,
 )
+
+# Not `from typing import TYPE_CHECKING`: importing typing costs the detect path.
+TYPE_CHECKING = False
 
 # NvidiaBackend is a Protocol for the type checker only: importing typing at run
 # time would slow the `wheelwise detect` path.

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from wheelwise.providers.base import FeatureConfig
 from wheelwise.variants.errors import VariantError
-from wheelwise.variants.properties import validate_name, validate_value
+from wheelwise.variants.grammar import validate_name, validate_value
 
 
 class ProviderOutputError(ValueError):

@@ -8,7 +8,9 @@ machinery.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+# Not `from typing import TYPE_CHECKING`: importing typing costs the detect path.
+TYPE_CHECKING = False
 
 _EXPORTS = {
     "InvalidLabel": "errors",
@@ -67,7 +69,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

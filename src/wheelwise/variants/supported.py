@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
 
 from wheelwise.record import Record
 from wheelwise.variants.errors import InvalidSystem, VariantError
 from wheelwise.variants.grammar import validate_name, validate_value
+
+# Not `from typing import TYPE_CHECKING`: importing typing costs the detect path.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from wheelwise.variants.properties import VariantProperty
