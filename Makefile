@@ -25,7 +25,8 @@ demo: $(VENV)/.installed
 	$(BIN)/wheelwise select $(DEMO) --system examples/machines/rtx3080-driver12.8.json
 	@echo "== the same package on a GTX 1080 Ti (sm 6.1): only the build listing 60_real fits"
 	$(BIN)/wheelwise select $(DEMO) --system examples/machines/gtx1080ti-driver12.8.json
-	@echo "== and on this machine"
+	@echo "== this machine, as detected"
+	$(BIN)/wheelwise detect
 	$(BIN)/wheelwise select $(DEMO)
 
 lint: $(VENV)/.installed-test
@@ -38,6 +39,7 @@ test: lint
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/ordering.py
+	$(BIN)/python bench/detect.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

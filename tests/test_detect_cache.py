@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -11,12 +14,15 @@ import platformdirs
 import pytest
 
 from wheelwise.cachedir import user_cache_dir
-from wheelwise.providers import cache
+from wheelwise.providers import _cpu, cache, fingerprint
+from wheelwise.providers.amd import AMDProvider
+from wheelwise.providers.base import Environment
 from wheelwise.providers.fingerprint import (
     OVERRIDE_VARIABLES,
     cpuinfo_identity,
     machine_fingerprint,
 )
+from wheelwise.providers.nvidia import NvidiaProvider
 
 CPUINFO = """processor\t: 0
 vendor_id\t: GenuineIntel
@@ -81,6 +87,154 @@ def test_fingerprint_follows_the_machine(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert with_driver != base
     monkeypatch.setenv("WHEELWISE_NVIDIA_GPUS", "8.6")
     assert machine_fingerprint("1.0") not in (base, with_driver)
+
+
+# The modules of the built-in providers; fingerprint.py must cover everything they read.
+PROVIDER_MODULES = ("nvidia", "amd", "x86_64", "aarch64", "_cpu")
+# Names of the variables the providers (and the libraries and tools they call) honour.
+PROVIDER_VARIABLE = re.compile(
+    r"(?:WHEELWISE|NV_VARIANT_PROVIDER|AMD_VARIANT_PROVIDER|ROCM|CUDA|ROCR|HIP)_[A-Z0-9_]*"
+)
+UNAME_FIELDS = ("sysname", "nodename", "release", "version", "machine")
+ENVIRONMENT_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+# Variables a provider module may name that do not change a detection answer.
+NOT_PROVIDER_INPUTS = {
+    "WHEELWISE_CACHE_DIR",  # where the cache lives
+    "WHEELWISE_CONFIG",  # plugin configuration, not built-in detection
+    "WINDIR",  # Windows folders that hold nvml.dll
+    "PROGRAMFILES",
+}
+
+
+def _text(node: ast.AST) -> str:
+    """The value of a string literal; "" for anything else."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+
+
+def _called(node: ast.Call | ast.Subscript) -> str:
+    """``get`` for ``env.get(...)`` and ``getenv(...)``; ``environ`` for ``os.environ[...]``."""
+    target = node.func if isinstance(node, ast.Call) else node.value
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def variables_named_by(module_name: str) -> set[str]:
+    """Environment variables a provider module reads, found three ways: its
+    ``*_VARIABLE(S)`` constants, string literals that look like provider variables, and
+    literal names passed to ``.get()``/``getenv()`` or used as ``environ[...]`` keys."""
+    module = importlib.import_module(f"wheelwise.providers.{module_name}")
+    names: set[str] = set()
+    for attribute, value in vars(module).items():
+        if attribute.endswith("_VARIABLE") and isinstance(value, str):
+            names.add(value)
+        elif attribute.endswith("_VARIABLES") and isinstance(value, tuple):
+            names.update(value)
+    tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+    in_fstrings = {
+        id(part)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.JoinedStr)
+        for part in node.values
+    }
+    for node in ast.walk(tree):
+        if id(node) not in in_fstrings and PROVIDER_VARIABLE.fullmatch(_text(node)):
+            names.add(_text(node))
+        key = ""
+        if isinstance(node, ast.Call) and node.args and _called(node) in ("get", "getenv"):
+            key = _text(node.args[0])
+        elif isinstance(node, ast.Subscript) and _called(node) in ("environ", "variables"):
+            key = _text(node.slice)
+        if ENVIRONMENT_NAME.fullmatch(key):
+            names.add(key)
+    return names
+
+
+def test_fingerprint_covers_every_provider_variable() -> None:
+    """A variable that changes a provider's answer but not the fingerprint would make
+    the warm ``wheelwise detect`` path print a stale answer."""
+    read = {name: module for module in PROVIDER_MODULES for name in variables_named_by(module)}
+    # The scan works: it finds variables of every kind of provider.
+    assert {"WHEELWISE_NVIDIA_DRIVER", "AMD_VARIANT_PROVIDER_FORCE_GFX_ARCH"} <= set(read)
+    assert {"ROCM_PATH", _cpu.OVERRIDE_VARIABLE, "WINDIR"} <= set(read)
+    missing = {
+        name: module
+        for name, module in read.items()
+        if name not in OVERRIDE_VARIABLES and name not in NOT_PROVIDER_INPUTS
+    }
+    assert not missing, f"add to OVERRIDE_VARIABLES in fingerprint.py: {missing}"
+
+
+def test_fingerprint_reads_what_the_providers_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files and folders the built-in providers detect from on Linux, by default."""
+    read: list[str] = []
+    listed: list[str] = []
+    nvidia = NvidiaProvider(Environment({}))
+    amd = AMDProvider(Environment({}))
+
+    def fake_read(path: str, limit: int = 0) -> str:
+        read.append(path)
+        return ""
+
+    def fake_listdir(path: str) -> list[str]:
+        listed.append(path)
+        return ["1"] if path == amd.kfd_nodes else []
+
+    monkeypatch.setattr(fingerprint, "_read", fake_read)
+    monkeypatch.setattr(fingerprint, "_listdir", fake_listdir)
+    machine_fingerprint("1.0")
+    assert _cpu.CPUINFO in read
+    assert os.path.join(nvidia.proc_dir, "version") in read
+    assert os.path.join(nvidia.proc_dir, "gpus") in listed
+    assert amd._version_file() in read
+    assert amd.kfd_nodes in listed
+    assert os.path.join(amd.kfd_nodes, "1", "properties") in read
+    for node in (*nvidia.device_nodes, amd.kfd_device):
+        assert os.path.dirname(node) in listed
+        assert os.path.basename(node).startswith(fingerprint._DEVICE_PREFIXES)
+
+
+def test_fingerprint_follows_a_sysctl_dump(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # WHEELWISE_CPUINFO may name a macOS sysctl dump: its feature lines count too.
+    dump = tmp_path / "sysctl"
+    text = (
+        "machdep.cpu.brand_string: Apple M2\n"
+        "hw.optional.arm64: 1\n"
+        "hw.optional.arm.FEAT_BF16: 1\n"
+        "hw.logicalcpu: 8\n"
+    )
+    dump.write_text(text)
+    monkeypatch.setenv("WHEELWISE_CPUINFO", str(dump))
+    base = machine_fingerprint("1.0")
+    for changed in (
+        text.replace("FEAT_BF16: 1", "FEAT_BF16: 0"),
+        text.replace("Apple M2", "Apple M1"),
+        text.replace("hw.logicalcpu: 8", "hw.logicalcpu: 10"),
+        text + "machdep.cpu.features: FPU VME SSE SSE2\n",
+        text + "sysctl.proc_translated: 1\n",
+    ):
+        dump.write_text(changed)
+        assert machine_fingerprint("1.0") != base, changed
+    dump.write_text(text)
+    assert machine_fingerprint("1.0") == base
+
+
+@pytest.mark.skipif(not hasattr(os, "uname"), reason="no os.uname")
+def test_fingerprint_follows_the_machine_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CPU providers ask uname whether they apply: an x86-64 Python under Rosetta 2
+    # (or linux32) must not reuse the native interpreter's answer.
+    real = os.uname()
+    base = machine_fingerprint("1.0")
+
+    def with_uname(**changes: str) -> str:
+        fields = {**{name: getattr(real, name) for name in UNAME_FIELDS}, **changes}
+        fake = os.uname_result([fields[name] for name in UNAME_FIELDS])
+        monkeypatch.setattr(os, "uname", lambda: fake)
+        return machine_fingerprint("1.0")
+
+    assert with_uname(machine="i686") != base
+    assert with_uname(release="0.0-other") != base  # macOS: sysctl keys come and go
+    assert with_uname(nodename="another-host") == base  # the host name is no input
 
 
 def test_store_and_load() -> None:

@@ -349,34 +349,6 @@ def test_supported_is_a_subset_of_all(name: str) -> None:
         assert set(values) <= everything[feature]
 
 
-def test_fingerprint_ignores_bogomips_and_keeps_features(tmp_path: Path) -> None:
-    base = block("linux-amazon-neoverse_n1", 0)
-    path = tmp_path / "cpuinfo"
-    inputs = []
-    for text in (
-        base,
-        base.replace("BogoMIPS        : 243.75", "BogoMIPS        : 250.00"),
-        block("linux-amazon-neoverse_n1", 0, drop=("asimddp",)),
-    ):
-        path.write_text(text, encoding="utf-8")
-        inputs.append(list(provider_for(path).fingerprint_inputs()))
-    assert "BogoMIPS        : 243.75" in base
-    assert inputs[0] == inputs[1]
-    assert inputs[0] != inputs[2]
-    assert inputs[0][0] == f"WHEELWISE_CPUINFO={path}"
-    assert any(line.startswith("Features: ") for line in inputs[0])
-    assert any(line.startswith("CPU part: ") for line in inputs[0])
-
-
-def test_fingerprint_of_the_live_path(tmp_path: Path) -> None:
-    text = block("linux-rhel9-neoverse_v2", 0) + block("linux-rhel9-neoverse_v2", 1)
-    path = write_dump(tmp_path, text)
-    provider = AArch64Provider(Environment({}), cpuinfo_path=str(path), platform="linux")
-    inputs = provider.fingerprint_inputs()
-    assert inputs[0] == "WHEELWISE_CPUINFO="
-    assert sum(line.startswith("Features: ") for line in inputs) == 1
-
-
 # macOS -------------------------------------------------------------------------------
 
 
@@ -423,7 +395,6 @@ def test_live_macos_path_asks_sysctl() -> None:
     assert report.detail == "Armv8.5-A (Apple M2, 8 processors)"
     assert report.features["version"] == versions_from("8.5a")
     assert asked == [("hw.optional", "machdep.cpu.brand_string", "hw.logicalcpu")]
-    assert len(provider.fingerprint_inputs()) == 2
     assert len(asked) == 1
 
 

@@ -508,22 +508,6 @@ def test_configs_are_feature_configs() -> None:
     assert [c.multi_value for c in configs] == [False, False, True]
 
 
-# --- fingerprint -------------------------------------------------------------------------------
-
-
-def test_fingerprint_inputs(tmp_path: Path) -> None:
-    env = Environment({"WHEELWISE_NVIDIA_DRIVER": "12.8"})
-    absent = NvidiaProvider(env, proc_dir=str(tmp_path / "absent")).fingerprint_inputs()
-    assert "WHEELWISE_NVIDIA_DRIVER=12.8" in absent
-    (tmp_path / "gpus" / "0000:65:00.0").mkdir(parents=True)
-    (tmp_path / "gpus" / "0000:17:00.0").mkdir()
-    (tmp_path / "version").write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15\n")
-    present = list(NvidiaProvider(env, proc_dir=str(tmp_path)).fingerprint_inputs())
-    assert "0000:17:00.0,0000:65:00.0" in present
-    assert any("570.86.15" in item for item in present)
-    assert present != list(absent)
-
-
 # --- the real ctypes backends ----------------------------------------------------------------
 
 

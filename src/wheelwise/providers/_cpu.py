@@ -47,14 +47,6 @@ def read_dump(path: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def read_quietly(path: str) -> str:
-    """The text of *path*, or ``""`` when it cannot be read (for fingerprints)."""
-    try:
-        return read_dump(path)
-    except ProviderUnavailable:
-        return ""
-
-
 def parse_fields(text: str) -> Fields:
     """Every ``key : value`` line, values of repeated keys in file order.
 
@@ -115,23 +107,6 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def stable_lines(text: str, keys: Sequence[str], prefixes: Sequence[str] = ()) -> list[str]:
-    """Distinct lines of *text* whose key is one of *keys* or starts with one of *prefixes*.
-
-    What a CPU provider's answer depends on; clock speeds and bogomips lines, which
-    change on every read, are left out.
-    """
-    seen: dict[str, None] = {}
-    for line in text.splitlines():
-        key, colon, value = line.partition(":")
-        if not colon:
-            continue
-        key = key.strip()
-        if key in keys or key.startswith(tuple(prefixes)):
-            seen[f"{key}: {' '.join(value.split())}"] = None
-    return list(seen)
-
-
 def run_sysctl(names: Sequence[str]) -> str:
     """``sysctl NAME...`` (``name: value`` lines) with a short timeout.
 
@@ -161,9 +136,3 @@ def run_sysctl(names: Sequence[str]) -> str:
 
 def host_platform() -> str:
     return sys.platform
-
-
-def os_identity() -> str:
-    """The running OS image (``uname``): a stand-in fingerprint where reading the CPU
-    costs a process (macOS), since a machine's CPU only changes with a reboot."""
-    return " ".join(os.uname()) if hasattr(os, "uname") else sys.platform

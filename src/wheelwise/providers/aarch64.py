@@ -230,9 +230,6 @@ _ALL_CONFIGS = (
     *(FeatureConfig(name, (ON,)) for name in FEATURES),
 )
 
-_FINGERPRINT_KEYS = ("Features", "CPU implementer", "CPU part", "machdep.cpu.brand_string")
-_FINGERPRINT_PREFIXES = ("hw.optional.",)
-
 
 class AArch64Provider(BuiltinProvider):
     """Detects the Arm architecture version and features of this CPU."""
@@ -282,19 +279,6 @@ class AArch64Provider(BuiltinProvider):
                 "Windows",
             )
         return _probe_dump(_cpu.read_dump(self._cpuinfo_path), self._cpuinfo_path)
-
-    def fingerprint_inputs(self) -> Sequence[str]:
-        override = self.env.get(_cpu.OVERRIDE_VARIABLE)
-        inputs = [f"{_cpu.OVERRIDE_VARIABLE}={override or ''}"]
-        platform = self._platform if self._platform is not None else _cpu.host_platform()
-        if override is None and platform == "darwin":
-            # sysctl costs a process; the CPU of a Mac only changes with the OS image.
-            inputs.append(_cpu.os_identity())
-            return inputs
-        path = override if override is not None else self._cpuinfo_path
-        text = _cpu.read_quietly(path)
-        inputs += _cpu.stable_lines(text, _FINGERPRINT_KEYS, _FINGERPRINT_PREFIXES)
-        return inputs
 
 
 def version_of(caps: frozenset[str]) -> str:

@@ -30,14 +30,6 @@ GFX_ARCH = "gfx_arch"
 
 ROCM_VARIABLES = ("WHEELWISE_AMD_ROCM", "AMD_VARIANT_PROVIDER_FORCE_ROCM_VERSION")
 GFX_VARIABLES = ("WHEELWISE_AMD_GFX", "AMD_VARIANT_PROVIDER_FORCE_GFX_ARCH")
-# ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES change which agents rocminfo lists.
-FINGERPRINT_VARIABLES = (
-    *ROCM_VARIABLES,
-    *GFX_VARIABLES,
-    "ROCM_PATH",
-    "ROCR_VISIBLE_DEVICES",
-    "HIP_VISIBLE_DEVICES",
-)
 
 # ROCm releases, newest first: 5.0-5.7 and 6.0-6.4 are complete series; the
 # current major lists every minor it may reach so new point releases are known.
@@ -390,24 +382,3 @@ class AMDProvider(BuiltinProvider):
         details = "; ".join(failures)
         found = f"ROCm {rocm[0]}.{rocm[1]} found but no" if rocm else "no"
         raise ProviderUnavailable(f"{found} AMD GPU: {details}", "rocminfo, rocm_agent_enumerator")
-
-    def fingerprint_inputs(self) -> Sequence[str]:
-        inputs = [f"{name}={self.env.get(name) or ''}" for name in FINGERPRINT_VARIABLES]
-        try:
-            with open(self._version_file(), encoding="utf-8", errors="replace") as handle:
-                inputs.append(handle.read(256))
-        except OSError:
-            inputs.append("")
-        try:
-            nodes = sorted(os.listdir(self.kfd_nodes))
-        except OSError:
-            nodes = []
-        for node in nodes:
-            path = os.path.join(self.kfd_nodes, node, "properties")
-            try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    lines = handle.read(16384).splitlines()
-            except OSError:
-                continue
-            inputs += [f"{node} {line}" for line in lines if line.startswith("gfx_target_version")]
-        return inputs

@@ -108,14 +108,6 @@ class BuiltinProvider(ABC):
         """PEP 817 API: what this machine supports, best first."""
         return self.probe().configs
 
-    def fingerprint_inputs(self) -> Sequence[str]:
-        """Cheap-to-read things whose change means the answer may change.
-
-        Returns strings (environment values, small file contents) that the
-        detection cache hashes; reading them must cost far less than probing.
-        """
-        return ()
-
 
 class ProviderReport(Record):
     """The outcome of asking one provider about this machine; ``features`` holds the

@@ -1,9 +1,11 @@
 """A cheap description of everything built-in detection depends on.
 
 If the fingerprint is unchanged, the cached detection result still holds. It is
-built from small reads only (environment overrides, the stable lines of
-/proc/cpuinfo, driver version files, device node names) and imports nothing but
-``os``: the warm ``wheelwise detect`` path runs it before anything else.
+built from small reads only (environment overrides, ``uname``, the stable lines
+of /proc/cpuinfo, driver version files, device node names) and imports nothing but
+``os``: the warm ``wheelwise detect`` path runs it before anything else. Built-in
+providers keep no fingerprint code of their own: every input they read must be
+covered here (``tests/test_detect_cache.py`` checks their environment variables).
 """
 
 from __future__ import annotations
@@ -27,8 +29,22 @@ OVERRIDE_VARIABLES = (
     "ROCR_VISIBLE_DEVICES",
     "HIP_VISIBLE_DEVICES",
 )
-# /proc/cpuinfo lines that describe the CPU; the rest (MHz, bogomips) changes all the time.
-_CPUINFO_KEYS = ("vendor_id", "model name", "flags", "Features", "CPU implementer", "CPU part")
+# Lines of a CPU dump that describe the CPU; the rest (MHz, bogomips) changes all the
+# time. The first six are /proc/cpuinfo keys; WHEELWISE_CPUINFO may also name a macOS
+# sysctl dump, which the CPU providers read through its machdep.cpu.*, hw.optional.*,
+# hw.logicalcpu and sysctl.proc_translated (Rosetta 2) lines.
+_CPUINFO_KEYS = (
+    "vendor_id",
+    "model name",
+    "flags",
+    "Features",
+    "CPU implementer",
+    "CPU part",
+    "machdep.cpu.",
+    "hw.optional.",
+    "hw.logicalcpu",
+    "sysctl.proc_translated",
+)
 _DEVICE_PREFIXES = ("nvidia", "dxg", "kfd")
 
 
@@ -60,6 +76,12 @@ def machine_fingerprint(version: str) -> str:
     """Everything the built-in providers' answers depend on, as one string."""
     env = os.environ
     parts = [f"wheelwise {version}"]
+    if hasattr(os, "uname"):
+        # The CPU providers decide from the machine name whether they apply (an x86-64
+        # Python under Rosetta 2 or linux32 shares the cache of the native one), and
+        # on macOS the CPU is read through sysctl, whose keys change with the release.
+        uname = os.uname()
+        parts.append(f"{uname.sysname} {uname.release} {uname.machine}")
     parts += [f"{name}={env.get(name, '')}" for name in OVERRIDE_VARIABLES]
     parts.append(cpuinfo_identity(_read(env.get("WHEELWISE_CPUINFO") or "/proc/cpuinfo")))
     parts.append(_read("/proc/driver/nvidia/version", 4096))

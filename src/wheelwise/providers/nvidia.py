@@ -67,8 +67,6 @@ SM_ARCH = "sm_arch"
 
 DRIVER_VARIABLES = ("WHEELWISE_NVIDIA_DRIVER", "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION")
 GPU_VARIABLES = ("WHEELWISE_NVIDIA_GPUS", "NV_VARIANT_PROVIDER_FORCE_SM_ARCH")
-# CUDA_VISIBLE_DEVICES changes what libcuda enumerates.
-FINGERPRINT_VARIABLES = (*DRIVER_VARIABLES, *GPU_VARIABLES, "CUDA_VISIBLE_DEVICES")
 
 # The reference vocabulary: CUDA majors 15..11 with minors 20..0, then the bare major.
 CUDA_MAJORS = range(15, 10, -1)
@@ -695,18 +693,3 @@ class NvidiaProvider(BuiltinProvider):
         configs.append(FeatureConfig(SM_ARCH, sm_arch_values(usable), multi_value=True))
         detail = f"CUDA driver {version}; GPUs: {_capability_list(gpus)}"
         return Probe(tuple(configs), source, "; ".join([detail, *notes]))
-
-    def fingerprint_inputs(self) -> Sequence[str]:
-        inputs = [f"{name}={self.env.get(name) or ''}" for name in FINGERPRINT_VARIABLES]
-        version = os.path.join(self.proc_dir, "version")
-        try:
-            with open(version, encoding="utf-8", errors="replace") as handle:
-                inputs.append(handle.read(4096))
-        except OSError:
-            inputs.append("")
-        try:
-            gpus = os.listdir(os.path.join(self.proc_dir, "gpus"))
-            inputs.append(",".join(sorted(gpus)))
-        except OSError:
-            inputs.append("")
-        return inputs

@@ -204,17 +204,6 @@ _ALL_CONFIGS = (
     *(FeatureConfig(name, (ON,)) for name in EXTENSIONS),
 )
 
-# cpuinfo / sysctl lines the answer depends on (for the detection cache's fingerprint).
-_FINGERPRINT_KEYS = (
-    "flags",
-    "vendor_id",
-    "model name",
-    "machdep.cpu.brand_string",
-    "machdep.cpu.features",
-    "machdep.cpu.leaf7_features",
-    "machdep.cpu.extfeatures",
-)
-
 
 class X86_64Provider(BuiltinProvider):
     """Detects the x86-64 psABI level and extensions of this CPU."""
@@ -265,18 +254,6 @@ class X86_64Provider(BuiltinProvider):
                 "Windows",
             )
         return _probe_dump(_cpu.read_dump(self._cpuinfo_path), self._cpuinfo_path)
-
-    def fingerprint_inputs(self) -> Sequence[str]:
-        override = self.env.get(_cpu.OVERRIDE_VARIABLE)
-        inputs = [f"{_cpu.OVERRIDE_VARIABLE}={override or ''}"]
-        platform = self._platform if self._platform is not None else _cpu.host_platform()
-        if override is None and platform == "darwin":
-            # sysctl costs a process; the CPU of a Mac only changes with the OS image.
-            inputs.append(_cpu.os_identity())
-            return inputs
-        path = override if override is not None else self._cpuinfo_path
-        inputs += _cpu.stable_lines(_cpu.read_quietly(path), _FINGERPRINT_KEYS)
-        return inputs
 
 
 def level_of(flags: set[str]) -> int:
