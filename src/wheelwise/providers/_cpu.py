@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
-from wheelwise.providers.base import ProviderUnavailable
+from wheelwise.providers.base import BuiltinProvider, Environment, Probe, ProviderUnavailable
 
 CPUINFO = "/proc/cpuinfo"
 OVERRIDE_VARIABLE = "WHEELWISE_CPUINFO"
@@ -136,3 +136,55 @@ def run_sysctl(names: Sequence[str]) -> str:
 
 def host_platform() -> str:
     return sys.platform
+
+
+class CpuProvider(BuiltinProvider):
+    """What the x86-64 and AArch64 providers share: where the CPU description comes
+    from (a simulated dump, /proc/cpuinfo, sysctl on macOS) and when they do not apply.
+
+    Subclasses set the class attributes and implement :meth:`probe_dump`.
+    """
+
+    machines: frozenset[str]  # platform.machine() values of this architecture
+    cpu_name: str  # "x86-64", "AArch64"
+    darwin_sysctls: tuple[str, ...]
+    darwin_source: str
+    windows_reason: str
+
+    def __init__(
+        self,
+        env: Environment | None = None,
+        *,
+        machine: str | None = None,
+        platform: str | None = None,
+        cpuinfo_path: str = CPUINFO,
+        sysctl: Sysctl | None = None,
+    ) -> None:
+        """*machine* (``platform.machine()``), *platform* (``sys.platform``),
+        *cpuinfo_path* and *sysctl* stand in for the machine in tests."""
+        super().__init__(env)
+        self._machine = machine
+        self._platform = platform
+        self._cpuinfo_path = cpuinfo_path
+        self._sysctl = sysctl if sysctl is not None else run_sysctl
+
+    def probe_dump(self, text: str, source: str) -> Probe:
+        """Detection from a /proc/cpuinfo or sysctl dump."""
+        raise NotImplementedError
+
+    def probe(self) -> Probe:
+        override = self.env.get(OVERRIDE_VARIABLE)
+        if override is not None:
+            # A simulated machine: the dump says what CPU it is, whatever runs us.
+            return self.probe_dump(read_dump(override), override)
+        machine = self._machine if self._machine is not None else machine_name()
+        if machine.lower() not in self.machines:
+            raise ProviderUnavailable(
+                f"not an {self.cpu_name} CPU (machine is {machine})", "platform.machine()"
+            )
+        platform = self._platform if self._platform is not None else host_platform()
+        if platform == "darwin":
+            return self.probe_dump(self._sysctl(self.darwin_sysctls), self.darwin_source)
+        if platform == "win32":
+            raise ProviderUnavailable(self.windows_reason, "Windows")
+        return self.probe_dump(read_dump(self._cpuinfo_path), self._cpuinfo_path)

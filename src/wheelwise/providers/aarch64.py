@@ -27,8 +27,6 @@ from collections.abc import Sequence
 
 from wheelwise.providers import _cpu
 from wheelwise.providers.base import (
-    BuiltinProvider,
-    Environment,
     FeatureConfig,
     Probe,
     ProviderUnavailable,
@@ -231,54 +229,27 @@ _ALL_CONFIGS = (
 )
 
 
-class AArch64Provider(BuiltinProvider):
+class AArch64Provider(_cpu.CpuProvider):
     """Detects the Arm architecture version and features of this CPU."""
 
     namespace = "aarch64"
-
-    def __init__(
-        self,
-        env: Environment | None = None,
-        *,
-        machine: str | None = None,
-        platform: str | None = None,
-        cpuinfo_path: str = _cpu.CPUINFO,
-        sysctl: _cpu.Sysctl | None = None,
-    ) -> None:
-        """*machine* (``platform.machine()``), *platform* (``sys.platform``),
-        *cpuinfo_path* and *sysctl* stand in for the machine in tests."""
-        super().__init__(env)
-        self._machine = machine
-        self._platform = platform
-        self._cpuinfo_path = cpuinfo_path
-        self._sysctl = sysctl if sysctl is not None else _cpu.run_sysctl
+    machines = AARCH64_MACHINES
+    cpu_name = "AArch64"
+    darwin_sysctls = _DARWIN_SYSCTLS
+    darwin_source = "sysctl hw.optional"
+    # IsProcessorFeaturePresent() reports a handful of PF_ARM_* features but
+    # not RDM, DPB, FCMA, LSE2, FlagM, ...: too few to establish a version.
+    windows_reason = (
+        "Arm version detection is not implemented on Windows (the OS reports too "
+        "few CPU features); set WHEELWISE_CPUINFO to a Linux /proc/cpuinfo dump "
+        "of this CPU, or pass --system FILE"
+    )
 
     def get_all_configs(self) -> Sequence[FeatureConfig]:
         return _ALL_CONFIGS
 
-    def probe(self) -> Probe:
-        override = self.env.get(_cpu.OVERRIDE_VARIABLE)
-        if override is not None:
-            # A simulated machine: the dump says what CPU it is, whatever runs us.
-            return _probe_dump(_cpu.read_dump(override), override)
-        machine = self._machine if self._machine is not None else _cpu.machine_name()
-        if machine.lower() not in AARCH64_MACHINES:
-            raise ProviderUnavailable(
-                f"not an AArch64 CPU (machine is {machine})", "platform.machine()"
-            )
-        platform = self._platform if self._platform is not None else _cpu.host_platform()
-        if platform == "darwin":
-            return _probe_dump(self._sysctl(_DARWIN_SYSCTLS), "sysctl hw.optional")
-        if platform == "win32":
-            # IsProcessorFeaturePresent() reports a handful of PF_ARM_* features but
-            # not RDM, DPB, FCMA, LSE2, FlagM, ...: too few to establish a version.
-            raise ProviderUnavailable(
-                "Arm version detection is not implemented on Windows (the OS reports too "
-                "few CPU features); set WHEELWISE_CPUINFO to a Linux /proc/cpuinfo dump "
-                "of this CPU, or pass --system FILE",
-                "Windows",
-            )
-        return _probe_dump(_cpu.read_dump(self._cpuinfo_path), self._cpuinfo_path)
+    def probe_dump(self, text: str, source: str) -> Probe:
+        return _probe_dump(text, source)
 
 
 def version_of(caps: frozenset[str]) -> str:

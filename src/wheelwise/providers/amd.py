@@ -278,18 +278,11 @@ class AMDProvider(BuiltinProvider):
             FeatureConfig(GFX_ARCH, GFX_TARGETS, multi_value=True),
         )
 
-    def _override(self, variables: Sequence[str]) -> tuple[str, str] | None:
-        for name in variables:
-            value = self.env.get(name)
-            if value is not None:
-                return name, value
-        return None
-
     def probe(self) -> Probe:
         notes: list[str] = []
         sources: list[str] = []
         rocm: tuple[int, int] | None = None
-        rocm_override = self._override(ROCM_VARIABLES)
+        rocm_override = self.env.first_set(ROCM_VARIABLES)
         if rocm_override:
             variable, text = rocm_override
             rocm = parse_rocm_override(variable, text)
@@ -299,7 +292,7 @@ class AMDProvider(BuiltinProvider):
         else:
             rocm, rocm_source = self._read_version(notes)
 
-        gfx_override = self._override(GFX_VARIABLES)
+        gfx_override = self.env.first_set(GFX_VARIABLES)
         if gfx_override:
             variable, text = gfx_override
             detected = parse_gfx_override(variable, text)

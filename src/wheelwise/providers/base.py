@@ -76,6 +76,14 @@ class Environment(Record):
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.variables.items())))
 
+    def first_set(self, names: Sequence[str]) -> tuple[str, str] | None:
+        """The first of *names* that is set (non-empty), with its value."""
+        for name in names:
+            value = self.get(name)
+            if value is not None:
+                return name, value
+        return None
+
     def get(self, name: str) -> str | None:
         """An environment variable, with an empty value treated as unset."""
         value = self.variables.get(name)

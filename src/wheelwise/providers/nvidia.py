@@ -570,26 +570,18 @@ class NvidiaProvider(BuiltinProvider):
             FeatureConfig(SM_ARCH, SM_VALUES, multi_value=True),
         )
 
-    def _override(self, variables: Sequence[str]) -> tuple[str, str] | None:
-        """The first set variable of *variables* (WHEELWISE_* first) and its value."""
-        for name in variables:
-            value = self.env.get(name)
-            if value is not None:
-                return name, value
-        return None
-
     def probe(self) -> Probe:
         driver: tuple[int, int] | None = None
         gpus: list[tuple[int, int]] | None = None
         sources: list[str] = []
-        driver_override = self._override(DRIVER_VARIABLES)
+        driver_override = self.env.first_set(DRIVER_VARIABLES)
         if driver_override:
             variable, text = driver_override
             driver = parse_driver(variable, text)
             if driver is None:
                 raise ProviderUnavailable(f"no NVIDIA driver ({variable}={text})", variable)
             sources.append(variable)
-        gpu_override = self._override(GPU_VARIABLES)
+        gpu_override = self.env.first_set(GPU_VARIABLES)
         if gpu_override:
             variable, text = gpu_override
             gpus = parse_gpus(variable, text)

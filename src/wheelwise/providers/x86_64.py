@@ -28,8 +28,6 @@ from collections.abc import Sequence
 
 from wheelwise.providers import _cpu
 from wheelwise.providers.base import (
-    BuiltinProvider,
-    Environment,
     FeatureConfig,
     Probe,
     ProviderUnavailable,
@@ -205,55 +203,28 @@ _ALL_CONFIGS = (
 )
 
 
-class X86_64Provider(BuiltinProvider):
+class X86_64Provider(_cpu.CpuProvider):
     """Detects the x86-64 psABI level and extensions of this CPU."""
 
     namespace = "x86_64"
-
-    def __init__(
-        self,
-        env: Environment | None = None,
-        *,
-        machine: str | None = None,
-        platform: str | None = None,
-        cpuinfo_path: str = _cpu.CPUINFO,
-        sysctl: _cpu.Sysctl | None = None,
-    ) -> None:
-        """*machine* (``platform.machine()``), *platform* (``sys.platform``),
-        *cpuinfo_path* and *sysctl* stand in for the machine in tests."""
-        super().__init__(env)
-        self._machine = machine
-        self._platform = platform
-        self._cpuinfo_path = cpuinfo_path
-        self._sysctl = sysctl if sysctl is not None else _cpu.run_sysctl
+    machines = X86_64_MACHINES
+    cpu_name = "x86-64"
+    darwin_sysctls = _DARWIN_SYSCTLS
+    darwin_source = "sysctl machdep.cpu"
+    # IsProcessorFeaturePresent() has PF_* constants for SSE3, SSSE3, SSE4.1,
+    # SSE4.2, AVX, AVX2 and AVX512F, but none for POPCNT, LAHF, BMI1/2, FMA,
+    # LZCNT, MOVBE or AVX-512 BW/CD/DQ/VL: no level above v1 can be proven.
+    windows_reason = (
+        "x86-64 level detection is not implemented on Windows (the OS reports "
+        "too few CPU features to establish a psABI level); set WHEELWISE_CPUINFO "
+        "to a Linux /proc/cpuinfo dump of this CPU, or pass --system FILE"
+    )
 
     def get_all_configs(self) -> Sequence[FeatureConfig]:
         return _ALL_CONFIGS
 
-    def probe(self) -> Probe:
-        override = self.env.get(_cpu.OVERRIDE_VARIABLE)
-        if override is not None:
-            # A simulated machine: the dump says what CPU it is, whatever runs us.
-            return _probe_dump(_cpu.read_dump(override), override)
-        machine = self._machine if self._machine is not None else _cpu.machine_name()
-        if machine.lower() not in X86_64_MACHINES:
-            raise ProviderUnavailable(
-                f"not an x86-64 CPU (machine is {machine})", "platform.machine()"
-            )
-        platform = self._platform if self._platform is not None else _cpu.host_platform()
-        if platform == "darwin":
-            return _probe_dump(self._sysctl(_DARWIN_SYSCTLS), "sysctl machdep.cpu")
-        if platform == "win32":
-            # IsProcessorFeaturePresent() has PF_* constants for SSE3, SSSE3, SSE4.1,
-            # SSE4.2, AVX, AVX2 and AVX512F, but none for POPCNT, LAHF, BMI1/2, FMA,
-            # LZCNT, MOVBE or AVX-512 BW/CD/DQ/VL: no level above v1 can be proven.
-            raise ProviderUnavailable(
-                "x86-64 level detection is not implemented on Windows (the OS reports "
-                "too few CPU features to establish a psABI level); set WHEELWISE_CPUINFO "
-                "to a Linux /proc/cpuinfo dump of this CPU, or pass --system FILE",
-                "Windows",
-            )
-        return _probe_dump(_cpu.read_dump(self._cpuinfo_path), self._cpuinfo_path)
+    def probe_dump(self, text: str, source: str) -> Probe:
+        return _probe_dump(text, source)
 
 
 def level_of(flags: set[str]) -> int:
