@@ -116,7 +116,7 @@ def test_two_variant_json_members(tmp_path: Path) -> None:
         doc,
         extra_members={"other-1.0.dist-info/variant.json": b"{}"},
     )
-    assert "more than one variant.json" in _error(path)
+    assert "several .dist-info directories" in _error(path)
 
 
 def test_label_mismatch(tmp_path: Path) -> None:

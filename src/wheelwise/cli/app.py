@@ -10,7 +10,9 @@ from wheelwise import __version__
 
 # command name -> "module:attribute" (kept lazy: start-up time is a feature).
 COMMANDS = {
+    "build": "wheelwise.cli.build_cmd:build",
     "detect": "wheelwise.cli.detect_cmd:detect",
+    "index": "wheelwise.cli.index_cmd:index",
     "select": "wheelwise.cli.select_cmd:select",
     "variant": "wheelwise.cli.variant_cmd:variant",
 }

@@ -6,8 +6,6 @@ never the rest of the archive.
 
 from __future__ import annotations
 
-import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,12 +13,12 @@ from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
+from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 
 VARIANT_JSON = "variant.json"
 # Real variant.json files are a few KiB; anything this large is hostile or broken.
 MAX_VARIANT_JSON_BYTES = 1 << 20
-_DIST_INFO_MEMBER_RE = re.compile(r"[^/]+\.dist-info/variant\.json")
 
 
 @dataclass(frozen=True)
@@ -57,38 +55,15 @@ def read_wheel_variant(path: str | Path) -> WheelVariant:
         raise WheelError(f"{path}: no such file")
     if filename.variant_label is None:
         return WheelVariant(filename, None)
-    return WheelVariant(filename, _read_variant_json(path, filename))
-
-
-def _read_variant_json(path: Path, filename: WheelFilename) -> VariantMetadata:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = [
-                info for info in archive.infolist() if _DIST_INFO_MEMBER_RE.fullmatch(info.filename)
-            ]
-            if not members:
-                raise WheelError(
-                    f"{path}: variant wheel (label {filename.variant_label!r}) has no "
-                    "*.dist-info/variant.json; rebuild it with a variant-aware tool"
-                )
-            if len(members) > 1:
-                names = ", ".join(info.filename for info in members)
-                raise WheelError(f"{path}: more than one variant.json ({names})")
-            info = members[0]
-            if info.file_size > MAX_VARIANT_JSON_BYTES:
-                raise WheelError(
-                    f"{path}: {info.filename} declares {info.file_size} bytes "
-                    f"(limit {MAX_VARIANT_JSON_BYTES}); refusing to read it"
-                )
-            with archive.open(info) as member:
-                data = member.read(MAX_VARIANT_JSON_BYTES + 1)
-    except zipfile.BadZipFile as exc:
-        raise WheelError(f"{path}: not a valid wheel (zip) archive: {exc}") from None
-    except (OSError, EOFError, zipfile.LargeZipFile) as exc:
-        raise WheelError(f"{path}: cannot read archive: {exc}") from None
-    if len(data) > MAX_VARIANT_JSON_BYTES:
-        raise WheelError(f"{path}: {info.filename} is larger than declared; refusing it")
-    source = f"{path.name}!{info.filename}"
+    with WheelArchive(path) as archive:
+        name = archive.dist_info_path(VARIANT_JSON)
+        if name not in archive:
+            raise WheelError(
+                f"{path}: variant wheel (label {filename.variant_label!r}) has no "
+                "*.dist-info/variant.json; rebuild it with a variant-aware tool"
+            )
+        data = archive.read(name, limit=MAX_VARIANT_JSON_BYTES)
+    source = f"{path.name}!{name}"
     try:
         metadata = VariantMetadata.from_json(data, source=source)
     except VariantError as exc:
@@ -98,4 +73,4 @@ def _read_variant_json(path: Path, filename: WheelFilename) -> VariantMetadata:
             f"{source}: 'variants' must hold exactly the filename's label "
             f"{filename.variant_label!r}, found {sorted(metadata.variants)}"
         )
-    return metadata
+    return WheelVariant(filename, metadata)

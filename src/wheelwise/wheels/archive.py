@@ -1,0 +1,249 @@
+"""Safe, read-only access to a wheel archive.
+
+Opening a wheel checks its structure before anything is read: member names that
+escape the archive (absolute paths, ``..``, backslashes, drive letters),
+duplicate members, symbolic links, entries whose declared size or compression
+ratio is bomb-like, and a missing or ambiguous ``.dist-info`` directory are all
+errors. Reads are bounded by the declared size, so a lying header cannot inflate
+past it. ``verify_record()`` checks every member against ``RECORD``.
+"""
+
+from __future__ import annotations
+
+import io
+import stat
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from installer.records import InvalidRecordEntry, RecordEntry, parse_record_file
+
+from wheelwise.variants.errors import VariantError
+from wheelwise.variants.filenames import WheelFilename
+from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.wheels.errors import WheelError
+
+# One member above this is refused (real wheels' largest members are shared
+# libraries of a few GiB at most).
+MAX_MEMBER_BYTES = 8 << 30
+# A member that inflates more than this many times and to more than a few MiB is
+# treated as a decompression bomb.
+MAX_COMPRESSION_RATIO = 200
+BOMB_MIN_BYTES = 8 << 20
+MAX_METADATA_BYTES = 16 << 20
+_CHUNK = 1 << 20
+
+
+def _is_symlink(info: zipfile.ZipInfo) -> bool:
+    return stat.S_ISLNK(info.external_attr >> 16)
+
+
+def _unsafe_name(name: str) -> str | None:
+    """Why *name* may not be extracted, or None."""
+    if not name or name.startswith("/") or "\\" in name:
+        return "absolute or backslash path"
+    if len(name) > 1 and name[1] == ":":
+        return "drive-letter path"
+    if any(part in ("..", ".") for part in name.split("/")):
+        return "path with '.' or '..' components"
+    if "\0" in name:
+        return "NUL in the name"
+    return None
+
+
+class WheelArchive:
+    """A wheel file opened for reading after its structure has been checked."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.filename = WheelFilename.parse(self.path.name)
+        except VariantError as exc:
+            raise WheelError(str(exc)) from None
+        try:
+            self._zip = zipfile.ZipFile(self.path)
+        except FileNotFoundError:
+            raise WheelError(f"{self.path}: no such file") from None
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise WheelError(f"{self.path}: not a valid wheel (zip) archive: {exc}") from None
+        try:
+            self._members = self._check_members()
+            self.dist_info = self._find_dist_info()
+        except Exception:
+            self._zip.close()
+            raise
+
+    # -- context manager ---------------------------------------------------------
+
+    def __enter__(self) -> WheelArchive:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._zip.close()
+
+    # -- structure ---------------------------------------------------------------
+
+    def _fail(self, message: str) -> WheelError:
+        return WheelError(f"{self.path.name}: {message}")
+
+    def _check_members(self) -> dict[str, zipfile.ZipInfo]:
+        members: dict[str, zipfile.ZipInfo] = {}
+        for info in self._zip.infolist():
+            name = info.filename
+            reason = _unsafe_name(name)
+            if reason is not None:
+                raise self._fail(f"unsafe member name {name!r} ({reason}); refusing the wheel")
+            if name in members:
+                raise self._fail(f"duplicate member {name!r}; refusing the wheel")
+            if _is_symlink(info):
+                raise self._fail(f"member {name!r} is a symbolic link; refusing the wheel")
+            if info.file_size > MAX_MEMBER_BYTES:
+                raise self._fail(
+                    f"member {name!r} declares {info.file_size} bytes "
+                    f"(limit {MAX_MEMBER_BYTES}); refusing the wheel"
+                )
+            if info.file_size > BOMB_MIN_BYTES and info.file_size > MAX_COMPRESSION_RATIO * max(
+                info.compress_size, 1
+            ):
+                raise self._fail(
+                    f"member {name!r} inflates {info.file_size // max(info.compress_size, 1)}"
+                    f"x ({info.compress_size} -> {info.file_size} bytes): a "
+                    "decompression bomb? refusing the wheel"
+                )
+            if not name.endswith("/"):
+                members[name] = info
+        return members
+
+    def _find_dist_info(self) -> str:
+        tops = {name.split("/", 1)[0] for name in self._members if "/" in name}
+        dist_infos = sorted(top for top in tops if top.endswith(".dist-info"))
+        if not dist_infos:
+            raise self._fail("no .dist-info directory: not a wheel")
+        if len(dist_infos) > 1:
+            raise self._fail(f"several .dist-info directories: {', '.join(dist_infos)}")
+        return dist_infos[0]
+
+    @property
+    def names(self) -> list[str]:
+        """Member file names, in archive order."""
+        return list(self._members)
+
+    def info(self, name: str) -> zipfile.ZipInfo:
+        try:
+            return self._members[name]
+        except KeyError:
+            raise self._fail(f"no member {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._members
+
+    # -- reading -----------------------------------------------------------------
+
+    def iter_chunks(self, name: str) -> Iterator[bytes]:
+        """The member's bytes in chunks, never more than its declared size."""
+        info = self.info(name)
+        remaining = info.file_size
+        try:
+            with self._zip.open(info) as member:
+                while True:
+                    chunk = member.read(min(_CHUNK, remaining + 1))
+                    if not chunk:
+                        return
+                    remaining -= len(chunk)
+                    if remaining < 0:
+                        raise self._fail(f"member {name!r} is larger than its header says")
+                    yield chunk
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise self._fail(f"cannot read member {name!r}: {exc}") from None
+
+    def read(self, name: str, *, limit: int = MAX_METADATA_BYTES) -> bytes:
+        """A whole member; refused above *limit* bytes (metadata files are small)."""
+        size = self.info(name).file_size
+        if size > limit:
+            raise self._fail(f"member {name!r} is {size} bytes (limit {limit}); refusing it")
+        return b"".join(self.iter_chunks(name))
+
+    def dist_info_path(self, filename: str) -> str:
+        return f"{self.dist_info}/{filename}"
+
+    def metadata(self) -> bytes:
+        """The core metadata file (``METADATA``), as bytes."""
+        return self.read(self.dist_info_path("METADATA"))
+
+    def variant_metadata(self) -> VariantMetadata | None:
+        """``*.dist-info/variant.json``, or None when the wheel has none."""
+        name = self.dist_info_path("variant.json")
+        if name not in self:
+            return None
+        try:
+            return VariantMetadata.from_json(self.read(name), source=f"{self.path.name}!{name}")
+        except VariantError as exc:
+            raise WheelError(str(exc)) from None
+
+    def record(self) -> list[RecordEntry]:
+        """The entries of ``RECORD``."""
+        name = self.dist_info_path("RECORD")
+        if name not in self:
+            raise self._fail(f"no {name}: not a valid wheel")
+        try:
+            text = self.read(name).decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._fail(f"{name} is not valid UTF-8") from None
+        try:
+            return [RecordEntry.from_elements(*row) for row in parse_record_file(io.StringIO(text))]
+        except (InvalidRecordEntry, TypeError, ValueError) as exc:
+            raise self._fail(f"malformed {name}: {exc}") from None
+
+    def verify_record(self) -> None:
+        """Every member is listed in RECORD with a matching hash and size."""
+        record_name = self.dist_info_path("RECORD")
+        entries = {entry.path: entry for entry in self.record()}
+        for name in self._members:
+            entry = entries.get(name)
+            if name == record_name or (
+                name.startswith(f"{self.dist_info}/RECORD.") and entry is None
+            ):
+                continue  # RECORD itself, and signatures (RECORD.jws / RECORD.p7s)
+            if entry is None:
+                raise self._fail(f"member {name!r} is not listed in RECORD")
+            if entry.hash_ is None:
+                raise self._fail(f"RECORD has no hash for {name!r}")
+            if not entry.validate_stream(io.BufferedReader(_ChunkStream(self.iter_chunks(name)))):
+                raise self._fail(
+                    f"member {name!r} does not match its RECORD hash/size: the wheel was "
+                    "modified or corrupted"
+                )
+        missing = sorted(set(entries) - set(self._members))
+        if missing:
+            raise self._fail(f"RECORD lists missing members: {', '.join(missing[:5])}")
+
+
+class _ChunkStream(io.RawIOBase):
+    """A read-only stream over an iterator of chunks (for installer's validators)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buffer = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._buffer:
+            try:
+                self._buffer = next(self._chunks)
+            except StopIteration:
+                return 0
+        size = min(len(target), len(self._buffer))
+        target[:size] = self._buffer[:size]
+        self._buffer = self._buffer[size:]
+        return size
