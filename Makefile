@@ -18,6 +18,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+# Build backends (and their dependencies) for the offline isolated builds in tests/test_build.py.
+	$(BIN)/python -m pip download --quiet --only-binary=:all: --dest $(VENV)/wheelhouse setuptools hatchling flit-core wheel
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from wheelwise.wheels.record import file_entry, write_record
+
 
 def make_wheel(
     directory: Path,
@@ -15,19 +17,24 @@ def make_wheel(
     variant_json: Mapping[str, Any] | bytes | None = None,
     *,
     extra_members: Mapping[str, bytes] | None = None,
+    record: bool = False,
+    requires_python: str | None = None,
 ) -> Path:
     """Write *filename* into *directory* with a minimal dist-info.
 
     *variant_json* is a document (serialized as JSON) or raw bytes for
-    ``{name}-{version}.dist-info/variant.json``; None leaves it out.
+    ``{name}-{version}.dist-info/variant.json``; None leaves it out. With *record*,
+    RECORD lists every member with its hash and size (else it is empty).
+    *requires_python* adds a ``Requires-Python`` field to METADATA.
     """
     name, version = filename.split("-")[:2]
     dist_info = f"{name}-{version}.dist-info"
     members: dict[str, bytes] = {
         f"{name}/__init__.py": b"",
         f"{dist_info}/METADATA": (
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
-        ),
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            + (f"Requires-Python: {requires_python}\n" if requires_python else "")
+        ).encode(),
         f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n",
     }
     if variant_json is not None:
@@ -36,7 +43,12 @@ def make_wheel(
         )
         members[f"{dist_info}/variant.json"] = data
     members.update(extra_members or {})
-    members[f"{dist_info}/RECORD"] = b""
+    record_name = f"{dist_info}/RECORD"
+    members[record_name] = (
+        write_record([file_entry(n, d) for n, d in members.items()], record_path=record_name)
+        if record
+        else b""
+    )
     path = directory / filename
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for member, data in members.items():

@@ -21,6 +21,18 @@ def load_metadata(path: Path) -> VariantMetadata:
     return VariantMetadata.from_json(read_bytes(path, "variant metadata file"), source=str(path))
 
 
+def load_pyproject_variant(path: Path) -> VariantMetadata:
+    """The ``[variant]`` table of a pyproject.toml (PEP 817)."""
+    from wheelwise.variants.pyproject import read_pyproject_variant
+
+    data = read_bytes(path, "pyproject.toml")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+    return read_pyproject_variant(text, source=str(path))
+
+
 def load_system(path: Path | None) -> SupportedProperties:
     """The machine's supported properties; none yet without ``--system``."""
     if path is None:

@@ -1,4 +1,4 @@
-"""``wheelwise variant``: inspect variant wheels."""
+"""``wheelwise variant``: inspect, make and strip variant wheels."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from wheelwise.cli.errors import input_errors
+from wheelwise.cli.errors import InputError, input_errors
 from wheelwise.wheels.variant_info import read_wheel_variant
 
 
 @click.group()
 def variant() -> None:
-    """Inspect variant wheels."""
+    """Inspect, make and strip variant wheels."""
 
 
 @variant.command("show")
@@ -46,3 +46,104 @@ def show(wheel: Path, as_json: bool) -> None:
         click.echo("properties:")
         for prop in properties:
             click.echo(f"  {prop}")
+
+
+def _split_namespaces(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+@variant.command("make")
+@click.argument(
+    "wheels", metavar="WHEEL...", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
+@click.option(
+    "-p",
+    "--property",
+    "properties",
+    multiple=True,
+    metavar="'NS :: FEATURE :: VALUE'",
+    help="A variant property (repeat for several).",
+)
+@click.option("--label", help="The variant label (default: the 8-hex hash of the properties).")
+@click.option("--null", "null", is_flag=True, help="Make the null variant (no properties).")
+@click.option(
+    "--namespaces",
+    metavar="NS1,NS2",
+    help="default-priorities.namespace, most preferred first (default: the namespaces "
+    "used, sorted, or the --pyproject's).",
+)
+@click.option(
+    "--pyproject",
+    type=click.Path(path_type=Path),
+    help="A pyproject.toml whose [variant] table gives the namespace priorities.",
+)
+@click.option(
+    "--no-validate",
+    is_flag=True,
+    help="Accept properties the built-in providers do not know.",
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Where to write the variant wheels.",
+)
+@input_errors
+def make(
+    wheels: tuple[Path, ...],
+    properties: tuple[str, ...],
+    label: str | None,
+    null: bool,
+    namespaces: str | None,
+    pyproject: Path | None,
+    no_validate: bool,
+    out_dir: Path,
+) -> None:
+    """Make variant wheels of WHEEL...: add variant.json, rewrite RECORD, add the label."""
+    from wheelwise.cli.inputs import load_pyproject_variant
+    from wheelwise.variants.properties import VariantProperty
+    from wheelwise.wheels.make import make_variant
+
+    if null and properties:
+        raise InputError("--null makes the variant without properties; drop -p/--property")
+    if null and label is not None and label != "null":
+        raise InputError("--null and --label exclude each other (the null variant is 'null')")
+    parsed = [VariantProperty.parse(text) for text in properties]
+    project = load_pyproject_variant(pyproject) if pyproject is not None else None
+    for wheel in wheels:
+        written = make_variant(
+            wheel,
+            out_dir,
+            properties=parsed,
+            label=label,
+            null=null,
+            namespaces=_split_namespaces(namespaces),
+            project=project,
+            validate=not no_validate,
+        )
+        click.echo(f"wrote {written}")
+
+
+@variant.command("strip")
+@click.argument(
+    "wheels", metavar="WHEEL...", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Where to write the non-variant wheels.",
+)
+@input_errors
+def strip(wheels: tuple[Path, ...], out_dir: Path) -> None:
+    """Turn variant wheels back into non-variant wheels (drop variant.json and the label)."""
+    from wheelwise.wheels.strip import strip_variant
+
+    for wheel in wheels:
+        click.echo(f"wrote {strip_variant(wheel, out_dir)}")

@@ -1,1 +1,1 @@
-"""Wheel archives: safe reads of variant data from wheel files."""
+"""Wheel archives: safe reads, RECORD handling, and variant conversion (make, strip)."""

@@ -17,12 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-from installer.records import InvalidRecordEntry, RecordEntry, parse_record_file
+from installer.records import RecordEntry
 
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.record import parse_record
 
 # One member above this is refused (real wheels' largest members are shared
 # libraries of a few GiB at most).
@@ -32,6 +33,8 @@ MAX_MEMBER_BYTES = 8 << 30
 MAX_COMPRESSION_RATIO = 200
 BOMB_MIN_BYTES = 8 << 20
 MAX_METADATA_BYTES = 16 << 20
+# The binary distribution format forbids md5 and sha1 in RECORD.
+ACCEPTED_HASHES = frozenset({"sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512"})
 _CHUNK = 1 << 20
 
 
@@ -41,8 +44,10 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
 
 def _unsafe_name(name: str) -> str | None:
     """Why *name* may not be extracted, or None."""
-    if not name or name.startswith("/") or "\\" in name:
-        return "absolute or backslash path"
+    if not name or name.startswith("/"):
+        return "absolute path"
+    if "\\" in name:
+        return "backslash in the name"
     if len(name) > 1 and name[1] == ":":
         return "drive-letter path"
     if any(part in ("..", ".") for part in name.split("/")):
@@ -162,7 +167,9 @@ class WheelArchive:
                     if remaining < 0:
                         raise self._fail(f"member {name!r} is larger than its header says")
                     yield chunk
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+            # NotImplementedError: an unsupported compression method; RuntimeError:
+            # an encrypted member.
             raise self._fail(f"cannot read member {name!r}: {exc}") from None
 
     def read(self, name: str, *, limit: int = MAX_METADATA_BYTES) -> bytes:
@@ -194,14 +201,11 @@ class WheelArchive:
         name = self.dist_info_path("RECORD")
         if name not in self:
             raise self._fail(f"no {name}: not a valid wheel")
+        data = self.read(name)
         try:
-            text = self.read(name).decode("utf-8")
-        except UnicodeDecodeError:
-            raise self._fail(f"{name} is not valid UTF-8") from None
-        try:
-            return [RecordEntry.from_elements(*row) for row in parse_record_file(io.StringIO(text))]
-        except (InvalidRecordEntry, TypeError, ValueError) as exc:
-            raise self._fail(f"malformed {name}: {exc}") from None
+            return parse_record(data, name=name)
+        except WheelError as exc:
+            raise self._fail(str(exc)) from None
 
     def verify_record(self) -> None:
         """Every member is listed in RECORD with a matching hash and size."""
@@ -217,6 +221,11 @@ class WheelArchive:
                 raise self._fail(f"member {name!r} is not listed in RECORD")
             if entry.hash_ is None:
                 raise self._fail(f"RECORD has no hash for {name!r}")
+            if entry.hash_.name not in ACCEPTED_HASHES:
+                raise self._fail(
+                    f"RECORD hashes {name!r} with {entry.hash_.name}; the wheel format needs "
+                    "sha256 or stronger"
+                )
             if not entry.validate_stream(io.BufferedReader(_ChunkStream(self.iter_chunks(name)))):
                 raise self._fail(
                     f"member {name!r} does not match its RECORD hash/size: the wheel was "

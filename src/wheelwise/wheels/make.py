@@ -1,0 +1,150 @@
+"""Turn a wheel into a variant wheel (PEP 825).
+
+``make_variant`` adds ``*.dist-info/variant.json`` (canonical PEP 825 0.1.1),
+rewrites ``RECORD`` and names the output with the variant label. Without a label,
+the label is variantlib's 8-hex hash of the properties. The output is
+reproducible (see :mod:`wheelwise.wheels.rewrite`) and written atomically; the
+input wheel is verified against its RECORD first and never overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from wheelwise.variants.errors import InvalidLabel, InvalidMetadata, InvalidProperty
+from wheelwise.variants.labels import NULL_LABEL, hash_label, property_map, validate_label
+from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.variants.properties import VariantProperty
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.rewrite import check_not_input, rewrite_wheel
+from wheelwise.wheels.validate import validate_properties
+
+VARIANT_JSON = "variant.json"
+
+
+def choose_label(
+    properties: Sequence[VariantProperty], label: str | None = None, *, null: bool = False
+) -> str:
+    """The label of a variant with *properties*: *label*, ``null`` or the hash label."""
+    if label == NULL_LABEL:
+        null = True
+    if null:
+        if properties:
+            raise InvalidProperty(
+                f"the null variant has no properties, got {', '.join(str(p) for p in properties)}"
+            )
+        if label not in (None, NULL_LABEL):
+            raise InvalidLabel(f"the null variant's label is 'null', not {label!r}")
+        return NULL_LABEL
+    if not properties:
+        raise InvalidProperty(
+            "no variant properties given: give at least one 'namespace :: feature :: value', "
+            "or make the null variant"
+        )
+    if label is None:
+        return hash_label(properties)
+    return validate_label(label)
+
+
+def variant_metadata(
+    properties: Iterable[VariantProperty],
+    label: str,
+    *,
+    namespaces: Sequence[str] | None = None,
+    project: VariantMetadata | None = None,
+    source: str = "variant.json",
+) -> VariantMetadata:
+    """Canonical PEP 825 metadata for one wheel: *label* mapped to *properties*.
+
+    ``default-priorities.namespace`` is *namespaces*, else the project's, else the
+    namespaces the properties use, sorted. It must list every namespace used.
+    """
+    properties = sorted(set(properties))
+    used = sorted({prop.namespace for prop in properties})
+    if namespaces is not None:
+        order, origin = list(namespaces), "the namespaces given"
+    elif project is not None:
+        order, origin = list(project.namespaces), f"{project.source} default-priorities.namespace"
+    else:
+        order, origin = used, ""
+    if not order:
+        raise InvalidMetadata(
+            f"{source}: default-priorities.namespace would be empty; PEP 825 needs at least "
+            "one namespace: give the namespaces (--namespaces) or a project (--pyproject)"
+        )
+    missing = [ns for ns in used if ns not in order]
+    if missing:
+        raise InvalidMetadata(
+            f"{source}: namespace(s) {', '.join(missing)} used by the properties are not "
+            f"listed in {origin} ({', '.join(order)}); add them"
+        )
+    return VariantMetadata.build(order, {label: property_map(properties)}, source=source)
+
+
+def _check_existing(archive: WheelArchive, label: str, metadata: VariantMetadata) -> None:
+    """An input that already is a variant wheel must carry exactly the new data."""
+    old_label = archive.filename.variant_label
+    old = archive.variant_metadata()
+    if old_label is None and old is None:
+        return
+    if (
+        old_label == label
+        and old is not None
+        and old.variants == metadata.variants
+        and old.namespaces == metadata.namespaces
+    ):
+        return
+    if old_label is not None:
+        what = f"label {old_label!r}"
+        if old is not None and old_label in old.variants:
+            props = ", ".join(str(p) for p in old.properties(old_label)) or "no properties"
+            what += f": {props}"
+    else:
+        what = f"it has {archive.dist_info_path(VARIANT_JSON)}"
+    raise WheelError(
+        f"{archive.path.name} is already a variant wheel ({what}); strip it first "
+        "(wheelwise variant strip) to give it other variant data"
+    )
+
+
+def make_variant(
+    wheel: Path,
+    out_dir: Path,
+    *,
+    properties: Sequence[VariantProperty],
+    label: str | None = None,
+    null: bool = False,
+    namespaces: Sequence[str] | None = None,
+    project: VariantMetadata | None = None,
+    validate: bool = True,
+) -> Path:
+    """Write the variant wheel of *wheel* into *out_dir* and return its path.
+
+    *properties* map to *label* (default: the 8-hex property hash); *null* makes
+    the null variant (no properties, label ``null``). *namespaces* is
+    ``default-priorities.namespace`` (default: *project*'s, else the namespaces
+    used, sorted); legacy data on *project* is not written. With *validate*, the
+    properties are checked against the built-in providers.
+
+    Raises VariantError for bad variant data and WheelError for a bad input wheel;
+    then nothing is written.
+    """
+    wheel, out_dir = Path(wheel), Path(out_dir)
+    properties = sorted(set(properties))
+    label = choose_label(properties, label, null=null)
+    if validate:
+        validate_properties(properties)
+    source = f"variant.json for {wheel.name}"
+    metadata = variant_metadata(
+        properties, label, namespaces=namespaces, project=project, source=source
+    )
+    data = metadata.to_bytes()
+    with WheelArchive(wheel) as archive:
+        archive.verify_record()
+        _check_existing(archive, label, metadata)
+        target = out_dir / str(archive.filename.with_variant(label))
+        check_not_input(wheel, target)
+        name = archive.dist_info_path(VARIANT_JSON)
+        return rewrite_wheel(archive, target, drop={name}, add=[(name, data)])

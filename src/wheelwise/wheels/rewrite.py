@@ -1,0 +1,121 @@
+"""Write a changed copy of a wheel, reproducibly and atomically.
+
+The copy keeps every member in archive order with its original timestamp,
+compression method and attributes (extra fields and comments are not copied).
+Added members get a fixed timestamp (the newest copied member's) and mode 0644,
+and go after the copied ones; ``RECORD`` is written last, with a sha256 row per
+member in archive order. Nothing in the output depends on the clock, so the same
+input gives byte-identical output. The output is written to a temporary file
+beside the target and renamed over it only when complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+import zipfile
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.record import RecordEntry, RecordHasher, file_entry, write_record
+
+# Used for added members when nothing is copied (never the case for a real wheel).
+DEFAULT_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+NEW_MEMBER_MODE = 0o644
+# Signatures over RECORD: invalid once RECORD changes, so they are not copied.
+SIGNATURE_FILES = ("RECORD.jws", "RECORD.p7s")
+_UNIX = 3  # ZipInfo.create_system for Unix (external_attr holds the st_mode)
+
+
+def _copied_info(source: zipfile.ZipInfo) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(source.filename, date_time=source.date_time)
+    info.compress_type = source.compress_type
+    info.external_attr = source.external_attr
+    info.create_system = source.create_system
+    # The declared size decides whether the entry needs ZIP64 headers.
+    info.file_size = source.file_size
+    return info
+
+
+def _new_info(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=date_time)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = (stat.S_IFREG | NEW_MEMBER_MODE) << 16
+    info.create_system = _UNIX
+    return info
+
+
+def check_not_input(source: Path, target: Path) -> None:
+    """Refuse a *target* that is the input wheel itself."""
+    same = source.resolve() == target.resolve()
+    if not same and target.exists():
+        with contextlib.suppress(OSError):
+            same = target.samefile(source)
+    if same:
+        raise WheelError(
+            f"{target}: the output would overwrite the input wheel; choose another output directory"
+        )
+
+
+def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Create *target* through a temporary file in its folder; on error, leave nothing."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.parent / f".{target.name}.{secrets.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    # Mode 0666 before the umask: the same permissions as any other new file.
+    descriptor = os.open(temporary, flags, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        temporary.replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+
+
+def rewrite_wheel(
+    archive: WheelArchive,
+    target: Path,
+    *,
+    drop: Collection[str] = (),
+    add: Sequence[tuple[str, bytes]] = (),
+) -> Path:
+    """Write *archive* to *target* without the members *drop* and with *add* appended.
+
+    ``RECORD`` is rewritten; signature files over it are left out. The caller has
+    verified the archive (``verify_record()``).
+    """
+    record_name = archive.dist_info_path("RECORD")
+    skipped = {record_name, *(archive.dist_info_path(name) for name in SIGNATURE_FILES), *drop}
+    kept = [name for name in archive.names if name not in skipped]
+    clashes = sorted({name for name, _ in add} & set(kept))
+    if clashes:
+        raise WheelError(f"{archive.path.name}: already has {', '.join(clashes)}")
+    date_time = max((archive.info(name).date_time for name in kept), default=DEFAULT_DATE_TIME)
+    record_info = _copied_info(archive.info(record_name))
+
+    def write(stream: BinaryIO) -> None:
+        entries: list[RecordEntry] = []
+        with zipfile.ZipFile(stream, "w") as out:
+            for name in kept:
+                hasher = RecordHasher(name)
+                with out.open(_copied_info(archive.info(name)), "w") as member:
+                    for chunk in archive.iter_chunks(name):
+                        hasher.update(chunk)
+                        member.write(chunk)
+                entries.append(hasher.entry())
+            for name, data in add:
+                out.writestr(_new_info(name, date_time), data)
+                entries.append(file_entry(name, data))
+            out.writestr(record_info, write_record(entries, record_path=record_name))
+
+    atomic_write(target, write)
+    return target

@@ -1,0 +1,35 @@
+"""Turn a variant wheel back into a non-variant wheel.
+
+``strip_variant`` removes ``*.dist-info/variant.json`` and its RECORD row and the
+label from the filename; the output is reproducible and written atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.make import VARIANT_JSON
+from wheelwise.wheels.rewrite import check_not_input, rewrite_wheel
+
+
+def strip_variant(wheel: Path, out_dir: Path) -> Path:
+    """Write the non-variant wheel of *wheel* into *out_dir* and return its path.
+
+    Raises WheelError for a broken wheel or one that is not a variant wheel;
+    then nothing is written.
+    """
+    wheel, out_dir = Path(wheel), Path(out_dir)
+    with WheelArchive(wheel) as archive:
+        archive.verify_record()
+        name = archive.dist_info_path(VARIANT_JSON)
+        archive.variant_metadata()  # a broken variant.json is an error here too
+        if archive.filename.variant_label is None and name not in archive:
+            raise WheelError(
+                f"{wheel.name} is not a variant wheel (no variant label, no "
+                f"{name}): nothing to strip"
+            )
+        target = out_dir / str(archive.filename.without_variant())
+        check_not_input(wheel, target)
+        return rewrite_wheel(archive, target, drop={name})

@@ -1,0 +1,277 @@
+"""Helpers for the index tests: demo wheels, servers on free ports, clean installers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from wheelfactory import make_wheel, variant_doc
+
+BIN = Path(sys.executable).parent
+DEMO_NAMESPACES = {"x86_64": {"level": ["v1"]}}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_until_up(
+    url: str, process: subprocess.Popen[Any] | None = None, timeout: float = 30
+) -> None:
+    """Poll *url* until it answers (any HTTP status); fail if *process* exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode} before answering {url}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer within {timeout} s")
+
+
+@contextlib.contextmanager
+def running(
+    argv: Sequence[str], url: str, output: list[bytes] | None = None, **kwargs: Any
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run a server process until the block ends; wait until *url* answers.
+
+    Its stdout and stderr are appended to *output* when it has ended.
+    """
+    process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+    try:
+        wait_until_up(url, process)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            out, err = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+        if output is not None:
+            output += [out, err]
+
+
+@contextlib.contextmanager
+def wheelwise_serve(
+    directory: Path, *, token: str | None = None, output: list[bytes] | None = None
+) -> Iterator[str]:
+    """``wheelwise index serve DIRECTORY`` as a subprocess; yields its base URL."""
+    port = free_port()
+    argv = [sys.executable, "-m", "wheelwise", "index", "serve", str(directory)]
+    argv += ["--host", "127.0.0.1", "--port", str(port)]
+    if token is not None:
+        argv += ["--upload-token", token]
+    base = f"http://127.0.0.1:{port}"
+    with running(argv, f"{base}/simple/", output):
+        yield base
+
+
+@contextlib.contextmanager
+def http_server(site: Path) -> Iterator[str]:
+    """``python -m http.server`` serving *site* on 127.0.0.1; yields its base URL."""
+    port = free_port()
+    argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    argv += ["--directory", str(site)]
+    base = f"http://127.0.0.1:{port}"
+    with running(argv, f"{base}/simple/"):
+        yield base
+
+
+@contextlib.contextmanager
+def uvicorn_thread(app: Any) -> Iterator[str]:
+    """Serve an ASGI *app* with uvicorn in a background thread; yields its base URL."""
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+# -- demo wheels --------------------------------------------------------------
+
+
+def demo_wheel(
+    directory: Path,
+    filename: str,
+    label: str | None = None,
+    properties: dict[str, dict[str, list[str]]] | None = None,
+    *,
+    namespaces: list[str] | None = None,
+    **kwargs: Any,
+) -> Path:
+    """A wheel whose module says which build it is (``VARIANT``), with a full RECORD."""
+    name = filename.split("-")[0]
+    members = {f"{name}/__init__.py": f"VARIANT = {label!r}\n".encode()}
+    members.update(kwargs.pop("extra_members", {}))
+    document = None
+    if label is not None:
+        document = variant_doc(label, properties if properties is not None else {})
+        if namespaces is not None:
+            document["default-priorities"]["namespace"] = namespaces
+    return make_wheel(directory, filename, document, extra_members=members, record=True, **kwargs)
+
+
+def demo_wheels(directory: Path) -> list[Path]:
+    """demo_pkg 1.0 (a non-variant wheel, variants x86_64_v1 and null) and 2.0 (variants
+    only): an installer that knows nothing of variants must install 1.0, non-variant."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return [
+        demo_wheel(directory, "demo_pkg-1.0-py3-none-any.whl", requires_python=">=3.8"),
+        demo_wheel(
+            directory, "demo_pkg-1.0-py3-none-any-x86_64_v1.whl", "x86_64_v1", DEMO_NAMESPACES
+        ),
+        demo_wheel(directory, "demo_pkg-1.0-py3-none-any-null.whl", "null", {}),
+        demo_wheel(
+            directory, "demo_pkg-2.0-py3-none-any-x86_64_v1.whl", "x86_64_v1", DEMO_NAMESPACES
+        ),
+        demo_wheel(directory, "demo_pkg-2.0-py3-none-any-null.whl", "null", {}),
+    ]
+
+
+# -- pages ---------------------------------------------------------------------
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.anchors: list[tuple[str, dict[str, str | None]]] = []
+        self._current: dict[str, str | None] | None = None
+        self._text: list[str] = []
+        self.meta: dict[str, str | None] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._current, self._text = dict(attrs), []
+        elif tag == "meta":
+            values = dict(attrs)
+            self.meta[values.get("name") or ""] = values.get("content")
+
+    def handle_data(self, data: str) -> None:
+        if self._current is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._current is not None:
+            self.anchors.append(("".join(self._text), self._current))
+            self._current = None
+
+
+def parse_anchors(html: str | bytes) -> dict[str, dict[str, str | None]]:
+    """Anchor text -> attributes (HTML entities decoded, as a client sees them)."""
+    parser = _Anchors()
+    parser.feed(html.decode() if isinstance(html, bytes) else html)
+    return dict(parser.anchors)
+
+
+def repository_version(html: str | bytes) -> str | None:
+    parser = _Anchors()
+    parser.feed(html.decode() if isinstance(html, bytes) else html)
+    return parser.meta.get("pypi:repository-version")
+
+
+# -- installers ----------------------------------------------------------------
+
+
+def installer_env(home: Path) -> dict[str, str]:
+    """An environment in which pip, uv and twine see no user or site configuration
+    and reach nothing but the index they are given."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PIP_", "UV_", "TWINE_", "PYTHON"))
+        and key.lower() not in {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+    }
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_INPUT="1",
+        UV_NO_CONFIG="1",
+        UV_PYTHON_DOWNLOADS="never",
+        NO_PROXY="*",
+        NO_COLOR="1",
+        COLUMNS="400",
+        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
+    )
+    return env
+
+
+def uv_executable() -> str:
+    found = shutil.which("uv", path=str(BIN))
+    if found is None:
+        raise RuntimeError(f"uv is not installed in {BIN}")
+    return found
+
+
+def new_venv(path: Path) -> Path:
+    """A fresh virtual environment without pip; its Python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    return path / "bin" / "python"
+
+
+def install(
+    installer: str, index_url: str, python: Path, home: Path, *requirements: str
+) -> subprocess.CompletedProcess[str]:
+    """Install *requirements* into *python*'s environment with pip or uv from *index_url* only."""
+    if installer == "pip":
+        argv = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-cache-dir"]
+    else:
+        argv = [uv_executable(), "pip", "install", "--no-config", "--python", str(python)]
+        argv += ["--no-cache"]
+    argv += ["--index-url", index_url, *requirements]
+    return subprocess.run(
+        argv, env=installer_env(home), capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def site_packages(python: Path) -> Path:
+    found = list((python.parent.parent / "lib").glob("python3*/site-packages"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def installed_build(python: Path, project: str = "demo_pkg") -> str:
+    """``repr(VARIANT)`` of the installed package, imported in that environment."""
+    result = subprocess.run(
+        [str(python), "-c", f"import {project}; print(repr({project}.VARIANT))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()

@@ -1,0 +1,507 @@
+"""``wheelwise index build``: pages, hashes, metadata files, variants.json, atomicity,
+incremental rebuilds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urljoin
+
+import pytest
+from click.testing import CliRunner
+
+from indexkit import DEMO_NAMESPACES, demo_wheel, demo_wheels, parse_anchors, repository_version
+from wheelwise.cli.app import cli
+from wheelwise.index import distfiles, static, swap
+from wheelwise.index.errors import IndexBuildError
+from wheelwise.index.static import STATE_FILE, build_site
+from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.wheels.archive import WheelArchive
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under *root* (relative path -> bytes)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def site_file(site: Path, page: str, url: str) -> Path:
+    """The file a link *url* on the page at /*page* points to."""
+    resolved = urljoin(f"http://index.test/{page}", url.split("#")[0])
+    path = unquote(resolved.removeprefix("http://index.test/"))
+    return site / path
+
+
+@pytest.fixture
+def wheels(tmp_path: Path) -> Path:
+    directory = tmp_path / "wheels"
+    demo_wheels(directory)
+    # Another project, with a name to normalize and an escaped Requires-Python.
+    demo_wheel(directory, "Other_Project-0.1-py3-none-any.whl", requires_python="<4,>=3.9")
+    (directory / "demo_pkg-1.0.tar.gz").write_bytes(b"not really an sdist")
+    (directory / "README.txt").write_text("not published")
+    (directory / "notes.tar.gz").write_bytes(b"not an sdist name")
+    return directory
+
+
+@pytest.fixture
+def site(wheels: Path, tmp_path: Path) -> Path:
+    build_site(wheels, tmp_path / "site")
+    return tmp_path / "site"
+
+
+def test_layout(site: Path) -> None:
+    files = set(tree(site))
+    assert {
+        "index.html",
+        STATE_FILE,
+        "simple/index.html",
+        "simple/index.json",
+        "simple/demo-pkg/index.html",
+        "simple/demo-pkg/index.json",
+        "simple/other-project/index.html",
+        "simple/other-project/index.json",
+        "files/demo-pkg/demo_pkg-1.0-py3-none-any.whl",
+        "files/demo-pkg/demo_pkg-1.0-py3-none-any.whl.metadata",
+        "files/demo-pkg/demo_pkg-1.0.tar.gz",
+        "files/demo-pkg/demo_pkg-1.0-variants.json",
+        "files/demo-pkg/demo_pkg-2.0-variants.json",
+        "files/other-project/Other_Project-0.1-py3-none-any.whl",
+    } <= files
+    assert not any("README" in f or "notes" in f for f in files)
+    assert "files/demo-pkg/demo_pkg-1.0.tar.gz.metadata" not in files
+
+
+def test_root_pages(site: Path) -> None:
+    html = (site / "simple" / "index.html").read_bytes()
+    anchors = parse_anchors(html)
+    assert {name: attrs["href"] for name, attrs in anchors.items()} == {
+        "demo-pkg": "demo-pkg/",
+        "other-project": "other-project/",
+    }
+    assert repository_version(html) == "1.1"
+    document = json.loads((site / "simple" / "index.json").read_bytes())
+    assert document == {
+        "meta": {"api-version": "1.1"},
+        "projects": [{"name": "demo-pkg"}, {"name": "other-project"}],
+    }
+
+
+def test_project_html(site: Path, wheels: Path) -> None:
+    page = "simple/demo-pkg/"
+    html = (site / page / "index.html").read_text()
+    anchors = parse_anchors(html)
+    assert sorted(anchors) == sorted(
+        [p.name for p in wheels.glob("demo_pkg-*")]
+        + ["demo_pkg-1.0-variants.json", "demo_pkg-2.0-variants.json"]
+    )
+    for filename, attrs in anchors.items():
+        href = attrs["href"]
+        assert href is not None
+        target = site_file(site, page, href)
+        assert target.name == filename
+        assert href.endswith(f"#sha256={sha256(target)}")
+        if filename.endswith(".whl"):
+            metadata = target.with_name(filename + ".metadata")
+            expected = f"sha256={sha256(metadata)}"
+            assert attrs["data-core-metadata"] == expected
+            assert attrs["data-dist-info-metadata"] == expected
+            with zipfile.ZipFile(target) as archive:
+                dist_info = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+                assert metadata.read_bytes() == archive.read(dist_info)
+        else:
+            assert "data-core-metadata" not in attrs
+    assert anchors["demo_pkg-1.0-py3-none-any.whl"]["data-requires-python"] == ">=3.8"
+    assert 'data-requires-python="&gt;=3.8"' in html
+
+
+def test_requires_python_is_escaped(site: Path) -> None:
+    html = (site / "simple" / "other-project" / "index.html").read_text()
+    assert 'data-requires-python="&lt;4,&gt;=3.9"' in html
+    anchors = parse_anchors(html)
+    assert anchors["Other_Project-0.1-py3-none-any.whl"]["data-requires-python"] == "<4,>=3.9"
+    document = json.loads((site / "simple" / "other-project" / "index.json").read_bytes())
+    assert document["files"][0]["requires-python"] == "<4,>=3.9"
+
+
+def test_project_json(site: Path) -> None:
+    page = "simple/demo-pkg/"
+    document = json.loads((site / page / "index.json").read_bytes())
+    assert document["meta"] == {"api-version": "1.1"}
+    assert document["name"] == "demo-pkg"
+    assert document["versions"] == ["1.0", "2.0"]
+    html_names = sorted(parse_anchors((site / page / "index.html").read_bytes()))
+    assert sorted(f["filename"] for f in document["files"]) == html_names
+    for entry in document["files"]:
+        target = site_file(site, page, entry["url"])
+        assert entry["hashes"] == {"sha256": sha256(target)}
+        assert entry["size"] == target.stat().st_size
+        if entry["filename"].endswith(".whl"):
+            metadata_hash = sha256(target.with_name(target.name + ".metadata"))
+            assert entry["core-metadata"] == {"sha256": metadata_hash}
+            # PEP 714: never the old key in JSON (older pips crash on it).
+            assert "dist-info-metadata" not in entry
+        else:
+            assert "core-metadata" not in entry
+
+
+def test_variants_json(site: Path, variant_schema_validator: Any) -> None:
+    path = site / "files" / "demo-pkg" / "demo_pkg-1.0-variants.json"
+    data = path.read_bytes()
+    document = json.loads(data)
+    variant_schema_validator.validate(document)
+    assert document == {
+        "$schema": "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json",
+        "default-priorities": {"namespace": ["x86_64"]},
+        "variants": {"null": {}, "x86_64_v1": {"x86_64": {"level": ["v1"]}}},
+    }
+    # Canonical: exactly what the library writes for that document.
+    assert data == VariantMetadata.from_json(data).to_bytes()
+
+
+def test_variants_json_merges_labels_and_namespaces(
+    tmp_path: Path, variant_schema_validator: Any
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    demo_wheel(wheels, "gpu-1.0-py3-none-any-cu12.whl", "cu12", {"nvidia": {"cuda": ["12"]}})
+    demo_wheel(
+        wheels,
+        "gpu-1.0-py3-none-any-v3.whl",
+        "v3",
+        {"x86_64": {"level": ["v3"]}},
+        namespaces=["nvidia", "x86_64"],
+    )
+    demo_wheel(wheels, "gpu-1.0-py3-none-any.whl")
+    build_site(wheels, tmp_path / "site")
+    data = (tmp_path / "site" / "files" / "gpu" / "gpu-1.0-variants.json").read_bytes()
+    document = json.loads(data)
+    variant_schema_validator.validate(document)
+    assert document["default-priorities"] == {"namespace": ["nvidia", "x86_64"]}
+    assert document["variants"] == {
+        "cu12": {"nvidia": {"cuda": ["12"]}},
+        "v3": {"x86_64": {"level": ["v3"]}},
+    }
+
+
+def test_variants_json_only_for_versions_with_variant_wheels(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    demo_wheel(wheels, "pkg-1.0-py3-none-any.whl")
+    demo_wheel(wheels, "pkg-2.0-py3-none-any.whl")
+    demo_wheel(wheels, "pkg-2.0-py3-none-any-x86_64_v1.whl", "x86_64_v1", DEMO_NAMESPACES)
+    build_site(wheels, tmp_path / "site")
+    names = sorted(parse_anchors((tmp_path / "site/simple/pkg/index.html").read_bytes()))
+    assert [n for n in names if n.endswith(".json")] == ["pkg-2.0-variants.json"]
+    document = json.loads((tmp_path / "site/simple/pkg/index.json").read_bytes())
+    assert [f["filename"] for f in document["files"] if f["filename"].endswith(".json")] == [
+        "pkg-2.0-variants.json"
+    ]
+
+
+def test_base_url_makes_absolute_links(wheels: Path, tmp_path: Path) -> None:
+    build_site(wheels, tmp_path / "site", base_url="https://example.test/pypi/")
+    root = parse_anchors((tmp_path / "site/simple/index.html").read_bytes())
+    assert root["demo-pkg"]["href"] == "https://example.test/pypi/simple/demo-pkg/"
+    page = parse_anchors((tmp_path / "site/simple/demo-pkg/index.html").read_bytes())
+    href = page["demo_pkg-1.0-py3-none-any.whl"]["href"]
+    assert href is not None
+    assert href.startswith(
+        "https://example.test/pypi/files/demo-pkg/demo_pkg-1.0-py3-none-any.whl#sha256="
+    )
+
+
+def test_local_version_is_quoted(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    demo_wheel(wheels, "pkg-1.0+cpu-py3-none-any.whl")
+    build_site(wheels, tmp_path / "site")
+    anchors = parse_anchors((tmp_path / "site/simple/pkg/index.html").read_bytes())
+    href = anchors["pkg-1.0+cpu-py3-none-any.whl"]["href"]
+    assert href is not None
+    assert "pkg-1.0%2Bcpu-py3-none-any.whl" in href
+    assert site_file(tmp_path / "site", "simple/pkg/", href).is_file()
+
+
+def test_build_is_deterministic(wheels: Path, tmp_path: Path) -> None:
+    build_site(wheels, tmp_path / "a")
+    build_site(wheels, tmp_path / "b")
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
+
+
+# -- inconsistent or broken input --------------------------------------------------
+
+
+def test_inconsistent_label_fails_naming_wheels_and_label(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    demo_wheel(wheels, "pkg-1.0-py3-none-any-fast.whl", "fast", {"x86_64": {"level": ["v3"]}})
+    demo_wheel(
+        wheels, "pkg-1.0-py3-none-linux_x86_64-fast.whl", "fast", {"x86_64": {"level": ["v4"]}}
+    )
+    with pytest.raises(IndexBuildError) as info:
+        build_site(wheels, tmp_path / "site")
+    message = str(info.value)
+    assert "inconsistent variant metadata" in message
+    assert "label 'fast'" in message
+    assert "pkg-1.0-py3-none-any-fast.whl" in message
+    assert "pkg-1.0-py3-none-linux_x86_64-fast.whl" in message
+    assert not (tmp_path / "site").exists()
+
+
+def test_inconsistent_namespaces_fail(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    demo_wheel(
+        wheels,
+        "pkg-1.0-py3-none-any-a.whl",
+        "a",
+        {"x86_64": {"level": ["v3"]}},
+        namespaces=["x86_64", "nvidia"],
+    )
+    demo_wheel(
+        wheels,
+        "pkg-1.0-py3-none-any-b.whl",
+        "b",
+        {"nvidia": {"cuda": ["12"]}},
+        namespaces=["nvidia", "x86_64"],
+    )
+    with pytest.raises(IndexBuildError, match=r"default-priorities\.namespace") as info:
+        build_site(wheels, tmp_path / "site")
+    assert "pkg-1.0-py3-none-any-a.whl" in str(info.value)
+    assert "pkg-1.0-py3-none-any-b.whl" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("filename", "kwargs", "expected"),
+    [
+        ("pkg-1.0-py3-none-any.whl", {"content": b"not a zip"}, "not a valid wheel"),
+        ("pkg-1.0-py3-none-any-v3.whl", {"label": None}, "has no *.dist-info/variant.json"),
+        (
+            "pkg-1.0-py3-none-any-v3.whl",
+            {"label": "v4", "properties": {"x86_64": {"level": ["v4"]}}},
+            "must hold exactly the filename's label 'v3'",
+        ),
+        (
+            "pkg-1.0-py3-none-any.whl",
+            {"metadata": b"Metadata-Version: 2.1\nName: other\nVersion: 1.0\n"},
+            "METADATA says Name: other",
+        ),
+        ("pkg-1.0-py3-none-any-Bad.whl", {}, "invalid wheel filename"),
+    ],
+)
+def test_broken_wheel_fails_the_build(
+    tmp_path: Path, filename: str, kwargs: dict[str, Any], expected: str
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    if "content" in kwargs:
+        (wheels / filename).write_bytes(kwargs["content"])
+    else:
+        extra = {"pkg-1.0.dist-info/METADATA": kwargs["metadata"]} if "metadata" in kwargs else {}
+        label = kwargs.get("label")
+        properties = kwargs.get("properties", {})
+        demo_wheel(wheels, "pkg-1.0-py3-none-any.whl", label, properties, extra_members=extra)
+        (wheels / "pkg-1.0-py3-none-any.whl").rename(wheels / filename)
+    with pytest.raises(IndexBuildError) as info:
+        build_site(wheels, tmp_path / "site")
+    assert filename in str(info.value)
+    assert expected in str(info.value)
+
+
+def test_failure_leaves_the_old_site_untouched(wheels: Path, site: Path, tmp_path: Path) -> None:
+    before = tree(site)
+    demo_wheel(
+        wheels,
+        "demo_pkg-1.0-py3-none-linux_x86_64-x86_64_v1.whl",
+        "x86_64_v1",
+        {"x86_64": {"level": ["v2"]}},
+    )
+    with pytest.raises(IndexBuildError, match="label 'x86_64_v1'"):
+        build_site(wheels, site)
+    assert tree(site) == before
+    # No temporary directory is left next to the site.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "wheels"]
+
+
+def test_failure_while_writing_leaves_the_old_site_untouched(
+    wheels: Path, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = tree(site)
+    demo_wheel(wheels, "demo_pkg-3.0-py3-none-any.whl")
+
+    def broken(*args: object, **kwargs: object) -> bytes:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(static, "project_json", broken)
+    with pytest.raises(OSError, match="No space left"):
+        build_site(wheels, site)
+    assert tree(site) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "wheels"]
+
+
+@pytest.mark.parametrize("atomic_exchange", [True, False])
+def test_rebuild_replaces_the_site(
+    wheels: Path, site: Path, monkeypatch: pytest.MonkeyPatch, atomic_exchange: bool
+) -> None:
+    if not atomic_exchange:
+        monkeypatch.setattr(swap, "exchange", lambda first, second: False)
+    (wheels / "demo_pkg-1.0.tar.gz").unlink()
+    demo_wheel(wheels, "demo_pkg-3.0-py3-none-any.whl")
+    build_site(wheels, site)
+    names = parse_anchors((site / "simple/demo-pkg/index.html").read_bytes())
+    assert "demo_pkg-3.0-py3-none-any.whl" in names
+    assert "demo_pkg-1.0.tar.gz" not in names
+    assert not (site / "files/demo-pkg/demo_pkg-1.0.tar.gz").exists()
+    assert sorted(p.name for p in site.parent.iterdir()) == ["site", "wheels"]
+
+
+def test_refuses_to_replace_a_foreign_directory(wheels: Path, tmp_path: Path) -> None:
+    foreign = tmp_path / "www"
+    foreign.mkdir()
+    (foreign / "precious.txt").write_text("keep me")
+    with pytest.raises(IndexBuildError, match="was not built by 'wheelwise index build'"):
+        build_site(wheels, foreign)
+    assert (foreign / "precious.txt").read_text() == "keep me"
+
+
+def test_refuses_a_site_that_contains_the_wheels(tmp_path: Path) -> None:
+    (tmp_path / "wheels").mkdir()
+    with pytest.raises(IndexBuildError, match="would contain the wheel directory"):
+        build_site(tmp_path / "wheels", tmp_path)
+
+
+def test_builds_into_an_empty_existing_directory(wheels: Path, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    build_site(wheels, tmp_path / "empty")
+    assert (tmp_path / "empty" / "simple" / "index.html").is_file()
+
+
+# -- incremental rebuilds -----------------------------------------------------------
+
+
+class Counter:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.opened: list[str] = []
+        self.hashed: list[str] = []
+        real_hash = distfiles.sha256_file
+        counter = self
+
+        class CountingArchive(WheelArchive):
+            def __init__(self, path: str | Path) -> None:
+                counter.opened.append(Path(path).name)
+                super().__init__(path)
+
+        def counting_hash(path: Path) -> str:
+            self.hashed.append(path.name)
+            return real_hash(path)
+
+        monkeypatch.setattr(distfiles, "WheelArchive", CountingArchive)
+        monkeypatch.setattr(distfiles, "sha256_file", counting_hash)
+
+    def reset(self) -> None:
+        self.opened.clear()
+        self.hashed.clear()
+
+
+def test_rebuild_reads_only_new_wheels(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = Counter(monkeypatch)
+    site = tmp_path / "site"
+    first = build_site(wheels, site)
+    assert len(counter.opened) == 6  # the wheels; sdists are never opened
+    assert first.read == 7
+
+    counter.reset()
+    unchanged = build_site(wheels, site)
+    assert counter.opened == []
+    assert counter.hashed == []
+    assert (unchanged.read, unchanged.unchanged) == (0, 7)
+
+    counter.reset()
+    demo_wheel(wheels, "demo_pkg-3.0-py3-none-any.whl")
+    demo_wheel(wheels, "demo_pkg-3.0-py3-none-any-x86_64_v1.whl", "x86_64_v1", DEMO_NAMESPACES)
+    report = build_site(wheels, site)
+    assert sorted(counter.opened) == [
+        "demo_pkg-3.0-py3-none-any-x86_64_v1.whl",
+        "demo_pkg-3.0-py3-none-any.whl",
+    ]
+    assert sorted(counter.hashed) == sorted(counter.opened)
+    assert (report.read, report.unchanged) == (2, 7)
+    anchors = parse_anchors((site / "simple/demo-pkg/index.html").read_bytes())
+    assert "demo_pkg-3.0-variants.json" in anchors
+    # The unchanged files are the old site's, hard-linked (or copied), not re-read.
+    assert (site / "files/demo-pkg/demo_pkg-1.0-py3-none-any.whl.metadata").is_file()
+
+
+def test_rebuild_rereads_a_rewritten_wheel(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    build_site(wheels, site)
+    counter = Counter(monkeypatch)
+    path = wheels / "demo_pkg-1.0-py3-none-any.whl"
+    demo_wheel(wheels, path.name, requires_python=">=3.11")
+    build_site(wheels, site)
+    assert counter.opened == [path.name]
+    anchors = parse_anchors((site / "simple/demo-pkg/index.html").read_bytes())
+    attrs = anchors[path.name]
+    assert attrs["data-requires-python"] == ">=3.11"
+    assert attrs["href"] is not None
+    assert attrs["href"].endswith(f"#sha256={sha256(path)}")
+    assert (site / "files/demo-pkg" / path.name).read_bytes() == path.read_bytes()
+
+
+def test_rebuild_recovers_a_lost_metadata_file(
+    wheels: Path, site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metadata = site / "files/demo-pkg/demo_pkg-1.0-py3-none-any.whl.metadata"
+    expected = metadata.read_bytes()
+    metadata.unlink()
+    counter = Counter(monkeypatch)
+    build_site(wheels, site)
+    assert counter.opened == ["demo_pkg-1.0-py3-none-any.whl"]
+    assert metadata.read_bytes() == expected
+
+
+def test_corrupt_state_means_a_full_rebuild(wheels: Path, site: Path) -> None:
+    (site / STATE_FILE).write_text("{not json")
+    report = build_site(wheels, site)
+    assert report.read == 7
+    assert json.loads((site / STATE_FILE).read_bytes())["format"] == 1
+
+
+def test_site_is_world_readable(site: Path) -> None:
+    assert site.stat().st_mode & 0o755 == 0o755
+
+
+# -- the command --------------------------------------------------------------------
+
+
+def test_cli_build(wheels: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["index", "build", str(wheels), "-o", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    assert "2 project(s), 7 file(s) (7 read, 0 unchanged), 2 variants.json file(s)" in result.stdout
+    assert "skipped notes.tar.gz" in result.stderr
+
+
+def test_cli_build_reports_inconsistency(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    demo_wheel(wheels, "pkg-1.0-py3-none-any-fast.whl", "fast", {"x86_64": {"level": ["v3"]}})
+    demo_wheel(
+        wheels, "pkg-1.0-py3-none-linux_x86_64-fast.whl", "fast", {"x86_64": {"level": ["v4"]}}
+    )
+    result = CliRunner().invoke(cli, ["index", "build", str(wheels), "-o", str(tmp_path / "s")])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("wheelwise: error: cannot publish")
+    assert "label 'fast'" in result.stderr
