@@ -505,3 +505,19 @@ def test_cli_build_reports_inconsistency(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.startswith("wheelwise: error: cannot publish")
     assert "label 'fast'" in result.stderr
+
+
+def test_unchanged_rebuild_reads_and_writes_nothing(
+    wheels: Path, site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = {p: p.stat().st_mtime_ns for p in site.rglob("*") if p.is_file()}
+    counter = Counter(monkeypatch)
+    report = build_site(wheels, site)
+    assert counter.opened == []
+    assert report.read == 0
+    assert report.unchanged == report.files
+    after = {p: p.stat().st_mtime_ns for p in site.rglob("*") if p.is_file()}
+    assert after == before  # the site was not rebuilt
+    # Another base URL means other links: that is a rebuild.
+    build_site(wheels, site, base_url="https://example.invalid/")
+    assert b"https://example.invalid/" in (site / "simple/demo-pkg/index.html").read_bytes()

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelwise import __version__
-from wheelwise.index.catalog import Catalog, build_catalog, scan
+from wheelwise.index.catalog import Catalog, ScanResult, build_catalog, scan
 from wheelwise.index.distfiles import WHEEL, DistFile, read_dist
 from wheelwise.index.errors import IndexBuildError
 from wheelwise.index.pages import (
@@ -99,6 +99,45 @@ def _state_bytes(files: Mapping[str, DistFile], base_url: str | None) -> bytes:
     return (json.dumps(document, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def _up_to_date(
+    site: Path, known: Mapping[str, DistFile], scanned: ScanResult, base_url: str | None
+) -> bool:
+    """Nothing to do: the same files with the same stat, built by this wheelwise with
+    the same base URL, and the site still has its pages."""
+    if scanned.read or scanned.problems or not known:
+        return False
+    if {d.filename for d in scanned.files} != set(known):
+        return False
+    try:
+        header = json.loads((site / STATE_FILE).read_bytes())
+    except (OSError, ValueError):
+        return False
+    if not (
+        isinstance(header, dict)
+        and header.get("generator") == f"wheelwise {__version__}"
+        and header.get("base_url") == base_url
+        and (site / "simple" / "index.html").is_file()
+    ):
+        return False
+    # Every published file and metadata file is still there (a damaged site is rebuilt).
+    for dist in scanned.files:
+        target = site / "files" / dist.project / dist.filename
+        expected: list[tuple[Path, int | None]] = [(target, dist.size)]
+        if dist.kind == WHEEL:
+            expected.append((target.with_name(dist.filename + METADATA_SUFFIX), dist.metadata_size))
+        for path, size in expected:
+            try:
+                if path.stat().st_size != size:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
+def _count_variants_files(site: Path) -> int:
+    return sum(1 for _ in (site / "files").glob("*/*-variants.json"))
+
+
 def _check_paths(wheel_dir: Path, site: Path) -> None:
     if not wheel_dir.is_dir():
         raise IndexBuildError(f"{wheel_dir}: not a directory")
@@ -129,6 +168,16 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
         )
     known = known or {}
     scanned = scan(wheel_dir, known)
+    if _up_to_date(site, known, scanned, base_url):
+        return BuildReport(
+            site=site,
+            projects=len({d.project for d in scanned.files}),
+            files=len(scanned.files),
+            read=0,
+            unchanged=len(scanned.files),
+            variants_files=_count_variants_files(site),
+            skipped=tuple(scanned.skipped),
+        )
     catalog = build_catalog(scanned.files, scanned.problems)
     problems = catalog.all_problems()
     if problems:
