@@ -15,7 +15,7 @@ def index() -> None:
 
 
 @index.command("build")
-@click.argument("wheel_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("wheel_dir", type=click.Path(path_type=Path))
 @click.option(
     "-o",
     "--output",
@@ -49,7 +49,7 @@ def build(wheel_dir: Path, site: Path, base_url: str | None) -> None:
 
 
 @index.command("serve")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
@@ -68,6 +68,8 @@ def serve(directory: Path, host: str, port: int, upload_token: str | None) -> No
             f"the server needs the 'serve' extra ({exc.name} is missing): "
             "pip install 'wheelwise[serve]'"
         ) from None
+    if not directory.is_dir():
+        raise InputError(f"{directory}: no such directory (the wheels to serve)")
     if upload_token is not None and not upload_token:
         raise InputError("--upload-token must not be empty")
     run_server(directory.resolve(), host=host, port=port, upload_token=upload_token)
