@@ -10,6 +10,8 @@
 * ``static``: ``wheelwise index build``, an atomic, incremental static site.
 * ``negotiation`` / ``http``: content negotiation, ETags and byte ranges.
 * ``live`` / ``server`` / ``upload``: ``wheelwise index serve`` (starlette).
+* ``client`` (with ``simple_parse`` and ``http_cache``): the other side, reading
+  indexes and find-links locations for ``wheelwise install``.
 
 Nothing here prints; the server's few diagnostics go through ``logging``.
 """

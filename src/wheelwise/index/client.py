@@ -1,0 +1,519 @@
+"""A Simple Repository API client: project listings from indexes and find-links.
+
+* :class:`IndexSource`: an index (``http(s)://`` or ``file://`` URL of its
+  ``simple/`` root) or a find-links location (a directory, or an HTML page of links).
+* :class:`IndexClient`: one ``httpx.Client`` (proxies from the environment, explicit
+  timeouts, redirects followed), retries with exponential backoff on connection
+  errors, timeouts and 5xx answers, and an on-disk cache of pages revalidated with
+  ``If-None-Match`` / ``If-Modified-Since``.
+
+  - :meth:`IndexClient.fetch_project`: a :class:`ProjectListing` (PEP 691 JSON
+    preferred, PEP 503 HTML understood; a 404 is an empty listing).
+  - :meth:`IndexClient.fetch_variants_json`: a release's
+    ``{name}-{version}-variants.json`` (PEP 825 "Index-level metadata"), hash checked.
+  - :meth:`IndexClient.fetch_metadata`: a wheel's PEP 658 core metadata, hash checked.
+
+* :func:`find_candidates` / :func:`first_viable_source`: several sources, each
+  listing kept apart: variant metadata is never merged across sources (PEP 825
+  "Installing wheels from multiple sources"); the first source in order with a
+  viable candidate for a version is the one to install from.
+
+Every failure raises :class:`~wheelwise.index.errors.SourceError` (or a subclass)
+with the URL, what happened and what to check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import quote, urljoin, urlsplit
+
+import httpx
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from wheelwise import __version__
+from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
+from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir
+from wheelwise.index.simple_parse import (
+    SDIST,
+    VARIANTS_JSON,
+    WHEEL,
+    IndexFile,
+    parse_html_page,
+    parse_json_page,
+    parse_page,
+)
+from wheelwise.variants.errors import InvalidMetadata
+from wheelwise.variants.filenames import variants_json_filename
+from wheelwise.variants.metadata import VariantMetadata
+
+__all__ = [
+    "PAGE_ACCEPT",
+    "HashMismatch",
+    "IndexClient",
+    "IndexFile",
+    "IndexSource",
+    "InvalidPage",
+    "ProjectListing",
+    "RetryPolicy",
+    "SourceError",
+    "SourceListing",
+    "find_candidates",
+    "first_viable_source",
+]
+
+PAGE_ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
+    "text/html;q=0.01"
+)
+_FIND_LINKS_ACCEPT = "text/html, */*;q=0.1"
+_FILE_ACCEPT = "*/*"
+_DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", "-variants.json")
+_INDEX_HINT = "check --index-url and that the index is up"
+_FIND_LINKS_HINT = "check --find-links"
+_NETWORK_HINT = (
+    "check the network connection and proxy settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY)"
+)
+
+INDEX = "index"
+FIND_LINKS = "find-links"
+
+
+def _to_url(location: str | Path) -> str:
+    text = str(location)
+    if "://" in text:
+        return text
+    return Path(text).expanduser().resolve().as_uri()
+
+
+@dataclass(frozen=True)
+class IndexSource:
+    """Where to look for a project's files.
+
+    ``kind`` is ``index`` (*url* is the ``simple/`` root: the project page is
+    ``<url>/<normalized name>/``) or ``find-links`` (*url* is a directory or a page
+    whose links are files of any project). Use :meth:`index` / :meth:`find_links`,
+    which also take local paths.
+    """
+
+    url: str
+    kind: str = INDEX
+
+    def __post_init__(self) -> None:
+        scheme = urlsplit(self.url).scheme.lower()
+        if scheme not in ("http", "https", "file"):
+            hint = _INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
+            raise SourceError(
+                self.url,
+                f"{self.url}: not an http://, https:// or file:// URL or a local path; {hint}",
+            )
+        if self.kind not in (INDEX, FIND_LINKS):
+            raise ValueError(f"unknown source kind {self.kind!r}")
+        if self.kind == INDEX and not self.url.endswith("/"):
+            object.__setattr__(self, "url", self.url + "/")
+
+    @classmethod
+    def index(cls, location: str | Path) -> IndexSource:
+        return cls(_to_url(location), INDEX)
+
+    @classmethod
+    def find_links(cls, location: str | Path) -> IndexSource:
+        return cls(_to_url(location), FIND_LINKS)
+
+    @property
+    def is_local(self) -> bool:
+        return urlsplit(self.url).scheme.lower() == "file"
+
+    @property
+    def hint(self) -> str:
+        return _INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
+
+    def project_url(self, name: str) -> str:
+        """An index's page for *name* (PEP 503: the normalized name)."""
+        return urljoin(self.url, quote(canonicalize_name(name)) + "/")
+
+
+@dataclass(frozen=True)
+class ProjectListing:
+    """The files one source lists for one project (its own files only)."""
+
+    name: NormalizedName
+    source: IndexSource
+    files: tuple[IndexFile, ...]
+    page_url: str | None = None
+    found: bool = True  # False: the source does not have the project (404, no page)
+
+    def versions(self) -> list[Version]:
+        """The versions of its wheels and sdists, oldest first."""
+        found = {
+            file.version
+            for file in self.files
+            if file.kind in (WHEEL, SDIST) and file.version is not None
+        }
+        return sorted(v for v in found if v is not None)
+
+    def files_for(self, version: str | Version) -> list[IndexFile]:
+        """Its wheels and sdists of *version* (in page order)."""
+        wanted = _version(version)
+        return [
+            file
+            for file in self.files
+            if file.kind in (WHEEL, SDIST) and wanted is not None and file.version == wanted
+        ]
+
+    def wheels_for(self, version: str | Version) -> list[IndexFile]:
+        return [file for file in self.files_for(version) if file.kind == WHEEL]
+
+    def has_variant_wheels(self, version: str | Version) -> bool:
+        return any(file.is_variant_wheel for file in self.files_for(version))
+
+    def variants_json(self, version: str | Version) -> IndexFile | None:
+        """The ``{name}-{version}-variants.json`` link of *version*, if listed."""
+        wanted = _version(version)
+        if wanted is None:
+            return None
+        expected = variants_json_filename(self.name, wanted)
+        fallback: IndexFile | None = None
+        for file in self.files:
+            if file.filename == expected:
+                return file
+            if (
+                fallback is None
+                and file.kind == VARIANTS_JSON
+                and file.project == self.name
+                and file.version == wanted
+            ):
+                fallback = file
+        return fallback
+
+
+def _version(version: str | Version) -> Version | None:
+    if isinstance(version, Version):
+        return version
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+@dataclass(frozen=True)
+class SourceListing:
+    """A listing with its position in the list of sources (0: the first)."""
+
+    position: int
+    listing: ProjectListing
+
+    @property
+    def source(self) -> IndexSource:
+        return self.listing.source
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """*retries* more tries after the first, waiting ``backoff * factor**n`` (at most
+    *max_delay*) before the n-th retry; on connection errors, timeouts and 5xx."""
+
+    retries: int = 3
+    backoff: float = 0.25
+    factor: float = 2.0
+    max_delay: float = 1.0
+
+    def delay(self, retry: int) -> float:
+        return min(self.backoff * self.factor**retry, self.max_delay)
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    url: str  # after redirects: relative links resolve against it
+    content_type: str | None
+    body: bytes
+
+
+class IndexClient:
+    """Fetches pages and files of sources over one HTTP connection pool.
+
+    *timeout*: seconds to connect and between bytes read. *cache_dir*: where pages
+    are cached (default ``<user cache dir>/http``); ``cache=False`` disables the cache.
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 15.0,
+        retry: RetryPolicy | None = None,
+        cache_dir: Path | None = None,
+        cache: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.cache = HttpCache(cache_dir or default_cache_dir()) if cache else None
+        self._sleep = sleep
+        self._http = httpx.Client(
+            trust_env=True,
+            timeout=httpx.Timeout(timeout),
+            follow_redirects=True,
+            headers={"User-Agent": f"wheelwise/{__version__}"},
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> IndexClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- listings --------------------------------------------------------------------
+
+    def fetch_project(self, source: IndexSource, name: str) -> ProjectListing:
+        """The files *source* lists for project *name* (an empty listing, ``found``
+        False, when the source does not have the project)."""
+        normalized = canonicalize_name(name)
+        if source.kind == FIND_LINKS:
+            return self._find_links(source, normalized)
+        if source.is_local:
+            return self._local_index(source, normalized)
+        url = source.project_url(normalized)
+        fetched = self._get(url, PAGE_ACCEPT, source.hint, cached=True, missing_ok=True)
+        if fetched is None:
+            return ProjectListing(normalized, source, (), url, found=False)
+        files = parse_page(fetched.body, fetched.url, fetched.content_type)
+        return ProjectListing(normalized, source, tuple(files), fetched.url)
+
+    def _local_index(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
+        page = source.project_url(name)
+        directory = _file_path(page)
+        for filename, parse in (("index.json", parse_json_page), ("index.html", parse_html_page)):
+            path = directory / filename
+            try:
+                body = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise SourceError(page, f"{path}: cannot be read ({exc}); {source.hint}") from None
+            url = path.as_uri()
+            return ProjectListing(name, source, tuple(parse(body, url)), url)
+        if not _file_path(source.url).is_dir():
+            raise SourceError(source.url, f"{source.url}: no such directory; {source.hint}")
+        return ProjectListing(name, source, (), page, found=False)
+
+    def _find_links(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
+        if source.is_local:
+            path = _file_path(source.url)
+            if path.is_dir():
+                files = [
+                    IndexFile(filename=entry.name, url=entry.resolve().as_uri())
+                    for entry in sorted(path.iterdir())
+                    if entry.name.endswith(_DIST_SUFFIXES)
+                    and not entry.name.startswith(".")
+                    and entry.is_file()
+                ]
+                url = source.url
+            else:
+                try:
+                    body = path.read_bytes()
+                except OSError as exc:
+                    raise SourceError(
+                        source.url, f"{source.url}: cannot be read ({exc}); {source.hint}"
+                    ) from None
+                url = source.url
+                files = parse_html_page(body, url)
+        else:
+            fetched = self._get(source.url, _FIND_LINKS_ACCEPT, source.hint, cached=True)
+            assert fetched is not None
+            url = fetched.url
+            files = parse_html_page(fetched.body, url, fetched.content_type)
+        mine = tuple(file for file in files if file.project == name)
+        return ProjectListing(name, source, mine, url, found=bool(mine))
+
+    # -- files -------------------------------------------------------------------------
+
+    def fetch_file(self, file: IndexFile, *, hashes: Mapping[str, str] | None = None) -> bytes:
+        """The bytes at *file*'s URL, checked against *hashes* (default: its own)."""
+        return self._fetch_checked(file.url, file.hashes if hashes is None else hashes)
+
+    def fetch_variants_json(self, file: IndexFile) -> VariantMetadata:
+        """A release's ``*-variants.json``, hash checked where the page gave a hash."""
+        data = self._fetch_checked(file.url, file.hashes, cached=True)
+        try:
+            return VariantMetadata.from_json(data, source=file.url)
+        except InvalidMetadata as exc:
+            raise InvalidPage(
+                file.url, f"{exc}; the index serves invalid variant metadata: report it"
+            ) from None
+
+    def fetch_metadata(self, file: IndexFile) -> bytes:
+        """*file*'s PEP 658 core metadata, checked against the hash the page gave."""
+        if not file.core_metadata:
+            raise SourceError(
+                file.url,
+                f"{file.url}: the index does not serve this file's core metadata (PEP 658); "
+                "read it from the file itself",
+            )
+        return self._fetch_checked(file.metadata_url, file.core_metadata_hashes)
+
+    def _fetch_checked(self, url: str, hashes: Mapping[str, str], *, cached: bool = False) -> bytes:
+        if urlsplit(url).scheme.lower() == "file":
+            path = _file_path(url)
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise SourceError(url, f"{path}: cannot be read ({exc})") from None
+        else:
+            fetched = self._get(url, _FILE_ACCEPT, _INDEX_HINT, cached=cached)
+            assert fetched is not None
+            data = fetched.body
+        verify_hashes(url, data, hashes)
+        return data
+
+    # -- HTTP ------------------------------------------------------------------------
+
+    def _get(
+        self, url: str, accept: str, hint: str, *, cached: bool, missing_ok: bool = False
+    ) -> _Fetched | None:
+        entry = self.cache.get(url, accept) if (cached and self.cache is not None) else None
+        headers = {"Accept": accept}
+        if entry is not None:
+            headers.update(entry.validators())
+        response = self._request(url, headers, hint)
+        if response.status_code == 304 and entry is not None:
+            return _Fetched(entry.url, entry.content_type, entry.body)
+        if response.status_code == 404 and missing_ok:
+            return None
+        if response.status_code >= 400 or response.status_code == 304:
+            reason = response.reason_phrase or ""
+            raise SourceError(
+                url,
+                f"{url}: the server answered {response.status_code} {reason}".rstrip()
+                + f"; {hint}",
+            )
+        fetched = _Fetched(
+            str(response.url),
+            response.headers.get("content-type"),
+            response.content,
+        )
+        if cached and self.cache is not None:
+            self.cache.put(
+                url,
+                accept,
+                CachedResponse(
+                    url=fetched.url,
+                    content_type=fetched.content_type,
+                    etag=response.headers.get("etag"),
+                    last_modified=response.headers.get("last-modified"),
+                    body=fetched.body,
+                ),
+            )
+        return fetched
+
+    def _request(self, url: str, headers: Mapping[str, str], hint: str) -> httpx.Response:
+        tries = self.retry.retries + 1
+        for attempt in range(tries):
+            last = attempt == tries - 1
+            try:
+                response = self._http.get(url, headers=dict(headers))
+            except httpx.TimeoutException:
+                if last:
+                    raise SourceError(
+                        url,
+                        f"{url}: no answer within {self.timeout:g} s "
+                        f"({_tries(tries)}); {hint}, or {_NETWORK_HINT}",
+                    ) from None
+            except httpx.UnsupportedProtocol as exc:
+                raise SourceError(url, f"{url}: {exc}; {hint}") from None
+            except httpx.InvalidURL as exc:
+                raise SourceError(url, f"{url}: invalid URL ({exc}); {hint}") from None
+            except httpx.TransportError as exc:
+                if last:
+                    what = str(exc) or type(exc).__name__
+                    raise SourceError(
+                        url,
+                        f"{url}: cannot connect ({what}; {_tries(tries)}); "
+                        f"{hint}, or {_NETWORK_HINT}",
+                    ) from None
+            except httpx.RequestError as exc:  # too many redirects, undecodable body
+                what = str(exc) or type(exc).__name__
+                raise SourceError(url, f"{url}: {what}; {hint}") from None
+            else:
+                if response.status_code < 500 or last:
+                    if response.status_code >= 500:
+                        raise SourceError(
+                            url,
+                            f"{url}: the server answered {response.status_code} "
+                            f"{response.reason_phrase} ({_tries(tries)}); the index is failing: "
+                            f"try again later, or {hint}",
+                        )
+                    return response
+            self._sleep(self.retry.delay(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _tries(tries: int) -> str:
+    return "1 try" if tries == 1 else f"{tries} tries"
+
+
+def _file_path(url: str) -> Path:
+    return Path(urllib.request.url2pathname(urlsplit(url).path))
+
+
+def verify_hashes(url: str, data: bytes, hashes: Mapping[str, str]) -> None:
+    """Raise :class:`HashMismatch` unless *data* has every known hash in *hashes*."""
+    for algorithm, expected in hashes.items():
+        if algorithm not in hashlib.algorithms_guaranteed or algorithm.startswith("shake_"):
+            continue
+        actual = hashlib.new(algorithm, data).hexdigest()
+        if actual != expected.lower():
+            raise HashMismatch(
+                url,
+                f"{url}: {algorithm} is {actual}, but the index page says {expected}: the file "
+                "changed after the page was made, or was tampered with; try again, and "
+                "report it to the index if it persists",
+            )
+
+
+# -- several sources -------------------------------------------------------------------
+
+
+def find_candidates(
+    name: str, sources: Sequence[IndexSource], client: IndexClient
+) -> list[SourceListing]:
+    """Each source's listing for *name*, in the order of *sources*, kept apart: the
+    files (and variant metadata) of one source are never mixed with another's."""
+    return [
+        SourceListing(position, client.fetch_project(source, name))
+        for position, source in enumerate(sources)
+    ]
+
+
+def _default_viable(file: IndexFile) -> bool:
+    return not file.yanked
+
+
+def first_viable_source(
+    version: str | Version,
+    listings: Iterable[SourceListing],
+    viable: Callable[[IndexFile], bool] = _default_viable,
+) -> SourceListing | None:
+    """The first listing, in source order, with a file of *version* that *viable*
+    accepts (default: not yanked); None if no source has one. The installer then
+    selects among that source's files only ("index priority", PEP 825)."""
+    for listing in listings:
+        if any(viable(file) for file in listing.listing.files_for(version)):
+            return listing
+    return None

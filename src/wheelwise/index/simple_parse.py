@@ -1,0 +1,382 @@
+"""Reading simple repository pages: PEP 691 JSON and PEP 503 HTML (with ``html.parser``).
+
+Both give the same :class:`IndexFile` records: file name, absolute URL (relative
+links resolved against the page's URL, or its ``<base href>``), hashes,
+``Requires-Python``, yanked status (PEP 592), core metadata availability and hash
+(PEP 658 / PEP 714: ``core-metadata`` first, ``dist-info-metadata`` as the
+fallback) and size (PEP 700) where given.
+
+A page that cannot be read as what it claims to be raises
+:class:`~wheelwise.index.errors.InvalidPage`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from html.parser import HTMLParser
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import (
+    InvalidSdistFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_sdist_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from wheelwise.index.errors import InvalidPage
+from wheelwise.variants.errors import InvalidWheelFilename
+from wheelwise.variants.filenames import WheelFilename
+
+JSON_V1 = "application/vnd.pypi.simple.v1+json"
+HTML_V1 = "application/vnd.pypi.simple.v1+html"
+_VARIANTS_JSON_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-variants\.json$")
+_HEX_RE = re.compile(r"^[0-9a-fA-F]+$")
+_SDIST_SUFFIXES = (".tar.gz", ".zip")
+
+WHEEL = "wheel"
+SDIST = "sdist"
+VARIANTS_JSON = "variants.json"
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    """One file of a project, as a source lists it."""
+
+    filename: str
+    url: str
+    hashes: Mapping[str, str] = field(default_factory=dict, hash=False)
+    requires_python: str | None = None
+    yanked: bool = False
+    yanked_reason: str | None = None
+    # PEP 658: the core metadata is served at url + ".metadata"; its hashes if given.
+    core_metadata: bool = False
+    core_metadata_hashes: Mapping[str, str] = field(default_factory=dict, hash=False)
+    size: int | None = None
+
+    @cached_property
+    def kind(self) -> str:
+        """``wheel``, ``sdist``, ``variants.json`` or ``other``."""
+        if self.filename.endswith(".whl"):
+            return WHEEL if self.wheel is not None else OTHER
+        if _VARIANTS_JSON_RE.match(self.filename):
+            return VARIANTS_JSON
+        if self.filename.endswith(_SDIST_SUFFIXES):
+            return SDIST if self._sdist is not None else OTHER
+        return OTHER
+
+    @cached_property
+    def wheel(self) -> WheelFilename | None:
+        """The parsed wheel filename (None for anything else or an invalid name)."""
+        if not self.filename.endswith(".whl"):
+            return None
+        try:
+            return WheelFilename.parse(self.filename)
+        except InvalidWheelFilename:
+            return None
+
+    @cached_property
+    def _sdist(self) -> tuple[NormalizedName, Version] | None:
+        try:
+            return parse_sdist_filename(self.filename)
+        except (InvalidSdistFilename, InvalidVersion):
+            return None
+
+    @cached_property
+    def _name_version(self) -> tuple[NormalizedName, Version] | None:
+        if self.wheel is not None:
+            try:
+                return self.wheel.name, self.wheel.version
+            except InvalidVersion:
+                return None
+        match = _VARIANTS_JSON_RE.match(self.filename)
+        if match:
+            try:
+                return canonicalize_name(match["name"]), Version(match["version"])
+            except InvalidVersion:
+                return None
+        if self.filename.endswith(_SDIST_SUFFIXES):
+            return self._sdist
+        return None
+
+    @property
+    def project(self) -> NormalizedName | None:
+        """The normalized project name the filename gives (None if it gives none)."""
+        found = self._name_version
+        return None if found is None else found[0]
+
+    @property
+    def version(self) -> Version | None:
+        """The version the filename gives (None if it gives none)."""
+        found = self._name_version
+        return None if found is None else found[1]
+
+    @property
+    def is_variant_wheel(self) -> bool:
+        return self.wheel is not None and self.wheel.is_variant
+
+    @property
+    def metadata_url(self) -> str:
+        """Where PEP 658 serves this file's core metadata."""
+        return self.url + ".metadata"
+
+    def allows_python(self, python_version: str) -> bool:
+        """Whether ``Requires-Python`` admits *python_version* (an unreadable
+        specifier admits everything, as pip does)."""
+        if not self.requires_python:
+            return True
+        try:
+            specifier = SpecifierSet(self.requires_python)
+        except InvalidSpecifier:
+            return True
+        return specifier.contains(python_version, prereleases=True)
+
+
+# -- hashes --------------------------------------------------------------------
+
+
+def check_hashes(hashes: Mapping[str, str], where: str, url: str) -> dict[str, str]:
+    """Lower-cased hashes; a value that cannot be a digest of its algorithm raises."""
+    checked: dict[str, str] = {}
+    for algorithm, value in hashes.items():
+        name = algorithm.lower()
+        if not isinstance(value, str) or not _HEX_RE.match(value):
+            raise InvalidPage(url, f"{where}: {algorithm} hash {value!r} is not hexadecimal")
+        if name in hashlib.algorithms_guaranteed and not name.startswith("shake_"):
+            expected = hashlib.new(name).digest_size * 2
+            if len(value) != expected:
+                raise InvalidPage(
+                    url,
+                    f"{where}: {algorithm} hash {value!r} has {len(value)} digits, not {expected}",
+                )
+        checked[name] = value.lower()
+    return checked
+
+
+# -- PEP 691 JSON --------------------------------------------------------------
+
+
+def _api_major(version: object, url: str) -> None:
+    if version is None:
+        return
+    text = str(version)
+    major = text.split(".", 1)[0]
+    if not major.isdigit():
+        raise InvalidPage(url, f"{url}: repository version {text!r} is not a version number")
+    if int(major) != 1:
+        raise InvalidPage(
+            url,
+            f"{url}: the index speaks version {text} of the simple repository API; "
+            "this wheelwise understands version 1 only: upgrade wheelwise",
+        )
+
+
+def _metadata_field(value: object, where: str, url: str) -> tuple[bool, dict[str, str]]:
+    if value is None or value is False:
+        return False, {}
+    if value is True:
+        return True, {}
+    if isinstance(value, dict):
+        return True, check_hashes(value, where, url)
+    raise InvalidPage(url, f"{where}: core-metadata must be a boolean or a hash table")
+
+
+def parse_json_page(body: bytes, url: str) -> list[IndexFile]:
+    """The files of a PEP 691 JSON project page fetched from *url*."""
+    bad = f"{url}: not a valid PEP 691 project page"
+    try:
+        document = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidPage(url, f"{bad}: not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidPage(
+            url, f"{bad}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    if not isinstance(document, dict):
+        raise InvalidPage(url, f"{bad}: the document is not a JSON object")
+    meta = document.get("meta")
+    if not isinstance(meta, dict):
+        raise InvalidPage(url, f"{bad}: no 'meta' object")
+    _api_major(meta.get("api-version"), url)
+    files = document.get("files")
+    if not isinstance(files, list):
+        raise InvalidPage(url, f"{bad}: no 'files' list")
+    return [_json_file(entry, index, url) for index, entry in enumerate(files)]
+
+
+def _json_file(entry: object, index: int, url: str) -> IndexFile:
+    where = f"{url}: files[{index}]"
+    if not isinstance(entry, dict):
+        raise InvalidPage(url, f"{where} is not an object")
+    filename, link = entry.get("filename"), entry.get("url")
+    if not isinstance(filename, str) or not filename or "/" in filename:
+        raise InvalidPage(url, f"{where}: 'filename' must be a file name")
+    if not isinstance(link, str) or not link:
+        raise InvalidPage(url, f"{where}: 'url' must be a string")
+    hashes = entry.get("hashes", {})
+    if not isinstance(hashes, dict):
+        raise InvalidPage(url, f"{where}: 'hashes' must be an object")
+    requires_python = entry.get("requires-python")
+    if requires_python is not None and not isinstance(requires_python, str):
+        raise InvalidPage(url, f"{where}: 'requires-python' must be a string")
+    yanked_value = entry.get("yanked", False)
+    if not isinstance(yanked_value, (bool, str)):
+        raise InvalidPage(url, f"{where}: 'yanked' must be a boolean or a string")
+    metadata_value = entry.get("core-metadata")
+    if metadata_value is None:
+        metadata_value = entry.get("dist-info-metadata")
+    has_metadata, metadata_hashes = _metadata_field(metadata_value, where, url)
+    size = entry.get("size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+        raise InvalidPage(url, f"{where}: 'size' must be a non-negative integer")
+    absolute, fragment_hashes = _resolve(url, link, where)
+    return IndexFile(
+        filename=filename,
+        url=absolute,
+        hashes=check_hashes({**fragment_hashes, **hashes}, where, url),
+        requires_python=requires_python or None,
+        yanked=yanked_value is not False,
+        yanked_reason=yanked_value if isinstance(yanked_value, str) and yanked_value else None,
+        core_metadata=has_metadata,
+        core_metadata_hashes=metadata_hashes,
+        size=size,
+    )
+
+
+def _resolve(base: str, link: str, where: str) -> tuple[str, dict[str, str]]:
+    """The absolute URL of *link* without its fragment, and a ``#algo=hex`` hash from it."""
+    absolute, fragment = urldefrag(urljoin(base, link))
+    hashes: dict[str, str] = {}
+    if fragment:
+        algorithm, sep, value = fragment.partition("=")
+        if sep and algorithm.lower() in hashlib.algorithms_guaranteed:
+            hashes = check_hashes({algorithm: value}, where, base)
+    return absolute, hashes
+
+
+# -- PEP 503 HTML ----------------------------------------------------------------
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags = 0
+        self.base: str | None = None
+        self.version: str | None = None
+        self.anchors: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags += 1
+        values = dict(attrs)
+        if tag == "a" and values.get("href"):
+            self.anchors.append(values)
+        elif tag == "base" and self.base is None and values.get("href"):
+            self.base = values["href"]
+        elif tag == "meta" and values.get("name") == "pypi:repository-version":
+            self.version = values.get("content")
+
+
+def _charset(content_type: str | None) -> str:
+    for part in (content_type or "").split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return "utf-8"
+
+
+def parse_html_page(body: bytes, url: str, content_type: str | None = None) -> list[IndexFile]:
+    """The files linked from a PEP 503 HTML page fetched from *url* (also a find-links
+    page): the file name is the last path segment of each link."""
+    bad = f"{url}: not a valid PEP 503 HTML page"
+    charset = _charset(content_type)
+    try:
+        text = body.decode(charset)
+    except LookupError:
+        raise InvalidPage(url, f"{bad}: unknown charset {charset!r}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidPage(url, f"{bad}: not {charset} text (byte {exc.start})") from None
+    if "\x00" in text:
+        raise InvalidPage(url, f"{bad}: it holds binary data")
+    parser = _Page()
+    try:
+        parser.feed(text)
+        parser.close()
+    except AssertionError as exc:  # html.parser's few hard failures
+        raise InvalidPage(url, f"{bad}: {exc}") from None
+    if parser.tags == 0:
+        raise InvalidPage(url, f"{bad}: it has no HTML markup at all")
+    _api_major(parser.version, url)
+    base = urljoin(url, parser.base) if parser.base else url
+    files: list[IndexFile] = []
+    for attrs in parser.anchors:
+        file = _html_file(attrs, base, url)
+        if file.filename:  # not a link to a directory ("../", "sub/")
+            files.append(file)
+    return files
+
+
+def _html_file(attrs: Mapping[str, str | None], base: str, url: str) -> IndexFile:
+    href = attrs["href"] or ""
+    where = f"{url}: link {href!r}"
+    absolute, hashes = _resolve(base, href, where)
+    filename = unquote(urlsplit(absolute).path.rsplit("/", 1)[-1])
+    metadata_attr = attrs.get("data-core-metadata")
+    if metadata_attr is None:
+        metadata_attr = attrs.get("data-dist-info-metadata")
+    has_metadata, metadata_hashes = False, {}
+    if metadata_attr is not None:
+        algorithm, sep, value = metadata_attr.partition("=")
+        if sep:
+            has_metadata, metadata_hashes = True, check_hashes({algorithm: value}, where, url)
+        elif metadata_attr.strip().lower() != "false":
+            has_metadata = True
+    yanked = "data-yanked" in attrs
+    reason = attrs.get("data-yanked") if yanked else None
+    return IndexFile(
+        filename=filename,
+        url=absolute,
+        hashes=hashes,
+        requires_python=attrs.get("data-requires-python") or None,
+        yanked=yanked,
+        yanked_reason=reason or None,
+        core_metadata=has_metadata,
+        core_metadata_hashes=metadata_hashes,
+    )
+
+
+def page_kind(content_type: str | None) -> str | None:
+    """``json`` or ``html`` for a simple page's ``Content-Type``; None for anything else."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media in (JSON_V1, "application/vnd.pypi.simple.latest+json", "application/json"):
+        return "json"
+    if media in (HTML_V1, "application/vnd.pypi.simple.latest+html", "text/html"):
+        return "html"
+    return None
+
+
+def parse_page(body: bytes, url: str, content_type: str | None) -> list[IndexFile]:
+    """A project page of either form, by its ``Content-Type``."""
+    kind = page_kind(content_type)
+    if kind == "json":
+        return parse_json_page(body, url)
+    if kind == "html":
+        return parse_html_page(body, url, content_type)
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media.startswith("application/vnd.pypi.simple."):
+        raise InvalidPage(
+            url,
+            f"{url}: the index answered {media}, a version of the simple repository API "
+            "this wheelwise does not know: upgrade wheelwise",
+        )
+    raise InvalidPage(
+        url,
+        f"{url}: answered {media or 'no content type'}, not a simple repository page: "
+        "check that --index-url points at the index's simple/ root",
+    )
