@@ -1,0 +1,37 @@
+"""Installing wheels: verified downloads, the target environment, atomic transactions."""
+
+from __future__ import annotations
+
+from wheelwise.install.download import DownloadItem, ProgressSink, download_all
+from wheelwise.install.environment import TargetEnvironment
+from wheelwise.install.errors import (
+    DownloadError,
+    EnvironmentQueryError,
+    ExternallyManagedError,
+    InstallError,
+    LockTimeoutError,
+)
+from wheelwise.install.transaction import (
+    InstalledDist,
+    InstallReport,
+    install_wheels,
+    list_installed,
+    uninstall,
+)
+
+__all__ = [
+    "DownloadError",
+    "DownloadItem",
+    "EnvironmentQueryError",
+    "ExternallyManagedError",
+    "InstallError",
+    "InstallReport",
+    "InstalledDist",
+    "LockTimeoutError",
+    "ProgressSink",
+    "TargetEnvironment",
+    "download_all",
+    "install_wheels",
+    "list_installed",
+    "uninstall",
+]

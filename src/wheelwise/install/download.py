@@ -1,0 +1,303 @@
+"""Parallel, verified downloads of distribution files.
+
+Every file is streamed into a temporary file next to its destination while its
+hashes are computed; only a complete file whose hashes match is renamed into
+place. ``file://`` URLs and local paths are copied the same way (and verified).
+
+Connection errors and 5xx answers are retried with exponential backoff; a hash
+mismatch, a body shorter than its ``Content-Length``, any other HTTP error or a
+read timeout fails the item. When an item fails, the others are cancelled and
+:func:`download_all` raises :class:`DownloadError` for the first failing item (in
+the order given); files that were completely downloaded and verified stay in the
+destination folder, nothing partial does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Protocol
+
+import httpx
+
+from wheelwise.install.errors import DownloadError
+
+__all__ = ["DownloadError", "DownloadItem", "ProgressSink", "download_all"]
+
+_CHUNK = 1 << 16
+# Hash names accepted from an index, strongest first.
+_HASHES = ("sha512", "sha384", "sha256", "sha3_512", "sha3_384", "sha3_256", "blake2b")
+
+
+class ProgressSink(Protocol):
+    """Receives download progress; calls come from worker threads.
+
+    ``start`` may come again for the same *name* when a download is retried: the
+    sink should then restart that file's progress.
+    """
+
+    def start(self, total_bytes: int | None, name: str) -> None: ...
+
+    def advance(self, n: int) -> None: ...
+
+    def finish(self, name: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class DownloadItem:
+    """One file to fetch: an ``http(s)://`` or ``file://`` URL, or a local path.
+
+    *hashes* maps hash names (``sha256``...) to hex digests, as an index gives them;
+    *filename* defaults to the last segment of the URL's path.
+    """
+
+    url: str
+    hashes: Mapping[str, str] = field(default_factory=dict)
+    filename: str | None = None
+
+    @property
+    def name(self) -> str:
+        if self.filename:
+            return self.filename
+        path = urllib.parse.urlsplit(self.url).path if "://" in self.url else self.url
+        return urllib.parse.unquote(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+
+    def expected_hashes(self) -> dict[str, str]:
+        """The hashes this module can check, by name."""
+        return {
+            name: value.lower() for name, value in self.hashes.items() if name.lower() in _HASHES
+        }
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Fetcher:
+    def __init__(
+        self,
+        dest_dir: Path,
+        client: httpx.Client,
+        progress: ProgressSink | None,
+        *,
+        retries: int,
+        backoff: float,
+        cancel: threading.Event,
+        sleep: Callable[[float], None],
+    ) -> None:
+        self.dest_dir = dest_dir
+        self.client = client
+        self.progress = progress
+        self.retries = retries
+        self.backoff = backoff
+        self.cancel = cancel
+        self.sleep = sleep
+
+    def fetch(self, item: DownloadItem) -> Path:
+        target = self.dest_dir / item.name
+        fd, temp_name = tempfile.mkstemp(prefix=f".{item.name}.", suffix=".part", dir=self.dest_dir)
+        temp = Path(temp_name)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                self._fetch_into(item, out)
+            temp.replace(target)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        if self.progress is not None:
+            self.progress.finish(item.name)
+        return target
+
+    def _fetch_into(self, item: DownloadItem, out: IO[bytes]) -> None:
+        url = item.url
+        scheme = urllib.parse.urlsplit(url).scheme.lower() if "://" in url else ""
+        if scheme in ("http", "https"):
+            attempt = 0
+            while True:
+                out.seek(0)
+                out.truncate()
+                try:
+                    digests = self._http(item, out)
+                    break
+                except _Retryable as exc:
+                    attempt += 1
+                    if attempt >= self.retries:
+                        raise DownloadError(
+                            url, f"{exc.reason} (gave up after {attempt} tries)"
+                        ) from None
+                    self.sleep(self.backoff * 2 ** (attempt - 1))
+                    if self.cancel.is_set():
+                        raise _Cancelled from None
+        elif scheme == "file":
+            parts = urllib.parse.urlsplit(url)
+            path = Path(urllib.request.url2pathname(parts.path))
+            if parts.netloc not in ("", "localhost"):
+                raise DownloadError(url, f"file URL with a remote host {parts.netloc!r}")
+            digests = self._copy(item, path, out)
+        elif scheme:
+            raise DownloadError(url, f"unsupported URL scheme {scheme!r}")
+        else:
+            digests = self._copy(item, Path(url), out)
+        for name, expected in item.expected_hashes().items():
+            actual = digests[name]
+            if actual != expected:
+                raise DownloadError(
+                    url, f"{name} mismatch: expected {expected}, got {actual} (file corrupted?)"
+                )
+
+    def _chunks_into(
+        self, item: DownloadItem, chunks: Iterator[bytes], out: IO[bytes]
+    ) -> tuple[dict[str, str], int]:
+        hashers = {name: hashlib.new(name) for name in item.expected_hashes()}
+        received = 0
+        for chunk in chunks:
+            if self.cancel.is_set():
+                raise _Cancelled
+            out.write(chunk)
+            for hasher in hashers.values():
+                hasher.update(chunk)
+            received += len(chunk)
+            if self.progress is not None:
+                self.progress.advance(len(chunk))
+        return {name: h.hexdigest() for name, h in hashers.items()}, received
+
+    def _copy(self, item: DownloadItem, path: Path, out: IO[bytes]) -> dict[str, str]:
+        try:
+            size = path.stat().st_size
+            with path.open("rb") as source:
+                if self.progress is not None:
+                    self.progress.start(size, item.name)
+                digests, _ = self._chunks_into(item, iter(lambda: source.read(_CHUNK), b""), out)
+        except OSError as exc:
+            raise DownloadError(item.url, f"cannot read the file: {exc.strerror or exc}") from None
+        return digests
+
+    def _http(self, item: DownloadItem, out: IO[bytes]) -> dict[str, str]:
+        url = item.url
+        expected: int | None = None
+        received = 0
+        try:
+            with self.client.stream("GET", url) as response:
+                if response.status_code >= 500:
+                    raise _Retryable(f"HTTP {response.status_code} {response.reason_phrase}")
+                if response.status_code >= 400:
+                    raise DownloadError(
+                        url, f"HTTP {response.status_code} {response.reason_phrase}"
+                    )
+                length = response.headers.get("content-length")
+                expected = int(length) if length and length.isdigit() else None
+                if response.headers.get("content-encoding", "identity") != "identity":
+                    expected = None  # the length is the encoded one
+                if self.progress is not None:
+                    self.progress.start(expected, item.name)
+
+                def counted() -> Iterator[bytes]:
+                    nonlocal received
+                    for chunk in response.iter_bytes():
+                        received += len(chunk)
+                        yield chunk
+
+                digests, _ = self._chunks_into(item, counted(), out)
+        except httpx.TimeoutException as exc:
+            if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+                raise _Retryable(f"connection timed out ({exc})") from None
+            raise DownloadError(url, f"timed out ({type(exc).__name__})") from None
+        except httpx.RemoteProtocolError as exc:
+            if expected is not None and received < expected:
+                raise _Retryable(
+                    f"truncated body: got {received} of {expected} bytes ({exc})"
+                ) from None
+            raise _Retryable(f"protocol error: {exc}") from None
+        except httpx.TransportError as exc:
+            raise _Retryable(f"connection error: {exc}") from None
+        except httpx.HTTPError as exc:
+            raise DownloadError(url, f"HTTP error: {exc}") from None
+        if expected is not None and received != expected:
+            raise _Retryable(f"truncated body: got {received} of {expected} bytes")
+        return digests
+
+
+def download_all(
+    items: Sequence[DownloadItem],
+    dest_dir: str | os.PathLike[str],
+    *,
+    client: httpx.Client | None = None,
+    progress: ProgressSink | None = None,
+    max_workers: int = 4,
+    require_hashes: bool = False,
+    retries: int = 3,
+    backoff: float = 0.5,
+    timeout: float = 30.0,
+) -> list[Path]:
+    """Download *items* into *dest_dir*; the paths, in the order of *items*.
+
+    *retries* is the number of tries for connection errors and 5xx answers, waiting
+    *backoff*, then twice as long... between them. *timeout* applies to a client
+    created here (a given *client* keeps its own).
+    """
+    dest = Path(dest_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    names: dict[str, str] = {}
+    for item in items:
+        if not item.name:
+            raise DownloadError(item.url, "no file name in the URL")
+        if item.name in names:
+            raise DownloadError(item.url, f"same file name {item.name!r} as {names[item.name]}")
+        names[item.name] = item.url
+        if require_hashes and not item.expected_hashes():
+            raise DownloadError(item.url, "no expected hash, and hashes are required")
+    if not items:
+        return []
+    own_client = client is None
+    http = client or httpx.Client(timeout=timeout, follow_redirects=True)
+    cancel = threading.Event()
+    fetcher = _Fetcher(
+        dest,
+        http,
+        progress,
+        retries=max(1, retries),
+        backoff=backoff,
+        cancel=cancel,
+        sleep=time.sleep,
+    )
+
+    def run(item: DownloadItem) -> Path:
+        try:
+            return fetcher.fetch(item)
+        except BaseException:
+            cancel.set()
+            raise
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
+            futures = [pool.submit(run, item) for item in items]
+            results: list[Path | BaseException] = []
+            for future in futures:
+                try:
+                    results.append(future.result())
+                except BaseException as exc:
+                    results.append(exc)
+    finally:
+        if own_client:
+            http.close()
+    errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, _Cancelled)]
+    if errors:
+        raise errors[0]
+    if any(isinstance(r, BaseException) for r in results):  # pragma: no cover
+        raise DownloadError(items[0].url, "cancelled")
+    return [r for r in results if isinstance(r, Path)]

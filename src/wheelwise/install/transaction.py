@@ -1,0 +1,447 @@
+"""Atomic installs and uninstalls of wheels into a :class:`TargetEnvironment`.
+
+A transaction first verifies every wheel against its ``RECORD``, then takes the
+target's lock (``.wheelwise.lock`` in its purelib folder) and works through the
+distributions: an installed distribution that is replaced or removed has its files
+(those its ``RECORD`` lists, their ``__pycache__`` bytecode and the rest of its
+``.dist-info`` folder) *moved* into a backup folder ``.wheelwise-backup-*`` inside
+purelib; new files are written by the ``installer`` library through a destination
+that journals every file and folder it creates. When anything fails, the journal is
+undone and the backups are moved back, so the environment is left as it was; on
+success the backup folder is deleted and folders left empty are pruned.
+
+Wheels are installed without byte-compiling, with ``INSTALLER`` set to
+``wheelwise``; every ``.dist-info`` file of the wheel is kept (``variant.json``
+included). Tag compatibility with the target is the resolver's business, not
+checked here.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import filelock
+import installer
+from installer.destinations import SchemeDictionaryDestination
+from installer.records import RecordEntry
+from installer.sources import WheelFile
+from installer.utils import Scheme
+from packaging.utils import canonicalize_name
+
+from wheelwise.install.environment import TargetEnvironment
+from wheelwise.install.errors import ExternallyManagedError, InstallError, LockTimeoutError
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.record import parse_record
+
+__all__ = [
+    "INSTALLER_NAME",
+    "LOCK_NAME",
+    "InstallReport",
+    "InstalledDist",
+    "install_wheels",
+    "list_installed",
+    "uninstall",
+]
+
+INSTALLER_NAME = "wheelwise"
+LOCK_NAME = ".wheelwise.lock"
+BACKUP_PREFIX = ".wheelwise-backup-"
+DEFAULT_LOCK_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class InstalledDist:
+    """A distribution found in the target's site folders."""
+
+    name: str
+    """The normalized project name."""
+    version: str
+    installer: str | None
+    variant: str | None
+    """The variant label from ``variant.json``, or None for a non-variant install."""
+    location: Path
+    """The ``.dist-info`` folder."""
+
+
+@dataclass(frozen=True)
+class InstallReport:
+    """What a transaction changed: distributions installed and removed (replaced ones too)."""
+
+    installed: list[InstalledDist] = field(default_factory=list)
+    removed: list[InstalledDist] = field(default_factory=list)
+
+
+# -- reading installed distributions ---------------------------------------------------
+
+
+def _read_dist(dist_info: Path) -> InstalledDist | None:
+    try:
+        raw = (dist_info / "METADATA").read_bytes()
+    except OSError:
+        return None
+    message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
+        raw, headersonly=True
+    )
+    name, version = message.get("Name"), message.get("Version")
+    if not name or not version:
+        return None
+    try:
+        installer_name: str | None = (dist_info / "INSTALLER").read_text("utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        installer_name = None
+    variant: str | None = None
+    try:
+        doc = json.loads((dist_info / "variant.json").read_bytes())
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("variants"), dict) and doc["variants"]:
+        labels = list(doc["variants"])
+        variant = str(labels[0]) if len(labels) == 1 else None
+    return InstalledDist(
+        name=canonicalize_name(str(name)),
+        version=str(version),
+        installer=installer_name,
+        variant=variant,
+        location=dist_info,
+    )
+
+
+def list_installed(env: TargetEnvironment) -> list[InstalledDist]:
+    """The distributions installed in *env*'s purelib and platlib, sorted by name."""
+    found: dict[str, InstalledDist] = {}
+    for site in env.site_dirs:
+        try:
+            entries = sorted(site.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(".dist-info") and entry.is_dir():
+                dist = _read_dist(entry)
+                if dist is not None:
+                    found.setdefault(dist.name, dist)
+    return sorted(found.values(), key=lambda d: d.name)
+
+
+def _find(env: TargetEnvironment, name: str) -> InstalledDist | None:
+    wanted = canonicalize_name(name)
+    for dist in list_installed(env):
+        if dist.name == wanted:
+            return dist
+    return None
+
+
+# -- the transaction ---------------------------------------------------------------------
+
+
+def _inside(path: str, root: Path) -> bool:
+    root_text = os.path.abspath(root)  # noqa: PTH100 - no symlink resolution wanted
+    try:
+        return os.path.commonpath([path, root_text]) == root_text
+    except ValueError:  # different drives
+        return False
+
+
+class _Transaction:
+    def __init__(self, env: TargetEnvironment) -> None:
+        self.env = env
+        self.written: list[Path] = []
+        self.created_dirs: list[Path] = []
+        self.moved: list[tuple[Path, Path]] = []
+        self._backup_root: Path | None = None
+
+    @property
+    def backup_root(self) -> Path:
+        if self._backup_root is None:
+            self._backup_root = Path(tempfile.mkdtemp(prefix=BACKUP_PREFIX, dir=self.env.purelib))
+        return self._backup_root
+
+    def note_write(self, target: Path) -> None:
+        missing: list[Path] = []
+        parent = target.parent
+        while not parent.exists():
+            missing.append(parent)
+            parent = parent.parent
+        self.created_dirs.extend(reversed(missing))
+        self.written.append(target)
+
+    # -- removal ----------------------------------------------------------------
+
+    def _files_of(self, dist: InstalledDist) -> list[Path]:
+        record = dist.location / "RECORD"
+        try:
+            entries = parse_record(record.read_bytes(), name=str(record))
+        except OSError as exc:
+            raise InstallError(
+                f"cannot uninstall {dist.name} {dist.version}: no readable RECORD in "
+                f"{dist.location} ({exc.strerror or exc})"
+            ) from None
+        except WheelError as exc:
+            raise InstallError(f"cannot uninstall {dist.name} {dist.version}: {exc}") from None
+        base = dist.location.parent
+        files: dict[str, Path] = {}
+        roots = self.env.scheme_roots
+        for entry in entries:
+            full = os.path.normpath(os.path.join(base, entry.path))  # noqa: PTH118
+            if not any(_inside(full, root) for root in roots):
+                raise InstallError(
+                    f"cannot uninstall {dist.name} {dist.version}: its RECORD lists "
+                    f"{entry.path!r}, outside the environment's install folders; refusing"
+                )
+            path = Path(full)
+            files[full] = path
+            if path.suffix == ".py":
+                cache = path.parent / "__pycache__"
+                if cache.is_dir():
+                    for pyc in cache.glob(f"{path.stem}.*.pyc"):
+                        files[str(pyc)] = pyc
+        for leftover in sorted(dist.location.rglob("*")):
+            if not leftover.is_dir():
+                files.setdefault(str(leftover), leftover)
+        return [p for p in files.values() if p.is_file() or p.is_symlink()]
+
+    def remove(self, dist: InstalledDist) -> None:
+        files = self._files_of(dist)  # every check before the first move
+        for path in files:
+            backup = self.backup_root / str(len(self.moved))
+            shutil.move(str(path), str(backup))
+            self.moved.append((path, backup))
+
+    # -- installing -------------------------------------------------------------
+
+    def install(self, wheel: Path, name: str) -> None:
+        destination = _JournalingDestination(
+            scheme_dict=self.env.scheme(name),
+            interpreter=os.path.abspath(self.env.python),  # noqa: PTH100 - keep venv links
+            script_kind=self.env.script_kind,
+            bytecode_optimization_levels=(),
+        )
+        destination.transaction = self
+        with WheelFile.open(wheel) as source:
+            installer.install(
+                source, destination, additional_metadata={"INSTALLER": b"wheelwise\n"}
+            )
+
+    # -- ending -----------------------------------------------------------------
+
+    def rollback(self) -> list[str]:
+        problems: list[str] = []
+        for path in reversed(self.written):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                problems.append(f"cannot remove {path}: {exc}")
+        for directory in reversed(self.created_dirs):
+            try:
+                directory.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                problems.append(f"cannot remove {directory}: {exc}")
+        for original, backup in reversed(self.moved):
+            try:
+                original.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(backup), str(original))
+            except OSError as exc:
+                problems.append(f"cannot restore {original} from {backup}: {exc}")
+        if self._backup_root is not None and not problems:
+            shutil.rmtree(self._backup_root, ignore_errors=True)
+        return problems
+
+    def commit(self) -> None:
+        if self._backup_root is not None:
+            shutil.rmtree(self._backup_root, ignore_errors=True)
+        roots = {os.path.abspath(root) for root in self.env.scheme_roots}  # noqa: PTH100
+        for original, _ in self.moved:
+            directory = original.parent
+            while str(directory) not in roots and any(
+                _inside(str(directory), Path(root)) for root in roots
+            ):
+                try:
+                    directory.rmdir()
+                except OSError:
+                    break
+                directory = directory.parent
+
+
+class _JournalingDestination(SchemeDictionaryDestination):
+    """installer's destination, noting each file (and folder) before creating it."""
+
+    transaction: _Transaction
+
+    def write_to_fs(
+        self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool
+    ) -> RecordEntry:
+        target = self._path_with_destdir(scheme, path)
+        if target.exists() or target.is_symlink():
+            raise InstallError(
+                f"{target} already exists and belongs to no distribution being replaced"
+            )
+        self.transaction.note_write(target)
+        return super().write_to_fs(scheme, path, stream, is_executable)
+
+
+@dataclass(frozen=True)
+class _Wheel:
+    path: Path
+    name: str
+    version: str
+    variant: str | None
+
+
+def _verify(wheels: Iterable[Path]) -> list[_Wheel]:
+    checked: dict[str, _Wheel] = {}
+    for path in wheels:
+        try:
+            with WheelArchive(path) as archive:
+                archive.verify_record()
+                message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
+                    archive.metadata(), headersonly=True
+                )
+                variant_metadata = archive.variant_metadata()
+                label = archive.filename.variant_label
+        except WheelError as exc:
+            raise InstallError(f"refusing to install {Path(path).name}: {exc}") from None
+        name, version = message.get("Name"), message.get("Version")
+        if not name or not version:
+            raise InstallError(f"{Path(path).name}: METADATA lacks Name or Version")
+        normalized = canonicalize_name(str(name))
+        if normalized in checked:
+            raise InstallError(
+                f"{Path(path).name} and {checked[normalized].path.name} are both {normalized}"
+            )
+        if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
+            label = next(iter(variant_metadata.variants))
+        checked[normalized] = _Wheel(Path(path), normalized, str(version), label)
+    return list(checked.values())
+
+
+def _locked(env: TargetEnvironment, timeout: float) -> filelock.BaseFileLock:
+    lock = filelock.FileLock(str(env.purelib / LOCK_NAME), timeout=timeout)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise LockTimeoutError(
+            f"another run holds the lock {env.purelib / LOCK_NAME} for more than "
+            f"{timeout:g} s; is another install into {env.prefix} in progress?"
+        ) from None
+    return lock
+
+
+def _check_managed(env: TargetEnvironment, break_system_packages: bool) -> None:
+    if env.is_externally_managed and not break_system_packages:
+        detail = (env.externally_managed or "").strip()
+        raise ExternallyManagedError(
+            f"{env.prefix} is externally managed (PEP 668: {env.stdlib / 'EXTERNALLY-MANAGED'}); "
+            "use a virtual environment, or pass break_system_packages to override"
+            + (f"\n{detail}" if detail else "")
+        )
+
+
+def _run(env: TargetEnvironment, lock_timeout: float, body: _Body) -> InstallReport:
+    lock = _locked(env, lock_timeout)
+    try:
+        transaction = _Transaction(env)
+        try:
+            report = body(transaction)
+        except BaseException as exc:
+            problems = transaction.rollback()
+            if problems:
+                raise InstallError(
+                    f"{exc}; rolling back also failed: " + "; ".join(problems)
+                ) from exc
+            if isinstance(exc, InstallError) or not isinstance(exc, Exception):
+                raise
+            raise InstallError(f"installation failed and was rolled back: {exc}") from exc
+        transaction.commit()
+        return report
+    finally:
+        lock.release()
+
+
+class _Body:
+    def __init__(
+        self, env: TargetEnvironment, wheels: Sequence[_Wheel], remove: Sequence[str]
+    ) -> None:
+        self.env = env
+        self.wheels = wheels
+        self.remove = remove
+
+    def __call__(self, transaction: _Transaction) -> InstallReport:
+        installed: list[InstalledDist] = []
+        removed: list[InstalledDist] = []
+        for name in self.remove:
+            dist = _find(self.env, name)
+            if dist is None:
+                raise InstallError(f"cannot remove {name}: it is not installed")
+            transaction.remove(dist)
+            removed.append(dist)
+        for wheel in self.wheels:
+            old = _find(self.env, wheel.name)
+            if old is not None:
+                transaction.remove(old)
+                removed.append(old)
+            try:
+                transaction.install(wheel.path, wheel.name)
+            except InstallError:
+                raise
+            except Exception as exc:
+                raise InstallError(
+                    f"installing {wheel.path.name} failed ({type(exc).__name__}: {exc}); "
+                    "the environment was restored"
+                ) from exc
+            new = _find(self.env, wheel.name)
+            if new is None:  # pragma: no cover - installer wrote the dist-info
+                raise InstallError(f"{wheel.path.name}: installed, but its .dist-info is missing")
+            installed.append(new)
+        return InstallReport(installed=installed, removed=removed)
+
+
+def install_wheels(
+    env: TargetEnvironment,
+    wheels: Sequence[Path],
+    *,
+    remove: Sequence[str] = (),
+    break_system_packages: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> InstallReport:
+    """Install *wheels* into *env* (replacing installed versions), removing *remove*.
+
+    All or nothing: on any failure the environment is restored and
+    :class:`InstallError` raised. Waits up to *lock_timeout* seconds for another run
+    to finish (:class:`LockTimeoutError`).
+    """
+    _check_managed(env, break_system_packages)
+    checked = _verify(wheels)
+    return _run(env, lock_timeout, _Body(env, checked, remove))
+
+
+def uninstall(
+    env: TargetEnvironment,
+    names: Sequence[str],
+    *,
+    break_system_packages: bool = False,
+    missing_ok: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> list[str]:
+    """Remove the distributions *names* from *env*; their normalized names.
+
+    All or nothing, like :func:`install_wheels`. A name that is not installed is an
+    error unless *missing_ok* (it is then skipped and left out of the answer).
+    """
+    _check_managed(env, break_system_packages)
+    wanted = list(dict.fromkeys(canonicalize_name(name) for name in names))
+    if missing_ok:
+        installed = {dist.name for dist in list_installed(env)}
+        wanted = [name for name in wanted if name in installed]
+    report = _run(env, lock_timeout, _Body(env, (), wanted))
+    return [dist.name for dist in report.removed]

@@ -1,0 +1,237 @@
+"""Verified parallel downloads against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from wheelwise.install import DownloadError, DownloadItem, download_all
+
+FILES = {f"pkg{i}-1.0-py3-none-any.whl": bytes([i]) * (100_000 + i) for i in range(5)}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    hits: dict[str, int]
+    release: threading.Event
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, length: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        path = self.path
+        self.hits[path] = self.hits.get(path, 0) + 1
+        try:
+            name = path.rsplit("/", 1)[-1]
+            if path.startswith("/files/") and name in FILES:
+                self._send(200, FILES[name])
+            elif path.startswith("/truncated/"):
+                self.close_connection = True
+                self._send(200, b"x" * 10, length=1000)
+            elif path.startswith("/error500/"):
+                self._send(500, b"boom")
+            elif path.startswith("/flaky/"):
+                if self.hits[path] < 3:
+                    self._send(503, b"busy")
+                else:
+                    self._send(200, FILES["pkg1-1.0-py3-none-any.whl"])
+            elif path.startswith("/hang/"):
+                self.release.wait(10)
+                self._send(200, b"late")
+            else:
+                self._send(404, b"not found")
+        except OSError:  # the client gave up
+            self.close_connection = True
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, dict[str, int]]]:
+    hits: dict[str, int] = {}
+    release = threading.Event()
+    handler = type("Handler", (_Handler,), {"hits": hits, "release": release})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", hits
+    finally:
+        release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started: dict[str, int | None] = {}
+        self.advanced = 0
+        self.finished: list[str] = []
+
+    def start(self, total_bytes: int | None, name: str) -> None:
+        with self.lock:
+            self.started[name] = total_bytes
+
+    def advance(self, n: int) -> None:
+        with self.lock:
+            self.advanced += n
+
+    def finish(self, name: str) -> None:
+        with self.lock:
+            self.finished.append(name)
+
+
+def _items(base: str) -> list[DownloadItem]:
+    return [
+        DownloadItem(f"{base}/files/{name}", {"sha256": sha256(data)})
+        for name, data in FILES.items()
+    ]
+
+
+def test_parallel_downloads_verified_with_progress(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, _ = server
+    sink = RecordingSink()
+    paths = download_all(_items(base), tmp_path / "dl", progress=sink, require_hashes=True)
+    assert [p.name for p in paths] == list(FILES)
+    for path in paths:
+        assert path.read_bytes() == FILES[path.name]
+    assert sink.started == {name: len(data) for name, data in FILES.items()}
+    assert sorted(sink.finished) == sorted(FILES)
+    assert sink.advanced == sum(len(d) for d in FILES.values())
+    assert sorted(p.name for p in (tmp_path / "dl").iterdir()) == sorted(FILES)
+
+
+def test_hash_mismatch(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, _ = server
+    items = _items(base)
+    name = "pkg2-1.0-py3-none-any.whl"
+    items[2] = DownloadItem(f"{base}/files/{name}", {"sha256": "0" * 64})
+    with pytest.raises(DownloadError, match=rf"files/{name}: sha256 mismatch") as info:
+        download_all(items, tmp_path / "dl", max_workers=1)
+    assert info.value.url == f"{base}/files/{name}"
+    left = [p.name for p in (tmp_path / "dl").iterdir()]
+    assert name not in left
+    assert not [n for n in left if n.endswith(".part")]
+
+
+def test_truncated_body(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, hits = server
+    url = f"{base}/truncated/t-1.0-py3-none-any.whl"
+    with pytest.raises(DownloadError, match=r"truncated/t-1\.0.*truncated body: got 10 of 1000"):
+        download_all([DownloadItem(url)], tmp_path / "dl", backoff=0.01)
+    assert hits["/truncated/t-1.0-py3-none-any.whl"] == 3
+    assert list((tmp_path / "dl").iterdir()) == []
+
+
+def test_server_errors_retried_then_fail(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, hits = server
+    url = f"{base}/error500/e-1.0-py3-none-any.whl"
+    with pytest.raises(DownloadError, match=r"HTTP 500.*gave up after 3 tries"):
+        download_all([DownloadItem(url)], tmp_path / "dl", backoff=0.01)
+    assert hits["/error500/e-1.0-py3-none-any.whl"] == 3
+    flaky = f"{base}/flaky/pkg1-1.0-py3-none-any.whl"
+    (path,) = download_all(
+        [DownloadItem(flaky, {"sha256": sha256(FILES["pkg1-1.0-py3-none-any.whl"])})],
+        tmp_path / "dl",
+        backoff=0.01,
+    )
+    assert hits["/flaky/pkg1-1.0-py3-none-any.whl"] == 3
+    assert path.read_bytes() == FILES["pkg1-1.0-py3-none-any.whl"]
+
+
+def test_not_found_is_not_retried(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, hits = server
+    with pytest.raises(DownloadError, match="HTTP 404"):
+        download_all([DownloadItem(f"{base}/nothing/n-1.0.whl")], tmp_path, backoff=0.01)
+    assert hits["/nothing/n-1.0.whl"] == 1
+
+
+def test_timeout(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, _ = server
+    items = [*_items(base), DownloadItem(f"{base}/hang/h-1.0-py3-none-any.whl")]
+    with (
+        httpx.Client(timeout=0.3) as client,
+        pytest.raises(DownloadError, match=r"hang/h-1\.0.*timed out"),
+    ):
+        download_all(items, tmp_path / "dl", client=client)
+    assert not [p for p in (tmp_path / "dl").iterdir() if p.name.endswith(".part")]
+    assert not (tmp_path / "dl" / "h-1.0-py3-none-any.whl").exists()
+
+
+def test_local_files_and_file_urls(tmp_path: Path) -> None:
+    source = tmp_path / "src dir"
+    source.mkdir()
+    (a_name, a_data), (b_name, b_data) = list(FILES.items())[:2]
+    (source / a_name).write_bytes(a_data)
+    (source / b_name).write_bytes(b_data)
+    sink = RecordingSink()
+    paths = download_all(
+        [
+            DownloadItem(str(source / a_name), {"sha256": sha256(a_data)}),
+            DownloadItem((source / b_name).as_uri(), {"sha256": sha256(b_data)}),
+        ],
+        tmp_path / "dl",
+        progress=sink,
+    )
+    assert [p.read_bytes() for p in paths] == [a_data, b_data]
+    assert sorted(sink.finished) == sorted([a_name, b_name])
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        download_all(
+            [DownloadItem((source / a_name).as_uri(), {"sha256": sha256(b"other")})],
+            tmp_path / "dl2",
+        )
+    assert list((tmp_path / "dl2").iterdir()) == []
+    with pytest.raises(DownloadError, match="cannot read the file"):
+        download_all([DownloadItem(str(source / "missing.whl"))], tmp_path / "dl3")
+
+
+def test_require_hashes(tmp_path: Path) -> None:
+    item = DownloadItem("http://127.0.0.1:9/x-1.0-py3-none-any.whl")
+    with pytest.raises(DownloadError, match="no expected hash, and hashes are required"):
+        download_all([item], tmp_path, require_hashes=True)
+    md5_only = DownloadItem(item.url, {"md5": "0" * 32})
+    with pytest.raises(DownloadError, match="hashes are required"):
+        download_all([md5_only], tmp_path, require_hashes=True)
+
+
+def test_connection_refused_retried(tmp_path: Path) -> None:
+    with pytest.raises(DownloadError, match=r"connection error.*gave up after 2 tries"):
+        download_all(
+            [DownloadItem("http://127.0.0.1:9/x-1.0-py3-none-any.whl")],
+            tmp_path,
+            retries=2,
+            backoff=0.01,
+        )
+
+
+def test_bad_items(tmp_path: Path) -> None:
+    with pytest.raises(DownloadError, match="same file name"):
+        download_all(
+            [DownloadItem("http://a.invalid/x.whl"), DownloadItem("http://b.invalid/x.whl")],
+            tmp_path,
+        )
+    with pytest.raises(DownloadError, match="unsupported URL scheme 'ftp'"):
+        download_all([DownloadItem("ftp://a.invalid/x.whl")], tmp_path)
+    assert download_all([], tmp_path) == []
+    assert DownloadItem("https://h/p/a%2Bb-1.0.whl#sha256=00").name == "a+b-1.0.whl"

@@ -1,0 +1,249 @@
+"""Atomic installs into real virtual environments (wheelwise.install.transaction)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import filelock
+import installer.destinations
+import pytest
+
+from installkit import LOCK_NAME, alpha_wheel, make_venv, pip, run_python, simple_wheel, tree_hash
+from wheelwise.install import (
+    ExternallyManagedError,
+    InstallError,
+    LockTimeoutError,
+    TargetEnvironment,
+    install_wheels,
+    list_installed,
+    uninstall,
+)
+from wheelwise.install.environment import QUERY_SCRIPT
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> TargetEnvironment:
+    return TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+
+
+@pytest.fixture
+def wheels(tmp_path: Path) -> Path:
+    return tmp_path / "wheels"
+
+
+def _version(env: TargetEnvironment, module: str = "alpha") -> str:
+    proc = run_python(env.python, f"import {module}; print({module}.VERSION)")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_install_imports_script_data_installer(env: TargetEnvironment, wheels: Path) -> None:
+    report = install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    assert [(d.name, d.version) for d in report.installed] == [("alpha", "1.0")]
+    assert report.removed == []
+    # No bytecode was written, no backup folder remains.
+    assert not list(env.purelib.rglob("*.pyc"))
+    assert not list(env.purelib.glob(".wheelwise-backup-*"))
+    assert _version(env) == "1.0"
+    script = env.scripts / "alpha-cli"
+    assert script.read_text().startswith(f"#!{env.python}")
+    out = subprocess.run([str(script)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "alpha 1.0"
+    assert (env.data / "share/alpha/readme.txt").read_text() == "alpha 1.0\n"
+    dist_info = env.purelib / "alpha-1.0.dist-info"
+    assert (dist_info / "INSTALLER").read_bytes() == b"wheelwise\n"
+    record = (dist_info / "RECORD").read_text()
+    assert "alpha-1.0.dist-info/INSTALLER" in record
+    assert "../../../bin/alpha-cli" in record
+
+
+def test_upgrade_removes_old_files_and_keeps_variant_json(
+    env: TargetEnvironment, wheels: Path
+) -> None:
+    install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    # Bytecode of the old version, as a run of the target would leave it.
+    assert run_python(env.python, "import alpha.old_only").returncode == 0
+    assert list((env.purelib / "alpha/__pycache__").glob("old_only.*.pyc"))
+    report = install_wheels(env, [alpha_wheel(wheels, "2.0", label="v3")])
+    assert [(d.name, d.version) for d in report.removed] == [("alpha", "1.0")]
+    assert _version(env) == "2.0"
+    assert not (env.purelib / "alpha/old_only.py").exists()
+    assert not list((env.purelib / "alpha").rglob("old_only*"))
+    assert not (env.purelib / "alpha-1.0.dist-info").exists()
+    variant = json.loads((env.purelib / "alpha-2.0.dist-info/variant.json").read_bytes())
+    assert list(variant["variants"]) == ["v3"]
+    (dist,) = list_installed(env)
+    assert (dist.name, dist.version, dist.installer, dist.variant) == (
+        "alpha",
+        "2.0",
+        "wheelwise",
+        "v3",
+    )
+    assert dist.location == env.purelib / "alpha-2.0.dist-info"
+    assert (env.data / "share/alpha/readme.txt").read_text() == "alpha 2.0\n"
+    assert not list(env.purelib.glob(".wheelwise-backup-*"))
+
+
+def test_pip_sees_installed_packages(env: TargetEnvironment, wheels: Path) -> None:
+    install_wheels(
+        env, [alpha_wheel(wheels, "2.0", label="v3"), simple_wheel(wheels, "beta", "0.5")]
+    )
+    listed = pip(env.python, "list", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert {(p["name"], p["version"]) for p in json.loads(listed.stdout)} >= {
+        ("alpha", "2.0"),
+        ("beta", "0.5"),
+    }
+    check = pip(env.python, "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    show = pip(env.python, "show", "-f", "alpha")
+    assert "alpha/__init__.py" in show.stdout
+
+
+def test_bad_record_installs_nothing(env: TargetEnvironment, wheels: Path) -> None:
+    install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    before = tree_hash(env.prefix)
+    bad = simple_wheel(wheels / "bad", "beta", "1.0", record=False)
+    with pytest.raises(InstallError, match=r"beta-1\.0-py3-none-any\.whl.*not listed in RECORD"):
+        install_wheels(env, [alpha_wheel(wheels / "new", "2.0"), bad])
+    assert tree_hash(env.prefix) == before
+    assert _version(env) == "1.0"
+
+
+def test_failure_midway_rolls_back_everything(
+    env: TargetEnvironment, wheels: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    run_python(env.python, "import alpha.old_only")  # leaves bytecode to back up
+    before = tree_hash(env.prefix)
+    original = installer.destinations.SchemeDictionaryDestination.write_file
+    calls: list[str] = []
+
+    def failing(self: Any, scheme: Any, path: Any, stream: Any, is_executable: bool) -> Any:
+        calls.append(str(path))
+        if str(path).startswith("alpha/"):
+            raise OSError("disk full (injected)")
+        return original(self, scheme, path, stream, is_executable)
+
+    monkeypatch.setattr(installer.destinations.SchemeDictionaryDestination, "write_file", failing)
+    with pytest.raises(InstallError, match="disk full"):
+        install_wheels(
+            env, [simple_wheel(wheels, "beta", "1.0"), alpha_wheel(wheels / "new", "2.0")]
+        )
+    assert any(c.startswith("beta") for c in calls)  # beta was written, then undone
+    assert tree_hash(env.prefix) == before
+    monkeypatch.undo()
+    assert _version(env) == "1.0"
+    assert [d.name for d in list_installed(env)] == ["alpha"]
+
+
+def test_conflicting_file_rolls_back(env: TargetEnvironment, wheels: Path) -> None:
+    stray = env.purelib / "beta" / "__init__.py"
+    stray.parent.mkdir()
+    stray.write_text("# not from a wheel\n")
+    before = tree_hash(env.prefix)
+    with pytest.raises(InstallError, match="already exists"):
+        install_wheels(env, [alpha_wheel(wheels, "1.0"), simple_wheel(wheels, "beta", "1.0")])
+    assert tree_hash(env.prefix) == before
+
+
+def test_uninstall_and_remove(env: TargetEnvironment, wheels: Path) -> None:
+    empty = tree_hash(env.prefix)
+    install_wheels(env, [alpha_wheel(wheels, "1.0"), simple_wheel(wheels, "beta", "1.0")])
+    report = install_wheels(env, [simple_wheel(wheels, "gamma", "1.0")], remove=["Beta"])
+    assert [d.name for d in report.removed] == ["beta"]
+    assert [d.name for d in list_installed(env)] == ["alpha", "gamma"]
+    assert uninstall(env, ["ALPHA", "gamma"]) == ["alpha", "gamma"]
+    assert list_installed(env) == []
+    assert not (env.scripts / "alpha-cli").exists()
+    assert tree_hash(env.prefix) == empty  # empty folders were pruned too
+    with pytest.raises(InstallError, match="not installed"):
+        uninstall(env, ["alpha"])
+    assert uninstall(env, ["alpha"], missing_ok=True) == []
+
+
+def test_uninstall_refuses_files_outside_the_environment(
+    env: TargetEnvironment, wheels: Path, tmp_path: Path
+) -> None:
+    install_wheels(env, [simple_wheel(wheels, "beta", "1.0")])
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    record = env.purelib / "beta-1.0.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "../../../../precious.txt,,\n")
+    before = tree_hash(env.prefix)
+    with pytest.raises(InstallError, match="outside the environment"):
+        uninstall(env, ["beta"])
+    assert outside.read_text() == "keep me"
+    assert tree_hash(env.prefix) == before
+
+
+def test_externally_managed_refused(tmp_path: Path, wheels: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    info = json.loads(
+        subprocess.run([str(python), "-c", QUERY_SCRIPT], capture_output=True, check=True).stdout
+    )
+    stdlib = tmp_path / "stdlib"
+    stdlib.mkdir()
+    (stdlib / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use apt\n")
+    info["paths"]["stdlib"] = str(stdlib)
+    info["base_prefix"] = info["prefix"]  # as if it were a system interpreter
+    env = TargetEnvironment.from_info(info, python=python)
+    assert env.is_externally_managed
+    with pytest.raises(ExternallyManagedError, match="use apt"):
+        install_wheels(env, [simple_wheel(wheels, "beta", "1.0")])
+    assert list_installed(env) == []
+    install_wheels(env, [simple_wheel(wheels, "beta", "1.0")], break_system_packages=True)
+    with pytest.raises(ExternallyManagedError):
+        uninstall(env, ["beta"])
+    assert uninstall(env, ["beta"], break_system_packages=True) == ["beta"]
+
+
+def test_concurrent_runs_wait_for_the_lock(env: TargetEnvironment, wheels: Path) -> None:
+    lock = filelock.FileLock(str(env.purelib / LOCK_NAME), thread_local=False)
+    lock.acquire()
+    try:
+        with pytest.raises(LockTimeoutError, match="another run holds the lock"):
+            install_wheels(env, [simple_wheel(wheels, "beta", "1.0")], lock_timeout=0.2)
+        assert list_installed(env) == []
+        releaser = threading.Timer(0.4, lock.release)
+        releaser.start()
+        start = time.monotonic()
+        install_wheels(env, [simple_wheel(wheels, "beta", "1.0")], lock_timeout=10)
+        assert time.monotonic() - start >= 0.3
+        releaser.join()
+    finally:
+        if lock.is_locked:
+            lock.release()
+    assert [d.name for d in list_installed(env)] == ["beta"]
+
+
+def test_two_threads_install_serially(env: TargetEnvironment, wheels: Path) -> None:
+    errors: list[BaseException] = []
+    paths = [simple_wheel(wheels, f"pkg{i}", "1.0") for i in range(4)]
+
+    def work(path: Path) -> None:
+        try:
+            install_wheels(env, [path], lock_timeout=30)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(p,)) for p in paths]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert [d.name for d in list_installed(env)] == ["pkg0", "pkg1", "pkg2", "pkg3"]
+
+
+def test_duplicate_distributions_refused(env: TargetEnvironment, wheels: Path) -> None:
+    with pytest.raises(InstallError, match="both alpha"):
+        install_wheels(env, [alpha_wheel(wheels, "1.0"), alpha_wheel(wheels, "2.0")])
