@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 
 from packaging import _parser, _tokenizer
-from packaging.markers import InvalidMarker, Marker
+from packaging.markers import InvalidMarker, Marker, _normalize_extra_values
 from packaging.requirements import InvalidRequirement, Requirement
 
 from wheelwise.variants.properties import VariantProperty, normalize_property_text
@@ -63,7 +63,8 @@ def _normalize(tree: _parser.MarkerList) -> _parser.MarkerList:
 
 def _marker_from_tree(tree: _parser.MarkerList) -> Marker:
     marker = Marker.__new__(Marker)
-    marker._markers = _normalize(tree)
+    # As Marker() does: `extra == "Dev"` matches the normalized extra "dev".
+    marker._markers = _normalize_extra_values(_normalize(tree))
     return marker
 
 

@@ -1,0 +1,449 @@
+"""The resolver core of ``wheelwise install``, on top of resolvelib.
+
+A candidate is one release of a package with the wheel chosen for the target
+(:func:`~wheelwise.install.selection.select_wheel`): a release without a usable
+wheel is never a candidate. Dependencies are the chosen wheel's ``Requires-Dist``
+lines whose markers hold for the target environment, the requested extras and
+the variant markers of that wheel (PEP 825 "Evaluating variant markers").
+Extras follow resolvelib's example: ``name[extra]`` is its own identifier whose
+candidates depend on ``name`` pinned to the same version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement
+from packaging.specifiers import SpecifierSet
+from packaging.tags import Tag, sys_tags
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
+from resolvelib import ResolutionTooDeep as _TooDeep
+from resolvelib.structs import RequirementInformation
+
+from wheelwise.install.candidates import Finder, ReleaseFiles, Requirement, WheelFile, identifier
+from wheelwise.install.selection import (
+    NoCompatibleWheel,
+    ResolveError,
+    Selection,
+    SupportedFor,
+    TargetSpec,
+    Unavailable,
+    VariantChoiceError,
+    select_wheel,
+)
+from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
+from wheelwise.variants.ordering import Ranking
+from wheelwise.variants.properties import VariantProperty
+
+__all__ = [
+    "NoCompatibleWheel",
+    "PackageNotFound",
+    "Resolution",
+    "ResolutionConflict",
+    "ResolveError",
+    "ResolvedPackage",
+    "VariantChoiceError",
+    "resolve",
+]
+
+MAX_ROUNDS = 2000
+
+
+class PackageNotFound(ResolveError):
+    """The source knows no release of a required package."""
+
+
+class ResolutionConflict(ResolveError):
+    """The requirements cannot all be met by the available releases."""
+
+
+@dataclass(frozen=True)
+class ResolvedPackage:
+    """One package of the resolution: what the installer would install, and why."""
+
+    name: NormalizedName
+    version: Version
+    file: WheelFile
+    # The variant label of the chosen wheel (None: a non-variant wheel).
+    label: str | None
+    # The property that put the chosen variant first (RankedVariant.best[0]).
+    won_by: VariantProperty | None
+    # Labels of this release the machine does not support, with the reasons.
+    rejected: Mapping[str, str]
+    extras: frozenset[str] = frozenset()
+    # The version already installed (from the ``installed`` input), if any.
+    installed: Version | None = None
+    # Packages this one depends on in the resolution (its chosen dependencies).
+    requires: tuple[NormalizedName, ...] = ()
+    ranking: Ranking | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_installed(self) -> bool:
+        """Whether exactly this version is already installed."""
+        return self.installed == self.version
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The resolved packages, dependencies before their dependents."""
+
+    packages: Mapping[NormalizedName, ResolvedPackage]
+
+    def __iter__(self) -> Iterator[ResolvedPackage]:
+        return iter(self.packages.values())
+
+    def __len__(self) -> int:
+        return len(self.packages)
+
+    def __getitem__(self, name: str) -> ResolvedPackage:
+        return self.packages[canonicalize_name(name)]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and canonicalize_name(name) in self.packages
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One release of a package, with the wheel chosen for the target."""
+
+    name: NormalizedName
+    version: Version
+    extras: frozenset[str]
+    selection: Selection = field(compare=False)
+
+    @property
+    def identifier(self) -> str:
+        return identifier(self.name, self.extras)
+
+    def __str__(self) -> str:
+        return f"{self.identifier} {self.version}"
+
+
+def resolve(
+    requirements: Iterable[str],
+    finder: Finder,
+    *,
+    supported: SupportedFor,
+    tags: Sequence[Tag] | None = None,
+    environment: Mapping[str, str] | None = None,
+    constraints: Iterable[str] = (),
+    pre: bool = False,
+    upgrade: bool = False,
+    installed: Mapping[str, str | Version] | None = None,
+    no_deps: bool = False,
+    no_variant: bool = False,
+    variant_choice: Mapping[str, str] | None = None,
+    max_rounds: int = MAX_ROUNDS,
+) -> Resolution:
+    """Resolve *requirements* (PEP 508 strings) into one wheel per package.
+
+    *supported* gives the machine's properties for a release's variant metadata;
+    *tags* (best first) and *environment* (marker values) describe the target
+    Python and default to this interpreter's. *constraints* narrow versions
+    without adding packages. Without *upgrade*, an *installed* version that meets
+    the requirements is preferred. *variant_choice* picks a variant by label per
+    package. Raises :class:`ResolveError` subclasses with readable messages.
+    """
+    target = TargetSpec(
+        tags=list(tags) if tags is not None else list(sys_tags()),
+        supported=supported,
+        no_variant=no_variant,
+        variant_choice={canonicalize_name(k): v for k, v in (variant_choice or {}).items()},
+    )
+    env: dict[str, str] = dict(default_environment())  # type: ignore[arg-type]
+    env.update(environment or {})
+    provider = _Provider(
+        finder,
+        target,
+        env,
+        constraints=_constraints(constraints, env),
+        pre=pre,
+        upgrade=upgrade,
+        installed=_installed(installed or {}),
+        no_deps=no_deps,
+    )
+    roots = [r for text in requirements if (r := _root(text, env)) is not None]
+    resolver: Resolver[Requirement, Candidate, str] = Resolver(provider, BaseReporter())
+    try:
+        result = resolver.resolve(roots, max_rounds=max_rounds)
+    except ResolutionImpossible as exc:
+        raise provider.explain(exc.causes) from None
+    except _TooDeep as exc:
+        raise ResolutionConflict(
+            f"resolution did not finish after {max_rounds} rounds of backtracking"
+        ) from exc
+    return _resolution(result.mapping, result.graph, provider.installed)
+
+
+# -- inputs --------------------------------------------------------------------------
+
+
+def _requirement(text: str, where: str) -> Requirement:
+    try:
+        parsed = parse_requirement(text)
+    except InvalidRequirement as exc:
+        raise ResolveError(f"invalid requirement {text!r} ({where}): {exc}") from None
+    if parsed.url:
+        raise ResolveError(
+            f"{text!r} ({where}): direct URL requirements are not supported; install from an index"
+        )
+    return Requirement(
+        canonicalize_name(parsed.name),
+        frozenset(canonicalize_name(e) for e in parsed.extras),
+        parsed.specifier,
+        text.strip(),
+    )
+
+
+def _root(text: str, env: Mapping[str, str]) -> Requirement | None:
+    parsed = _requirement(text, "requested")
+    marker = parse_requirement(text).marker
+    if marker is not None and not evaluate_marker(
+        marker, variant_environment(None), {**env, "extra": ""}
+    ):
+        return None
+    return parsed
+
+
+def _constraints(texts: Iterable[str], env: Mapping[str, str]) -> dict[str, SpecifierSet]:
+    found: dict[str, SpecifierSet] = {}
+    for text in texts:
+        constraint = _root(text, env)
+        if constraint is not None:
+            found[constraint.name] = found.get(constraint.name, SpecifierSet()) & (
+                constraint.specifier
+            )
+    return found
+
+
+def _installed(installed: Mapping[str, str | Version]) -> dict[str, Version]:
+    versions: dict[str, Version] = {}
+    for name, version in installed.items():
+        try:
+            versions[canonicalize_name(name)] = Version(str(version))
+        except InvalidVersion:
+            continue  # a dist with a broken version is never "already satisfied"
+    return versions
+
+
+# -- the provider --------------------------------------------------------------------
+
+
+class _Provider(AbstractProvider[Requirement, Candidate, str]):
+    def __init__(
+        self,
+        finder: Finder,
+        target: TargetSpec,
+        env: Mapping[str, str],
+        *,
+        constraints: Mapping[str, SpecifierSet],
+        pre: bool,
+        upgrade: bool,
+        installed: Mapping[str, Version],
+        no_deps: bool,
+    ) -> None:
+        self.finder = finder
+        self.target = target
+        self.env = env
+        self.constraints = constraints
+        self.pre = pre
+        self.upgrade = upgrade
+        self.installed = installed
+        self.no_deps = no_deps
+        self._releases: dict[str, list[ReleaseFiles]] = {}
+        self._selections: dict[tuple[str, Version], Selection | Unavailable] = {}
+
+    # -- data ----------------------------------------------------------------------
+
+    def releases(self, name: NormalizedName) -> list[ReleaseFiles]:
+        """Releases of *name*, newest first."""
+        found = self._releases.get(name)
+        if found is None:
+            found = sorted(self.finder.versions(name), key=lambda r: r.version, reverse=True)
+            self._releases[name] = found
+        return found
+
+    def selection(self, name: NormalizedName, release: ReleaseFiles) -> Selection | Unavailable:
+        key = (name, release.version)
+        found = self._selections.get(key)
+        if found is None:
+            found = self._selections[key] = select_wheel(name, release, self.target)
+        return found
+
+    def allowed(self, name: str, version: Version, requirements: Sequence[Requirement]) -> bool:
+        """Whether *version* meets every requirement and constraint (pre-release rule too)."""
+        specifiers = [r.specifier for r in requirements]
+        if name in self.constraints:
+            specifiers.append(self.constraints[name])
+        if version.is_prerelease and not (self.pre or any(s.prereleases for s in specifiers)):
+            return False
+        return all(s.contains(version, prereleases=True) for s in specifiers)
+
+    # -- resolvelib ----------------------------------------------------------------
+
+    def identify(self, requirement_or_candidate: Requirement | Candidate) -> str:
+        return requirement_or_candidate.identifier
+
+    def get_preference(
+        self,
+        identifier: str,
+        resolutions: Mapping[str, Candidate],
+        candidates: Mapping[str, Iterator[Candidate]],
+        information: Mapping[str, Iterator[RequirementInformation[Requirement, Candidate]]],
+        backtrack_causes: Sequence[RequirementInformation[Requirement, Candidate]],
+    ) -> Any:
+        causes = {info.requirement.name for info in backtrack_causes}
+        pinned = any(
+            any(s.operator in ("==", "===") for s in info.requirement.specifier)
+            for info in information[identifier]
+        )
+        return (identifier.partition("[")[0] not in causes, not pinned, identifier)
+
+    def find_matches(
+        self,
+        identifier: str,
+        requirements: Mapping[str, Iterator[Requirement]],
+        incompatibilities: Mapping[str, Iterator[Candidate]],
+    ) -> Callable[[], Iterator[Candidate]]:
+        """Candidates best first, chosen lazily: a release's wheel (and its variant
+        metadata) is only looked at when the resolver gets that far."""
+        reqs = list(requirements[identifier])
+        name = reqs[0].name
+        extras = frozenset().union(*(r.extras for r in reqs))
+        excluded = {c.version for c in incompatibilities[identifier]}
+        releases = [
+            r
+            for r in self.releases(name)
+            if r.version not in excluded and self.allowed(name, r.version, reqs)
+        ]
+        current = self.installed.get(name)
+        if not self.upgrade and current is not None:
+            releases.sort(key=lambda r: r.version != current)  # stable: the rest newest first
+
+        def candidates() -> Iterator[Candidate]:
+            for release in releases:
+                chosen = self.selection(name, release)
+                if isinstance(chosen, Selection):
+                    yield Candidate(name, release.version, extras, chosen)
+
+        return candidates
+
+    def is_satisfied_by(self, requirement: Requirement, candidate: Candidate) -> bool:
+        return requirement.specifier.contains(candidate.version, prereleases=True)
+
+    def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
+        deps: list[Requirement] = []
+        if candidate.extras:
+            # name[extra] needs name itself, at the same version.
+            pin = f"=={candidate.version}"
+            deps.append(
+                Requirement(candidate.name, frozenset(), SpecifierSet(pin), candidate.name + pin)
+            )
+        if self.no_deps:
+            return deps
+        selection = candidate.selection
+        variant_env = variant_environment(selection.label, selection.variant_properties)
+        extras = sorted(candidate.extras) or [""]
+        where = f"required by {candidate.name} {candidate.version}"
+        for text in self.finder.dependencies(selection.file):
+            requirement = _requirement(text, where)
+            marker = parse_requirement(text).marker
+            if marker is None or any(
+                evaluate_marker(marker, variant_env, {**self.env, "extra": extra})
+                for extra in extras
+            ):
+                deps.append(requirement)
+        return deps
+
+    # -- errors --------------------------------------------------------------------
+
+    def explain(
+        self, causes: Iterable[RequirementInformation[Requirement, Candidate]]
+    ) -> ResolveError:
+        """The most useful error for a failed resolution."""
+        by_name: dict[NormalizedName, list[RequirementInformation[Requirement, Candidate]]] = {}
+        for info in causes:
+            by_name.setdefault(info.requirement.name, []).append(info)
+        for name, infos in by_name.items():
+            releases = self.releases(name)
+            if not releases:
+                return PackageNotFound(f"no release of {name} was found ({_origins(infos)})")
+            reqs = [info.requirement for info in infos]
+            allowed = [r for r in releases if self.allowed(name, r.version, reqs)]
+            reasons: dict[Version, Unavailable] = {}
+            for release in allowed:
+                chosen = self.selection(name, release)
+                if isinstance(chosen, Unavailable):
+                    reasons[release.version] = chosen
+            if allowed and len(reasons) == len(allowed):
+                for unavailable in reasons.values():
+                    if unavailable.label is not None:
+                        return VariantChoiceError(name, unavailable.label, unavailable.reason)
+                return NoCompatibleWheel(name, {v: u.reason for v, u in reasons.items()})
+        lines = ["the requirements conflict:"]
+        for name, infos in by_name.items():
+            versions = ", ".join(str(r.version) for r in self.releases(name))
+            origins = _origins(infos)
+            if name in self.constraints:
+                origins += f"; constraint {name}{self.constraints[name]}"
+            lines.append(f"  {name} ({origins}); available: {versions}")
+        return ResolutionConflict("\n".join(lines))
+
+
+def _origins(infos: Iterable[RequirementInformation[Requirement, Candidate]]) -> str:
+    parts = []
+    for info in infos:
+        who = "requested" if info.parent is None else f"required by {info.parent}"
+        parts.append(f"{info.requirement} {who}")
+    return "; ".join(dict.fromkeys(parts))
+
+
+# -- the result ----------------------------------------------------------------------
+
+
+def _resolution(
+    mapping: Mapping[str, Candidate], graph: Any, installed: Mapping[str, Version]
+) -> Resolution:
+    """Base packages only, extras folded in, dependencies before dependents."""
+    # name[extra] always depends on name itself, so every name has a base candidate.
+    bases = {c.name: c for c in mapping.values() if not c.extras}
+    extras: dict[NormalizedName, set[str]] = {}
+    requires: dict[NormalizedName, set[NormalizedName]] = {}
+    for candidate in mapping.values():
+        extras.setdefault(candidate.name, set()).update(candidate.extras)
+        children = requires.setdefault(candidate.name, set())
+        for child in graph.iter_children(candidate.identifier):
+            child_name = mapping[child].name
+            if child_name != candidate.name:
+                children.add(child_name)
+    packages: dict[NormalizedName, ResolvedPackage] = {}
+
+    def visit(name: NormalizedName, path: set[NormalizedName]) -> None:
+        if name in packages or name in path:
+            return  # done, or a cycle: its members go in the order first met
+        path.add(name)
+        for dep in sorted(requires[name]):
+            visit(dep, path)
+        path.discard(name)
+        chosen = bases[name].selection
+        packages[name] = ResolvedPackage(
+            name=name,
+            version=bases[name].version,
+            file=chosen.file,
+            label=chosen.label,
+            won_by=chosen.won_by,
+            rejected=dict(chosen.ranking.rejected) if chosen.ranking is not None else {},
+            extras=frozenset(extras[name]),
+            installed=installed.get(name),
+            requires=tuple(sorted(requires[name])),
+            ranking=chosen.ranking,
+        )
+
+    for name in sorted(bases):
+        visit(name, set())
+    return Resolution(packages)

@@ -1,0 +1,249 @@
+"""Choosing the wheel of one release for the target (PEP 825 "Suggested
+implementation logic for tools", steps 3 to 9).
+
+Wheels are filtered by platform tags; if variant wheels remain, the release's
+combined variant metadata is ranked for the machine and the wheels are ordered
+with :func:`~wheelwise.variants.ordering.order_wheels` (variant groups in ranking
+order, the non-variant group last, tag priority and build number inside a group).
+A release without a usable wheel is *unavailable*, with a reason for messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packaging.tags import Tag
+from packaging.utils import NormalizedName
+from packaging.version import Version
+
+from wheelwise.install.candidates import ReleaseFiles, WheelFile
+from wheelwise.variants.filenames import WheelFilename
+from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.variants.ordering import RankedVariant, Ranking, order_wheels, rank_variants
+from wheelwise.variants.properties import VariantProperty
+from wheelwise.variants.supported import SupportedProperties
+
+SupportedFor = Callable[[VariantMetadata], SupportedProperties]
+
+_MAX_TAGS_SHOWN = 5
+_MAX_VALUES_SHOWN = 8
+
+
+class ResolveError(Exception):
+    """Resolution failed; the message says why, naming packages and versions."""
+
+
+class NoCompatibleWheel(ResolveError):
+    """No release of a package that the requirements allow has a usable wheel."""
+
+    def __init__(self, name: str, reasons: Mapping[Version, str]) -> None:
+        self.name = name
+        self.reasons = dict(reasons)
+        lines = [f"no compatible wheel for {name} (source distributions are never built):"]
+        lines += [f"  {name} {version}: {reason}" for version, reason in self.reasons.items()]
+        super().__init__("\n".join(lines))
+
+
+class VariantChoiceError(ResolveError):
+    """A variant chosen by label is unknown, or not supported by this machine."""
+
+    def __init__(self, name: str, label: str, message: str) -> None:
+        self.name = name
+        self.label = label
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Everything wheel selection depends on besides the release itself."""
+
+    tags: Sequence[Tag]
+    supported: SupportedFor
+    no_variant: bool = False
+    variant_choice: Mapping[str, str] = field(default_factory=dict)
+    tag_rank: Mapping[Tag, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        rank: dict[Tag, int] = {}
+        for i, tag in enumerate(self.tags):
+            rank.setdefault(tag, i)
+        object.__setattr__(self, "tag_rank", rank)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The wheel chosen for a release, with why."""
+
+    file: WheelFile
+    ranking: Ranking | None = None
+    ranked: RankedVariant | None = None
+
+    @property
+    def label(self) -> str | None:
+        return self.file.filename.variant_label
+
+    @property
+    def won_by(self) -> VariantProperty | None:
+        """The property that put the chosen variant first (its best, most important)."""
+        if self.ranked is None or not self.ranked.best:
+            return None
+        return self.ranked.best[0]
+
+    @property
+    def variant_properties(self) -> tuple[VariantProperty, ...]:
+        """The chosen wheel's properties that the machine supports (marker values)."""
+        return self.ranked.supported if self.ranked is not None else ()
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """Why a release has no usable wheel; ``label`` is set for variant-choice errors."""
+
+    reason: str
+    label: str | None = None
+
+
+def select_wheel(
+    name: NormalizedName, release: ReleaseFiles, target: TargetSpec
+) -> Selection | Unavailable:
+    """The best wheel of *release* for *target*, or why there is none."""
+    if not release.files:
+        return Unavailable("no wheels (source distributions are never built)")
+    ranked_files = _by_tags(release.files, target.tag_rank)
+    if not ranked_files:
+        return Unavailable(_tag_reason(release.files, target.tags))
+    choice = target.variant_choice.get(name)
+    if target.no_variant:
+        plain = [f for f in ranked_files if not f.filename.is_variant]
+        if plain:
+            return Selection(plain[0])
+        labels = sorted({str(f.filename.variant_label) for f in ranked_files})
+        return Unavailable(
+            f"only variant wheels ({', '.join(labels)}) and variant wheels are disabled"
+        )
+    variant_labels = {f.filename.variant_label for f in ranked_files if f.filename.is_variant}
+    if not variant_labels:
+        if choice is not None:
+            return Unavailable(
+                f"variant {choice!r} was asked for, but {name} {release.version} has no "
+                "variant wheels for this Python",
+                label=choice,
+            )
+        return Selection(ranked_files[0])
+    metadata = release.variant_metadata()
+    if metadata is None:
+        # PEP 825: without the metadata, treat the variant wheels as incompatible.
+        plain = [f for f in ranked_files if not f.filename.is_variant]
+        if plain and choice is None:
+            return Selection(plain[0])
+        return Unavailable(
+            f"variant wheels ({', '.join(sorted(map(str, variant_labels)))}) but no "
+            "variant metadata for the release",
+            label=choice,
+        )
+    supported = target.supported(metadata)
+    ranking = rank_variants(metadata, supported)
+    if choice is not None:
+        return _chosen(name, release.version, ranked_files, metadata, supported, ranking, choice)
+    ordered = order_wheels([f.filename for f in ranked_files], ranking)
+    if not ordered:
+        return Unavailable(_variant_reason(ranked_files, metadata, supported, ranking))
+    best = _file_for(ordered[0], ranked_files)
+    label = best.filename.variant_label
+    return Selection(best, ranking, ranking.get(label) if label is not None else None)
+
+
+def _chosen(
+    name: NormalizedName,
+    version: Version,
+    files: list[WheelFile],
+    metadata: VariantMetadata,
+    supported: SupportedProperties,
+    ranking: Ranking,
+    label: str,
+) -> Selection | Unavailable:
+    """The wheel of the variant the user picked by label, or why it cannot be used."""
+    where = f"{name} {version}"
+    if label not in metadata.variants:
+        known = ", ".join(metadata.labels) or "none"
+        return Unavailable(
+            f"variant {label!r} was asked for, but {where} has no such variant (variants: {known})",
+            label=label,
+        )
+    ranked = ranking.get(label)
+    if ranked is None:
+        reason = ranking.rejected.get(label, "not compatible")
+        return Unavailable(
+            f"variant {label!r} of {where} is not supported by this machine: {reason}; "
+            f"{describe_machine(supported, metadata.namespaces)}",
+            label=label,
+        )
+    matching = [f for f in files if f.filename.variant_label == label]
+    if not matching:
+        return Unavailable(
+            f"variant {label!r} of {where} has no wheel for this Python's tags", label=label
+        )
+    return Selection(matching[0], ranking, ranked)
+
+
+def _by_tags(files: Sequence[WheelFile], tag_rank: Mapping[Tag, int]) -> list[WheelFile]:
+    """Wheels the target's tags accept: best tag first, then highest build number."""
+    scored: list[tuple[int, WheelFile]] = []
+    for file in files:
+        ranks = [tag_rank[t] for t in file.filename.tags if t in tag_rank]
+        if ranks:
+            scored.append((min(ranks), file))
+    scored.sort(key=lambda item: item[1].filename.build, reverse=True)
+    scored.sort(key=lambda item: item[0])
+    return [file for _, file in scored]
+
+
+def _file_for(filename: WheelFilename, files: list[WheelFile]) -> WheelFile:
+    for file in files:
+        if file.filename is filename:
+            return file
+    raise AssertionError(f"{filename} is not among the candidate wheels")  # pragma: no cover
+
+
+def _tag_reason(files: Sequence[WheelFile], tags: Sequence[Tag]) -> str:
+    have = dict.fromkeys(
+        f"{f.filename.python_tag}-{f.filename.abi_tag}-{f.filename.platform_tag}" for f in files
+    )
+    shown = ", ".join(str(t) for t in tags[:_MAX_TAGS_SHOWN])
+    if len(tags) > _MAX_TAGS_SHOWN:
+        shown += f", ... ({len(tags) - _MAX_TAGS_SHOWN} more)"
+    return f"wheels have tags {', '.join(have)}; this Python supports {shown or 'no tags'}"
+
+
+def _variant_reason(
+    files: list[WheelFile],
+    metadata: VariantMetadata,
+    supported: SupportedProperties,
+    ranking: Ranking,
+) -> str:
+    labels = sorted({str(f.filename.variant_label) for f in files if f.filename.is_variant})
+    parts: list[str] = []
+    for label in labels:
+        if label not in metadata.variants:
+            parts.append(f"{label}: not in the variant metadata")
+        else:
+            parts.append(f"{label}: {ranking.rejected.get(label, 'not compatible')}")
+    return (
+        f"no variant wheel is supported by this machine ({'; '.join(parts)}); "
+        f"{describe_machine(supported, metadata.namespaces)}"
+    )
+
+
+def describe_machine(supported: SupportedProperties, namespaces: Sequence[str]) -> str:
+    """``machine supports ns :: feature :: v1, v2, ...`` for the namespaces that matter."""
+    clauses: list[str] = []
+    for ns in namespaces:
+        for feature, values in supported.namespaces.get(ns, {}).items():
+            shown = ", ".join(values[:_MAX_VALUES_SHOWN])
+            if len(values) > _MAX_VALUES_SHOWN:
+                shown += f", ... ({len(values) - _MAX_VALUES_SHOWN} more)"
+            clauses.append(f"{ns} :: {feature} :: {shown}")
+    if not clauses:
+        return f"machine supports no properties in {', '.join(namespaces) or 'any namespace'}"
+    return "machine supports " + "; ".join(clauses)
