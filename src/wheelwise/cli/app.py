@@ -13,7 +13,10 @@ COMMANDS = {
     "build": "wheelwise.cli.build_cmd:build",
     "detect": "wheelwise.cli.detect_cmd:detect",
     "index": "wheelwise.cli.index_cmd:index",
+    "install": "wheelwise.cli.install_cmd:install",
+    "list": "wheelwise.cli.install_cmd:list_cmd",
     "select": "wheelwise.cli.select_cmd:select",
+    "uninstall": "wheelwise.cli.install_cmd:uninstall",
     "variant": "wheelwise.cli.variant_cmd:variant",
 }
 

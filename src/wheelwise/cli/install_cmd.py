@@ -1,0 +1,383 @@
+"""``wheelwise install``, ``wheelwise list`` and ``wheelwise uninstall``."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import click
+
+from wheelwise.cli.errors import InputError, input_errors
+from wheelwise.cli.inputs import load_system
+from wheelwise.cli.options import provider_options
+from wheelwise.index.errors import SourceError
+from wheelwise.install.errors import InstallError
+from wheelwise.install.finder import source_label
+from wheelwise.install.plan import (
+    DEFAULT_INDEX_URL,
+    InstallOptions,
+    InstallOutcome,
+    PlannedPackage,
+    installation_report,
+    run_install,
+)
+from wheelwise.install.reqfile import RequirementsFileError, RequirementsSet, read_requirements
+from wheelwise.install.selection import ResolveError
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Resolver, source, install and requirements-file errors: one clear error, exit 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return func(*args, **kwargs)
+        except (ResolveError, InstallError, RequirementsFileError) as exc:
+            raise InputError(str(exc)) from None
+        except SourceError as exc:
+            raise InputError(exc.message) from None
+
+    return wrapper
+
+
+class _RichProgress:
+    """One overall download bar (a ProgressSink); calls come from worker threads."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TransferSpeedColumn,
+        )
+
+        self.done = 0
+        self.started = False
+        self.lock = threading.Lock()
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.progress.add_task("downloading", total=None)
+
+    def __enter__(self) -> _RichProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.started:
+            self.progress.stop()
+
+    def start(self, total_bytes: int | None, name: str) -> None:
+        with self.lock:
+            if not self.started:  # the first download: resolving is over
+                self.started = True
+                self.progress.start()
+
+    def advance(self, n: int) -> None:
+        self.progress.advance(self.task, n)
+
+    def finish(self, name: str) -> None:
+        with self.lock:
+            self.done += 1
+            self.progress.update(self.task, description=f"downloaded {self.done}")
+
+
+def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
+    choice: dict[str, str] = {}
+    for value in values:
+        name, sep, label = value.partition("=")
+        if not sep or not name.strip() or not label.strip():
+            raise InputError(f"--variant {value!r}: expected NAME=LABEL")
+        choice[name.strip()] = label.strip()
+    return choice
+
+
+@click.command()
+@click.argument("requirements", nargs=-1)
+@click.option(
+    "-r",
+    "--requirement",
+    "requirement_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Install from a requirements file (repeatable).",
+)
+@click.option(
+    "-c",
+    "--constraint",
+    "constraint_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Constrain versions with a constraints file (repeatable).",
+)
+@click.option(
+    "-i", "--index-url", default=None, help=f"The package index (default {DEFAULT_INDEX_URL})."
+)
+@click.option(
+    "--extra-index-url", multiple=True, help="More indexes, after --index-url (repeatable)."
+)
+@click.option(
+    "-f",
+    "--find-links",
+    multiple=True,
+    metavar="DIR|URL",
+    help="A folder of wheels or an HTML page of links (repeatable).",
+)
+@click.option("-U", "--upgrade", is_flag=True, help="Upgrade installed packages to the newest.")
+@click.option("--pre", is_flag=True, help="Allow pre-release versions.")
+@click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
+@click.option(
+    "--python",
+    type=click.Path(path_type=Path),
+    help="Install into this interpreter's environment (default: the running one).",
+)
+@click.option("--no-variant", is_flag=True, help="Install non-variant wheels only.")
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME=LABEL",
+    help="Install this variant of package NAME (repeatable).",
+)
+@click.option(
+    "--system",
+    "system_file",
+    type=click.Path(path_type=Path),
+    help="JSON file of the target machine's supported properties (instead of detecting).",
+)
+@click.option("--dry-run", is_flag=True, help="Resolve and show the plan; install nothing.")
+@click.option(
+    "--report",
+    "report_file",
+    type=click.Path(path_type=Path),
+    help="Write pip's installation report (version 1, with variants) to FILE ('-': stdout).",
+)
+@click.option("--require-hashes", is_flag=True, help="Refuse files without a known hash.")
+@click.option(
+    "--break-system-packages",
+    is_flag=True,
+    help="Install into an externally managed environment (PEP 668) anyway.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=15.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Network timeout.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@provider_options
+@input_errors
+@install_errors
+def install(
+    requirements: tuple[str, ...],
+    requirement_files: tuple[Path, ...],
+    constraint_files: tuple[Path, ...],
+    index_url: str | None,
+    extra_index_url: tuple[str, ...],
+    find_links: tuple[str, ...],
+    upgrade: bool,
+    pre: bool,
+    no_deps: bool,
+    python: Path | None,
+    no_variant: bool,
+    variants: tuple[str, ...],
+    system_file: Path | None,
+    dry_run: bool,
+    report_file: Path | None,
+    require_hashes: bool,
+    break_system_packages: bool,
+    timeout: float,
+    quiet: bool,
+    allow_provider: tuple[str, ...],
+    enable_provider: tuple[str, ...],
+    refresh: bool,
+) -> None:
+    """Install packages, choosing the wheel variant that fits this machine."""
+    files = RequirementsSet()
+    for path in requirement_files:
+        read_requirements(path, into=files)
+    for path in constraint_files:
+        read_requirements(path, constraint=True, into=files)
+    wanted = [*requirements, *files.requirements]
+    if not wanted:
+        raise InputError("nothing to install: give requirements or -r FILE")
+    if index_url is None:
+        index_url = files.index_url or DEFAULT_INDEX_URL
+    options = InstallOptions(
+        requirements=wanted,
+        constraints=files.constraints,
+        index_url=index_url,
+        extra_index_urls=[*extra_index_url, *files.extra_index_urls],
+        find_links=[*find_links, *files.find_links],
+        upgrade=upgrade,
+        pre=pre,
+        no_deps=no_deps,
+        python=python,
+        no_variant=no_variant,
+        variant_choice=_variant_option(variants),
+        system=load_system(system_file) if system_file is not None else None,
+        allowed_providers=allow_provider,
+        enabled_providers=enable_provider,
+        dry_run=dry_run,
+        require_hashes=require_hashes,
+        break_system_packages=break_system_packages,
+        timeout=timeout,
+    )
+    interactive = not quiet and sys.stderr.isatty() and sys.stdout.isatty()
+    if interactive and not dry_run:
+        with _RichProgress() as bar:
+            outcome = _run_with_bar(options, bar)
+    else:
+        outcome = run_install(options)
+    if report_file is not None:
+        text = json.dumps(installation_report(outcome), indent=2)
+        if str(report_file) == "-":
+            click.echo(text)
+        else:
+            report_file.write_text(text + "\n", encoding="utf-8")
+    if dry_run:
+        _render_plan(outcome)
+        return
+    for planned in outcome.plan:
+        if planned.skipped:
+            if not quiet:
+                click.echo(
+                    f"already installed {planned.name} {planned.package.version}"
+                    + (f" (variant {planned.package.label})" if planned.package.label else "")
+                )
+            continue
+        click.echo(f"installed {planned.name} {planned.package.version} ({_why(planned)})")
+
+
+def _run_with_bar(options: InstallOptions, bar: _RichProgress) -> InstallOutcome:
+    from dataclasses import replace
+
+    return run_install(replace(options, progress=bar))
+
+
+def _why(planned: PlannedPackage) -> str:
+    package = planned.package
+    parts = []
+    if package.label is not None:
+        won = f", won by {package.won_by}" if package.won_by is not None else ""
+        parts.append(f"variant {package.label}{won}")
+    else:
+        parts.append("non-variant")
+    return "; ".join(parts) + f"; from {source_label(planned.source)}"
+
+
+def _render_plan(outcome: InstallOutcome) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=200) if not sys.stdout.isatty() else Console()
+    table = Table(title=f"plan for {outcome.environment.python}", title_justify="left")
+    for column in ("package", "version", "label", "won by", "source", "rejected"):
+        table.add_column(column, overflow="fold")
+    for planned in outcome.plan:
+        package = planned.package
+        version = str(package.version)
+        if planned.skipped:
+            version += " (installed)"
+        rejected = "\n".join(f"{label}: {reason}" for label, reason in package.rejected.items())
+        table.add_row(
+            package.name,
+            version,
+            package.label or "-",
+            str(package.won_by) if package.won_by is not None else "-",
+            source_label(planned.source),
+            rejected or "-",
+        )
+    console.print(table)
+    if not outcome.plan:
+        console.print("nothing to install")
+
+
+# -- list, uninstall -------------------------------------------------------------------
+
+
+def _environment(python: Path | None) -> Any:
+    from wheelwise.install.environment import TargetEnvironment
+
+    return TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
+
+
+@click.command(name="list")
+@click.option(
+    "--python",
+    type=click.Path(path_type=Path),
+    help="List this interpreter's environment (default: the running one).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@input_errors
+@install_errors
+def list_cmd(python: Path | None, as_json: bool) -> None:
+    """List installed distributions with their variant label."""
+    from wheelwise.install.transaction import list_installed
+
+    dists = list_installed(_environment(python))
+    if as_json:
+        document = [
+            {
+                "name": d.name,
+                "version": d.version,
+                "variant": d.variant,
+                "installer": d.installer,
+            }
+            for d in dists
+        ]
+        click.echo(json.dumps(document, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table()
+    for column in ("name", "version", "variant", "installer"):
+        table.add_column(column)
+    for d in dists:
+        table.add_row(d.name, d.version, d.variant or "-", d.installer or "-")
+    Console(width=200 if not sys.stdout.isatty() else None).print(table)
+
+
+@click.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option(
+    "--python",
+    type=click.Path(path_type=Path),
+    help="Uninstall from this interpreter's environment (default: the running one).",
+)
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--break-system-packages",
+    is_flag=True,
+    help="Uninstall from an externally managed environment (PEP 668) anyway.",
+)
+@input_errors
+@install_errors
+def uninstall(
+    names: tuple[str, ...], python: Path | None, yes: bool, break_system_packages: bool
+) -> None:
+    """Uninstall distributions NAME... (all or nothing)."""
+    from wheelwise.install.transaction import uninstall as remove
+
+    env = _environment(python)
+    if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
+        raise InputError("nothing uninstalled")
+    for name in remove(env, list(names), break_system_packages=break_system_packages):
+        click.echo(f"uninstalled {name}")

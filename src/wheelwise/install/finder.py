@@ -1,0 +1,245 @@
+"""The resolver's :class:`~wheelwise.install.candidates.Finder` over package sources.
+
+For every project, each source (``--index-url``, ``--extra-index-url``,
+``--find-links``, in that order) is asked for its listing; the listings stay apart.
+For every version, the first source in order with a viable wheel (compatible with
+the target's tags and ``Requires-Python``, not yanked) is the one the release comes
+from, and only that source's files and variant metadata are used (PEP 825
+"Installing wheels from multiple sources").
+
+A release's variant metadata is its ``*-variants.json``, fetched only when the
+release has variant wheels; when the source lists none, the ``variant.json`` of one
+wheel per label is read (the wheel is downloaded into the cache folder, where the
+installer finds it again) and the documents are merged. Dependencies come from PEP
+658 metadata when the source serves it, else from the wheel's ``METADATA``.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import os
+import tempfile
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.tags import Tag
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+from wheelwise.index.client import (
+    IndexClient,
+    IndexFile,
+    IndexSource,
+    ProjectListing,
+    find_candidates,
+    first_viable_source,
+)
+from wheelwise.install.candidates import WheelFile
+from wheelwise.variants.merging import merge
+from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.variant_info import read_wheel_variant
+
+__all__ = ["IndexFinder", "IndexRelease", "Link", "requires_dist"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """Where a wheel of a release comes from: the index entry and its source."""
+
+    file: IndexFile
+    source: IndexSource
+
+
+def requires_dist(metadata: bytes) -> list[str]:
+    """The ``Requires-Dist`` values of a core metadata file."""
+    message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
+        metadata, headersonly=True
+    )
+    return [str(value).strip() for value in message.get_all("Requires-Dist") or []]
+
+
+@dataclass
+class IndexRelease:
+    """One version of a project, from the one source that was chosen for it."""
+
+    version: Version
+    files: Sequence[WheelFile]
+    listing: ProjectListing
+    finder: IndexFinder = field(repr=False)
+    _metadata: VariantMetadata | None = field(default=None, init=False, repr=False)
+    _loaded: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def source(self) -> IndexSource:
+        return self.listing.source
+
+    def variant_metadata(self) -> VariantMetadata | None:
+        if not self._loaded:
+            self._metadata = self.finder.load_variant_metadata(self)
+            self._loaded = True
+        return self._metadata
+
+
+class IndexFinder:
+    """Releases and dependencies from *sources*, for a target with *tags* and Python
+    *python_version* (``X.Y.Z``). Wheels read for their metadata are kept in
+    *cache_dir* (a temporary folder when not given; :meth:`close` removes it)."""
+
+    def __init__(
+        self,
+        sources: Sequence[IndexSource],
+        client: IndexClient,
+        *,
+        tags: Collection[Tag],
+        python_version: str,
+        cache_dir: Path | None = None,
+    ) -> None:
+        if not sources:
+            raise ValueError("IndexFinder needs at least one source")
+        self.sources = list(sources)
+        self.client = client
+        self.tags = frozenset(tags)
+        self.python_version = python_version
+        self._temp: tempfile.TemporaryDirectory[str] | None = None
+        if cache_dir is None:
+            self._temp = tempfile.TemporaryDirectory(prefix="wheelwise-wheels-")
+            cache_dir = Path(self._temp.name)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        self.cache_dir = cache_dir
+        self._releases: dict[NormalizedName, list[IndexRelease]] = {}
+        self._metadata: dict[str, bytes] = {}
+        self._wheels: dict[str, Path] = {}
+
+    def close(self) -> None:
+        if self._temp is not None:
+            self._temp.cleanup()
+            self._temp = None
+
+    # -- Finder --------------------------------------------------------------------
+
+    def versions(self, name: NormalizedName) -> Sequence[IndexRelease]:
+        name = canonicalize_name(name)
+        found = self._releases.get(name)
+        if found is None:
+            found = self._releases[name] = self._find(name)
+        return found
+
+    def dependencies(self, file: WheelFile) -> list[str]:
+        return requires_dist(self.core_metadata(file))
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def release(self, name: str, version: Version) -> IndexRelease | None:
+        for release in self.versions(canonicalize_name(name)):
+            if release.version == version:
+                return release
+        return None
+
+    def core_metadata(self, file: WheelFile) -> bytes:
+        """The ``METADATA`` of *file* (PEP 658 when served, else from the wheel)."""
+        link = _link(file)
+        found = self._metadata.get(link.file.url)
+        if found is None:
+            if link.file.core_metadata:
+                found = self.client.fetch_metadata(link.file)
+            else:
+                with WheelArchive(self.wheel_path(link.file)) as archive:
+                    found = archive.metadata()
+            self._metadata[link.file.url] = found
+        return found
+
+    def wheel_path(self, file: IndexFile) -> Path:
+        """*file* downloaded (hash checked) into the cache folder."""
+        found = self._wheels.get(file.url)
+        if found is None:
+            data = self.client.fetch_file(file)
+            folder = Path(tempfile.mkdtemp(prefix="w-", dir=self.cache_dir))
+            found = folder / file.filename
+            found.write_bytes(data)
+            self._wheels[file.url] = found
+        return found
+
+    def cached_wheel(self, file: IndexFile) -> Path | None:
+        """*file*, if it was already downloaded while resolving."""
+        found = self._wheels.get(file.url)
+        return found if found is not None and found.is_file() else None
+
+    def viable(self, file: IndexFile) -> bool:
+        """A wheel the target can use: tags, ``Requires-Python``, not yanked."""
+        wheel = file.wheel
+        return (
+            wheel is not None
+            and not file.yanked
+            and file.allows_python(self.python_version)
+            and any(tag in self.tags for tag in wheel.tags)
+        )
+
+    def _find(self, name: NormalizedName) -> list[IndexRelease]:
+        listings = find_candidates(name, self.sources, self.client)
+        versions = {
+            file.version
+            for entry in listings
+            for file in entry.listing.files
+            if file.wheel is not None and file.version is not None
+        }
+        releases: list[IndexRelease] = []
+        for version in sorted(v for v in versions if v is not None):
+            chosen = first_viable_source(version, listings, self.viable)
+            if chosen is None:
+                # No usable wheel anywhere: the first source that has wheels, so that
+                # the resolver can say what was available.
+                chosen = next((e for e in listings if e.listing.wheels_for(version)), None)
+                if chosen is None:  # pragma: no cover - versions come from wheels
+                    continue
+            listing = chosen.listing
+            files = [
+                WheelFile(file.wheel, Link(file, listing.source))
+                for file in listing.wheels_for(version)
+                if file.wheel is not None
+                and not file.yanked
+                and file.allows_python(self.python_version)
+            ]
+            releases.append(IndexRelease(version, files, listing, self))
+        return releases
+
+    def load_variant_metadata(self, release: IndexRelease) -> VariantMetadata | None:
+        """The release's ``*-variants.json``, else the merged ``variant.json`` of one
+        tag-compatible wheel per label; None without variant wheels."""
+        variant_files = [f for f in release.files if f.filename.is_variant]
+        if not variant_files:
+            return None
+        listed = release.listing.variants_json(release.version)
+        if listed is not None:
+            return self.client.fetch_variants_json(listed)
+        per_label: dict[str, IndexFile] = {}
+        for file in variant_files:
+            link = _link(file)
+            label = file.filename.variant_label
+            compatible = any(tag in self.tags for tag in file.filename.tags)
+            if label is not None and compatible and label not in per_label:
+                per_label[label] = link.file
+        documents = []
+        for index_file in per_label.values():
+            metadata = read_wheel_variant(self.wheel_path(index_file)).metadata
+            if metadata is not None:
+                documents.append(metadata)
+        return merge(documents) if documents else None
+
+
+def _link(file: WheelFile) -> Link:
+    if not isinstance(file.link, Link):  # pragma: no cover - files come from this module
+        raise TypeError(f"{file}: not a wheel from an index source")
+    return file.link
+
+
+def source_label(source: IndexSource) -> str:
+    """How the output names a source: its URL (a path for local ones)."""
+    if source.is_local:
+        from urllib.parse import urlsplit
+        from urllib.request import url2pathname
+
+        return url2pathname(urlsplit(source.url).path).rstrip(os.sep) or source.url
+    return source.url

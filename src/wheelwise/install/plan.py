@@ -1,0 +1,304 @@
+"""``wheelwise install`` as a library call: find, resolve, download, install.
+
+:func:`run_install` composes the pieces: the target environment (``--python`` or
+this interpreter), what is installed there, the machine's supported properties
+(``--system`` or the providers), the resolver over the package sources, verified
+downloads into a temporary folder, and one atomic transaction. With ``dry_run`` it
+stops after resolving and returns the plan. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import NormalizedName, canonicalize_name
+
+from wheelwise import __version__
+from wheelwise.index.client import IndexClient, IndexFile, IndexSource
+from wheelwise.install.download import DownloadItem, ProgressSink, download_all
+from wheelwise.install.environment import TargetEnvironment
+from wheelwise.install.errors import DownloadError, ExternallyManagedError
+from wheelwise.install.finder import IndexFinder, Link, source_label
+from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, ResolveError, resolve
+from wheelwise.install.transaction import InstallReport, install_wheels, list_installed
+from wheelwise.providers.machine import MachineOptions, machine_for
+from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.variants.supported import SupportedProperties
+
+__all__ = [
+    "DEFAULT_INDEX_URL",
+    "InstallOptions",
+    "InstallOutcome",
+    "PlannedPackage",
+    "installation_report",
+    "run_install",
+    "sources_for",
+]
+
+DEFAULT_INDEX_URL = "https://pypi.org/simple/"
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    """Everything ``wheelwise install`` takes (see the command's help)."""
+
+    requirements: Sequence[str] = ()
+    constraints: Sequence[str] = ()
+    index_url: str | None = DEFAULT_INDEX_URL
+    extra_index_urls: Sequence[str] = ()
+    find_links: Sequence[str] = ()
+    upgrade: bool = False
+    pre: bool = False
+    no_deps: bool = False
+    python: Path | None = None
+    no_variant: bool = False
+    variant_choice: Mapping[str, str] = field(default_factory=dict)
+    system: SupportedProperties | None = None
+    allowed_providers: Sequence[str] = ()
+    enabled_providers: Sequence[str] = ()
+    dry_run: bool = False
+    require_hashes: bool = False
+    break_system_packages: bool = False
+    timeout: float = 15.0
+    cache_dir: Path | None = None
+    progress: ProgressSink | None = None
+
+
+@dataclass(frozen=True)
+class PlannedPackage:
+    """One resolved package, with where it comes from and whether it gets installed."""
+
+    package: ResolvedPackage
+    file: IndexFile
+    source: IndexSource
+    requested: bool
+    # Already installed at this version (and variant): left alone.
+    skipped: bool
+    properties: tuple[str, ...]
+    metadata: bytes = field(repr=False)
+
+    @property
+    def name(self) -> NormalizedName:
+        return self.package.name
+
+
+@dataclass(frozen=True)
+class InstallOutcome:
+    """What :func:`run_install` did (or, for a dry run, would do)."""
+
+    environment: TargetEnvironment
+    plan: list[PlannedPackage]
+    dry_run: bool
+    report: InstallReport | None = None
+
+    @property
+    def to_install(self) -> list[PlannedPackage]:
+        return [p for p in self.plan if not p.skipped]
+
+
+def sources_for(options: InstallOptions) -> list[IndexSource]:
+    """The package sources in priority order: index, extra indexes, find-links."""
+    sources: list[IndexSource] = []
+    if options.index_url:
+        sources.append(IndexSource.index(options.index_url))
+    sources += [IndexSource.index(url) for url in options.extra_index_urls]
+    sources += [IndexSource.find_links(location) for location in options.find_links]
+    if not sources:
+        raise ResolveError("no package source: give --index-url or --find-links")
+    return sources
+
+
+def _supported_for(options: InstallOptions) -> Callable[[VariantMetadata], SupportedProperties]:
+    if options.system is not None:
+        system = options.system
+        return lambda metadata: system
+    machine = MachineOptions(options.allowed_providers, options.enabled_providers)
+    return lambda metadata: machine_for(metadata, machine).supported
+
+
+def _requested(requirements: Sequence[str]) -> set[str]:
+    names: set[str] = set()
+    for text in requirements:
+        try:
+            names.add(canonicalize_name(Requirement(text).name))
+        except InvalidRequirement:
+            continue  # the resolver reports it
+    return names
+
+
+def run_install(options: InstallOptions) -> InstallOutcome:
+    """Resolve *options*' requirements for the target and install them (all or
+    nothing). Raises ResolveError, SourceError, InstallError (and subclasses)."""
+    env = (
+        TargetEnvironment.from_python(options.python)
+        if options.python is not None
+        else TargetEnvironment.current()
+    )
+    if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
+        raise ExternallyManagedError(
+            f"{env.prefix} is externally managed (PEP 668: "
+            f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
+            "--break-system-packages to override"
+        )
+    installed = {dist.name: dist for dist in list_installed(env)}
+    sources = sources_for(options)
+    python_version = ".".join(str(part) for part in env.version_info)
+    with IndexClient(timeout=options.timeout) as client:
+        finder = IndexFinder(
+            sources, client, tags=env.tags, python_version=python_version, cache_dir=None
+        )
+        try:
+            try:
+                resolution = resolve(
+                    options.requirements,
+                    finder,
+                    supported=_supported_for(options),
+                    tags=env.tags,
+                    environment=env.markers,
+                    constraints=options.constraints,
+                    pre=options.pre,
+                    upgrade=options.upgrade,
+                    installed={name: dist.version for name, dist in installed.items()},
+                    no_deps=options.no_deps,
+                    no_variant=options.no_variant,
+                    variant_choice=options.variant_choice,
+                )
+            except PackageNotFound as exc:
+                searched = ", ".join(source_label(source) for source in sources)
+                raise PackageNotFound(f"{exc}; searched {searched}") from None
+            requested = _requested(options.requirements)
+            plan: list[PlannedPackage] = []
+            for package in resolution:
+                link = package.file.link
+                assert isinstance(link, Link)
+                current = installed.get(package.name)
+                skipped = (
+                    current is not None
+                    and package.is_installed
+                    and (not options.upgrade or current.variant == package.label)
+                )
+                release = finder.release(package.name, package.version)
+                metadata = release.variant_metadata() if release is not None else None
+                properties: tuple[str, ...] = ()
+                if metadata is not None and package.label in metadata.variants:
+                    properties = tuple(str(p) for p in metadata.properties(package.label))
+                plan.append(
+                    PlannedPackage(
+                        package=package,
+                        file=link.file,
+                        source=link.source,
+                        requested=package.name in requested,
+                        skipped=skipped,
+                        properties=properties,
+                        metadata=finder.core_metadata(package.file),
+                    )
+                )
+            if options.dry_run:
+                return InstallOutcome(env, plan, dry_run=True)
+            if env.is_externally_managed and not options.break_system_packages:
+                raise ExternallyManagedError(f"{env.prefix} is externally managed (PEP 668)")
+            wanted = [p for p in plan if not p.skipped]
+            for planned in wanted:
+                usable = DownloadItem(planned.file.url, planned.file.hashes).expected_hashes()
+                if options.require_hashes and not usable:
+                    raise DownloadError(
+                        planned.file.url,
+                        "the source gives no sha256 (or stronger) hash for it, and "
+                        "--require-hashes is on",
+                    )
+            with tempfile.TemporaryDirectory(prefix="wheelwise-download-") as folder:
+                items = []
+                for planned in wanted:
+                    cached = finder.cached_wheel(planned.file)
+                    url = cached.as_uri() if cached is not None else planned.file.url
+                    items.append(DownloadItem(url, planned.file.hashes, planned.file.filename))
+                paths = download_all(
+                    items,
+                    folder,
+                    progress=options.progress,
+                    require_hashes=options.require_hashes,
+                    timeout=options.timeout,
+                )
+                report = install_wheels(
+                    env, paths, break_system_packages=options.break_system_packages
+                )
+        finally:
+            finder.close()
+    return InstallOutcome(env, plan, dry_run=False, report=report)
+
+
+# -- the installation report (pip's format, version 1) --------------------------------
+
+_MULTI = {
+    "classifier",
+    "dynamic",
+    "license_file",
+    "obsoletes_dist",
+    "platform",
+    "project_url",
+    "provides_dist",
+    "provides_extra",
+    "requires_dist",
+    "requires_external",
+    "supported_platform",
+}
+
+
+def metadata_json(raw: bytes) -> dict[str, Any]:
+    """The JSON form of core metadata (PEP 566): lower-case keys with underscores,
+    multiple-use fields as lists, ``keywords`` split, the body as ``description``."""
+    message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(raw)
+    result: dict[str, Any] = {}
+    for key in dict.fromkeys(message.keys()):
+        name = key.lower().replace("-", "_")
+        values = [str(v) for v in message.get_all(key) or []]
+        if name == "keywords":
+            result[name] = [k.strip() for k in values[0].replace(",", " ").split() if k.strip()]
+        elif name in _MULTI:
+            result[name] = values
+        else:
+            result[name] = values[0]
+    body = message.get_payload()
+    if isinstance(body, str) and body.strip() and "description" not in result:
+        result["description"] = body
+    return result
+
+
+def installation_report(outcome: InstallOutcome) -> dict[str, Any]:
+    """pip's installation report (version ``1``) for *outcome*'s packages to install,
+    with a ``variant`` object per item and ``installer`` naming wheelwise."""
+    items = []
+    for planned in outcome.to_install:
+        hashes = dict(planned.file.hashes)
+        archive_info: dict[str, Any] = {"hashes": hashes}
+        if "sha256" in hashes:
+            archive_info["hash"] = f"sha256={hashes['sha256']}"
+        label = planned.package.label
+        items.append(
+            {
+                "download_info": {"url": planned.file.url, "archive_info": archive_info},
+                "is_direct": False,
+                "is_yanked": planned.file.yanked,
+                "requested": planned.requested,
+                "metadata": metadata_json(planned.metadata),
+                "variant": (
+                    None
+                    if label is None
+                    else {"label": label, "properties": list(planned.properties)}
+                ),
+            }
+        )
+    return {
+        "version": "1",
+        "pip_version": __version__,
+        "installer": f"wheelwise {__version__}",
+        "install": items,
+        "environment": dict(outcome.environment.markers),
+    }

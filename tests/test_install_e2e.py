@@ -1,0 +1,472 @@
+"""``wheelwise install`` end to end: real servers, fresh venvs, simulated machines.
+
+The demo wheelhouse holds ``gpukit`` 1.0 (a non-variant fallback and the variants
+``null``, ``cu126``, ``cu128``, ``cu130`` and ``x86_64_v3``), ``app`` (which depends
+on gpukit) and ``cudart`` (required by the CUDA builds of gpukit only, through a
+variant marker). It is served by ``wheelwise index serve`` and, built into a static
+site, by ``python -m http.server``; every install goes into a fresh virtual
+environment through ``python -m wheelwise install --python VENV/bin/python``, with
+the machine simulated by the providers' environment overrides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexkit import demo_wheel, http_server, uvicorn_thread, wheelwise_serve
+from installkit import WHEEL, make_venv, pip, run_python
+from wheelwise.index.static import build_site
+
+DATA = Path(__file__).parent / "data" / "cpuinfo"
+HASWELL = DATA / "linux-rhel7-haswell"
+K10 = DATA / "linux-scientific7-k10"
+NAMESPACES = ["nvidia", "x86_64"]
+
+
+def sm(*archs: int) -> list[str]:
+    return [f"{a}_real" for a in archs]
+
+
+CUDA = {
+    "cu126": ("12.6", sm(50, 60, 70, 75, 80, 86, 89, 90)),
+    "cu128": ("12.8", sm(70, 75, 80, 86, 89, 90, 100, 120)),
+    "cu130": ("13.0", sm(75, 80, 86, 89, 90, 100, 120)),
+}
+
+
+def metadata_member(name: str, version: str, requires: list[str]) -> dict[str, bytes]:
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    lines += [f"Requires-Dist: {r}" for r in requires]
+    return {f"{name}-{version}.dist-info/METADATA": ("\n".join(lines) + "\n").encode()}
+
+
+GATED = ['cudart; "nvidia" in variant_namespaces']
+
+
+def wheel(directory: Path, filename: str, *args: Any, **kwargs: Any) -> Path:
+    """demo_wheel with a Tag line in WHEEL (``pip check`` wants one)."""
+    name, version = filename.split("-")[:2]
+    members = {f"{name}-{version}.dist-info/WHEEL": WHEEL, **kwargs.pop("extra_members", {})}
+    return demo_wheel(directory, filename, *args, extra_members=members, **kwargs)
+
+
+def demo_house(directory: Path) -> None:
+    directory.mkdir(parents=True)
+    wheel(directory, "gpukit-1.0-py3-none-any.whl")
+    wheel(directory, "gpukit-1.0-py3-none-any-null.whl", "null", {}, namespaces=NAMESPACES)
+    for label, (bound, archs) in CUDA.items():
+        properties = {"nvidia": {"cuda_version_lower_bound": [bound], "sm_arch": archs}}
+        wheel(
+            directory,
+            f"gpukit-1.0-py3-none-any-{label}.whl",
+            label,
+            properties,
+            namespaces=NAMESPACES,
+            extra_members=metadata_member("gpukit", "1.0", GATED),
+        )
+    wheel(
+        directory,
+        "gpukit-1.0-py3-none-any-x86_64_v3.whl",
+        "x86_64_v3",
+        {"x86_64": {"level": ["v3"]}},
+        namespaces=NAMESPACES,
+    )
+    wheel(directory, "cudart-1.0-py3-none-any.whl")
+    wheel(
+        directory,
+        "app-1.0-py3-none-any.whl",
+        extra_members=metadata_member("app", "1.0", ["gpukit>=1.0"]),
+    )
+
+
+@pytest.fixture(scope="module")
+def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("e2e") / "wheels"
+    demo_house(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def served(house: Path) -> Iterator[str]:
+    with wheelwise_serve(house) as base:
+        yield f"{base}/simple/"
+
+
+@pytest.fixture(scope="module")
+def static(house: Path) -> Iterator[str]:
+    site = house.parent / "site"
+    build_site(house, site)
+    with http_server(site) as base:
+        yield f"{base}/simple/"
+
+
+def machine(cpu: Path = K10, driver: str = "none", gpus: str | None = None) -> dict[str, str]:
+    env = {
+        "WHEELWISE_CPUINFO": str(cpu),
+        "WHEELWISE_NVIDIA_DRIVER": driver,
+        "WHEELWISE_AMD_ROCM": "none",
+        "WHEELWISE_AMD_GFX": "none",
+    }
+    if gpus is not None:
+        env["WHEELWISE_NVIDIA_GPUS"] = gpus
+    return env
+
+
+def wheelwise(
+    args: list[str], cache: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    full = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("WHEELWISE_") and k.lower() not in ("http_proxy", "https_proxy")
+    }
+    full.update(WHEELWISE_CACHE_DIR=str(cache), NO_PROXY="*", COLUMNS="300", **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "wheelwise", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def install(
+    python: Path, index: str, cache: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    return wheelwise(["install", "--python", str(python), "--index-url", index, *args], cache, env)
+
+
+def build_of(python: Path, module: str = "gpukit") -> str:
+    result = run_python(python, f"import {module}; print(repr({module}.VARIANT))")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def tree_hash(python: Path) -> str:
+    site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
+    digest = hashlib.sha256()
+    for path in sorted(site.rglob("*")):
+        digest.update(str(path.relative_to(site)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+CASES = {
+    "no-gpu-k10": (machine(), "'null'"),
+    "haswell-no-gpu": (machine(HASWELL), "'x86_64_v3'"),
+    "driver-12.8-sm-8.6": (machine(driver="12.8", gpus="8.6"), "'cu128'"),
+    "driver-13.0-sm-9.0": (machine(driver="13.0", gpus="9.0"), "'cu130'"),
+    "sm-6.1": (machine(driver="12.8", gpus="6.1"), "'cu126'"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("source", ["served", "static"])
+def test_machine_gets_its_build(
+    case: str, source: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    index: str = request.getfixturevalue(source)
+    env, expected = CASES[case]
+    python = make_venv(tmp_path / "venv")
+    result = install(python, index, tmp_path / "cache", env, "app")
+    assert result.returncode == 0, result.stderr
+    assert build_of(python) == expected
+    label = expected.strip("'")
+    assert f"installed gpukit 1.0 (variant {label}" in result.stdout
+    assert f"from {index}" in result.stdout
+    # The variant marker pulls in cudart for the CUDA builds only.
+    has_cudart = run_python(python, "import cudart").returncode == 0
+    assert has_cudart == label.startswith("cu")
+    assert ("installed cudart 1.0" in result.stdout) == label.startswith("cu")
+    dist_info = next(python.parent.parent.glob("lib/python3*/site-packages/gpukit-1.0.dist-info"))
+    assert (dist_info / "INSTALLER").read_text().strip() == "wheelwise"
+    assert (dist_info / "variant.json").is_file()
+
+
+def test_pip_sees_the_install_and_list_and_uninstall(served: str, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    cache = tmp_path / "cache"
+    # Haswell, no GPU: no variant marker in the chosen wheel's metadata (pip cannot
+    # parse variant markers, so `pip check` would warn about a CUDA build).
+    result = install(python, served, cache, machine(HASWELL), "app", "cudart", "-q")
+    assert result.returncode == 0, result.stderr
+    listed = pip(python, "list", "--format=json")
+    assert listed.returncode == 0, listed.stderr
+    names = {d["name"]: d["version"] for d in json.loads(listed.stdout)}
+    assert names == {"app": "1.0", "gpukit": "1.0", "cudart": "1.0"}
+    checked = pip(python, "check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    listing = wheelwise(["list", "--python", str(python), "--json"], cache)
+    assert listing.returncode == 0, listing.stderr
+    rows = {row["name"]: row for row in json.loads(listing.stdout)}
+    assert rows["gpukit"]["variant"] == "x86_64_v3"
+    assert rows["app"]["variant"] is None
+    assert rows["gpukit"]["installer"] == "wheelwise"
+
+    # Installing again changes nothing.
+    again = install(python, served, cache, machine(HASWELL), "app")
+    assert again.returncode == 0, again.stderr
+    assert "already installed gpukit 1.0 (variant x86_64_v3)" in again.stdout
+
+    gone = wheelwise(["uninstall", "--python", str(python), "-y", "app", "cudart"], cache)
+    assert gone.returncode == 0, gone.stderr
+    assert "uninstalled app" in gone.stdout
+    left = {
+        row["name"]
+        for row in json.loads(wheelwise(["list", "--python", str(python), "--json"], cache).stdout)
+    }
+    assert left == {"gpukit"}
+
+
+def test_dry_run_shows_rejected_labels_and_report(served: str, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    before = tree_hash(python)
+    report = tmp_path / "report.json"
+    result = install(
+        python,
+        served,
+        tmp_path / "cache",
+        machine(driver="12.8", gpus="8.6"),
+        "app",
+        "--dry-run",
+        "--report",
+        str(report),
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "cu128" in out
+    assert "nvidia :: cuda_version_lower_bound :: 12.8" in out
+    assert "cu130" in out  # rejected, with its reason
+    assert "x86_64_v3" in out
+    assert tree_hash(python) == before
+    document = json.loads(report.read_text())
+    assert document["version"] == "1"
+    assert document["installer"].startswith("wheelwise ")
+    assert set(document["environment"]) >= {"python_version", "sys_platform"}
+    items = {item["metadata"]["name"]: item for item in document["install"]}
+    assert set(items) == {"app", "gpukit", "cudart"}
+    gpukit = items["gpukit"]
+    assert gpukit["variant"]["label"] == "cu128"
+    assert "nvidia :: sm_arch :: 86_real" in gpukit["variant"]["properties"]
+    assert gpukit["requested"] is False
+    assert items["app"]["requested"] is True
+    assert gpukit["metadata"]["requires_dist"] == GATED
+    assert items["app"]["variant"] is None
+    assert len(gpukit["download_info"]["archive_info"]["hashes"]["sha256"]) == 64
+    assert gpukit["download_info"]["url"].endswith("gpukit-1.0-py3-none-any-cu128.whl")
+
+
+def test_no_variant_and_variant_choice(static: str, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    cache = tmp_path / "cache"
+    env = machine(driver="13.0", gpus="9.0")
+    result = install(python, static, cache, env, "gpukit", "--no-variant")
+    assert result.returncode == 0, result.stderr
+    assert build_of(python) == "None"
+    result = install(python, static, cache, env, "gpukit", "--variant", "gpukit=cu126", "-U")
+    assert result.returncode == 0, result.stderr
+    assert build_of(python) == "'cu126'"
+    bad = install(python, static, cache, machine(), "gpukit", "--variant", "gpukit=cu130", "-U")
+    assert bad.returncode == 2
+    assert "cu130" in bad.stderr
+    assert "machine supports" in bad.stderr
+    missing = install(python, static, cache, env, "nope")
+    assert missing.returncode == 2
+    assert f"no release of nope was found (nope requested); searched {static}" in missing.stderr
+
+
+def test_requirements_file_and_find_links(house: Path, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(f"# demo\n--find-links {house}\n\napp  # the app\n")
+    result = wheelwise(
+        [
+            "install",
+            "--python",
+            str(python),
+            "--index-url",
+            str(tmp_path / "empty"),
+            "-r",
+            str(requirements),
+        ],
+        tmp_path / "cache",
+        machine(HASWELL),
+    )
+    # The empty index folder does not exist: a clear error.
+    assert result.returncode == 2
+    assert "no such directory" in result.stderr
+    (tmp_path / "empty").mkdir()
+    result = wheelwise(
+        [
+            "install",
+            "--python",
+            str(python),
+            "--index-url",
+            str(tmp_path / "empty"),
+            "-r",
+            str(requirements),
+        ],
+        tmp_path / "cache",
+        machine(HASWELL),
+    )
+    assert result.returncode == 0, result.stderr
+    assert build_of(python) == "'x86_64_v3'"
+    assert f"from {house}" in result.stdout
+    # A find-links folder gives no hashes.
+    strict = wheelwise(
+        [
+            "install",
+            "--python",
+            str(python),
+            "--find-links",
+            str(house),
+            "--index-url",
+            str(tmp_path / "empty"),
+            "cudart",
+            "--require-hashes",
+        ],
+        tmp_path / "cache",
+        machine(HASWELL),
+    )
+    assert strict.returncode == 2
+    assert "cudart-1.0-py3-none-any.whl: the source gives no sha256" in strict.stderr
+    requirements.write_text("--no-binary :all:\napp\n")
+    bad = wheelwise(["install", "--python", str(python), "-r", str(requirements)], tmp_path)
+    assert bad.returncode == 2
+    assert "--no-binary is not supported" in bad.stderr
+
+
+# -- hostile indexes --------------------------------------------------------------------
+
+
+class Hostile:
+    """An index serving one wheel ``plain``, with the wheel's answer set per test."""
+
+    def __init__(self, wheel: Path) -> None:
+        self.wheel = wheel.read_bytes()
+        self.filename = wheel.name
+        self.sha256 = hashlib.sha256(self.wheel).hexdigest()
+        self.mode = "ok"
+        self.release = threading.Event()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path: str = scope["path"]
+        headers: list[tuple[bytes, bytes]] = []
+        status, body = 200, b""
+        if path == "/simple/plain/":
+            digest = "0" * 64 if self.mode == "hash" else self.sha256
+            meta = hashlib.sha256(self.metadata).hexdigest()
+            body = (
+                f'<a href="/files/{self.filename}#sha256={digest}" '
+                f'data-dist-info-metadata="sha256={meta}">{self.filename}</a>'
+            ).encode()
+            headers.append((b"content-type", b"text/html"))
+        elif path == f"/files/{self.filename}.metadata":
+            body = self.metadata
+        elif path == f"/files/{self.filename}":
+            if self.mode == "500":
+                status = 500
+            elif self.mode == "truncated":
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [(b"content-length", str(len(self.wheel)).encode())],
+                    }
+                )
+                await send({"type": "http.response.body", "body": self.wheel[:100]})
+                return  # uvicorn closes the connection: the body is short
+            elif self.mode == "hang":
+                import anyio
+
+                with anyio.move_on_after(20):
+                    while not self.release.is_set():
+                        await anyio.sleep(0.05)
+                return
+            else:
+                body = self.wheel
+        else:
+            status = 404
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    @property
+    def metadata(self) -> bytes:
+        return b"Metadata-Version: 2.1\nName: plain\nVersion: 1.0\n"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Hostile, str]]:
+    folder = tmp_path_factory.mktemp("hostile")
+    app = Hostile(demo_wheel(folder, "plain-1.0-py3-none-any.whl"))
+    with uvicorn_thread(app) as base:
+        try:
+            yield app, f"{base}/simple/"
+        finally:
+            app.release.set()
+
+
+@pytest.fixture(scope="module")
+def victim(tmp_path_factory: pytest.TempPathFactory, served: str) -> Path:
+    """A venv with gpukit installed: a failed install must leave it as it was."""
+    folder = tmp_path_factory.mktemp("victim")
+    python = make_venv(folder / "venv")
+    result = install(python, served, folder / "cache", machine(), "gpukit")
+    assert result.returncode == 0, result.stderr
+    return python
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("hash", "sha256 mismatch"),
+        ("truncated", "truncated body"),
+        ("500", "HTTP 500"),
+        ("hang", "timed out"),
+    ],
+)
+def test_hostile_index_leaves_the_environment_unchanged(
+    mode: str,
+    message: str,
+    hostile: tuple[Hostile, str],
+    victim: Path,
+    served: str,
+    tmp_path: Path,
+) -> None:
+    app, index = hostile
+    app.mode = mode
+    before = tree_hash(victim)
+    started = time.monotonic()
+    result = install(
+        victim,
+        index,
+        tmp_path / "cache",
+        machine(),
+        "plain",
+        "gpukit",
+        "--extra-index-url",
+        served,
+        "--timeout",
+        "1",
+        "-U",
+    )
+    assert time.monotonic() - started < 30
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "plain-1.0-py3-none-any.whl" in result.stderr
+    assert tree_hash(victim) == before
+    app.mode = "ok"

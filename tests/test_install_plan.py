@@ -1,0 +1,151 @@
+"""The installer's pieces below the CLI: requirements files, the index finder, the
+installation report's metadata form."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name
+
+from indexkit import demo_wheel
+from wheelfactory import make_wheel, variant_doc
+from wheelwise.index.client import IndexClient, IndexSource
+from wheelwise.install.environment import TargetEnvironment
+from wheelwise.install.errors import ExternallyManagedError
+from wheelwise.install.finder import IndexFinder, requires_dist
+from wheelwise.install.plan import InstallOptions, metadata_json, run_install
+from wheelwise.install.reqfile import RequirementsFileError, read_requirements
+
+TAGS = [Tag("py3", "none", "any")]
+
+
+def test_requirements_file(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "more.txt").write_text("extra-pkg>=2 ; python_version >= '3'\n")
+    (tmp_path / "pins.txt").write_text("gpukit==1.0\n")
+    main = tmp_path / "requirements.txt"
+    main.write_text(
+        "# comment\n"
+        "--index-url https://example.org/simple/\n"
+        "--extra-index-url=https://extra.example.org/simple/\n"
+        "-f wheels\n"
+        "\n"
+        "app[cli] >= 1.0  # trailing comment\n"
+        "long-name \\\n"
+        "   ==3.0\n"
+        "-r sub/more.txt\n"
+        "-c pins.txt\n"
+    )
+    found = read_requirements(main)
+    assert found.requirements == [
+        "app[cli] >= 1.0",
+        "long-name    ==3.0",
+        "extra-pkg>=2 ; python_version >= '3'",
+    ]
+    assert found.constraints == ["gpukit==1.0"]
+    assert found.index_url == "https://example.org/simple/"
+    assert found.extra_index_urls == ["https://extra.example.org/simple/"]
+    assert found.find_links == [str(tmp_path / "wheels")]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("--no-binary :all:\n", "option --no-binary is not supported"),
+        ("-e .\n", "option -e is not supported"),
+        ("-r\n", "-r needs a value"),
+        ("-r missing.txt\n", "requirements file not found"),
+    ],
+)
+def test_requirements_file_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "r.txt"
+    path.write_text(text)
+    with pytest.raises(RequirementsFileError, match=message):
+        read_requirements(path)
+
+
+def test_requirements_file_cycle(tmp_path: Path) -> None:
+    path = tmp_path / "r.txt"
+    path.write_text("-r r.txt\n")
+    with pytest.raises(RequirementsFileError, match="nest too deeply"):
+        read_requirements(path)
+
+
+def test_requires_dist_and_metadata_json() -> None:
+    raw = (
+        b"Metadata-Version: 2.1\nName: app\nVersion: 1.0\nKeywords: a, b\n"
+        b"Requires-Dist: x>=1\nRequires-Dist: y; extra == 'cli'\nProvides-Extra: cli\n\nHello\n"
+    )
+    assert requires_dist(raw) == ["x>=1", "y; extra == 'cli'"]
+    assert metadata_json(raw) == {
+        "metadata_version": "2.1",
+        "name": "app",
+        "version": "1.0",
+        "keywords": ["a", "b"],
+        "requires_dist": ["x>=1", "y; extra == 'cli'"],
+        "provides_extra": ["cli"],
+        "description": "Hello\n",
+    }
+
+
+def finder(tmp_path: Path, *folders: Path) -> IndexFinder:
+    client = IndexClient(cache=False)
+    sources = [IndexSource.find_links(folder) for folder in folders]
+    return IndexFinder(sources, client, tags=TAGS, python_version="3.11.0", cache_dir=tmp_path)
+
+
+def test_first_source_with_a_viable_wheel_wins(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    # The first source has 1.0 for Python 2 only, and 2.0 for this Python.
+    make_wheel(first, "pkg-1.0-py2-none-any.whl")
+    make_wheel(first, "pkg-2.0-py3-none-any.whl")
+    make_wheel(second, "pkg-1.0-py3-none-any.whl")
+    make_wheel(second, "pkg-2.0-py3-none-any.whl")
+    found = finder(tmp_path / "cache", first, second)
+    releases = {str(r.version): r for r in found.versions(canonicalize_name("pkg"))}
+    assert releases["1.0"].source.url == second.resolve().as_uri()
+    assert releases["2.0"].source.url == first.resolve().as_uri()
+    assert [str(f) for f in releases["2.0"].files] == ["pkg-2.0-py3-none-any.whl"]
+    assert found.dependencies(releases["2.0"].files[0]) == []
+
+
+def test_variant_metadata_from_one_wheel_per_label(tmp_path: Path) -> None:
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    demo_wheel(folder, "pkg-1.0-py3-none-any-null.whl", "null", {})
+    demo_wheel(
+        folder, "pkg-1.0-py3-none-any-x86_64_v3.whl", "x86_64_v3", {"x86_64": {"level": ["v3"]}}
+    )
+    make_wheel(folder, "pkg-1.0-py2-none-any-aaaa.whl", variant_doc("aaaa", {}))
+    make_wheel(folder, "plain-1.0-py3-none-any.whl")
+    found = finder(tmp_path / "cache", folder)
+    (release,) = found.versions(canonicalize_name("pkg"))
+    metadata = release.variant_metadata()
+    assert metadata is not None
+    # Only wheels this Python can use were read (not the py2 one).
+    assert sorted(metadata.variants) == ["null", "x86_64_v3"]
+    (plain,) = found.versions(canonicalize_name("plain"))
+    assert plain.variant_metadata() is None
+    cached = {str(f): found.cached_wheel(f.link.file) is not None for f in release.files}
+    assert cached == {
+        "pkg-1.0-py2-none-any-aaaa.whl": False,
+        "pkg-1.0-py3-none-any-null.whl": True,
+        "pkg-1.0-py3-none-any-x86_64_v3.whl": True,
+    }
+    found.close()
+
+
+def test_externally_managed_target_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = TargetEnvironment.current()
+    managed = dataclasses.replace(env, externally_managed="use apt")
+    monkeypatch.setattr(TargetEnvironment, "current", classmethod(lambda cls: managed))
+    options = InstallOptions(requirements=["pkg"], index_url=str(tmp_path))
+    with pytest.raises(ExternallyManagedError, match="--break-system-packages"):
+        run_install(options)
