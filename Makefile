@@ -4,9 +4,14 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-DEMO   := examples/demo_gpu-1.0-variants.json
+# The demo wheelhouse: examples/demo-project as variant wheels, and a static index of them.
+DEMO_WHEELHOUSE := $(VENV)/demo-wheelhouse
+DEMO_SITE       := $(VENV)/demo-site
+DEMO_INDEX      := file://$(abspath $(DEMO_SITE))/simple/
+DEMO            := $(DEMO_SITE)/files/wheelwise-demo/wheelwise_demo-1.0-variants.json
+DEMO_TARGET     := .venv-demo-target
 
-.PHONY: demo test lint bench clean
+.PHONY: demo demo-install test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,17 +28,40 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
-	@echo "== $(DEMO) on an example machine: RTX 3080 (sm 8.6), CUDA driver 12.8"
+	@echo "== build the demo wheelhouse from examples/demo-project, and a static index of it"
+	$(BIN)/python examples/build_demo_wheelhouse.py $(DEMO_WHEELHOUSE) --site $(DEMO_SITE)
+	@echo "== its merged variants on an example machine: RTX 3080 (sm 8.6), CUDA driver 12.8"
 	$(BIN)/wheelwise select $(DEMO) --system examples/machines/rtx3080-driver12.8.json
 	@echo "== the same package on a GTX 1080 Ti (sm 6.1): only the build listing 60_real fits"
 	$(BIN)/wheelwise select $(DEMO) --system examples/machines/gtx1080ti-driver12.8.json
 	@echo "== this machine, as detected"
 	$(BIN)/wheelwise detect
 	$(BIN)/wheelwise select $(DEMO)
+	@if $(BIN)/wheelwise install --help >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory demo-install; \
+	else \
+		echo "== install step skipped: 'wheelwise install --help' fails here:"; \
+		$(BIN)/wheelwise install --help 2>&1 | tail -n 1; \
+	fi
+
+# Installs the demo package from the demo index into a fresh venv (run by `demo`).
+demo-install: $(VENV)/.installed
+	rm -rf $(DEMO_TARGET)
+	$(BIN)/python -m venv --without-pip $(DEMO_TARGET)
+	@echo "== what wheelwise would install into $(DEMO_TARGET) on this machine, and why"
+	$(BIN)/wheelwise install --python $(DEMO_TARGET)/bin/python --index-url $(DEMO_INDEX) \
+		wheelwise-demo --dry-run
+	@echo "== ... and on a GPU machine: RTX 3080 (sm 8.6), CUDA driver 12.8"
+	$(BIN)/wheelwise install --python $(DEMO_TARGET)/bin/python --index-url $(DEMO_INDEX) \
+		wheelwise-demo --dry-run --system examples/machines/rtx3080-driver12.8.json
+	@echo "== install it on this machine, and ask the installed package which build it is"
+	$(BIN)/wheelwise install --python $(DEMO_TARGET)/bin/python --index-url $(DEMO_INDEX) \
+		wheelwise-demo
+	$(DEMO_TARGET)/bin/python -m wheelwise_demo
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy
 
 test: lint
@@ -44,4 +72,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/detect.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(DEMO_TARGET) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,397 @@
+"""Benchmark: installing ~30 real wheels into fresh venvs, wheelwise vs pip vs uv.
+
+Setup (once): ``pip download --only-binary=:all:`` fetches the pinned wheels of
+``REQUIREMENTS`` (31 distributions, a closed set: every dependency is pinned too)
+from the package registry into ``bench/.wheelhouse`` (skipped when they are there),
+with the current pip under the current interpreter, whose Python every target venv
+uses. Each run of the script then serves them on 127.0.0.1 with ``wheelwise index
+serve`` (uvicorn; PEP 691 JSON or PEP 503 HTML as asked, PEP 658 metadata files),
+or with ``--server static``, ``wheelwise index build`` to a static site served by
+``python -m http.server``; ``--server file`` reads that static site as a ``file://``
+index (no server process: the installers' own cost). Prefer ``serve`` for HTTP:
+http.server answers each request on a new HTTP/1.0 connection, which costs uv about
+2 s more here (its resolution takes 1.8 s instead of 0.1 s) and distorts the
+comparison.
+
+Timed, as whole processes, interleaved, median of N runs (plus one untimed warm-up
+round that fills the OS file cache), each into a new venv made before the clock
+starts, with cold caches and no byte-compilation:
+
+* pip: ``VENV/bin/python -m pip install --no-compile --no-cache-dir`` (the venv gets
+  the same pip version as this environment's, byte-compiled as ``ensurepip`` leaves
+  it, installed untimed from a local wheel);
+* uv: ``uv pip install --no-cache --python VENV/bin/python`` (uv does not compile
+  by default);
+* wheelwise: ``wheelwise install -q --python VENV/bin/python`` with a new, empty
+  ``WHEELWISE_CACHE_DIR`` (HTTP cache and detection cache) on every run. Skipped,
+  with a note, when this wheelwise has no ``install`` command.
+
+After every timed run the venv must hold exactly the expected distributions, and
+no new ``.pyc`` file.
+
+Usage::
+
+    .venv/bin/python bench/install.py [--runs 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WHEELHOUSE = ROOT / "bench" / ".wheelhouse"
+TOOLS = WHEELHOUSE / "tools"
+
+# Resolved together for CPython 3.11 on manylinux x86-64; the top-level packages are
+# requests, rich, jsonschema, httpx, pydantic, python-dateutil, pytz, pyyaml, jinja2,
+# click, packaging (and tzdata), the rest are their dependencies.
+REQUIREMENTS = [
+    "annotated-types==0.8.0",
+    "anyio==4.16.0",
+    "attrs==26.1.0",
+    "certifi==2026.10.18",
+    "charset-normalizer==3.5.2",
+    "click==8.5.1",
+    "h11==0.16.0",
+    "httpcore==1.0.9",
+    "httpx==0.28.1",
+    "idna==3.20",
+    "jinja2==3.1.6",
+    "jsonschema==4.26.0",
+    "jsonschema-specifications==2025.9.1",
+    "markdown-it-py==4.3.0",
+    "markupsafe==3.0.4",
+    "mdurl==0.1.2",
+    "packaging==26.3",
+    "pydantic==2.14.3",
+    "pydantic-core==2.50.4",
+    "pygments==2.21.0",
+    "python-dateutil==4.0.0",
+    "pytz==2026.6",
+    "pyyaml==6.0.3",
+    "referencing==0.37.0",
+    "requests==2.34.2",
+    "rich==15.0.0",
+    "rpds-py==2026.9.1",
+    "typing-extensions==4.16.0",
+    "typing-inspection==0.4.5",
+    "tzdata==2026.6",
+    "urllib3==2.8.0",
+]
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+EXPECTED = {canonical(req.split("==")[0]) for req in REQUIREMENTS}
+
+
+def bin_dir(venv: Path) -> Path:
+    return venv / ("Scripts" if os.name == "nt" else "bin")
+
+
+def venv_python(venv: Path) -> Path:
+    return bin_dir(venv) / ("python.exe" if os.name == "nt" else "python")
+
+
+def wheel_names(directory: Path) -> set[str]:
+    return {canonical(path.name.split("-")[0]) for path in directory.glob("*.whl")}
+
+
+def ensure_wheelhouse(pip_version: str) -> None:
+    """Download the wheels (and pip, for the pip venvs) once; a no-op when present."""
+    if wheel_names(WHEELHOUSE) >= EXPECTED and "pip" in wheel_names(TOOLS):
+        return
+    pip = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:"]
+    subprocess.run([*pip, "-d", str(WHEELHOUSE), *REQUIREMENTS], check=True)
+    subprocess.run([*pip, "--no-deps", "-d", str(TOOLS), f"pip=={pip_version}"], check=True)
+    missing = EXPECTED - wheel_names(WHEELHOUSE)
+    if missing:
+        raise SystemExit(f"bench/install.py: not downloaded: {', '.join(sorted(missing))}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def static_server(site: Path) -> Iterator[str]:
+    """``python -m http.server`` on SITE; yields the index URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=site,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/simple/"
+    try:
+        wait_for(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait()
+
+
+@contextlib.contextmanager
+def index_server(wheelwise: Path) -> Iterator[str]:
+    """``wheelwise index serve`` on the wheelhouse; yields the index URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(wheelwise), "index", "serve", str(WHEELHOUSE), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/simple/"
+    try:
+        wait_for(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def wait_for(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise
+            time.sleep(0.05)
+
+
+def site_packages(venv: Path) -> Path:
+    (path,) = venv.glob("lib/python*/site-packages") if os.name != "nt" else [venv / "Lib"]
+    return path / "site-packages" if os.name == "nt" else path
+
+
+def installed(venv: Path) -> set[str]:
+    return {
+        canonical(path.name.split("-")[0])
+        for path in site_packages(venv).glob("*.dist-info")
+        if canonical(path.name.split("-")[0]) not in {"pip"}
+    }
+
+
+def count_pyc(venv: Path) -> int:
+    """``.pyc`` files of the installed packages (pip's own are not counted)."""
+    root = site_packages(venv)
+    return sum(1 for path in root.rglob("*.pyc") if path.relative_to(root).parts[0] != "pip")
+
+
+def has_install_command(wheelwise: Path) -> bool:
+    result = subprocess.run([str(wheelwise), "install", "--help"], capture_output=True, check=False)
+    return result.returncode == 0
+
+
+def tool_version(argv: list[str]) -> str:
+    result = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return result.stdout.strip().splitlines()[0]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="wheelwise install vs pip vs uv")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--server",
+        choices=["serve", "static", "file"],
+        default="serve",
+        help="serve: `wheelwise index serve` (default); static: a static site served by "
+        "`python -m http.server`; file: the static site as a file:// index",
+    )
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    here = Path(sys.executable).parent
+    wheelwise = here / "wheelwise"
+    uv = Path(shutil.which("uv", path=str(here)) or shutil.which("uv") or "uv")
+    pip_version = metadata.version("pip")
+    ensure_wheelhouse(pip_version)
+    # No user or site configuration of any tool, and no inherited tool settings.
+    base_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PIP_", "UV_", "WHEELWISE_", "PYTHONDONTWRITEBYTECODE"))
+    }
+    base_env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    base_env.update(PIP_NO_INPUT="1", UV_NO_CONFIG="1")
+
+    with_wheelwise = has_install_command(wheelwise)
+    notes: list[str] = []
+    if not with_wheelwise:
+        notes.append("wheelwise row skipped: this wheelwise has no `install` command yet")
+
+    with tempfile.TemporaryDirectory(prefix="wheelwise-bench-install-") as tmp_name:
+        tmp = Path(tmp_name)
+        server: contextlib.AbstractContextManager[str]
+        if args.server == "serve":
+            server = index_server(wheelwise)
+        else:
+            site = tmp / "site"
+            subprocess.run(
+                [str(wheelwise), "index", "build", str(WHEELHOUSE), "-o", str(site)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            if args.server == "static":
+                server = static_server(site)
+            else:
+                server = contextlib.nullcontext((site / "simple").as_uri() + "/")
+        counter = iter(range(10**6))
+
+        def new_venv(with_pip: bool) -> Path:
+            venv = tmp / f"venv-{next(counter)}"
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+            if with_pip:
+                subprocess.run(
+                    [
+                        str(uv), "pip", "install", "--quiet", "--compile-bytecode",
+                        "--no-index", "--find-links",
+                        str(TOOLS), "--python", str(venv_python(venv)), f"pip=={pip_version}",
+                    ],
+                    check=True,
+                    env=base_env,
+                )  # fmt: skip
+            return venv
+
+        def timed(name: str, venv: Path, command: list[str], env: dict[str, str]) -> float:
+            before = count_pyc(venv)
+            start = time.perf_counter()
+            result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            elapsed = time.perf_counter() - start
+            if result.returncode != 0:
+                raise SystemExit(f"{name} failed ({result.returncode}):\n{result.stderr}")
+            got = installed(venv)
+            if got != EXPECTED:
+                raise SystemExit(
+                    f"{name}: missing {sorted(EXPECTED - got)}, unexpected {sorted(got - EXPECTED)}"
+                )
+            if count_pyc(venv) != before:
+                raise SystemExit(f"{name} byte-compiled {count_pyc(venv) - before} files")
+            shutil.rmtree(venv)
+            return elapsed
+
+        with server as index_url:
+
+            def run_pip() -> float:
+                venv = new_venv(with_pip=True)
+                command = [
+                    str(venv_python(venv)), "-m", "pip", "install", "--quiet", "--no-compile",
+                    "--no-cache-dir", "--index-url", index_url, *REQUIREMENTS,
+                ]  # fmt: skip
+                return timed("pip", venv, command, base_env)
+
+            def run_uv() -> float:
+                venv = new_venv(with_pip=False)
+                command = [
+                    str(uv), "pip", "install", "--quiet", "--no-cache", "--index-url",
+                    index_url, "--python", str(venv_python(venv)), *REQUIREMENTS,
+                ]  # fmt: skip
+                return timed("uv", venv, command, base_env)
+
+            def run_wheelwise() -> float:
+                venv = new_venv(with_pip=False)
+                cache = tmp / f"cache-{next(counter)}"
+                command = [
+                    str(wheelwise), "install", "-q", "--index-url", index_url,
+                    "--python", str(venv_python(venv)), *REQUIREMENTS,
+                ]  # fmt: skip
+                env = {**base_env, "WHEELWISE_CACHE_DIR": str(cache)}
+                return timed("wheelwise", venv, command, env)
+
+            contenders: dict[str, Callable[[], float]] = {"pip": run_pip, "uv": run_uv}
+            if with_wheelwise:
+                contenders["wheelwise"] = run_wheelwise
+            for run in contenders.values():  # warm-up: OS file cache, installers' bytecode
+                run()
+            times: dict[str, list[float]] = {name: [] for name in contenders}
+            for _ in range(args.runs):
+                for name, run in contenders.items():
+                    times[name].append(run())
+
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    ratios: dict[str, float] = {}
+    if "wheelwise" in medians:
+        ratios["wheelwise/pip"] = medians["wheelwise"] / medians["pip"]
+        ratios["wheelwise/uv"] = medians["wheelwise"] / medians["uv"]
+    ratios["uv/pip"] = medians["uv"] / medians["pip"]
+    versions = {
+        "pip": pip_version,
+        "uv": tool_version([str(uv), "--version"]),
+        "wheelwise": metadata.version("wheelwise"),
+    }
+    result = {
+        "command": "python bench/install.py " + " ".join(argv or sys.argv[1:]),
+        "machine": {
+            "python": sys.version.split()[0],
+            "cpu": cpu_model(),
+            "nproc": os.cpu_count(),
+        },
+        "versions": versions,
+        "distributions": len(EXPECTED),
+        "runs": args.runs,
+        "server": args.server,
+        "median_s": medians,
+        "min_s": {name: min(values) for name, values in times.items()},
+        "ratios": ratios,
+        "notes": notes,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(
+        f"machine: Python {result['machine']['python']}, {result['machine']['cpu']}, "
+        f"nproc={result['machine']['nproc']}; pip {versions['pip']}, {versions['uv']}, "
+        f"wheelwise {versions['wheelwise']}"
+    )
+    print(
+        f"{len(EXPECTED)} distributions from a local index ({args.server}) into fresh "
+        "venvs; "
+        f"{args.runs} runs each, interleaved"
+    )
+    print(f"{'installer':<12} {'median s':>9} {'min s':>8}")
+    for name in contenders:
+        print(f"{name:<12} {medians[name]:>9.2f} {result['min_s'][name]:>8.2f}")
+    for name, ratio in ratios.items():
+        print(f"{name}: {ratio:.2f}x")
+    if "wheelwise/pip" in ratios:
+        print("aim: wheelwise/pip <= 0.5x, wheelwise/uv <= 2x")
+    for note in notes:
+        print(f"note: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
