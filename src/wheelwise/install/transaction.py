@@ -133,10 +133,22 @@ def list_installed(env: TargetEnvironment) -> list[InstalledDist]:
 
 
 def _find(env: TargetEnvironment, name: str) -> InstalledDist | None:
+    """The installed distribution *name*, reading only dist-info folders named like it
+    (listing everything per wheel made an install quadratic in the environment's size)."""
     wanted = canonicalize_name(name)
-    for dist in list_installed(env):
-        if dist.name == wanted:
-            return dist
+    for site in env.site_dirs:
+        try:
+            entries = sorted(site.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.name.endswith(".dist-info"):
+                continue
+            stem = entry.name[: -len(".dist-info")].rsplit("-", 1)[0]
+            if canonicalize_name(stem) == wanted and entry.is_dir():
+                dist = _read_dist(entry)
+                if dist is not None and dist.name == wanted:
+                    return dist
     return None
 
 
