@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,28 @@ def test_bad_record_installs_nothing(env: TargetEnvironment, wheels: Path) -> No
     bad = simple_wheel(wheels / "bad", "beta", "1.0", record=False)
     with pytest.raises(InstallError, match=r"beta-1\.0-py3-none-any\.whl.*not listed in RECORD"):
         install_wheels(env, [alpha_wheel(wheels / "new", "2.0"), bad])
+    assert tree_hash(env.prefix) == before
+    assert _version(env) == "1.0"
+
+
+def test_member_not_matching_record_is_caught_while_installing(
+    env: TargetEnvironment, wheels: Path
+) -> None:
+    """Contents are checked as they are written: a tampered member (listed in RECORD,
+    with the wrong hash) stops the install and everything is rolled back."""
+    install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    before = tree_hash(env.prefix)
+    good = simple_wheel(wheels / "tampered", "beta", "1.0")
+    tampered = good.with_name("beta-1.0-py3-none-any.whl")
+    with zipfile.ZipFile(good) as source:
+        members = {info.filename: source.read(info) for info in source.infolist()}
+    members["beta/__init__.py"] += b"# tampered\n"
+    good.unlink()
+    with zipfile.ZipFile(tampered, "w") as target:
+        for name, data in members.items():
+            target.writestr(name, data)
+    with pytest.raises(InstallError, match=r"beta/__init__\.py.*does not match its RECORD"):
+        install_wheels(env, [alpha_wheel(wheels / "new", "2.0"), tampered])
     assert tree_hash(env.prefix) == before
     assert _version(env) == "1.0"
 

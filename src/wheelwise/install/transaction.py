@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import hashlib
+import io
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+import zipfile
+from base64 import urlsafe_b64encode
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -33,7 +37,7 @@ import filelock
 import installer
 from installer.destinations import SchemeDictionaryDestination
 from installer.records import RecordEntry
-from installer.sources import WheelFile
+from installer.sources import WheelContentElement, WheelFile
 from installer.utils import Scheme
 from packaging.utils import canonicalize_name
 
@@ -238,7 +242,10 @@ class _Transaction:
             bytecode_optimization_levels=(),
         )
         destination.transaction = self
-        with WheelFile.open(wheel) as source:
+        with WheelArchive(wheel) as archive:
+            expected = archive.check_record_listing()
+        with zipfile.ZipFile(wheel) as archive_file:
+            source = _VerifyingWheelFile(archive_file, expected, wheel.name)
             installer.install(
                 source, destination, additional_metadata={"INSTALLER": b"wheelwise\n"}
             )
@@ -285,6 +292,73 @@ class _Transaction:
                 directory = directory.parent
 
 
+class _VerifyingWheelFile(WheelFile):
+    """installer's wheel source, checking each member against RECORD as it is read.
+
+    The member is hashed while installer copies it, so every byte is read once; a
+    mismatch raises before the transaction commits, and the rollback removes what
+    was written.
+    """
+
+    def __init__(
+        self, archive: zipfile.ZipFile, expected: dict[str, RecordEntry], wheel_name: str
+    ) -> None:
+        super().__init__(archive)
+        self.expected = expected
+        self.wheel_name = wheel_name
+
+    def get_contents(self) -> Iterator[WheelContentElement]:
+        for record, stream, is_executable in super().get_contents():
+            entry = self.expected.get(record[0])
+            if entry is None or entry.hash_ is None:
+                yield record, stream, is_executable  # RECORD itself, signatures
+            else:
+                checked = io.BufferedReader(_CheckedStream(stream, entry, self.wheel_name))
+                yield record, checked, is_executable
+
+
+class _CheckedStream(io.RawIOBase):
+    """Reads *stream*, and at its end compares hash and size with the RECORD entry."""
+
+    def __init__(self, stream: BinaryIO, entry: RecordEntry, wheel_name: str) -> None:
+        assert entry.hash_ is not None
+        self._stream = stream
+        self._entry = entry
+        self._wheel_name = wheel_name
+        self._digest = hashlib.new(entry.hash_.name)
+        self._size = 0
+        self._checked = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self._stream.read(len(target))
+        if not data:
+            self._check()
+            return 0
+        self._digest.update(data)
+        self._size += len(data)
+        target[: len(data)] = data
+        return len(data)
+
+    def _check(self) -> None:
+        if self._checked:
+            return
+        self._checked = True
+        entry = self._entry
+        assert entry.hash_ is not None
+        matches = (
+            urlsafe_b64encode(self._digest.digest()).decode("ascii").rstrip("=")
+            == entry.hash_.value
+        ) and (entry.size is None or entry.size == self._size)
+        if not matches:
+            raise InstallError(
+                f"refusing to install {self._wheel_name}: member {entry.path!r} does not "
+                "match its RECORD hash/size: the wheel was modified or corrupted"
+            )
+
+
 class _JournalingDestination(SchemeDictionaryDestination):
     """installer's destination, noting each file (and folder) before creating it."""
 
@@ -315,7 +389,8 @@ def _verify(wheels: Iterable[Path]) -> list[_Wheel]:
     for path in wheels:
         try:
             with WheelArchive(path) as archive:
-                archive.verify_record()
+                # Contents are checked against RECORD while they are installed.
+                archive.check_record_listing()
                 message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
                     archive.metadata(), headersonly=True
                 )

@@ -207,8 +207,12 @@ class WheelArchive:
         except WheelError as exc:
             raise self._fail(str(exc)) from None
 
-    def verify_record(self) -> None:
-        """Every member is listed in RECORD with a matching hash and size."""
+    def check_record_listing(self) -> dict[str, RecordEntry]:
+        """RECORD and the archive list the same files, each with a strong hash.
+
+        Reads no member contents: a caller that reads every member anyway (an
+        installer) checks each one against the returned entries as it goes.
+        """
         record_name = self.dist_info_path("RECORD")
         entries = {entry.path: entry for entry in self.record()}
         for name in self._members:
@@ -226,14 +230,26 @@ class WheelArchive:
                     f"RECORD hashes {name!r} with {entry.hash_.name}; the wheel format needs "
                     "sha256 or stronger"
                 )
-            if not entry.validate_stream(io.BufferedReader(_ChunkStream(self.iter_chunks(name)))):
-                raise self._fail(
-                    f"member {name!r} does not match its RECORD hash/size: the wheel was "
-                    "modified or corrupted"
-                )
         missing = sorted(set(entries) - set(self._members))
         if missing:
             raise self._fail(f"RECORD lists missing members: {', '.join(missing[:5])}")
+        return entries
+
+    def verify_record(self) -> None:
+        """Every member is listed in RECORD with a matching hash and size."""
+        entries = self.check_record_listing()
+        for name in self._members:
+            entry = entries.get(name)
+            if entry is None or entry.hash_ is None:
+                continue  # RECORD itself and its signatures
+            if not entry.validate_stream(io.BufferedReader(_ChunkStream(self.iter_chunks(name)))):
+                raise self.mismatch(name)
+
+    def mismatch(self, name: str) -> WheelError:
+        return self._fail(
+            f"member {name!r} does not match its RECORD hash/size: the wheel was "
+            "modified or corrupted"
+        )
 
 
 class _ChunkStream(io.RawIOBase):
