@@ -33,6 +33,8 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchkit import bin_dir, cpu_model
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_SOURCE = (
     ROOT
@@ -40,10 +42,6 @@ PLUGIN_SOURCE = (
     / "test_plugin_package-0-py3-none-any.whl"
 )
 VARIANTLIB_VENV = ROOT / "bench" / ".venv-variantlib"
-
-
-def bin_dir(venv: Path) -> Path:
-    return venv / ("Scripts" if os.name == "nt" else "bin")
 
 
 def plugin_wheel(directory: Path) -> Path:
@@ -83,16 +81,6 @@ def run_once(argv: Sequence[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,8 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchkit import cpu_model
+
 PROJECTS = 20
 VERSIONS = 10
 SM = ["50_real", "60_real", "70_real", "75_real", "80_real", "86_real", "90_real", "100_real"]
@@ -115,16 +117,6 @@ def timed(argv: Sequence[str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return time.perf_counter() - start
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

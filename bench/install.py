@@ -42,7 +42,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,8 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
+
+from benchkit import bin_dir, cpu_model, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / "bench" / ".wheelhouse"
@@ -102,10 +103,6 @@ def canonical(name: str) -> str:
 EXPECTED = {canonical(req.split("==")[0]) for req in REQUIREMENTS}
 
 
-def bin_dir(venv: Path) -> Path:
-    return venv / ("Scripts" if os.name == "nt" else "bin")
-
-
 def venv_python(venv: Path) -> Path:
     return bin_dir(venv) / ("python.exe" if os.name == "nt" else "python")
 
@@ -124,13 +121,6 @@ def ensure_wheelhouse(pip_version: str) -> None:
     missing = EXPECTED - wheel_names(WHEELHOUSE)
     if missing:
         raise SystemExit(f"bench/install.py: not downloaded: {', '.join(sorted(missing))}")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextlib.contextmanager
@@ -209,16 +199,6 @@ def has_install_command(wheelwise: Path) -> bool:
 def tool_version(argv: list[str]) -> str:
     result = subprocess.run(argv, capture_output=True, text=True, check=True)
     return result.stdout.strip().splitlines()[0]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

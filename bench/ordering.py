@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
+from benchkit import machine_info
 from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.ordering import rank_variants
@@ -123,29 +121,6 @@ def measure(contenders: Mapping[str, Callable[[], object]], runs: int) -> dict[s
             func()
             times[name].append(time.perf_counter() - start)
     return times
-
-
-def cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def machine_info() -> dict[str, Any]:
-    try:
-        nproc = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        nproc = os.cpu_count() or 0
-    return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "cpu": cpu_model(),
-        "nproc": nproc,
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

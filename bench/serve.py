@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,18 +31,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from index_build import cpu_model, generate
+from benchkit import cpu_model, free_port
+from index_build import generate
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPISERVER_VENV = ROOT / "bench" / ".venv-pypiserver"
 PAGE = "/simple/bench-pkg07/"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def ensure_pypiserver() -> Path:
