@@ -25,6 +25,7 @@ from wheelwise.install import (
     list_installed,
     uninstall,
 )
+from wheelwise.install import parallel
 from wheelwise.install.environment import QUERY_SCRIPT
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
@@ -144,6 +145,8 @@ def test_member_not_matching_record_is_caught_while_installing(
 def test_failure_midway_rolls_back_everything(
     env: TargetEnvironment, wheels: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # One wheel after the other, so that the injected failure comes after beta's files.
+    monkeypatch.setattr(parallel, "STRATEGY", "serial")
     install_wheels(env, [alpha_wheel(wheels, "1.0")])
     run_python(env.python, "import alpha.old_only")  # leaves bytecode to back up
     before = tree_hash(env.prefix)

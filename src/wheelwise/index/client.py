@@ -265,6 +265,11 @@ class IndexClient:
             transport=transport,
         )
 
+    @property
+    def http(self) -> httpx.Client:
+        """The underlying client, for downloads that should share its connections."""
+        return self._http
+
     def close(self) -> None:
         self._http.close()
 

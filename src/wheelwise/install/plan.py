@@ -222,6 +222,7 @@ def run_install(options: InstallOptions) -> InstallOutcome:
                 paths = download_all(
                     items,
                     folder,
+                    client=client.http,
                     progress=options.progress,
                     require_hashes=options.require_hashes,
                     timeout=options.timeout,

@@ -20,29 +20,23 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
-import hashlib
-import io
+import functools
 import json
 import os
 import shutil
 import tempfile
-import zipfile
-from base64 import urlsafe_b64encode
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 import filelock
-import installer
-from installer.destinations import SchemeDictionaryDestination
 from installer.records import RecordEntry
-from installer.sources import WheelContentElement, WheelFile
-from installer.utils import Scheme
 from packaging.utils import canonicalize_name
 
 from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.errors import ExternallyManagedError, InstallError, LockTimeoutError
+from wheelwise.install.parallel import run_tasks
+from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record
@@ -170,8 +164,7 @@ def _inside(path: str, root: Path) -> bool:
 class _Transaction:
     def __init__(self, env: TargetEnvironment) -> None:
         self.env = env
-        self.written: list[Path] = []
-        self.created_dirs: list[Path] = []
+        self.journal = Journal()
         self.moved: list[tuple[Path, Path]] = []
         self._backup_root: Path | None = None
 
@@ -180,15 +173,6 @@ class _Transaction:
         if self._backup_root is None:
             self._backup_root = Path(tempfile.mkdtemp(prefix=BACKUP_PREFIX, dir=self.env.purelib))
         return self._backup_root
-
-    def note_write(self, target: Path) -> None:
-        missing: list[Path] = []
-        parent = target.parent
-        while not parent.exists():
-            missing.append(parent)
-            parent = parent.parent
-        self.created_dirs.extend(reversed(missing))
-        self.written.append(target)
 
     # -- removal ----------------------------------------------------------------
 
@@ -234,34 +218,44 @@ class _Transaction:
 
     # -- installing -------------------------------------------------------------
 
-    def install(self, wheel: Path, name: str) -> None:
-        destination = _JournalingDestination(
-            scheme_dict=self.env.scheme(name),
-            interpreter=os.path.abspath(self.env.python),  # noqa: PTH100 - keep venv links
-            script_kind=self.env.script_kind,
-            bytecode_optimization_levels=(),
-        )
-        destination.transaction = self
-        with WheelArchive(wheel) as archive:
-            expected = archive.check_record_listing()
-        with zipfile.ZipFile(wheel) as archive_file:
-            source = _VerifyingWheelFile(archive_file, expected, wheel.name)
-            installer.install(
-                source, destination, additional_metadata={"INSTALLER": b"wheelwise\n"}
+    def install_all(self, wheels: Sequence[_Wheel]) -> None:
+        """Unpack *wheels*, several at once (see :mod:`wheelwise.install.parallel`)."""
+        tasks = [functools.partial(self._install_one, wheel) for wheel in wheels]
+        run_tasks(tasks, [wheel.size for wheel in wheels], self.journal)
+
+    def _install_one(self, wheel: _Wheel, journal: Journal) -> None:
+        try:
+            unpack_wheel(
+                str(wheel.path),
+                wheel.record,
+                scheme=self.env.scheme(wheel.name),
+                interpreter=os.path.abspath(self.env.python),  # noqa: PTH100 - keep venv links
+                script_kind=self.env.script_kind,
+                journal=journal,
             )
+        except (InstallError, Cancelled):
+            raise
+        except Exception as exc:
+            raise InstallError(
+                f"installing {wheel.path.name} failed ({type(exc).__name__}: {exc}); "
+                "the environment was restored"
+            ) from exc
 
     # -- ending -----------------------------------------------------------------
 
     def rollback(self) -> list[str]:
         problems: list[str] = []
-        for path in reversed(self.written):
+        for file in reversed(self.journal.files):
             try:
-                path.unlink(missing_ok=True)
+                os.unlink(file)  # noqa: PTH108
+            except FileNotFoundError:
+                pass
             except OSError as exc:
-                problems.append(f"cannot remove {path}: {exc}")
-        for directory in reversed(self.created_dirs):
+                problems.append(f"cannot remove {file}: {exc}")
+        # Deepest first: folders made by several workers may be journaled out of order.
+        for directory in sorted(self.journal.dirs, key=len, reverse=True):
             try:
-                directory.rmdir()
+                os.rmdir(directory)  # noqa: PTH106
             except FileNotFoundError:
                 pass
             except OSError as exc:
@@ -292,96 +286,14 @@ class _Transaction:
                 directory = directory.parent
 
 
-class _VerifyingWheelFile(WheelFile):
-    """installer's wheel source, checking each member against RECORD as it is read.
-
-    The member is hashed while installer copies it, so every byte is read once; a
-    mismatch raises before the transaction commits, and the rollback removes what
-    was written.
-    """
-
-    def __init__(
-        self, archive: zipfile.ZipFile, expected: dict[str, RecordEntry], wheel_name: str
-    ) -> None:
-        super().__init__(archive)
-        self.expected = expected
-        self.wheel_name = wheel_name
-
-    def get_contents(self) -> Iterator[WheelContentElement]:
-        for record, stream, is_executable in super().get_contents():
-            entry = self.expected.get(record[0])
-            if entry is None or entry.hash_ is None:
-                yield record, stream, is_executable  # RECORD itself, signatures
-            else:
-                checked = io.BufferedReader(_CheckedStream(stream, entry, self.wheel_name))
-                yield record, checked, is_executable
-
-
-class _CheckedStream(io.RawIOBase):
-    """Reads *stream*, and at its end compares hash and size with the RECORD entry."""
-
-    def __init__(self, stream: BinaryIO, entry: RecordEntry, wheel_name: str) -> None:
-        assert entry.hash_ is not None
-        self._stream = stream
-        self._entry = entry
-        self._wheel_name = wheel_name
-        self._digest = hashlib.new(entry.hash_.name)
-        self._size = 0
-        self._checked = False
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = self._stream.read(len(target))
-        if not data:
-            self._check()
-            return 0
-        self._digest.update(data)
-        self._size += len(data)
-        target[: len(data)] = data
-        return len(data)
-
-    def _check(self) -> None:
-        if self._checked:
-            return
-        self._checked = True
-        entry = self._entry
-        assert entry.hash_ is not None
-        matches = (
-            urlsafe_b64encode(self._digest.digest()).decode("ascii").rstrip("=")
-            == entry.hash_.value
-        ) and (entry.size is None or entry.size == self._size)
-        if not matches:
-            raise InstallError(
-                f"refusing to install {self._wheel_name}: member {entry.path!r} does not "
-                "match its RECORD hash/size: the wheel was modified or corrupted"
-            )
-
-
-class _JournalingDestination(SchemeDictionaryDestination):
-    """installer's destination, noting each file (and folder) before creating it."""
-
-    transaction: _Transaction
-
-    def write_to_fs(
-        self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool
-    ) -> RecordEntry:
-        target = self._path_with_destdir(scheme, path)
-        if target.exists() or target.is_symlink():
-            raise InstallError(
-                f"{target} already exists and belongs to no distribution being replaced"
-            )
-        self.transaction.note_write(target)
-        return super().write_to_fs(scheme, path, stream, is_executable)
-
-
 @dataclass(frozen=True)
 class _Wheel:
     path: Path
     name: str
     version: str
     variant: str | None
+    size: int
+    record: dict[str, RecordEntry] = field(compare=False, repr=False)
 
 
 def _verify(wheels: Iterable[Path]) -> list[_Wheel]:
@@ -390,7 +302,7 @@ def _verify(wheels: Iterable[Path]) -> list[_Wheel]:
         try:
             with WheelArchive(path) as archive:
                 # Contents are checked against RECORD while they are installed.
-                archive.check_record_listing()
+                record = archive.check_record_listing()
                 message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
                     archive.metadata(), headersonly=True
                 )
@@ -408,7 +320,8 @@ def _verify(wheels: Iterable[Path]) -> list[_Wheel]:
             )
         if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
             label = next(iter(variant_metadata.variants))
-        checked[normalized] = _Wheel(Path(path), normalized, str(version), label)
+        size = Path(path).stat().st_size
+        checked[normalized] = _Wheel(Path(path), normalized, str(version), label, size, record)
     return list(checked.values())
 
 
@@ -472,20 +385,15 @@ class _Body:
                 raise InstallError(f"cannot remove {name}: it is not installed")
             transaction.remove(dist)
             removed.append(dist)
+        # Every replaced version is moved out before any new file is written, so a
+        # file that moved from one distribution to another between versions is free.
         for wheel in self.wheels:
             old = _find(self.env, wheel.name)
             if old is not None:
                 transaction.remove(old)
                 removed.append(old)
-            try:
-                transaction.install(wheel.path, wheel.name)
-            except InstallError:
-                raise
-            except Exception as exc:
-                raise InstallError(
-                    f"installing {wheel.path.name} failed ({type(exc).__name__}: {exc}); "
-                    "the environment was restored"
-                ) from exc
+        transaction.install_all(self.wheels)
+        for wheel in self.wheels:
             new = _find(self.env, wheel.name)
             if new is None:  # pragma: no cover - installer wrote the dist-info
                 raise InstallError(f"{wheel.path.name}: installed, but its .dist-info is missing")

@@ -1,0 +1,225 @@
+"""Unpacking several wheels at once, all writing through one :class:`Journal`.
+
+Most of an unpack is Python code (zip members, RECORD entries, paths), so threads
+share one core. On Linux, when the calling process runs no other thread (so that a
+fork cannot inherit a lock held elsewhere), the wheels are split by size between
+this process and forked children, one per available core. A child reports each
+file and folder it creates, as it creates it, over a pipe; the parent adds them to
+the journal, so a rollback removes them even if a child dies. Elsewhere, or when
+other threads run, the wheels are unpacked by a small thread pool.
+
+Each task is a callable that unpacks one wheel through the journal it is given and
+raises :class:`InstallError` (or :class:`Cancelled`, once another task failed).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from wheelwise.install.errors import InstallError
+from wheelwise.install.unpack import Cancelled, Journal
+
+__all__ = ["Task", "run_tasks"]
+
+Task = Callable[[Journal], None]
+
+# Threads for the fallback pool: enough to overlap one wheel's decompression and
+# hashing with another's file creation; more only adds contention.
+THREADS = 4
+# "auto", or "fork" / "threads" / "serial" to force a strategy (tests use this).
+STRATEGY = "auto"
+
+_FILE, _DIR, _ERROR = b"F", b"D", b"E"
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _strategy(count: int) -> str:
+    if STRATEGY != "auto":
+        return STRATEGY
+    if count <= 1:
+        return "serial"
+    can_fork = sys.platform == "linux" and threading.active_count() == 1 and _cores() > 1
+    return "fork" if can_fork else "threads"
+
+
+def run_tasks(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> None:
+    """Run *tasks* (their *weights* guide the split); the first failure, in task
+    order, is raised once every task has stopped. Never leaves a child running."""
+    strategy = _strategy(len(tasks))
+    if strategy == "serial":
+        for task in tasks:
+            task(journal)
+    elif strategy == "fork":
+        _forked(tasks, weights, journal)
+    else:
+        _threaded(tasks, weights, journal)
+
+
+def _raise_first(failures: dict[int, BaseException]) -> None:
+    if failures:
+        raise failures[min(failures)]
+
+
+def _threaded(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> None:
+    # Heaviest first, so that a big wheel does not start last and finish alone.
+    order = sorted(range(len(tasks)), key=lambda i: weights[i], reverse=True)
+    failures: dict[int, BaseException] = {}
+    with ThreadPoolExecutor(min(THREADS, len(tasks))) as pool:
+        futures = {pool.submit(tasks[i], journal): i for i in order}
+        try:
+            for future in as_completed(futures):
+                error = future.exception()
+                if error is not None and not isinstance(error, Cancelled):
+                    journal.cancel()
+                    failures[futures[future]] = error
+        except BaseException:  # interrupted while waiting: stop the workers too
+            journal.cancel()
+            raise
+    _raise_first(failures)
+
+
+def _split(weights: Sequence[int], groups: int) -> list[list[int]]:
+    """Task indexes in *groups* bins of similar total weight (largest first)."""
+    bins: list[list[int]] = [[] for _ in range(groups)]
+    loads = [0] * groups
+    for index in sorted(range(len(weights)), key=lambda i: weights[i], reverse=True):
+        target = loads.index(min(loads))
+        bins[target].append(index)
+        loads[target] += max(weights[index], 1)
+    return [sorted(b) for b in bins if b]
+
+
+class _ReportingJournal(Journal):
+    """A child's journal: every creation goes straight down the pipe to the parent."""
+
+    def __init__(self, pipe: int, flag: mmap.mmap) -> None:
+        super().__init__()
+        self._pipe = pipe
+        self._flag = flag
+
+    def is_cancelled(self) -> bool:
+        return self._flag[0] != 0
+
+    def note_file(self, path: str) -> None:
+        _send(self._pipe, _FILE + os.fsencode(path))
+
+    def note_dir(self, path: str) -> None:
+        _send(self._pipe, _DIR + os.fsencode(path))
+
+
+def _send(pipe: int, message: bytes) -> None:
+    data = message + b"\0"
+    while data:
+        data = data[os.write(pipe, data) :]
+
+
+def _child(tasks: Sequence[Task], group: list[int], pipe: int, flag: mmap.mmap) -> int:
+    journal = _ReportingJournal(pipe, flag)
+    index = group[0]
+    try:
+        for index in group:
+            tasks[index](journal)
+    except Cancelled:
+        return 0
+    except BaseException as exc:  # reported to the parent, which raises it
+        flag[0] = 1
+        message = str(exc) if isinstance(exc, InstallError) else f"{type(exc).__name__}: {exc}"
+        _send(pipe, _ERROR + f"{index}\t{message}".encode("utf-8", "replace"))
+        return 1
+    return 0
+
+
+class _Reader(threading.Thread):
+    """Moves one child's reports into the journal; keeps its failure, if any."""
+
+    def __init__(self, pipe: int, journal: Journal, flag: mmap.mmap) -> None:
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.journal = journal
+        self.flag = flag
+        self.failure: tuple[int, str] | None = None
+
+    def run(self) -> None:
+        pending = b""
+        with os.fdopen(self.pipe, "rb", buffering=0) as stream:
+            while chunk := stream.read(1 << 16):
+                *messages, pending = (pending + chunk).split(b"\0")
+                for message in messages:
+                    self._handle(message)
+
+    def _handle(self, message: bytes) -> None:
+        kind, body = message[:1], message[1:]
+        if kind == _FILE:
+            self.journal.note_file(os.fsdecode(body))
+        elif kind == _DIR:
+            self.journal.note_dir(os.fsdecode(body))
+        elif kind == _ERROR:
+            index, _, text = body.decode("utf-8", "replace").partition("\t")
+            self.failure = (int(index), text)
+            self.flag[0] = 1
+            self.journal.cancel()
+
+
+def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> None:
+    groups = _split(weights, min(_cores(), len(tasks)))
+    flag = mmap.mmap(-1, 1)  # shared with the children: non-zero means stop
+    children: list[tuple[int, _Reader, list[int]]] = []
+    failures: dict[int, BaseException] = {}
+    try:
+        for group in groups[1:]:
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child; coverage does not follow forks
+                code = 1
+                try:
+                    os.close(read_end)
+                    code = _child(tasks, group, write_end, flag)
+                finally:
+                    os._exit(code)
+            os.close(write_end)
+            children.append((pid, _Reader(read_end, journal, flag), group))
+        for _, reader, _ in children:
+            reader.start()
+        index = groups[0][0]
+        try:
+            for index in groups[0]:
+                tasks[index](journal)
+        except Cancelled:
+            pass
+        except Exception as exc:
+            flag[0] = 1
+            journal.cancel()
+            failures[index] = exc
+    except BaseException:  # interrupted, or a fork failed: stop the children, then go on
+        flag[0] = 1
+        journal.cancel()
+        raise
+    finally:
+        for pid, reader, group in children:
+            _, status = os.waitpid(pid, 0)
+            reader.join()
+            if reader.failure is not None:
+                failures[reader.failure[0]] = InstallError(reader.failure[1])
+            elif status != 0 and not flag[0]:
+                failures[group[0]] = InstallError(
+                    f"a worker process unpacking wheels died ({_describe(status)})"
+                )
+        flag.close()
+    _raise_first(failures)
+
+
+def _describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit status {os.waitstatus_to_exitcode(status)}"

@@ -1,0 +1,170 @@
+"""Unpacking several wheels at once (wheelwise.install.parallel): every strategy
+installs the same thing, and a failure anywhere, even a worker process killed
+mid-way, leaves the environment exactly as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import signal
+import stat
+import sys
+import zipfile
+from base64 import urlsafe_b64encode
+from pathlib import Path
+
+import pytest
+
+from installkit import WHEEL, make_venv, run_python, simple_wheel, tree_hash
+from wheelfactory import make_wheel
+from wheelwise.install import (
+    InstallError,
+    TargetEnvironment,
+    install_wheels,
+    list_installed,
+    parallel,
+    transaction,
+)
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+
+STRATEGIES = ["serial", "threads", "fork"]
+
+
+def _b64(data: bytes) -> str:
+    return urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+
+
+def gamma_wheel(directory: Path) -> Path:
+    """``gamma``: a member larger than the read-whole limit (it streams), a script in
+    ``.data/scripts`` with a ``#!python`` shebang and the executable bit, a data file
+    and a console script."""
+    dist_info = "gamma-1.0.dist-info"
+    big = random.Random(825).randbytes(5 << 20)
+    members: list[tuple[str, bytes, int]] = [
+        ("gamma/__init__.py", b"VERSION = '1.0'\ndef main():\n    print('gamma main')\n", 0o644),
+        ("gamma/blob.bin", big, 0o644),
+        ("gamma-1.0.data/scripts/gamma-tool", b"#!python\nprint('gamma tool')\n", 0o755),
+        ("gamma-1.0.data/data/share/gamma/notes.txt", b"notes\n", 0o644),
+        (f"{dist_info}/METADATA", b"Metadata-Version: 2.1\nName: gamma\nVersion: 1.0\n", 0o644),
+        (f"{dist_info}/WHEEL", WHEEL, 0o644),
+        (f"{dist_info}/entry_points.txt", b"[console_scripts]\ngamma = gamma:main\n", 0o644),
+    ]
+    record = "".join(f"{name},sha256={_b64(data)},{len(data)}\n" for name, data, _ in members)
+    members.append((f"{dist_info}/RECORD", (record + f"{dist_info}/RECORD,,\n").encode(), 0o644))
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "gamma-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data, mode in members:
+            info = zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> TargetEnvironment:
+    return TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+
+
+@pytest.fixture(params=STRATEGIES)
+def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(parallel, "STRATEGY", request.param)
+    monkeypatch.setattr(parallel, "_cores", lambda: 3)  # children even on a 1-core runner
+    return str(request.param)
+
+
+def _wheels(directory: Path) -> list[Path]:
+    return [gamma_wheel(directory)] + [
+        simple_wheel(directory, name, "1.0") for name in ("delta", "epsilon", "zeta", "eta")
+    ]
+
+
+def test_every_strategy_installs_the_same(
+    env: TargetEnvironment, tmp_path: Path, strategy: str
+) -> None:
+    report = install_wheels(env, _wheels(tmp_path / "wheels"))
+    assert sorted(d.name for d in report.installed) == ["delta", "epsilon", "eta", "gamma", "zeta"]
+    assert [d.name for d in list_installed(env)] == ["delta", "epsilon", "eta", "gamma", "zeta"]
+    code = "import gamma, delta, epsilon, zeta, eta, pathlib; print(len(pathlib.Path("
+    code += "gamma.__file__).with_name('blob.bin').read_bytes()))"
+    proc = run_python(env.python, code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(5 << 20)
+    tool = env.scripts / "gamma-tool"
+    assert tool.read_text().splitlines()[0] == f"#!{env.python}"
+    assert os.access(tool, os.X_OK)
+    assert os.access(env.scripts / "gamma", os.X_OK)
+    assert (env.prefix / "share" / "gamma" / "notes.txt").read_text() == "notes\n"
+    # The installed RECORD matches what is on disk, file by file.
+    dist_info = env.purelib / "gamma-1.0.dist-info"
+    assert (dist_info / "INSTALLER").read_text() == "wheelwise\n"
+    for line in (dist_info / "RECORD").read_text().splitlines():
+        name, digest, size = line.rsplit(",", 2)
+        if not digest:
+            continue
+        data = (env.purelib / name).resolve().read_bytes()
+        assert digest == f"sha256={_b64(data)}", name
+        assert int(size) == len(data), name
+
+
+def test_clash_between_two_wheels_rolls_back(
+    env: TargetEnvironment, tmp_path: Path, strategy: str
+) -> None:
+    before = tree_hash(env.prefix)
+    first = simple_wheel(tmp_path / "a", "theta", "1.0")
+    # Another distribution shipping the same module: whichever is second must fail.
+    clash = make_wheel(
+        tmp_path,
+        "iota-1.0-py3-none-any.whl",
+        extra_members={"theta/__init__.py": b"CLASH = True\n", "iota-1.0.dist-info/WHEEL": WHEEL},
+        record=True,
+    )
+    others = [simple_wheel(tmp_path / "c", name, "1.0") for name in ("kappa", "lambda_")]
+    with pytest.raises(InstallError, match=r"theta/__init__\.py already exists"):
+        install_wheels(env, [first, *others, clash])
+    assert tree_hash(env.prefix) == before
+
+
+def test_tampered_wheel_in_a_worker_rolls_back(
+    env: TargetEnvironment, tmp_path: Path, strategy: str
+) -> None:
+    before = tree_hash(env.prefix)
+    good = gamma_wheel(tmp_path / "good")  # the heaviest: unpacked by this process
+    small = simple_wheel(tmp_path / "small", "mu", "1.0")  # the lightest: by a worker
+    tampered = tmp_path / "mu-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(small) as source, zipfile.ZipFile(tampered, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            target.writestr(
+                info.filename, data + b"# changed\n" if info.filename == "mu/__init__.py" else data
+            )
+    with pytest.raises(InstallError, match=r"mu/__init__\.py.*does not match its RECORD"):
+        install_wheels(env, [good, tampered])
+    assert tree_hash(env.prefix) == before
+
+
+def test_worker_process_killed_midway_rolls_back(
+    env: TargetEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that dies without a word (SIGKILL) after writing files: the files it
+    reported are removed and the install fails, naming what happened."""
+    monkeypatch.setattr(parallel, "STRATEGY", "fork")
+    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    before = tree_hash(env.prefix)
+    parent = os.getpid()
+    original = transaction.unpack_wheel
+
+    def dying(wheel: str, *args: object, **kwargs: object) -> None:
+        original(wheel, *args, **kwargs)  # type: ignore[arg-type]
+        if os.getpid() != parent and "nu-" in wheel:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(transaction, "unpack_wheel", dying)
+    big = gamma_wheel(tmp_path / "big")
+    small = simple_wheel(tmp_path / "small", "nu", "1.0")
+    with pytest.raises(InstallError, match=r"worker process .* died \(killed by signal 9\)"):
+        install_wheels(env, [big, small])
+    assert tree_hash(env.prefix) == before
