@@ -84,6 +84,7 @@ class RecordingSink:
         self.started: dict[str, int | None] = {}
         self.advanced = 0
         self.finished: list[str] = []
+        self.closed = 0
 
     def start(self, total_bytes: int | None, name: str) -> None:
         with self.lock:
@@ -96,6 +97,9 @@ class RecordingSink:
     def finish(self, name: str) -> None:
         with self.lock:
             self.finished.append(name)
+
+    def close(self) -> None:
+        self.closed += 1
 
 
 def _items(base: str) -> list[DownloadItem]:
@@ -117,6 +121,7 @@ def test_parallel_downloads_verified_with_progress(
     assert sink.started == {name: len(data) for name, data in FILES.items()}
     assert sorted(sink.finished) == sorted(FILES)
     assert sink.advanced == sum(len(d) for d in FILES.values())
+    assert sink.closed == 1  # told once that downloading is over
     assert sorted(p.name for p in (tmp_path / "dl").iterdir()) == sorted(FILES)
 
 

@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 from indexkit import demo_wheel
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.index.client import IndexClient, IndexSource
-from wheelwise.install.environment import TargetEnvironment
+from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
 from wheelwise.install.errors import ExternallyManagedError
 from wheelwise.install.finder import IndexFinder, requires_dist
 from wheelwise.install.plan import InstallOptions, metadata_json, run_install
@@ -145,7 +145,7 @@ def test_externally_managed_target_is_refused(
 ) -> None:
     env = TargetEnvironment.current()
     managed = dataclasses.replace(env, externally_managed="use apt")
-    monkeypatch.setattr(TargetEnvironment, "current", classmethod(lambda cls: managed))
+    monkeypatch.setattr(PendingEnvironment, "result", lambda self: managed)
     options = InstallOptions(requirements=["pkg"], index_url=str(tmp_path))
     with pytest.raises(ExternallyManagedError, match="--break-system-packages"):
         run_install(options)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -567,3 +567,28 @@ def test_older_releases_are_not_looked_at_when_the_newest_fits() -> None:
     result = run(index, "torchy", machine=simulated(*AMPERE_CUDA12))
     assert str(result["torchy"].version) == "2.0"
     assert index.metadata_calls == ["2.0"]
+
+
+class _HintedIndex(Index):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hints: list[str] = []
+
+    def prefetch(self, names: Iterable[str]) -> None:
+        self.hints.extend(names)
+
+
+def test_resolver_hints_the_projects_it_will_need() -> None:
+    """Roots first, then each pinned candidate's dependencies that apply to the
+    target; a dependency excluded by its marker is not hinted."""
+    index = _HintedIndex()
+    index.add(
+        "app", "1.0", ["lib>=1", 'winonly; sys_platform == "win32"', "extra-only; extra == 'x'"]
+    )
+    index.add("lib", "1.0", ["base"]).add("base", "2.0")
+    assert versions(run(index, "app")) == {"base": "2.0", "lib": "1.0", "app": "1.0"}
+    assert index.hints[0] == "app"
+    assert "lib" in index.hints
+    assert "base" in index.hints
+    assert "winonly" not in index.hints
+    assert "extra-only" not in index.hints

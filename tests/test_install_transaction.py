@@ -23,9 +23,9 @@ from wheelwise.install import (
     TargetEnvironment,
     install_wheels,
     list_installed,
+    parallel,
     uninstall,
 )
-from wheelwise.install import parallel
 from wheelwise.install.environment import QUERY_SCRIPT
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")

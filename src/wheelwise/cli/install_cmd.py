@@ -78,8 +78,12 @@ class _RichProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         if self.started:
-            self.progress.stop()
+            self.started = False
+            self.progress.stop()  # and its refresh thread
 
     def start(self, total_bytes: int | None, name: str) -> None:
         with self.lock:

@@ -51,6 +51,11 @@ class ProgressSink(Protocol):
 
     def finish(self, name: str) -> None: ...
 
+    def close(self) -> None:
+        """Every download has ended (called once, from the caller's thread): a display
+        should stop now, with any thread of its own, before installing starts."""
+        ...
+
 
 @dataclass(frozen=True)
 class DownloadItem:
@@ -295,6 +300,8 @@ def download_all(
     finally:
         if own_client:
             http.close()
+        if progress is not None:
+            progress.close()
     errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, _Cancelled)]
     if errors:
         raise errors[0]

@@ -38,7 +38,7 @@ from wheelwise.install.errors import EnvironmentQueryError
 if TYPE_CHECKING:
     from installer.scripts import LauncherKind
 
-__all__ = ["QUERY_SCRIPT", "TargetEnvironment", "compute_tags"]
+__all__ = ["QUERY_SCRIPT", "PendingEnvironment", "TargetEnvironment", "compute_tags"]
 
 # Runs in the target interpreter: stdlib only, Python 3.8+ syntax.
 QUERY_SCRIPT = r"""
@@ -273,31 +273,15 @@ class TargetEnvironment:
         cls, python: str | os.PathLike[str], *, timeout: float = 60
     ) -> TargetEnvironment:
         """Query the interpreter at *python* (for example ``VENV/bin/python``)."""
-        executable = Path(python)
-        if not executable.exists():
-            raise EnvironmentQueryError(f"{executable}: no such Python executable")
-        try:
-            proc = subprocess.run(
-                [str(executable), "-I", "-c", QUERY_SCRIPT],
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise EnvironmentQueryError(
-                f"{executable}: cannot run the interpreter: {exc}"
-            ) from None
-        if proc.returncode != 0:
-            detail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
-            raise EnvironmentQueryError(
-                f"{executable}: querying the interpreter failed (exit {proc.returncode})"
-                + (f": {detail[0]}" if detail else "")
-            )
-        try:
-            info = json.loads(proc.stdout)
-        except ValueError:
-            raise EnvironmentQueryError(f"{executable}: unreadable answer to the query") from None
-        return cls.from_info(info, python=executable)
+        return cls.start_query(python, timeout=timeout).result()
+
+    @classmethod
+    def start_query(
+        cls, python: str | os.PathLike[str], *, timeout: float = 60
+    ) -> PendingEnvironment:
+        """Start querying *python* and return at once; ``result()`` waits for the
+        answer (the interpreter starts while the caller does other work)."""
+        return PendingEnvironment(Path(python), timeout)
 
     @classmethod
     def from_info(cls, info: Mapping[str, Any], *, python: Path) -> TargetEnvironment:
@@ -371,3 +355,65 @@ class TargetEnvironment:
     def site_dirs(self) -> list[Path]:
         """purelib and platlib, once each."""
         return list(dict.fromkeys([self.purelib, self.platlib]))
+
+
+class PendingEnvironment:
+    """A query of a target interpreter that is running; see
+    :meth:`TargetEnvironment.start_query`."""
+
+    def __init__(self, executable: Path, timeout: float) -> None:
+        self.executable = executable
+        self.timeout = timeout
+        self._error: EnvironmentQueryError | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        if not executable.exists():
+            self._error = EnvironmentQueryError(f"{executable}: no such Python executable")
+            return
+        try:
+            self._process = subprocess.Popen(
+                [str(executable), "-I", "-c", QUERY_SCRIPT],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            self._error = EnvironmentQueryError(f"{executable}: cannot run the interpreter: {exc}")
+
+    def __enter__(self) -> PendingEnvironment:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the query if its answer was never taken (no process is left behind)."""
+        process = self._process
+        if process is not None and process.returncode is None:
+            process.kill()
+            process.communicate()
+
+    def result(self) -> TargetEnvironment:
+        """The environment; raises :class:`EnvironmentQueryError` when the query failed."""
+        if self._error is not None:
+            raise self._error
+        assert self._process is not None
+        executable = self.executable
+        try:
+            stdout, stderr = self._process.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.communicate()
+            raise EnvironmentQueryError(
+                f"{executable}: cannot run the interpreter: no answer in {self.timeout:g} s"
+            ) from None
+        if self._process.returncode != 0:
+            detail = stderr.decode(errors="replace").strip().splitlines()[-1:]
+            raise EnvironmentQueryError(
+                f"{executable}: querying the interpreter failed (exit {self._process.returncode})"
+                + (f": {detail[0]}" if detail else "")
+            )
+        try:
+            info = json.loads(stdout)
+        except ValueError:
+            raise EnvironmentQueryError(f"{executable}: unreadable answer to the query") from None
+        return TargetEnvironment.from_info(info, python=executable)

@@ -20,7 +20,7 @@ import email.parser
 import email.policy
 import os
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from wheelwise.index.client import (
     first_viable_source,
 )
 from wheelwise.install.candidates import WheelFile
+from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.variants.merging import merge
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.wheels.archive import WheelArchive
@@ -96,9 +97,11 @@ class IndexFinder:
         tags: Collection[Tag],
         python_version: str,
         cache_dir: Path | None = None,
+        prefetcher: ListingPrefetcher | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
+        self.prefetcher = prefetcher
         self.sources = list(sources)
         self.client = client
         self.tags = frozenset(tags)
@@ -129,6 +132,11 @@ class IndexFinder:
 
     def dependencies(self, file: WheelFile) -> list[str]:
         return requires_dist(self.core_metadata(file))
+
+    def prefetch(self, names: Iterable[str]) -> None:
+        """A hint from the resolver: these projects will probably be asked for."""
+        if self.prefetcher is not None:
+            self.prefetcher.want(n for n in names if canonicalize_name(n) not in self._releases)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -178,7 +186,9 @@ class IndexFinder:
         )
 
     def _find(self, name: NormalizedName) -> list[IndexRelease]:
-        listings = find_candidates(name, self.sources, self.client)
+        listings = self.prefetcher.take(name) if self.prefetcher is not None else None
+        if listings is None:
+            listings = find_candidates(name, self.sources, self.client)
         versions = {
             file.version
             for entry in listings

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from wheelwise.install.download import DownloadItem, ProgressSink, download_all
 from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.errors import DownloadError, ExternallyManagedError
 from wheelwise.install.finder import IndexFinder, Link, source_label
+from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, ResolveError, resolve
 from wheelwise.install.transaction import InstallReport, install_wheels, list_installed
 from wheelwise.providers.machine import MachineOptions, machine_for
@@ -136,23 +138,33 @@ def _requested(requirements: Sequence[str]) -> set[str]:
 def run_install(options: InstallOptions) -> InstallOutcome:
     """Resolve *options*' requirements for the target and install them (all or
     nothing). Raises ResolveError, SourceError, InstallError (and subclasses)."""
-    env = (
-        TargetEnvironment.from_python(options.python)
-        if options.python is not None
-        else TargetEnvironment.current()
-    )
-    if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
-        raise ExternallyManagedError(
-            f"{env.prefix} is externally managed (PEP 668: "
-            f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
-            "--break-system-packages to override"
-        )
-    installed = {dist.name: dist for dist in list_installed(env)}
     sources = sources_for(options)
-    python_version = ".".join(str(part) for part in env.version_info)
-    with IndexClient(timeout=options.timeout) as client:
+    # The target interpreter answers while the client starts and the requested
+    # projects' listings download.
+    target = options.python if options.python is not None else sys.executable
+    with (
+        TargetEnvironment.start_query(target) as pending,
+        IndexClient(timeout=options.timeout) as client,
+        ListingPrefetcher(sources, client) as prefetcher,
+    ):
+        requested = _requested(options.requirements)
+        prefetcher.want(sorted(requested))
+        env = pending.result()
+        if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
+            raise ExternallyManagedError(
+                f"{env.prefix} is externally managed (PEP 668: "
+                f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
+                "--break-system-packages to override"
+            )
+        installed = {dist.name: dist for dist in list_installed(env)}
+        python_version = ".".join(str(part) for part in env.version_info)
         finder = IndexFinder(
-            sources, client, tags=env.tags, python_version=python_version, cache_dir=None
+            sources,
+            client,
+            tags=env.tags,
+            python_version=python_version,
+            cache_dir=None,
+            prefetcher=prefetcher,
         )
         try:
             try:
@@ -173,7 +185,8 @@ def run_install(options: InstallOptions) -> InstallOutcome:
             except PackageNotFound as exc:
                 searched = ", ".join(source_label(source) for source in sources)
                 raise PackageNotFound(f"{exc}; searched {searched}") from None
-            requested = _requested(options.requirements)
+            finally:
+                prefetcher.close()  # no thread left running: the installer may fork
             plan: list[PlannedPackage] = []
             for package in resolution:
                 link = package.file.link
