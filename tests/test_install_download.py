@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from wheelwise.install import DownloadError, DownloadItem, download_all
+from wheelwise.install import DownloadError, DownloadItem, download_all, download_wheels
+from wheelwise.wheels.archive import InMemoryWheel
 
 FILES = {f"pkg{i}-1.0-py3-none-any.whl": bytes([i]) * (100_000 + i) for i in range(5)}
 
@@ -240,3 +241,49 @@ def test_bad_items(tmp_path: Path) -> None:
         download_all([DownloadItem("ftp://a.invalid/x.whl")], tmp_path)
     assert download_all([], tmp_path) == []
     assert DownloadItem("https://h/p/a%2Bb-1.0.whl#sha256=00").name == "a+b-1.0.whl"
+
+
+# -- small downloads kept in memory ---------------------------------------------------
+
+
+def test_small_files_stay_in_memory_within_the_budget(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    """Files (100,000 to 100,004 bytes) fit two at a time in a 250,000-byte budget;
+    the rest go to disk, and a file over the per-file limit always does."""
+    base, _ = server
+    found = download_wheels(
+        _items(base), tmp_path / "dl", in_memory=250_000, in_memory_per_file=200_000
+    )
+    assert [f.name for f in found] == list(FILES)
+    in_memory = [f for f in found if isinstance(f, InMemoryWheel)]
+    on_disk = [f for f in found if isinstance(f, Path)]
+    assert len(in_memory) == 2
+    assert len(on_disk) == 3
+    for wheel in in_memory:
+        assert wheel.data == FILES[wheel.name]
+    for path in on_disk:
+        assert path.read_bytes() == FILES[path.name]
+    assert sorted(p.name for p in (tmp_path / "dl").iterdir()) == sorted(p.name for p in on_disk)
+    tiny_limit = download_wheels(
+        _items(base)[:1], tmp_path / "dl2", in_memory=10**9, in_memory_per_file=1000
+    )
+    assert all(isinstance(f, Path) for f in tiny_limit)
+
+
+def test_in_memory_download_is_verified(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, _ = server
+    name = next(iter(FILES))
+    bad = DownloadItem(f"{base}/files/{name}", {"sha256": sha256(b"something else")})
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        download_wheels([bad], tmp_path / "dl", in_memory=10**9)
+    assert list((tmp_path / "dl").iterdir()) == []
+
+
+def test_local_file_goes_to_memory(tmp_path: Path) -> None:
+    source = tmp_path / "pkg-1.0-py3-none-any.whl"
+    source.write_bytes(b"wheel bytes")
+    item = DownloadItem(source.as_uri(), {"sha256": sha256(b"wheel bytes")})
+    (found,) = download_wheels([item], tmp_path / "dl", in_memory=10**6)
+    assert isinstance(found, InMemoryWheel)
+    assert found.data == b"wheel bytes"

@@ -10,6 +10,7 @@ import random
 import signal
 import stat
 import sys
+import time
 import zipfile
 from base64 import urlsafe_b64encode
 from pathlib import Path
@@ -24,8 +25,9 @@ from wheelwise.install import (
     install_wheels,
     list_installed,
     parallel,
-    transaction,
 )
+from wheelwise.install.unpack import Journal
+from wheelwise.wheels.archive import InMemoryWheel
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
 
@@ -76,9 +78,14 @@ def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     return str(request.param)
 
 
-def _wheels(directory: Path) -> list[Path]:
-    return [gamma_wheel(directory)] + [
-        simple_wheel(directory, name, "1.0") for name in ("delta", "epsilon", "zeta", "eta")
+def _wheels(directory: Path) -> list[Path | InMemoryWheel]:
+    """gamma and delta held in memory (as small downloads are), the others on disk."""
+    gamma = gamma_wheel(directory)
+    delta = simple_wheel(directory, "delta", "1.0")
+    return [
+        InMemoryWheel(gamma.name, gamma.read_bytes()),
+        InMemoryWheel(delta.name, delta.read_bytes()),
+        *(simple_wheel(directory, name, "1.0") for name in ("epsilon", "zeta", "eta")),
     ]
 
 
@@ -128,43 +135,69 @@ def test_clash_between_two_wheels_rolls_back(
     assert tree_hash(env.prefix) == before
 
 
-def test_tampered_wheel_in_a_worker_rolls_back(
-    env: TargetEnvironment, tmp_path: Path, strategy: str
-) -> None:
+def test_tampered_wheel_rolls_back(env: TargetEnvironment, tmp_path: Path, strategy: str) -> None:
     before = tree_hash(env.prefix)
-    good = gamma_wheel(tmp_path / "good")  # the heaviest: unpacked by this process
-    small = simple_wheel(tmp_path / "small", "mu", "1.0")  # the lightest: by a worker
+    good = gamma_wheel(tmp_path / "good")
+    small = simple_wheel(tmp_path / "small", "mu", "1.0")
     tampered = tmp_path / "mu-1.0-py3-none-any.whl"
     with zipfile.ZipFile(small) as source, zipfile.ZipFile(tampered, "w") as target:
         for info in source.infolist():
             data = source.read(info)
-            target.writestr(
-                info.filename, data + b"# changed\n" if info.filename == "mu/__init__.py" else data
-            )
+            changed = info.filename == "mu/__init__.py"
+            target.writestr(info.filename, data + b"# changed\n" if changed else data)
+    others = [simple_wheel(tmp_path / "c", name, "1.0") for name in ("xi", "omicron")]
     with pytest.raises(InstallError, match=r"mu/__init__\.py.*does not match its RECORD"):
-        install_wheels(env, [good, tampered])
+        install_wheels(env, [good, *others, tampered])
     assert tree_hash(env.prefix) == before
 
 
-def test_worker_process_killed_midway_rolls_back(
-    env: TargetEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A child that dies without a word (SIGKILL) after writing files: the files it
-    reported are removed and the install fails, naming what happened."""
-    monkeypatch.setattr(parallel, "STRATEGY", "fork")
-    monkeypatch.setattr(parallel, "_cores", lambda: 2)
-    before = tree_hash(env.prefix)
-    parent = os.getpid()
-    original = transaction.unpack_wheel
+# -- the forked workers themselves, with tasks that know where they run ---------------
 
-    def dying(wheel: str, *args: object, **kwargs: object) -> None:
-        original(wheel, *args, **kwargs)  # type: ignore[arg-type]
-        if os.getpid() != parent and "nu-" in wheel:
+
+def _forked_run(tmp_path: Path, child_action: str) -> tuple[Journal, BaseException | None]:
+    """Two tasks, two workers: this process takes one and waits until the child has
+    done its part with the other (create a file, then *child_action*)."""
+    marker = tmp_path / "child-done"
+    parent = os.getpid()
+
+    def task(journal: Journal) -> None:
+        if os.getpid() == parent:
+            deadline = time.monotonic() + 20
+            while not marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return
+        made = tmp_path / f"made-by-child-{time.monotonic_ns()}.txt"  # it may get both tasks
+        journal.create(str(made), executable=False).close()
+        marker.touch()
+        if child_action == "fail":
+            raise InstallError("boom in the child")
+        if child_action == "die":
             os.kill(os.getpid(), signal.SIGKILL)
 
-    monkeypatch.setattr(transaction, "unpack_wheel", dying)
-    big = gamma_wheel(tmp_path / "big")
-    small = simple_wheel(tmp_path / "small", "nu", "1.0")
-    with pytest.raises(InstallError, match=r"worker process .* died \(killed by signal 9\)"):
-        install_wheels(env, [big, small])
-    assert tree_hash(env.prefix) == before
+    journal = Journal()
+    try:
+        parallel._forked([task, task], [1, 1], journal)
+    except BaseException as exc:
+        return journal, exc
+    return journal, None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forked workers are POSIX only")
+@pytest.mark.parametrize("action", ["succeed", "fail", "die"])
+def test_forked_worker_reports_files_and_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    journal, error = _forked_run(tmp_path, action)
+    # Whatever happened next, the parent knows about every file the child made.
+    made = sorted(str(p) for p in tmp_path.glob("made-by-child-*"))
+    assert made
+    assert sorted(journal.files) == made
+    if action == "succeed":
+        assert error is None
+    elif action == "fail":
+        assert isinstance(error, InstallError)
+        assert str(error) == "boom in the child"
+    else:
+        assert isinstance(error, InstallError)
+        assert "worker process unpacking wheels died (killed by signal 9)" in str(error)

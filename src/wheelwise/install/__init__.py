@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from wheelwise.install.download import DownloadItem, ProgressSink, download_all
+from wheelwise.install.download import (
+    DownloadItem,
+    ProgressSink,
+    download_all,
+    download_wheels,
+)
 from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.errors import (
     DownloadError,
@@ -31,6 +36,7 @@ __all__ = [
     "ProgressSink",
     "TargetEnvironment",
     "download_all",
+    "download_wheels",
     "install_wheels",
     "list_installed",
     "uninstall",

@@ -15,6 +15,7 @@ destination folder, nothing partial does.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import tempfile
 import threading
@@ -30,8 +31,9 @@ from typing import IO, Protocol
 import httpx
 
 from wheelwise.install.errors import DownloadError
+from wheelwise.wheels.archive import InMemoryWheel
 
-__all__ = ["DownloadError", "DownloadItem", "ProgressSink", "download_all"]
+__all__ = ["DownloadError", "DownloadItem", "ProgressSink", "download_all", "download_wheels"]
 
 _CHUNK = 1 << 16
 # Hash names accepted from an index, strongest first.
@@ -93,6 +95,76 @@ class _Retryable(Exception):
         self.reason = reason
 
 
+class _Budget:
+    """Bytes of memory downloads may still take, shared by the worker threads."""
+
+    def __init__(self, total: int, per_file: int) -> None:
+        self.left = total
+        self.per_file = per_file
+        self.lock = threading.Lock()
+
+    def take(self, size: int | None) -> bool:
+        if size is None or size > self.per_file:
+            return False
+        with self.lock:
+            if size > self.left:
+                return False
+            self.left -= size
+            return True
+
+
+class _Output:
+    """Where one download goes: memory when its size is known, small, and within the
+    budget; else a temporary file next to its destination, renamed into place once
+    complete and verified."""
+
+    def __init__(self, dest_dir: Path, name: str, budget: _Budget | None) -> None:
+        self.dest_dir = dest_dir
+        self.name = name
+        self.budget = budget
+        self.memory: io.BytesIO | None = None
+        self.file: IO[bytes] | None = None
+        self.temp: Path | None = None
+
+    def begin(self, size: int | None) -> None:
+        """Called when the size is known (None: unknown), before the first byte."""
+        if self.memory is not None:  # a retry
+            self.memory = io.BytesIO()
+            return
+        if self.file is not None:
+            self.file.seek(0)
+            self.file.truncate()
+            return
+        if self.budget is not None and self.budget.take(size):
+            self.memory = io.BytesIO()
+            return
+        fd, temp_name = tempfile.mkstemp(prefix=f".{self.name}.", suffix=".part", dir=self.dest_dir)
+        self.temp = Path(temp_name)
+        self.file = os.fdopen(fd, "wb")
+
+    def write(self, data: bytes) -> None:
+        target = self.memory if self.memory is not None else self.file
+        assert target is not None, "begin() comes first"
+        target.write(data)
+
+    def finish(self) -> Path | InMemoryWheel:
+        if self.memory is not None:
+            return InMemoryWheel(self.name, self.memory.getvalue())
+        assert self.file is not None
+        assert self.temp is not None
+        self.file.close()
+        target = self.dest_dir / self.name
+        self.temp.replace(target)
+        self.temp = None
+        return target
+
+    def discard(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        if self.temp is not None:
+            self.temp.unlink(missing_ok=True)
+
+
 class _Fetcher:
     def __init__(
         self,
@@ -104,7 +176,9 @@ class _Fetcher:
         backoff: float,
         cancel: threading.Event,
         sleep: Callable[[float], None],
+        budget: _Budget | None = None,
     ) -> None:
+        self.budget = budget
         self.dest_dir = dest_dir
         self.client = client
         self.progress = progress
@@ -113,29 +187,24 @@ class _Fetcher:
         self.cancel = cancel
         self.sleep = sleep
 
-    def fetch(self, item: DownloadItem) -> Path:
-        target = self.dest_dir / item.name
-        fd, temp_name = tempfile.mkstemp(prefix=f".{item.name}.", suffix=".part", dir=self.dest_dir)
-        temp = Path(temp_name)
+    def fetch(self, item: DownloadItem) -> Path | InMemoryWheel:
+        out = _Output(self.dest_dir, item.name, self.budget)
         try:
-            with os.fdopen(fd, "wb") as out:
-                self._fetch_into(item, out)
-            temp.replace(target)
+            self._fetch_into(item, out)
+            result = out.finish()
         except BaseException:
-            temp.unlink(missing_ok=True)
+            out.discard()
             raise
         if self.progress is not None:
             self.progress.finish(item.name)
-        return target
+        return result
 
-    def _fetch_into(self, item: DownloadItem, out: IO[bytes]) -> None:
+    def _fetch_into(self, item: DownloadItem, out: _Output) -> None:
         url = item.url
         scheme = urllib.parse.urlsplit(url).scheme.lower() if "://" in url else ""
         if scheme in ("http", "https"):
             attempt = 0
             while True:
-                out.seek(0)
-                out.truncate()
                 try:
                     digests = self._http(item, out)
                     break
@@ -166,7 +235,7 @@ class _Fetcher:
                 )
 
     def _chunks_into(
-        self, item: DownloadItem, chunks: Iterator[bytes], out: IO[bytes]
+        self, item: DownloadItem, chunks: Iterator[bytes], out: _Output
     ) -> tuple[dict[str, str], int]:
         hashers = {name: hashlib.new(name) for name in item.expected_hashes()}
         received = 0
@@ -181,10 +250,11 @@ class _Fetcher:
                 self.progress.advance(len(chunk))
         return {name: h.hexdigest() for name, h in hashers.items()}, received
 
-    def _copy(self, item: DownloadItem, path: Path, out: IO[bytes]) -> dict[str, str]:
+    def _copy(self, item: DownloadItem, path: Path, out: _Output) -> dict[str, str]:
         try:
             size = path.stat().st_size
             with path.open("rb") as source:
+                out.begin(size)
                 if self.progress is not None:
                     self.progress.start(size, item.name)
                 digests, _ = self._chunks_into(item, iter(lambda: source.read(_CHUNK), b""), out)
@@ -192,7 +262,7 @@ class _Fetcher:
             raise DownloadError(item.url, f"cannot read the file: {exc.strerror or exc}") from None
         return digests
 
-    def _http(self, item: DownloadItem, out: IO[bytes]) -> dict[str, str]:
+    def _http(self, item: DownloadItem, out: _Output) -> dict[str, str]:
         url = item.url
         expected: int | None = None
         received = 0
@@ -208,6 +278,7 @@ class _Fetcher:
                 expected = int(length) if length and length.isdigit() else None
                 if response.headers.get("content-encoding", "identity") != "identity":
                     expected = None  # the length is the encoded one
+                out.begin(expected)
                 if self.progress is not None:
                     self.progress.start(expected, item.name)
 
@@ -255,6 +326,37 @@ def download_all(
     *backoff*, then twice as long... between them. *timeout* applies to a client
     created here (a given *client* keeps its own).
     """
+    found = download_wheels(
+        items,
+        dest_dir,
+        client=client,
+        progress=progress,
+        max_workers=max_workers,
+        require_hashes=require_hashes,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+    return [path for path in found if isinstance(path, Path)]
+
+
+def download_wheels(
+    items: Sequence[DownloadItem],
+    dest_dir: str | os.PathLike[str],
+    *,
+    in_memory: int = 0,
+    in_memory_per_file: int = 32 << 20,
+    client: httpx.Client | None = None,
+    progress: ProgressSink | None = None,
+    max_workers: int = 4,
+    require_hashes: bool = False,
+    retries: int = 3,
+    backoff: float = 0.5,
+    timeout: float = 30.0,
+) -> list[Path | InMemoryWheel]:
+    """Like :func:`download_all`, but files whose size is known in advance and at most
+    *in_memory_per_file* are kept in memory while they fit in *in_memory* bytes in
+    all: an install never writes (and then deletes) a small wheel on disk."""
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     names: dict[str, str] = {}
@@ -278,10 +380,11 @@ def download_all(
         retries=max(1, retries),
         backoff=backoff,
         cancel=cancel,
+        budget=_Budget(in_memory, in_memory_per_file) if in_memory > 0 else None,
         sleep=time.sleep,
     )
 
-    def run(item: DownloadItem) -> Path:
+    def run(item: DownloadItem) -> Path | InMemoryWheel:
         try:
             return fetcher.fetch(item)
         except BaseException:
@@ -291,7 +394,7 @@ def download_all(
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
             futures = [pool.submit(run, item) for item in items]
-            results: list[Path | BaseException] = []
+            results: list[Path | InMemoryWheel | BaseException] = []
             for future in futures:
                 try:
                     results.append(future.result())
@@ -307,4 +410,4 @@ def download_all(
         raise errors[0]
     if any(isinstance(r, BaseException) for r in results):  # pragma: no cover
         raise DownloadError(items[0].url, "cancelled")
-    return [r for r in results if isinstance(r, Path)]
+    return [r for r in results if isinstance(r, Path | InMemoryWheel)]

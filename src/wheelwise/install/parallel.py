@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import struct
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -44,12 +45,22 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+# Task indexes are queued in a pipe before the workers start: its buffer (64 KiB
+# on Linux) must hold them all.
+_MAX_FORKED_TASKS = 8192
+
+
 def _strategy(count: int) -> str:
     if STRATEGY != "auto":
         return STRATEGY
     if count <= 1:
         return "serial"
-    can_fork = sys.platform == "linux" and threading.active_count() == 1 and _cores() > 1
+    can_fork = (
+        sys.platform == "linux"
+        and threading.active_count() == 1
+        and _cores() > 1
+        and count <= _MAX_FORKED_TASKS
+    )
     return "fork" if can_fork else "threads"
 
 
@@ -89,17 +100,6 @@ def _threaded(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -
     _raise_first(failures)
 
 
-def _split(weights: Sequence[int], groups: int) -> list[list[int]]:
-    """Task indexes in *groups* bins of similar total weight (largest first)."""
-    bins: list[list[int]] = [[] for _ in range(groups)]
-    loads = [0] * groups
-    for index in sorted(range(len(weights)), key=lambda i: weights[i], reverse=True):
-        target = loads.index(min(loads))
-        bins[target].append(index)
-        loads[target] += max(weights[index], 1)
-    return [sorted(b) for b in bins if b]
-
-
 class _ReportingJournal(Journal):
     """A child's journal: every creation goes straight down the pipe to the parent."""
 
@@ -124,11 +124,21 @@ def _send(pipe: int, message: bytes) -> None:
         data = data[os.write(pipe, data) :]
 
 
-def _child(tasks: Sequence[Task], group: list[int], pipe: int, flag: mmap.mmap) -> int:
+def _take(queue: int, flag: mmap.mmap) -> int | None:
+    """The next task index from the shared queue, or None when it is empty or a task
+    failed. A pipe read of 4 bytes is atomic, so each index goes to one worker."""
+    if flag[0]:
+        return None
+    record = os.read(queue, 4)
+    return struct.unpack("<I", record)[0] if len(record) == 4 else None
+
+
+def _child(tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap) -> int:
     journal = _ReportingJournal(pipe, flag)
-    index = group[0]
+    index = -1
     try:
-        for index in group:
+        while (taken := _take(queue, flag)) is not None:
+            index = taken
             tasks[index](journal)
     except Cancelled:
         return 0
@@ -172,28 +182,36 @@ class _Reader(threading.Thread):
 
 
 def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> None:
-    groups = _split(weights, min(_cores(), len(tasks)))
+    # The work queue: task indexes, heaviest first, in a pipe every worker reads
+    # from, so that whoever is free takes the next wheel.
+    order = sorted(range(len(tasks)), key=lambda i: weights[i], reverse=True)
+    queue, queue_in = os.pipe()
+    try:
+        os.write(queue_in, b"".join(struct.pack("<I", i) for i in order))
+    finally:
+        os.close(queue_in)
     flag = mmap.mmap(-1, 1)  # shared with the children: non-zero means stop
-    children: list[tuple[int, _Reader, list[int]]] = []
+    children: list[tuple[int, _Reader]] = []
     failures: dict[int, BaseException] = {}
     try:
-        for group in groups[1:]:
+        for _ in range(min(_cores(), len(tasks)) - 1):
             read_end, write_end = os.pipe()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child; coverage does not follow forks
                 code = 1
                 try:
                     os.close(read_end)
-                    code = _child(tasks, group, write_end, flag)
+                    code = _child(tasks, queue, write_end, flag)
                 finally:
                     os._exit(code)
             os.close(write_end)
-            children.append((pid, _Reader(read_end, journal, flag), group))
-        for _, reader, _ in children:
+            children.append((pid, _Reader(read_end, journal, flag)))
+        for _, reader in children:
             reader.start()
-        index = groups[0][0]
+        index = -1
         try:
-            for index in groups[0]:
+            while (taken := _take(queue, flag)) is not None:
+                index = taken
                 tasks[index](journal)
         except Cancelled:
             pass
@@ -206,13 +224,14 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
         journal.cancel()
         raise
     finally:
-        for pid, reader, group in children:
+        os.close(queue)
+        for pid, reader in children:
             _, status = os.waitpid(pid, 0)
             reader.join()
             if reader.failure is not None:
                 failures[reader.failure[0]] = InstallError(reader.failure[1])
             elif status != 0 and not flag[0]:
-                failures[group[0]] = InstallError(
+                failures[len(tasks)] = InstallError(
                     f"a worker process unpacking wheels died ({_describe(status)})"
                 )
         flag.close()

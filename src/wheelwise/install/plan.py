@@ -23,7 +23,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from wheelwise import __version__
 from wheelwise.index.client import IndexClient, IndexFile, IndexSource
-from wheelwise.install.download import DownloadItem, ProgressSink, download_all
+from wheelwise.install.download import DownloadItem, ProgressSink, download_wheels
 from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.errors import DownloadError, ExternallyManagedError
 from wheelwise.install.finder import IndexFinder, Link, source_label
@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 DEFAULT_INDEX_URL = "https://pypi.org/simple/"
+# Memory that downloaded wheels may take instead of temporary files (32 MiB at most
+# each); larger wheels, and those whose size is not announced, go to disk.
+IN_MEMORY_DOWNLOADS = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -232,9 +235,11 @@ def run_install(options: InstallOptions) -> InstallOutcome:
                     cached = finder.cached_wheel(planned.file)
                     url = cached.as_uri() if cached is not None else planned.file.url
                     items.append(DownloadItem(url, planned.file.hashes, planned.file.filename))
-                paths = download_all(
+                # Small wheels stay in memory: nothing to write, and delete, on disk.
+                paths = download_wheels(
                     items,
                     folder,
+                    in_memory=IN_MEMORY_DOWNLOADS,
                     client=client.http,
                     progress=options.progress,
                     require_hashes=options.require_hashes,

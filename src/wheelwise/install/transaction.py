@@ -37,7 +37,7 @@ from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.errors import ExternallyManagedError, InstallError, LockTimeoutError
 from wheelwise.install.parallel import run_tasks
 from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
-from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record
 
@@ -221,12 +221,12 @@ class _Transaction:
     def install_all(self, wheels: Sequence[_Wheel]) -> None:
         """Unpack *wheels*, several at once (see :mod:`wheelwise.install.parallel`)."""
         tasks = [functools.partial(self._install_one, wheel) for wheel in wheels]
-        run_tasks(tasks, [wheel.size for wheel in wheels], self.journal)
+        run_tasks(tasks, [wheel.work for wheel in wheels], self.journal)
 
     def _install_one(self, wheel: _Wheel, journal: Journal) -> None:
         try:
             unpack_wheel(
-                str(wheel.path),
+                wheel.source if isinstance(wheel.source, InMemoryWheel) else str(wheel.source),
                 wheel.record,
                 scheme=self.env.scheme(wheel.name),
                 interpreter=os.path.abspath(self.env.python),  # noqa: PTH100 - keep venv links
@@ -289,18 +289,26 @@ class _Transaction:
 @dataclass(frozen=True)
 class _Wheel:
     path: Path
+    """The file, or just the file name of a wheel held in memory."""
+    source: Path | InMemoryWheel
     name: str
     version: str
     variant: str | None
-    size: int
     record: dict[str, RecordEntry] = field(compare=False, repr=False)
 
+    @property
+    def work(self) -> int:
+        """How long unpacking takes, roughly: bytes written, plus a fixed cost per
+        file worth ~12 KB of decompressing, hashing and writing."""
+        return sum((entry.size or 0) + 12_500 for entry in self.record.values())
 
-def _verify(wheels: Iterable[Path]) -> list[_Wheel]:
+
+def _verify(wheels: Iterable[Path | InMemoryWheel]) -> list[_Wheel]:
     checked: dict[str, _Wheel] = {}
-    for path in wheels:
+    for source in wheels:
+        path = source.path if isinstance(source, InMemoryWheel) else Path(source)
         try:
-            with WheelArchive(path) as archive:
+            with WheelArchive(source) as archive:
                 # Contents are checked against RECORD while they are installed.
                 record = archive.check_record_listing()
                 message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
@@ -320,8 +328,7 @@ def _verify(wheels: Iterable[Path]) -> list[_Wheel]:
             )
         if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
             label = next(iter(variant_metadata.variants))
-        size = Path(path).stat().st_size
-        checked[normalized] = _Wheel(Path(path), normalized, str(version), label, size, record)
+        checked[normalized] = _Wheel(path, source, normalized, str(version), label, record)
     return list(checked.values())
 
 
@@ -403,7 +410,7 @@ class _Body:
 
 def install_wheels(
     env: TargetEnvironment,
-    wheels: Sequence[Path],
+    wheels: Sequence[Path | InMemoryWheel],
     *,
     remove: Sequence[str] = (),
     break_system_packages: bool = False,

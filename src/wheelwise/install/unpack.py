@@ -33,6 +33,7 @@ from installer.sources import WheelContentElement, WheelFile
 from installer.utils import Scheme
 
 from wheelwise.install.errors import InstallError
+from wheelwise.wheels.archive import InMemoryWheel, open_zip
 
 if TYPE_CHECKING:
     from installer.scripts import LauncherKind
@@ -227,7 +228,7 @@ class _JournalingDestination(SchemeDictionaryDestination):
 
 
 def unpack_wheel(
-    wheel: str,
+    wheel: str | InMemoryWheel,
     expected: dict[str, RecordEntry],
     *,
     scheme: dict[str, str],
@@ -235,7 +236,8 @@ def unpack_wheel(
     script_kind: LauncherKind,
     journal: Journal,
 ) -> None:
-    """Install the wheel at *wheel* into the folders of *scheme*, without bytecode.
+    """Install *wheel* (a path, or one in memory) into the folders of *scheme*,
+    without bytecode.
 
     *expected* is the wheel's RECORD, already checked to list every member with a
     strong hash (:meth:`WheelArchive.check_record_listing`); each member is
@@ -252,6 +254,7 @@ def unpack_wheel(
         name: os.path.normpath(os.path.abspath(folder))  # abspath: keep venv links
         for name, folder in scheme.items()
     }
-    with zipfile.ZipFile(wheel) as archive:
-        source = _VerifyingWheelFile(archive, expected, os.path.basename(wheel))
+    name = wheel.name if isinstance(wheel, InMemoryWheel) else os.path.basename(wheel)
+    with open_zip(wheel) as archive:
+        source = _VerifyingWheelFile(archive, expected, name)
         installer.install(source, destination, additional_metadata=INSTALLER_METADATA)

@@ -57,17 +57,39 @@ def _unsafe_name(name: str) -> str | None:
     return None
 
 
+class InMemoryWheel:
+    """A wheel file's bytes, with its file name (a small download never written to
+    disk). ``path`` is just the name, for messages."""
+
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name = name
+        self.data = data
+        self.path = Path(name)
+
+    def __repr__(self) -> str:
+        return f"InMemoryWheel({self.name!r}, {len(self.data)} bytes)"
+
+
+def open_zip(wheel: str | Path | InMemoryWheel) -> zipfile.ZipFile:
+    """A :class:`zipfile.ZipFile` over a wheel file or an in-memory wheel."""
+    if isinstance(wheel, InMemoryWheel):
+        archive = zipfile.ZipFile(io.BytesIO(wheel.data))
+        archive.filename = wheel.name  # readers (installer) take the wheel's name from it
+        return archive
+    return zipfile.ZipFile(wheel)
+
+
 class WheelArchive:
     """A wheel file opened for reading after its structure has been checked."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | InMemoryWheel) -> None:
+        self.path = path.path if isinstance(path, InMemoryWheel) else Path(path)
         try:
             self.filename = WheelFilename.parse(self.path.name)
         except VariantError as exc:
             raise WheelError(str(exc)) from None
         try:
-            self._zip = zipfile.ZipFile(self.path)
+            self._zip = open_zip(path)
         except FileNotFoundError:
             raise WheelError(f"{self.path}: no such file") from None
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
