@@ -8,11 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.tags import sys_tags
 from packaging.utils import canonicalize_name
 
 from indexkit import demo_wheels, free_port, uvicorn_thread
 from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy, SourceError
 from wheelwise.index.server import create_app
+from wheelwise.install.finder import IndexFinder
 from wheelwise.install.prefetch import ListingPrefetcher
 
 
@@ -82,3 +85,34 @@ def test_a_failed_fetch_is_raised_to_the_taker(tmp_path: Path) -> None:
         prefetcher.want(["demo-pkg"])
         with pytest.raises(SourceError, match="cannot connect"):
             prefetcher.take(canonicalize_name("demo-pkg"))
+
+
+def test_finder_warms_the_metadata_of_the_likely_pick(
+    server: tuple[str, _Counter], tmp_path: Path
+) -> None:
+    """A hint with a range: the newest release in range gets its wheels' PEP 658
+    metadata fetched in the background; the resolver's later ask costs no request."""
+    base, counter = server
+    source = IndexSource.index(f"{base}/simple/")
+    with IndexClient(cache_dir=tmp_path) as client:
+        prefetcher = ListingPrefetcher([source], client)
+        finder = IndexFinder(
+            [source], client, tags=list(sys_tags()), python_version="3.11.0", prefetcher=prefetcher
+        )
+        before = len(counter.paths)
+        finder.prefetch([("demo-pkg", SpecifierSet("<2"))])
+        prefetcher.take(canonicalize_name("demo-pkg"))  # the job, follow-up included, is done
+        warmed = [p for p in counter.paths[before:] if p.endswith(".metadata")]
+        assert warmed
+        assert all("demo_pkg-1.0-" in p for p in warmed)  # 2.0 is out of range
+        (release,) = [
+            r for r in finder.versions(canonicalize_name("demo-pkg")) if str(r.version) == "1.0"
+        ]
+        asked = len(counter.paths)
+        served = [f for f in release.files if any(str(f.filename) in p for p in warmed)]
+        assert served
+        for file in served:
+            assert finder.core_metadata(file).startswith(b"Metadata-Version")
+        assert len(counter.paths) == asked
+        prefetcher.close()
+        finder.close()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
@@ -573,9 +574,12 @@ class _HintedIndex(Index):
     def __init__(self) -> None:
         super().__init__()
         self.hints: list[str] = []
+        self.ranges: dict[str, str] = {}
 
-    def prefetch(self, names: Iterable[str]) -> None:
-        self.hints.extend(names)
+    def prefetch(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
+        for name, specifier in wants:
+            self.hints.append(name)
+            self.ranges[name] = str(specifier)
 
 
 def test_resolver_hints_the_projects_it_will_need() -> None:
@@ -592,3 +596,4 @@ def test_resolver_hints_the_projects_it_will_need() -> None:
     assert "base" in index.hints
     assert "winonly" not in index.hints
     assert "extra-only" not in index.hints
+    assert index.ranges["lib"] == ">=1"  # with the range, for the metadata to warm

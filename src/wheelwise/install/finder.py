@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import functools
 import os
 import tempfile
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
@@ -33,6 +35,7 @@ from wheelwise.index.client import (
     IndexFile,
     IndexSource,
     ProjectListing,
+    SourceListing,
     find_candidates,
     first_viable_source,
 )
@@ -44,6 +47,10 @@ from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.variant_info import read_wheel_variant
 
 __all__ = ["IndexFinder", "IndexRelease", "Link", "requires_dist"]
+
+# Wheels of one release whose metadata is fetched ahead (platform wheels of a
+# binary project: usually one or two fit the target).
+WARM_FILES = 3
 
 
 @dataclass(frozen=True)
@@ -133,10 +140,31 @@ class IndexFinder:
     def dependencies(self, file: WheelFile) -> list[str]:
         return requires_dist(self.core_metadata(file))
 
-    def prefetch(self, names: Iterable[str]) -> None:
-        """A hint from the resolver: these projects will probably be asked for."""
-        if self.prefetcher is not None:
-            self.prefetcher.want(n for n in names if canonicalize_name(n) not in self._releases)
+    def prefetch(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
+        """A hint from the resolver: these projects will probably be asked for, at a
+        version in these ranges. Their listings are fetched in the background, then
+        the core metadata of the viable wheels of the newest version in range (the
+        usual pick), at most :data:`WARM_FILES` of them."""
+        if self.prefetcher is None:
+            return
+        for name, specifier in wants:
+            key = canonicalize_name(name)
+            if key not in self._releases:
+                self.prefetcher.want([key], functools.partial(self._warm, specifier))
+
+    def _warm(
+        self, specifier: SpecifierSet, name: NormalizedName, listings: list[SourceListing]
+    ) -> None:
+        releases = self._releases_from(listings)
+        in_range = [r for r in releases if specifier.contains(r.version)]
+        if not in_range:
+            return
+        newest = max(in_range, key=lambda r: r.version)
+        viable = [f for f in newest.files if any(t in self.tags for t in f.filename.tags)]
+        for file in viable[:WARM_FILES]:
+            link = _link(file)
+            if link.file.core_metadata and link.file.url not in self._metadata:
+                self._metadata[link.file.url] = self.client.fetch_metadata(link.file)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -189,6 +217,9 @@ class IndexFinder:
         listings = self.prefetcher.take(name) if self.prefetcher is not None else None
         if listings is None:
             listings = find_candidates(name, self.sources, self.client)
+        return self._releases_from(listings)
+
+    def _releases_from(self, listings: list[SourceListing]) -> list[IndexRelease]:
         versions = {
             file.version
             for entry in listings

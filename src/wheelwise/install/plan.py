@@ -151,7 +151,7 @@ def run_install(options: InstallOptions) -> InstallOutcome:
         ListingPrefetcher(sources, client) as prefetcher,
     ):
         requested = _requested(options.requirements)
-        prefetcher.want(sorted(requested))
+        prefetcher.want(sorted(requested))  # the metadata comes once the target is known
         env = pending.result()
         if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
             raise ExternallyManagedError(

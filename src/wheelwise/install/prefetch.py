@@ -11,7 +11,8 @@ fetch would raise them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 
@@ -23,6 +24,8 @@ __all__ = ["ListingPrefetcher"]
 
 # Requests in flight at once: enough to hide round trips, few enough for any index.
 WORKERS = 6
+
+FollowUp = Callable[[NormalizedName, list[SourceListing]], None]
 
 
 class ListingPrefetcher:
@@ -36,8 +39,10 @@ class ListingPrefetcher:
         self._pending: dict[NormalizedName, Future[list[SourceListing]]] = {}
         self._closed = False
 
-    def want(self, names: Iterable[str]) -> None:
-        """Start fetching the listings of *names* (a hint: nothing waits for it)."""
+    def want(self, names: Iterable[str], then: FollowUp | None = None) -> None:
+        """Start fetching the listings of *names* (a hint: nothing waits for it).
+        *then*, if given, runs in the same background job with each listing (for
+        more prefetching); what it raises is ignored."""
         if self._closed:
             return
         for name in names:
@@ -46,7 +51,15 @@ class ListingPrefetcher:
                 continue
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="prefetch")
-            self._pending[key] = self._pool.submit(find_candidates, key, self.sources, self.client)
+            self._pending[key] = self._pool.submit(self._job, key, then)
+
+    def _job(self, name: NormalizedName, then: FollowUp | None) -> list[SourceListing]:
+        listings = find_candidates(name, self.sources, self.client)
+        if then is not None and not self._closed:
+            # A hint only: if it fails, the resolver fetches again and reports.
+            with contextlib.suppress(Exception):
+                then(name, listings)
+        return listings
 
     def take(self, name: NormalizedName) -> list[SourceListing] | None:
         """The prefetched listings of *name* (waiting for them if still in flight),

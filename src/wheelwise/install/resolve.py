@@ -168,7 +168,7 @@ def resolve(
         no_deps=no_deps,
     )
     roots = [r for text in requirements if (r := _root(text, env)) is not None]
-    provider._prefetch(r.name for r in roots)
+    provider._prefetch(roots)
     resolver: Resolver[Requirement, Candidate, str] = Resolver(provider, BaseReporter())
     try:
         result = resolver.resolve(roots, max_rounds=max_rounds)
@@ -359,13 +359,16 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 for extra in extras
             ):
                 deps.append(requirement)
-        self._prefetch(dep.name for dep in deps)
+        self._prefetch(deps)
         return deps
 
-    def _prefetch(self, names: Iterable[str]) -> None:
+    def _prefetch(self, requirements: Iterable[Requirement]) -> None:
         hint = getattr(self.finder, "prefetch", None)  # optional part of a Finder
         if hint is not None:
-            hint(names)
+            hint(
+                (r.name, r.specifier & self.constraints.get(r.name, SpecifierSet()))
+                for r in requirements
+            )
 
     # -- errors --------------------------------------------------------------------
 
