@@ -13,7 +13,8 @@ http.server answers each request on a new HTTP/1.0 connection, which costs uv ab
 2 s more here (its resolution takes 1.8 s instead of 0.1 s) and distorts the
 comparison.
 
-Timed, as whole processes, interleaved, median of N runs (plus one untimed warm-up
+Timed, as whole processes, interleaved (each round in the next of all the orders of
+the installers: use a multiple of 6 runs), median of N runs (plus one untimed warm-up
 round that fills the OS file cache), each into a new venv made before the clock
 starts, with cold caches and no byte-compilation:
 
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -318,9 +320,14 @@ def main(argv: list[str] | None = None) -> int:
             for run in contenders.values():  # warm-up: OS file cache, installers' bytecode
                 run()
             times: dict[str, list[float]] = {name: [] for name in contenders}
-            for _ in range(args.runs):
-                for name, run in contenders.items():
-                    times[name].append(run())
+            # Each round takes the next of all the orders of the installers, so that
+            # each runs right after each other one as often: on this machine's disk,
+            # an installer that deletes thousands of files at its end (uv's temporary
+            # cache) slows the file creation of whichever runs next.
+            orders = list(itertools.permutations(contenders))
+            for round_ in range(args.runs):
+                for name in orders[round_ % len(orders)]:
+                    times[name].append(contenders[name]())
 
     medians = {name: statistics.median(values) for name, values in times.items()}
     ratios: dict[str, float] = {}
