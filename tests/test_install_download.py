@@ -287,3 +287,24 @@ def test_local_file_goes_to_memory(tmp_path: Path) -> None:
     (found,) = download_wheels([item], tmp_path / "dl", in_memory=10**6)
     assert isinstance(found, InMemoryWheel)
     assert found.data == b"wheel bytes"
+
+
+def test_then_runs_on_each_complete_file_and_can_fail_it(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, _ = server
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def check(found: Path | InMemoryWheel) -> None:
+        with lock:
+            seen.append(found.name)
+
+    download_wheels(_items(base), tmp_path / "dl", in_memory=10**7, then=check)
+    assert sorted(seen) == sorted(FILES)
+
+    def refuse(found: Path | InMemoryWheel) -> None:
+        raise DownloadError(found.name, "refused by the check")
+
+    with pytest.raises(DownloadError, match="refused by the check"):
+        download_wheels(_items(base)[:2], tmp_path / "dl2", then=refuse)

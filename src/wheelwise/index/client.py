@@ -25,6 +25,8 @@ with the URL, what happened and what to check.
 from __future__ import annotations
 
 import hashlib
+import ssl
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -263,6 +265,7 @@ class IndexClient:
             follow_redirects=True,
             headers={"User-Agent": f"wheelwise/{__version__}"},
             transport=transport,
+            verify=_tls_context() if transport is None else True,
         )
 
     @property
@@ -467,6 +470,29 @@ class IndexClient:
                     return response
             self._sleep(self.retry.delay(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (CA bundle from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``,
+    else certifi), built in a thread while this one imports httpcore: parsing the CA
+    bundle releases the GIL, and each takes ~40 ms."""
+    built: list[ssl.SSLContext] = []
+    failed: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            built.append(httpx.create_ssl_context())
+        except BaseException as exc:  # raised below, in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=build, name="tls-context")
+    thread.start()
+    import httpcore  # noqa: F401 - httpx's transport imports it; load it meanwhile
+
+    thread.join()
+    if failed:
+        raise failed[0]
+    return built[0]
 
 
 def _tries(tries: int) -> str:

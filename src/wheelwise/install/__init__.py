@@ -19,9 +19,11 @@ from wheelwise.install.errors import (
 from wheelwise.install.transaction import (
     InstalledDist,
     InstallReport,
+    VerifiedWheel,
     install_wheels,
     list_installed,
     uninstall,
+    verify_wheel,
 )
 
 __all__ = [
@@ -35,9 +37,11 @@ __all__ = [
     "LockTimeoutError",
     "ProgressSink",
     "TargetEnvironment",
+    "VerifiedWheel",
     "download_all",
     "download_wheels",
     "install_wheels",
     "list_installed",
     "uninstall",
+    "verify_wheel",
 ]

@@ -353,10 +353,15 @@ def download_wheels(
     retries: int = 3,
     backoff: float = 0.5,
     timeout: float = 30.0,
+    then: Callable[[Path | InMemoryWheel], object] | None = None,
 ) -> list[Path | InMemoryWheel]:
     """Like :func:`download_all`, but files whose size is known in advance and at most
     *in_memory_per_file* are kept in memory while they fit in *in_memory* bytes in
-    all: an install never writes (and then deletes) a small wheel on disk."""
+    all: an install never writes (and then deletes) a small wheel on disk.
+
+    *then*, if given, is called in the worker thread with each file once it is
+    complete and verified (to check it while others still download); what it raises
+    fails that item like a download error."""
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     names: dict[str, str] = {}
@@ -386,7 +391,10 @@ def download_wheels(
 
     def run(item: DownloadItem) -> Path | InMemoryWheel:
         try:
-            return fetcher.fetch(item)
+            found = fetcher.fetch(item)
+            if then is not None:
+                then(found)
+            return found
         except BaseException:
             cancel.set()
             raise

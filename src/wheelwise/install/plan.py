@@ -29,10 +29,17 @@ from wheelwise.install.errors import DownloadError, ExternallyManagedError
 from wheelwise.install.finder import IndexFinder, Link, source_label
 from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, ResolveError, resolve
-from wheelwise.install.transaction import InstallReport, install_wheels, list_installed
+from wheelwise.install.transaction import (
+    InstallReport,
+    VerifiedWheel,
+    install_wheels,
+    list_installed,
+    verify_wheel,
+)
 from wheelwise.providers.machine import MachineOptions, machine_for
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.supported import SupportedProperties
+from wheelwise.wheels.archive import InMemoryWheel
 
 __all__ = [
     "DEFAULT_INDEX_URL",
@@ -236,7 +243,13 @@ def run_install(options: InstallOptions) -> InstallOutcome:
                     url = cached.as_uri() if cached is not None else planned.file.url
                     items.append(DownloadItem(url, planned.file.hashes, planned.file.filename))
                 # Small wheels stay in memory: nothing to write, and delete, on disk.
-                paths = download_wheels(
+                # Each is checked as soon as it is complete, while others download.
+                verified: dict[str, VerifiedWheel] = {}
+
+                def check(wheel: Path | InMemoryWheel) -> None:
+                    verified[wheel.name] = verify_wheel(wheel)
+
+                found = download_wheels(
                     items,
                     folder,
                     in_memory=IN_MEMORY_DOWNLOADS,
@@ -244,9 +257,12 @@ def run_install(options: InstallOptions) -> InstallOutcome:
                     progress=options.progress,
                     require_hashes=options.require_hashes,
                     timeout=options.timeout,
+                    then=check,
                 )
                 report = install_wheels(
-                    env, paths, break_system_packages=options.break_system_packages
+                    env,
+                    [verified[wheel.name] for wheel in found],
+                    break_system_packages=options.break_system_packages,
                 )
         finally:
             finder.close()

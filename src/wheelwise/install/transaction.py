@@ -46,9 +46,11 @@ __all__ = [
     "LOCK_NAME",
     "InstallReport",
     "InstalledDist",
+    "VerifiedWheel",
     "install_wheels",
     "list_installed",
     "uninstall",
+    "verify_wheel",
 ]
 
 INSTALLER_NAME = "wheelwise"
@@ -218,12 +220,12 @@ class _Transaction:
 
     # -- installing -------------------------------------------------------------
 
-    def install_all(self, wheels: Sequence[_Wheel]) -> None:
+    def install_all(self, wheels: Sequence[VerifiedWheel]) -> None:
         """Unpack *wheels*, several at once (see :mod:`wheelwise.install.parallel`)."""
         tasks = [functools.partial(self._install_one, wheel) for wheel in wheels]
         run_tasks(tasks, [wheel.work for wheel in wheels], self.journal)
 
-    def _install_one(self, wheel: _Wheel, journal: Journal) -> None:
+    def _install_one(self, wheel: VerifiedWheel, journal: Journal) -> None:
         try:
             unpack_wheel(
                 wheel.source if isinstance(wheel.source, InMemoryWheel) else str(wheel.source),
@@ -287,7 +289,9 @@ class _Transaction:
 
 
 @dataclass(frozen=True)
-class _Wheel:
+class VerifiedWheel:
+    """A wheel checked by :func:`verify_wheel`, ready for :func:`install_wheels`."""
+
     path: Path
     """The file, or just the file name of a wheel held in memory."""
     source: Path | InMemoryWheel
@@ -303,32 +307,41 @@ class _Wheel:
         return sum((entry.size or 0) + 12_500 for entry in self.record.values())
 
 
-def _verify(wheels: Iterable[Path | InMemoryWheel]) -> list[_Wheel]:
-    checked: dict[str, _Wheel] = {}
-    for source in wheels:
-        path = source.path if isinstance(source, InMemoryWheel) else Path(source)
-        try:
-            with WheelArchive(source) as archive:
-                # Contents are checked against RECORD while they are installed.
-                record = archive.check_record_listing()
-                message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
-                    archive.metadata(), headersonly=True
-                )
-                variant_metadata = archive.variant_metadata()
-                label = archive.filename.variant_label
-        except WheelError as exc:
-            raise InstallError(f"refusing to install {Path(path).name}: {exc}") from None
-        name, version = message.get("Name"), message.get("Version")
-        if not name or not version:
-            raise InstallError(f"{Path(path).name}: METADATA lacks Name or Version")
-        normalized = canonicalize_name(str(name))
-        if normalized in checked:
-            raise InstallError(
-                f"{Path(path).name} and {checked[normalized].path.name} are both {normalized}"
+def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
+    """Open *source* safely and check it can be installed: its structure, RECORD
+    listing every member with a strong hash, and METADATA naming it. The members'
+    contents are checked against RECORD while they are written. Raises InstallError.
+
+    :func:`install_wheels` calls this for every wheel it is given as a path; a caller
+    may call it earlier (as each download completes, say) and pass the result."""
+    path = source.path if isinstance(source, InMemoryWheel) else Path(source)
+    try:
+        with WheelArchive(source) as archive:
+            record = archive.check_record_listing()
+            message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
+                archive.metadata(), headersonly=True
             )
-        if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
-            label = next(iter(variant_metadata.variants))
-        checked[normalized] = _Wheel(path, source, normalized, str(version), label, record)
+            variant_metadata = archive.variant_metadata()
+            label = archive.filename.variant_label
+    except WheelError as exc:
+        raise InstallError(f"refusing to install {path.name}: {exc}") from None
+    name, version = message.get("Name"), message.get("Version")
+    if not name or not version:
+        raise InstallError(f"{path.name}: METADATA lacks Name or Version")
+    if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
+        label = next(iter(variant_metadata.variants))
+    return VerifiedWheel(path, source, canonicalize_name(str(name)), str(version), label, record)
+
+
+def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[VerifiedWheel]:
+    checked: dict[str, VerifiedWheel] = {}
+    for source in wheels:
+        wheel = source if isinstance(source, VerifiedWheel) else verify_wheel(source)
+        if wheel.name in checked:
+            raise InstallError(
+                f"{wheel.path.name} and {checked[wheel.name].path.name} are both {wheel.name}"
+            )
+        checked[wheel.name] = wheel
     return list(checked.values())
 
 
@@ -377,7 +390,7 @@ def _run(env: TargetEnvironment, lock_timeout: float, body: _Body) -> InstallRep
 
 class _Body:
     def __init__(
-        self, env: TargetEnvironment, wheels: Sequence[_Wheel], remove: Sequence[str]
+        self, env: TargetEnvironment, wheels: Sequence[VerifiedWheel], remove: Sequence[str]
     ) -> None:
         self.env = env
         self.wheels = wheels
@@ -410,7 +423,7 @@ class _Body:
 
 def install_wheels(
     env: TargetEnvironment,
-    wheels: Sequence[Path | InMemoryWheel],
+    wheels: Sequence[Path | InMemoryWheel | VerifiedWheel],
     *,
     remove: Sequence[str] = (),
     break_system_packages: bool = False,
