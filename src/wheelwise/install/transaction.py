@@ -1,14 +1,16 @@
 """Atomic installs and uninstalls of wheels into a :class:`TargetEnvironment`.
 
-A transaction first verifies every wheel against its ``RECORD``, then takes the
-target's lock (``.wheelwise.lock`` in its purelib folder) and works through the
-distributions: an installed distribution that is replaced or removed has its files
-(those its ``RECORD`` lists, their ``__pycache__`` bytecode and the rest of its
-``.dist-info`` folder) *moved* into a backup folder ``.wheelwise-backup-*`` inside
-purelib; new files are written by the ``installer`` library through a destination
-that journals every file and folder it creates. When anything fails, the journal is
-undone and the backups are moved back, so the environment is left as it was; on
-success the backup folder is deleted and folders left empty are pruned.
+A transaction first verifies every wheel (:func:`verify_wheel`: structure, a RECORD
+listing every member with a strong hash, METADATA), then takes the target's lock
+(``.wheelwise.lock`` in its purelib folder). Every installed distribution that is
+replaced or removed has its files (those its ``RECORD`` lists, their
+``__pycache__`` bytecode and the rest of its ``.dist-info`` folder) *moved* into a
+backup folder ``.wheelwise-backup-*`` inside purelib; then the new wheels are
+unpacked, several at once (:mod:`wheelwise.install.parallel`), by the ``installer``
+library through a destination that journals every file and folder it creates
+(:mod:`wheelwise.install.unpack`). When anything fails, the journal is undone and
+the backups are moved back, so the environment is left as it was; on success the
+backup folder is deleted and folders left empty are pruned.
 
 Wheels are installed without byte-compiling, with ``INSTALLER`` set to
 ``wheelwise``; every ``.dist-info`` file of the wheel is kept (``variant.json``
