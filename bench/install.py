@@ -213,6 +213,15 @@ def main(argv: list[str] | None = None) -> int:
         help="serve: `wheelwise index serve` (default); static: a static site served by "
         "`python -m http.server`; file: the static site as a file:// index",
     )
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long before each timed run, so that the files the previous "
+        "installer deleted no longer slow this one's file creation (35 is enough on an "
+        "ext4 disk without a journal, which skips inodes freed in the last 30 s)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -270,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def timed(name: str, venv: Path, command: list[str], env: dict[str, str]) -> float:
             before = count_pyc(venv)
+            time.sleep(args.pause)
             start = time.perf_counter()
             result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
             elapsed = time.perf_counter() - start
@@ -351,7 +361,9 @@ def main(argv: list[str] | None = None) -> int:
         "distributions": len(EXPECTED),
         "runs": args.runs,
         "server": args.server,
+        "pause_s": args.pause,
         "median_s": medians,
+        "times_s": times,
         "min_s": {name: min(values) for name, values in times.items()},
         "ratios": ratios,
         "notes": notes,

@@ -201,3 +201,22 @@ def test_forked_worker_reports_files_and_failures(
     else:
         assert isinstance(error, InstallError)
         assert "worker process unpacking wheels died (killed by signal 9)" in str(error)
+
+
+def test_tampered_large_member_is_caught_while_streaming(
+    env: TargetEnvironment, tmp_path: Path
+) -> None:
+    """A member too large to read whole is hashed as it streams to disk; a mismatch
+    found at its end still stops the install and rolls everything back."""
+    before = tree_hash(env.prefix)
+    good = gamma_wheel(tmp_path / "good")
+    tampered = tmp_path / good.name
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(tampered, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "gamma/blob.bin":
+                data = data[:-1] + bytes([data[-1] ^ 1])  # same size, one bit off
+            target.writestr(info, data)
+    with pytest.raises(InstallError, match=r"gamma/blob\.bin.*does not match its RECORD"):
+        install_wheels(env, [tampered])
+    assert tree_hash(env.prefix) == before

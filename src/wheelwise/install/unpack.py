@@ -132,6 +132,7 @@ class _CheckedStream(io.RawIOBase):
         self._entry = entry
         self._wheel_name = wheel_name
         self._digest = hashlib.new(entry.hash_.name)
+        self.algorithm = entry.hash_.name
         self._size = 0
         self.sha256: str | None = None
 
@@ -186,11 +187,8 @@ class _VerifyingWheelFile(WheelFile):
                 continue
             size = self._zipfile.getinfo(path).file_size
             if size > _WHOLE_MEMBER and not path.startswith(scripts):
-                yield (
-                    record,
-                    io.BufferedReader(_CheckedStream(stream, entry, self.wheel_name)),
-                    (is_executable),
-                )
+                checked = io.BufferedReader(_CheckedStream(stream, entry, self.wheel_name))
+                yield record, checked, is_executable
                 continue
             # Scripts are read whole too: installer seeks in them to fix the shebang.
             data = stream.read()
@@ -218,12 +216,20 @@ class _JournalingDestination(SchemeDictionaryDestination):
                 data = stream.getvalue()
                 out.write(data)
                 return RecordEntry(path, Hash("sha256", stream.sha256), len(data))
+            # A large member checked while streaming already has its sha256 at the end.
+            raw = getattr(stream, "raw", None)
+            hashed = isinstance(raw, _CheckedStream) and raw.algorithm == "sha256"
             digest = hashlib.sha256()
             size = 0
             while chunk := stream.read(_CHUNK):
-                digest.update(chunk)
+                if not hashed:
+                    digest.update(chunk)
                 out.write(chunk)
                 size += len(chunk)
+        if hashed:
+            assert isinstance(raw, _CheckedStream)
+            assert raw.sha256 is not None  # set when the stream ended, after the check
+            return RecordEntry(path, Hash("sha256", raw.sha256), size)
         return RecordEntry(path, Hash("sha256", _b64(digest.digest())), size)
 
 
