@@ -133,21 +133,36 @@ def _take(queue: int, flag: mmap.mmap) -> int | None:
     return struct.unpack("<I", record)[0] if len(record) == 4 else None
 
 
-def _child(tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap) -> int:
-    journal = _ReportingJournal(pipe, flag)
+def _work(
+    tasks: Sequence[Task], queue: int, flag: mmap.mmap, journal: Journal
+) -> tuple[int, BaseException] | None:
+    """One worker: tasks from the queue until it is empty or a task failed; the
+    failure (task index, exception) if it was one of these tasks'."""
     index = -1
     try:
         while (taken := _take(queue, flag)) is not None:
             index = taken
             tasks[index](journal)
     except Cancelled:
-        return 0
-    except BaseException as exc:  # reported to the parent, which raises it
+        return None
+    except Exception as exc:
         flag[0] = 1
-        message = str(exc) if isinstance(exc, InstallError) else f"{type(exc).__name__}: {exc}"
-        _send(pipe, _ERROR + f"{index}\t{message}".encode("utf-8", "replace"))
-        return 1
-    return 0
+        return index, exc
+    return None
+
+
+def _child(tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap) -> int:
+    try:
+        failure = _work(tasks, queue, flag, _ReportingJournal(pipe, flag))
+    except BaseException as exc:  # interrupted: the parent says so
+        flag[0] = 1
+        failure = (-1, exc)
+    if failure is None:
+        return 0
+    index, error = failure
+    message = str(error) if isinstance(error, InstallError) else f"{type(error).__name__}: {error}"
+    _send(pipe, _ERROR + f"{index}\t{message}".encode("utf-8", "replace"))
+    return 1
 
 
 class _Reader(threading.Thread):
@@ -208,17 +223,10 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
             children.append((pid, _Reader(read_end, journal, flag)))
         for _, reader in children:
             reader.start()
-        index = -1
-        try:
-            while (taken := _take(queue, flag)) is not None:
-                index = taken
-                tasks[index](journal)
-        except Cancelled:
-            pass
-        except Exception as exc:
-            flag[0] = 1
+        failure = _work(tasks, queue, flag, journal)
+        if failure is not None:
             journal.cancel()
-            failures[index] = exc
+            failures[failure[0]] = failure[1]
     except BaseException:  # interrupted, or a fork failed: stop the children, then go on
         flag[0] = 1
         journal.cancel()
