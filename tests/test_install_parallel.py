@@ -155,20 +155,27 @@ def test_tampered_wheel_rolls_back(env: TargetEnvironment, tmp_path: Path, strat
 
 
 def _forked_run(tmp_path: Path, child_action: str) -> tuple[Journal, BaseException | None]:
-    """Two tasks, two workers: this process takes one and waits until the child has
-    done its part with the other (create a file, then *child_action*)."""
-    marker = tmp_path / "child-done"
+    """Two tasks, two workers, one task each: this process starts its task, the child
+    then creates a file and does *child_action* with it, and only then does this
+    process's task end (or, for "interrupt", raise KeyboardInterrupt)."""
+    started, done = tmp_path / "parent-started", tmp_path / "child-done"
     parent = os.getpid()
+
+    def wait_for(marker: Path) -> None:
+        deadline = time.monotonic() + 20
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def task(journal: Journal) -> None:
         if os.getpid() == parent:
-            deadline = time.monotonic() + 20
-            while not marker.exists() and time.monotonic() < deadline:
-                time.sleep(0.01)
+            started.touch()
+            wait_for(done)
+            if child_action == "interrupt":  # Ctrl-C, as this process sees it
+                raise KeyboardInterrupt
             return
-        made = tmp_path / f"made-by-child-{time.monotonic_ns()}.txt"  # it may get both tasks
-        journal.create(str(made), executable=False).close()
-        marker.touch()
+        wait_for(started)  # so that this process has taken the other task
+        journal.create(str(tmp_path / "made-by-child.txt"), executable=False).close()
+        done.touch()
         if child_action == "fail":
             raise InstallError("boom in the child")
         if child_action == "die":
@@ -177,24 +184,24 @@ def _forked_run(tmp_path: Path, child_action: str) -> tuple[Journal, BaseExcepti
     journal = Journal()
     try:
         parallel._forked([task, task], [1, 1], journal)
-    except BaseException as exc:
+    except BaseException as exc:  # returned for the test to inspect
         return journal, exc
     return journal, None
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forked workers are POSIX only")
-@pytest.mark.parametrize("action", ["succeed", "fail", "die"])
+@pytest.mark.parametrize("action", ["succeed", "fail", "die", "interrupt"])
 def test_forked_worker_reports_files_and_failures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str
 ) -> None:
     monkeypatch.setattr(parallel, "_cores", lambda: 2)
     journal, error = _forked_run(tmp_path, action)
-    # Whatever happened next, the parent knows about every file the child made.
-    made = sorted(str(p) for p in tmp_path.glob("made-by-child-*"))
-    assert made
-    assert sorted(journal.files) == made
+    # Whatever happened next, the parent knows about the file the child made.
+    assert journal.files == [str(tmp_path / "made-by-child.txt")]
     if action == "succeed":
         assert error is None
+    elif action == "interrupt":  # raised once the child is reaped and its files known
+        assert isinstance(error, KeyboardInterrupt)
     elif action == "fail":
         assert isinstance(error, InstallError)
         assert str(error) == "boom in the child"

@@ -233,8 +233,10 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
         raise
     finally:
         os.close(queue)
+        interrupted = False
         for pid, reader in children:
-            _, status = os.waitpid(pid, 0)
+            status, stopped = _reap(pid, flag)
+            interrupted = interrupted or stopped
             reader.join()
             if reader.failure is not None:
                 failures[reader.failure[0]] = InstallError(reader.failure[1])
@@ -243,7 +245,22 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
                     f"a worker process unpacking wheels died ({_describe(status)})"
                 )
         flag.close()
+        if interrupted:
+            raise KeyboardInterrupt
     _raise_first(failures)
+
+
+def _reap(pid: int, flag: mmap.mmap) -> tuple[int, bool]:
+    """Wait for the child *pid*, even through Ctrl-C (which stops it at its next file),
+    so that its every report is in the journal before any rollback: its status, and
+    whether Ctrl-C came meanwhile."""
+    interrupted = False
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1], interrupted
+        except KeyboardInterrupt:
+            flag[0] = 1
+            interrupted = True
 
 
 def _describe(status: int) -> str:
