@@ -729,3 +729,17 @@ def test_proxy_settings_are_honoured(
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     with IndexClient(cache=False, retry=RetryPolicy(retries=0)) as client:
         assert client.fetch_project(source, "demo-pkg").found
+
+
+def test_unreadable_ca_bundle_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "no-such-bundle.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(missing))
+    with pytest.raises(SourceError, match=r"SSL_CERT_FILE=.*no-such-bundle\.pem.*fix or unset"):
+        IndexClient(cache=False)
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(garbage))
+    with pytest.raises(SourceError, match=r"cannot load the CA certificates from SSL_CERT_FILE="):
+        IndexClient(cache=False)

@@ -25,6 +25,7 @@ with the URL, what happened and what to check.
 from __future__ import annotations
 
 import hashlib
+import os
 import ssl
 import threading
 import time
@@ -491,8 +492,23 @@ def _tls_context() -> ssl.SSLContext:
 
     thread.join()
     if failed:
-        raise failed[0]
+        error = failed[0]
+        if isinstance(error, OSError):  # ssl.SSLError included
+            where = next(
+                (f"{name}={os.environ[name]}" for name in _CA_VARIABLES if os.environ.get(name)),
+                "the certifi bundle",
+            )
+            raise SourceError(
+                where,
+                f"cannot load the CA certificates from {where}: "
+                f"{error.strerror or error}; fix or unset that setting",
+            ) from None
+        raise error
     return built[0]
+
+
+# Where httpx takes CA certificates from, in its order (else certifi).
+_CA_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
 def _tries(tries: int) -> str:
