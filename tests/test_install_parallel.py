@@ -9,6 +9,7 @@ import os
 import random
 import signal
 import stat
+import subprocess
 import sys
 import time
 import zipfile
@@ -226,4 +227,49 @@ def test_tampered_large_member_is_caught_while_streaming(
             target.writestr(info, data)
     with pytest.raises(InstallError, match=r"gamma/blob\.bin.*does not match its RECORD"):
         install_wheels(env, [tampered])
+    assert tree_hash(env.prefix) == before
+
+
+_INTERRUPTED_INSTALL = """
+import pathlib, sys, time
+from wheelwise.install import TargetEnvironment, install_wheels, parallel, transaction
+parallel.STRATEGY = sys.argv[1]
+parallel._cores = lambda: 2
+marker = pathlib.Path(sys.argv[2])
+original = transaction.unpack_wheel
+
+def slow(wheel, *args, **kwargs):
+    original(wheel, *args, **kwargs)
+    marker.touch()  # a wheel is in: time for Ctrl-C
+    time.sleep(0.3)
+
+transaction.unpack_wheel = slow
+env = TargetEnvironment.from_python(sys.argv[3])
+install_wheels(env, [pathlib.Path(p) for p in sys.argv[4:]])
+"""
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_ctrl_c_while_unpacking_rolls_everything_back(
+    env: TargetEnvironment, tmp_path: Path, strategy: str
+) -> None:
+    """SIGINT to the installing process (only to it: forked workers learn through
+    the shared stop flag) stops every worker at its next file and undoes them all."""
+    before = tree_hash(env.prefix)
+    wheels = [simple_wheel(tmp_path / "w", f"pkg{i}", "1.0") for i in range(6)]
+    marker = tmp_path / "one-wheel-in"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_INSTALL, strategy, str(marker), str(env.python)]
+        + [str(w) for w in wheels],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert "KeyboardInterrupt" in stderr
     assert tree_hash(env.prefix) == before

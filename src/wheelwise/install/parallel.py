@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import signal
 import struct
 import sys
 import threading
@@ -206,6 +207,9 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
     finally:
         os.close(queue_in)
     flag = mmap.mmap(-1, 1)  # shared with the children: non-zero means stop
+    journal.when_cancelled(lambda: _stop(flag))
+    if journal.is_cancelled():
+        _stop(flag)
     children: list[tuple[int, _Reader]] = []
     failures: dict[int, BaseException] = {}
     try:
@@ -216,6 +220,7 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
                 code = 1
                 try:
                     os.close(read_end)
+                    _stop_on_ctrl_c(flag)
                     code = _child(tasks, queue, write_end, flag)
                 finally:
                     os._exit(code)
@@ -248,6 +253,18 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
         if interrupted:
             raise KeyboardInterrupt
     _raise_first(failures)
+
+
+def _stop(flag: mmap.mmap) -> None:
+    if not flag.closed:
+        flag[0] = 1
+
+
+def _stop_on_ctrl_c(flag: mmap.mmap) -> None:
+    """In a child: Ctrl-C (sent to the whole process group) stops every worker at its
+    next file; the parent decides what happens next."""
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda signum, frame: _stop(flag))
 
 
 def _reap(pid: int, flag: mmap.mmap) -> tuple[int, bool]:

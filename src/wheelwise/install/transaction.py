@@ -20,14 +20,17 @@ checked here.
 
 from __future__ import annotations
 
+import contextlib
 import email.parser
 import email.policy
 import functools
 import json
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,6 +174,12 @@ class _Transaction:
         self.journal = Journal()
         self.moved: list[tuple[Path, Path]] = []
         self._backup_root: Path | None = None
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        """Ctrl-C: stop at the next file (every worker), then roll back."""
+        self.interrupted = True
+        self.journal.cancel()
 
     @property
     def backup_root(self) -> Path:
@@ -216,6 +225,8 @@ class _Transaction:
     def remove(self, dist: InstalledDist) -> None:
         files = self._files_of(dist)  # every check before the first move
         for path in files:
+            if self.interrupted:
+                raise KeyboardInterrupt
             backup = self.backup_root / str(len(self.moved))
             shutil.move(str(path), str(backup))
             self.moved.append((path, backup))
@@ -226,6 +237,8 @@ class _Transaction:
         """Unpack *wheels*, several at once (see :mod:`wheelwise.install.parallel`)."""
         tasks = [functools.partial(self._install_one, wheel) for wheel in wheels]
         run_tasks(tasks, [wheel.work for wheel in wheels], self.journal)
+        if self.interrupted:  # the workers stopped early
+            raise KeyboardInterrupt
 
     def _install_one(self, wheel: VerifiedWheel, journal: Journal) -> None:
         try:
@@ -369,22 +382,49 @@ def _check_managed(env: TargetEnvironment, break_system_packages: bool) -> None:
         )
 
 
+@contextlib.contextmanager
+def _interrupts_deferred(on_interrupt: Callable[[], None]) -> Iterator[None]:
+    """While a transaction changes the environment, Ctrl-C asks it to stop at the next
+    file and roll back, instead of raising wherever Python happens to be (between
+    creating a file and journaling it, say, which would leave that file behind).
+    Signal handlers belong to the main thread; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous == signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: on_interrupt())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
 def _run(env: TargetEnvironment, lock_timeout: float, body: _Body) -> InstallReport:
     lock = _locked(env, lock_timeout)
     try:
         transaction = _Transaction(env)
-        try:
-            report = body(transaction)
-        except BaseException as exc:
-            problems = transaction.rollback()
-            if problems:
-                raise InstallError(
-                    f"{exc}; rolling back also failed: " + "; ".join(problems)
-                ) from exc
-            if isinstance(exc, InstallError) or not isinstance(exc, Exception):
-                raise
-            raise InstallError(f"installation failed and was rolled back: {exc}") from exc
-        transaction.commit()
+        with _interrupts_deferred(transaction.interrupt):
+            try:
+                report = body(transaction)
+                if transaction.interrupted:  # Ctrl-C after the last file: still undone
+                    raise KeyboardInterrupt
+            except BaseException as exc:
+                interrupted = transaction.interrupted or isinstance(exc, KeyboardInterrupt)
+                problems = transaction.rollback()
+                if problems:
+                    what = "interrupted" if interrupted else str(exc)
+                    raise InstallError(
+                        f"{what}; rolling back also failed: " + "; ".join(problems)
+                    ) from exc
+                if interrupted:
+                    raise KeyboardInterrupt from None
+                if isinstance(exc, InstallError) or not isinstance(exc, Exception):
+                    raise
+                raise InstallError(f"installation failed and was rolled back: {exc}") from exc
+            transaction.commit()
         return report
     finally:
         lock.release()

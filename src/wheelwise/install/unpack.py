@@ -23,7 +23,7 @@ import os
 import threading
 import zipfile
 from base64 import urlsafe_b64encode
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 import installer
@@ -67,10 +67,17 @@ class Journal:
         self.dirs: list[str] = []
         self._cancelled = threading.Event()
         self._known_dirs: set[str] = set()
+        self._on_cancel: list[Callable[[], None]] = []
 
     def cancel(self) -> None:
-        """Make every later :meth:`create` raise :class:`Cancelled`."""
+        """Make every later :meth:`create` raise :class:`Cancelled` (and tell whoever
+        asked, with :meth:`when_cancelled`: forked workers, say)."""
         self._cancelled.set()
+        for callback in self._on_cancel:
+            callback()
+
+    def when_cancelled(self, callback: Callable[[], None]) -> None:
+        self._on_cancel.append(callback)
 
     def is_cancelled(self) -> bool:
         return self._cancelled.is_set()
