@@ -2,11 +2,13 @@
 
 Most of an unpack is Python code (zip members, RECORD entries, paths), so threads
 share one core. On Linux, when the calling process runs no other thread (so that a
-fork cannot inherit a lock held elsewhere), the wheels are split by size between
-this process and forked children, one per available core. A child reports each
-file and folder it creates, as it creates it, over a pipe; the parent adds them to
-the journal, so a rollback removes them even if a child dies. Elsewhere, or when
-other threads run, the wheels are unpacked by a small thread pool.
+fork cannot inherit a lock held elsewhere), this process and forked children, one
+per further available core, take wheels from a shared queue, heaviest first. A child
+reports each file and folder it creates, as it creates it, over a pipe; the parent
+adds them to the journal, so a rollback removes them even if a child dies. A
+one-byte shared flag stops every worker at its next file: set by a failing worker,
+by Ctrl-C in a child, or by cancelling the journal. Elsewhere, or when other threads
+run, the wheels are unpacked by a small thread pool.
 
 Each task is a callable that unpacks one wheel through the journal it is given and
 raises :class:`InstallError` (or :class:`Cancelled`, once another task failed).
