@@ -2,7 +2,9 @@
 
 Every file is streamed into a temporary file next to its destination while its
 hashes are computed; only a complete file whose hashes match is renamed into
-place. ``file://`` URLs and local paths are copied the same way (and verified).
+place. With :func:`download_wheels`, a file whose size is announced and small stays
+in memory instead (an :class:`InMemoryWheel`), within a budget. ``file://`` URLs
+and local paths are copied the same way (and verified).
 
 Connection errors and 5xx answers are retried with exponential backoff; a hash
 mismatch, a body shorter than its ``Content-Length``, any other HTTP error or a
