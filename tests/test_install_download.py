@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from wheelwise.install import DownloadError, DownloadItem, download_all, download_wheels
+from wheelwise.install.download import SpeculativeDownloads
 from wheelwise.wheels.archive import InMemoryWheel
 
 FILES = {f"pkg{i}-1.0-py3-none-any.whl": bytes([i]) * (100_000 + i) for i in range(5)}
@@ -61,13 +63,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that stops reading (a cancelled or refused download) resets the
+        # connection: expected here, not worth a traceback.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def server() -> Iterator[tuple[str, dict[str, int]]]:
     hits: dict[str, int] = {}
     release = threading.Event()
     handler = type("Handler", (_Handler,), {"hits": hits, "release": release})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
+    httpd = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -308,3 +319,102 @@ def test_then_runs_on_each_complete_file_and_can_fail_it(
 
     with pytest.raises(DownloadError, match="refused by the check"):
         download_wheels(_items(base)[:2], tmp_path / "dl2", then=refuse)
+
+
+# -- speculative downloads (started while resolving) ----------------------------------
+
+
+def _download_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("download")]
+
+
+def test_speculative_download_is_taken_verified_and_checked(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, hits = server
+    items = _items(base)
+    checked: list[str] = []
+    with (
+        httpx.Client() as client,
+        SpeculativeDownloads(client, budget=10**7, then=lambda w: checked.append(w.name)) as early,
+    ):
+        early.start(items[0])
+        early.start(items[0])  # once per item
+        taken = early.take(items[0])
+        assert isinstance(taken, InMemoryWheel)
+        assert taken.data == FILES[items[0].name]
+        assert checked == [items[0].name]
+        assert early.bytes_taken == len(taken.data)
+        assert early.take(items[0]) is None  # taken once
+        assert early.take(items[1]) is None  # never started
+        sink = RecordingSink()
+        early.start(items[1])
+        found = download_wheels(
+            items[1:4], tmp_path / "dl", client=client, progress=sink, ready=early.take
+        )
+    assert [f.name for f in found] == [i.name for i in items[1:4]]
+    assert isinstance(found[0], InMemoryWheel)  # the speculative one, as it was
+    assert found[0].data == FILES[items[1].name]
+    assert all(isinstance(f, Path) for f in found[1:])  # no memory budget given here
+    assert sorted(sink.finished) == sorted(i.name for i in items[1:4])
+    assert sink.advanced == sum(len(FILES[i.name]) for i in items[1:4])
+    # Each file was fetched once: the speculative one was not fetched again.
+    assert [hits[f"/files/{i.name}"] for i in items[1:4]] == [1, 1, 1]
+    assert _download_threads() == []
+
+
+def test_failed_speculative_download_is_fetched_again_and_reported(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    """A speculative download that fails is dropped: the real download tries again,
+    and its failure is the one reported."""
+    base, hits = server
+    name = next(iter(FILES))
+    bad = DownloadItem(f"{base}/files/{name}", {"sha256": sha256(b"something else")})
+    with httpx.Client() as client, SpeculativeDownloads(client, budget=10**7) as early:
+        early.start(bad)
+        assert early.take(bad) is None
+        with pytest.raises(DownloadError, match="sha256 mismatch"):
+            download_wheels([bad], tmp_path / "dl", client=client, ready=early.take)
+    assert hits[f"/files/{name}"] == 2
+
+
+def test_speculation_stays_within_its_memory_budget(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    """Files over the per-file limit, or beyond the budget, are not speculated
+    (nothing is written to disk for them); file URLs are never speculated."""
+    base, _ = server
+    items = _items(base)
+    local = tmp_path / "pkg-1.0-py3-none-any.whl"
+    local.write_bytes(b"wheel bytes")
+    local_item = DownloadItem(local.as_uri(), {"sha256": sha256(b"wheel bytes")})
+    with httpx.Client() as client, SpeculativeDownloads(client, budget=150_000) as early:
+        early.start(items[0])
+        assert early.take(items[0]) is not None
+        early.start(items[1])  # 100,001 more bytes would pass 150,000
+        assert early.take(items[1]) is None
+        early.start(local_item)
+        assert early.take(local_item) is None
+    with (
+        httpx.Client() as client,
+        SpeculativeDownloads(client, budget=10**7, per_file=1000) as early,
+    ):
+        early.start(items[2])
+        assert early.take(items[2]) is None
+
+
+def test_closing_waits_for_every_thread_and_ends_speculation(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, _ = server
+    items = _items(base)
+    with httpx.Client() as client:
+        early = SpeculativeDownloads(client, budget=10**7)
+        for item in items:
+            early.start(item)
+        early.close()
+        assert _download_threads() == []  # the installer may fork after this
+        early.start(items[0])  # closed: ignored
+        assert early.take(items[0]) is None
+        assert _download_threads() == []

@@ -13,9 +13,12 @@ from packaging.tags import sys_tags
 from packaging.utils import canonicalize_name
 
 from indexkit import demo_wheels, free_port, uvicorn_thread
+from installkit import make_venv
+from wheelfactory import make_wheel
 from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy, SourceError
 from wheelwise.index.server import create_app
-from wheelwise.install.finder import IndexFinder
+from wheelwise.install.finder import WARM_FILES, IndexFinder
+from wheelwise.install.plan import InstallOptions, run_install
 from wheelwise.install.prefetch import ListingPrefetcher
 
 
@@ -87,12 +90,13 @@ def test_a_failed_fetch_is_raised_to_the_taker(tmp_path: Path) -> None:
             prefetcher.take(canonicalize_name("demo-pkg"))
 
 
-def test_finder_warms_the_metadata_of_the_likely_pick(
-    server: tuple[str, _Counter], tmp_path: Path
-) -> None:
-    """A hint with a range: the newest release in range gets its wheels' PEP 658
-    metadata fetched in the background; the resolver's later ask costs no request."""
-    base, counter = server
+def _warm_and_read(
+    base: str, counter: _Counter, tmp_path: Path, *, listed_first: bool
+) -> tuple[list[str], int]:
+    """Hint demo-pkg <2 to a finder (after a plain listing hint when *listed_first*,
+    as the installer does for the requested projects), then read the metadata of
+    every wheel of 1.0 the hint warmed. The metadata paths requested, and how many
+    requests the reads made."""
     source = IndexSource.index(f"{base}/simple/")
     with IndexClient(cache_dir=tmp_path) as client:
         prefetcher = ListingPrefetcher([source], client)
@@ -100,19 +104,149 @@ def test_finder_warms_the_metadata_of_the_likely_pick(
             [source], client, tags=list(sys_tags()), python_version="3.11.0", prefetcher=prefetcher
         )
         before = len(counter.paths)
+        if listed_first:
+            prefetcher.want(["demo-pkg"])
+            prefetcher.take(canonicalize_name("demo-pkg"))  # listed, with no follow-up
         finder.prefetch([("demo-pkg", SpecifierSet("<2"))])
-        prefetcher.take(canonicalize_name("demo-pkg"))  # the job, follow-up included, is done
-        warmed = [p for p in counter.paths[before:] if p.endswith(".metadata")]
-        assert warmed
-        assert all("demo_pkg-1.0-" in p for p in warmed)  # 2.0 is out of range
         (release,) = [
             r for r in finder.versions(canonicalize_name("demo-pkg")) if str(r.version) == "1.0"
         ]
-        asked = len(counter.paths)
-        served = [f for f in release.files if any(str(f.filename) in p for p in warmed)]
-        assert served
-        for file in served:
+        viable = [f for f in release.files if any(t in finder.tags for t in f.filename.tags)]
+        assert viable
+        for file in viable[:WARM_FILES]:  # waits for the background fetches
             assert finder.core_metadata(file).startswith(b"Metadata-Version")
-        assert len(counter.paths) == asked
+        requested = [p for p in counter.paths[before:] if p.endswith(".metadata")]
+        reads_before = len(counter.paths)
+        for file in viable[:WARM_FILES]:
+            finder.core_metadata(file)
         prefetcher.close()
         finder.close()
+        # The hint fetched them: the reads (first or again) cost no request.
+        return requested, len(counter.paths) - reads_before
+
+
+@pytest.mark.parametrize("listed_first", [False, True], ids=["hint", "listed-then-hint"])
+def test_finder_warms_the_metadata_of_the_likely_pick(
+    server: tuple[str, _Counter], tmp_path: Path, listed_first: bool
+) -> None:
+    """A hint with a range: the newest release in range gets its wheels' PEP 658
+    metadata fetched in the background, once each, even when its listing was
+    already fetched (or in flight) without a follow-up."""
+    base, counter = server
+    requested, extra = _warm_and_read(base, counter, tmp_path, listed_first=listed_first)
+    assert requested
+    assert all("demo_pkg-1.0-" in p for p in requested)  # 2.0 is out of range
+    assert len(requested) == len(set(requested))  # none fetched twice
+    assert extra == 0
+
+
+def test_follow_up_of_a_listing_taken_earlier_runs(
+    server: tuple[str, _Counter], tmp_path: Path
+) -> None:
+    base, _ = server
+    source = IndexSource.index(f"{base}/simple/")
+    heard: list[str] = []
+    done = threading.Event()
+
+    def then(name: str, listings: object) -> None:
+        heard.append(name)
+        done.set()
+
+    with (
+        IndexClient(cache_dir=tmp_path) as client,
+        ListingPrefetcher([source], client) as prefetcher,
+    ):
+        prefetcher.want(["demo-pkg"])
+        prefetcher.take(canonicalize_name("demo-pkg"))
+        prefetcher.want(["demo-pkg"], then)
+        prefetcher.want(["demo-pkg"], then)  # once per name
+        assert done.wait(10)
+        assert prefetcher.submit(lambda: 1) is not None
+    assert heard == ["demo-pkg"]
+    assert prefetcher.submit(lambda: 1) is None  # closed: nothing starts
+    assert _prefetch_threads() == []
+
+
+# -- whole installs: what is fetched ahead, and what is not -----------------------------
+
+
+def _wheel(folder: Path, filename: str, *requires: str) -> None:
+    name, version = filename.split("-")[:2]
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
+        f"Requires-Dist: {r}\n" for r in requires
+    )
+    make_wheel(
+        folder,
+        filename,
+        extra_members={f"{name}-{version}.dist-info/METADATA": metadata.encode()},
+        record=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def backtracking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, _Counter]]:
+    """top needs a and c; a 2.0 needs b 2, c needs b 1: the resolver pins a 2.0 first
+    (newest), then must give it up for a 1.0."""
+    folder = tmp_path_factory.mktemp("backtracking")
+    _wheel(folder, "top-1.0-py3-none-any.whl", "a", "c")
+    _wheel(folder, "a-1.0-py3-none-any.whl")
+    _wheel(folder, "a-2.0-py3-none-any.whl", "b==2")
+    _wheel(folder, "b-1.0-py3-none-any.whl")
+    _wheel(folder, "b-2.0-py3-none-any.whl")
+    _wheel(folder, "c-1.0-py3-none-any.whl", "b==1")
+    counter = _Counter(create_app(folder))
+    with uvicorn_thread(counter) as base:
+        yield f"{base}/simple/", counter
+
+
+def _wheel_requests(counter: _Counter, since: int) -> list[str]:
+    return [p.rsplit("/", 1)[-1] for p in counter.paths[since:] if p.endswith(".whl")]
+
+
+def test_pinned_wheels_download_early_and_only_the_resolution_is_installed(
+    backtracking: tuple[str, _Counter], tmp_path: Path
+) -> None:
+    index, counter = backtracking
+    python = make_venv(tmp_path / "venv")
+    before = len(counter.paths)
+    outcome = run_install(
+        InstallOptions(
+            requirements=["top"], index_url=index, python=python, cache_dir=tmp_path / "c"
+        )
+    )
+    installed = {p.name: str(p.package.version) for p in outcome.plan}
+    assert installed == {"top": "1.0", "a": "1.0", "b": "1.0", "c": "1.0"}
+    fetched = _wheel_requests(counter, before)
+    # Each wheel of the resolution was fetched once; a pin given up was fetched too
+    # (while resolving), and is not installed.
+    for name in ("top-1.0", "a-1.0", "b-1.0", "c-1.0"):
+        assert fetched.count(f"{name}-py3-none-any.whl") == 1
+    assert "a-2.0-py3-none-any.whl" in fetched
+    site = python.parent.parent / "lib"
+    versions = sorted(p.name for p in site.glob("python*/site-packages/*.dist-info"))
+    assert versions == [
+        "a-1.0.dist-info",
+        "b-1.0.dist-info",
+        "c-1.0.dist-info",
+        "top-1.0.dist-info",
+    ]
+    assert _prefetch_threads() == []
+    assert [t for t in threading.enumerate() if t.name.startswith("download")] == []
+
+
+def test_dry_run_downloads_no_wheel(backtracking: tuple[str, _Counter], tmp_path: Path) -> None:
+    index, counter = backtracking
+    python = make_venv(tmp_path / "venv")
+    before = len(counter.paths)
+    outcome = run_install(
+        InstallOptions(
+            requirements=["top"],
+            index_url=index,
+            python=python,
+            cache_dir=tmp_path / "c",
+            dry_run=True,
+        )
+    )
+    assert outcome.dry_run
+    assert {p.name for p in outcome.plan} == {"top", "a", "b", "c"}
+    assert _wheel_requests(counter, before) == []

@@ -25,7 +25,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
@@ -35,7 +35,14 @@ import httpx
 from wheelwise.install.errors import DownloadError
 from wheelwise.wheels.archive import InMemoryWheel
 
-__all__ = ["DownloadError", "DownloadItem", "ProgressSink", "download_all", "download_wheels"]
+__all__ = [
+    "DownloadError",
+    "DownloadItem",
+    "ProgressSink",
+    "SpeculativeDownloads",
+    "download_all",
+    "download_wheels",
+]
 
 _CHUNK = 1 << 16
 # Hash names accepted from an index, strongest first.
@@ -115,12 +122,16 @@ class _Budget:
             return True
 
 
+class _NoRoom(Exception):
+    """A download that may only go to memory does not fit there."""
+
+
 class _Output:
     """Where one download goes: memory when its size is known, small, and within the
     budget; else a temporary file next to its destination, renamed into place once
-    complete and verified."""
+    complete and verified (with no destination folder: :class:`_NoRoom`)."""
 
-    def __init__(self, dest_dir: Path, name: str, budget: _Budget | None) -> None:
+    def __init__(self, dest_dir: Path | None, name: str, budget: _Budget | None) -> None:
         self.dest_dir = dest_dir
         self.name = name
         self.budget = budget
@@ -140,6 +151,8 @@ class _Output:
         if self.budget is not None and self.budget.take(size):
             self.memory = io.BytesIO()
             return
+        if self.dest_dir is None:
+            raise _NoRoom(self.name)
         fd, temp_name = tempfile.mkstemp(prefix=f".{self.name}.", suffix=".part", dir=self.dest_dir)
         self.temp = Path(temp_name)
         self.file = os.fdopen(fd, "wb")
@@ -154,6 +167,7 @@ class _Output:
             return InMemoryWheel(self.name, self.memory.getvalue())
         assert self.file is not None
         assert self.temp is not None
+        assert self.dest_dir is not None
         self.file.close()
         target = self.dest_dir / self.name
         self.temp.replace(target)
@@ -170,7 +184,7 @@ class _Output:
 class _Fetcher:
     def __init__(
         self,
-        dest_dir: Path,
+        dest_dir: Path | None,
         client: httpx.Client,
         progress: ProgressSink | None,
         *,
@@ -310,6 +324,103 @@ class _Fetcher:
         return digests
 
 
+class SpeculativeDownloads:
+    """Wheels fetched into memory before they are known to be needed: the installer
+    starts one for each candidate the resolver pins, so that most downloads are done
+    when resolution ends. Only files that fit in *budget* bytes (each at most
+    *per_file*) are fetched, with one try; *then* runs with each complete, verified
+    file, in the worker thread. A download that fails, or is never taken, is only
+    dropped: the real download of that item tries again and reports the failure.
+
+    Use as a context manager, or call :meth:`close` (which waits for every thread).
+    """
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        *,
+        budget: int,
+        per_file: int = 32 << 20,
+        max_workers: int = 4,
+        then: Callable[[Path | InMemoryWheel], object] | None = None,
+    ) -> None:
+        self._budget = _Budget(budget, per_file)
+        self._total = budget
+        self._cancel = threading.Event()
+        self._fetcher = _Fetcher(
+            None,
+            client,
+            None,
+            retries=1,
+            backoff=0.0,
+            cancel=self._cancel,
+            sleep=time.sleep,
+            budget=self._budget,
+        )
+        self._then = then
+        self._workers = max_workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._started: dict[tuple[str, str], Future[InMemoryWheel | None]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def bytes_taken(self) -> int:
+        """Memory given to these downloads so far (of the budget)."""
+        with self._budget.lock:
+            return self._total - self._budget.left
+
+    def start(self, item: DownloadItem) -> None:
+        """Start fetching *item* if it is not already (``http(s)`` URLs only)."""
+        key = _key(item)
+        if urllib.parse.urlsplit(item.url).scheme.lower() not in ("http", "https"):
+            return
+        with self._lock:
+            if self._closed or key in self._started:
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="download")
+            self._started[key] = self._pool.submit(self._fetch, item)
+
+    def _fetch(self, item: DownloadItem) -> InMemoryWheel | None:
+        try:
+            found = self._fetcher.fetch(item)
+            if self._then is not None:
+                self._then(found)
+        except Exception:
+            return None  # the real download reports it
+        return found if isinstance(found, InMemoryWheel) else None
+
+    def take(self, item: DownloadItem) -> InMemoryWheel | None:
+        """*item*, complete and verified (waiting for it if still in flight), or None
+        when it was not started or did not succeed."""
+        with self._lock:
+            future = self._started.pop(_key(item), None)
+        if future is None or future.cancelled():
+            return None
+        return future.result()
+
+    def close(self) -> None:
+        """Stop what is in flight and wait for every thread (the installer may fork)."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+            self._started.clear()
+        self._cancel.set()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> SpeculativeDownloads:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _key(item: DownloadItem) -> tuple[str, str]:
+    return item.url, repr(sorted(item.expected_hashes().items()))
+
+
 def download_all(
     items: Sequence[DownloadItem],
     dest_dir: str | os.PathLike[str],
@@ -356,6 +467,7 @@ def download_wheels(
     backoff: float = 0.5,
     timeout: float = 30.0,
     then: Callable[[Path | InMemoryWheel], object] | None = None,
+    ready: Callable[[DownloadItem], Path | InMemoryWheel | None] | None = None,
 ) -> list[Path | InMemoryWheel]:
     """Like :func:`download_all`, but files whose size is known in advance and at most
     *in_memory_per_file* are kept in memory while they fit in *in_memory* bytes in
@@ -363,7 +475,10 @@ def download_wheels(
 
     *then*, if given, is called in the worker thread with each file once it is
     complete and verified (to check it while others still download); what it raises
-    fails that item like a download error."""
+    fails that item like a download error.
+
+    *ready*, if given, may supply an item already downloaded, verified and passed to
+    *then* (by :meth:`SpeculativeDownloads.take`, say): it is used as it is."""
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     names: dict[str, str] = {}
@@ -393,6 +508,14 @@ def download_wheels(
 
     def run(item: DownloadItem) -> Path | InMemoryWheel:
         try:
+            early = ready(item) if ready is not None else None
+            if early is not None:
+                if progress is not None:
+                    size = len(early.data) if isinstance(early, InMemoryWheel) else None
+                    progress.start(size, item.name)
+                    progress.advance(size or 0)
+                    progress.finish(item.name)
+                return early
             found = fetcher.fetch(item)
             if then is not None:
                 then(found)

@@ -21,7 +21,8 @@ import email.policy
 import functools
 import os
 import tempfile
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,10 +106,12 @@ class IndexFinder:
         python_version: str,
         cache_dir: Path | None = None,
         prefetcher: ListingPrefetcher | None = None,
+        on_pin: Callable[[IndexFile], object] | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
         self.prefetcher = prefetcher
+        self.on_pin = on_pin
         self.sources = list(sources)
         self.client = client
         self.tags = frozenset(tags)
@@ -121,6 +124,8 @@ class IndexFinder:
         self.cache_dir = cache_dir
         self._releases: dict[NormalizedName, list[IndexRelease]] = {}
         self._metadata: dict[str, bytes] = {}
+        # PEP 658 metadata being fetched in the background, by URL.
+        self._fetching: dict[str, Future[bytes]] = {}
         self._wheels: dict[str, Path] = {}
 
     def close(self) -> None:
@@ -139,6 +144,13 @@ class IndexFinder:
 
     def dependencies(self, file: WheelFile) -> list[str]:
         return requires_dist(self.core_metadata(file))
+
+    def pinned(self, file: WheelFile) -> None:
+        """A hint from the resolver: it pinned the release *file* belongs to, and
+        *file* is the wheel it would install (*on_pin* hears of it, to start the
+        download; a wheel already fetched while resolving is not announced)."""
+        if self.on_pin is not None and _link(file).file.url not in self._wheels:
+            self.on_pin(_link(file).file)
 
     def prefetch(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
         """A hint from the resolver: these projects will probably be asked for, at a
@@ -161,10 +173,16 @@ class IndexFinder:
             return
         newest = max(in_range, key=lambda r: r.version)
         viable = [f for f in newest.files if any(t in self.tags for t in f.filename.tags)]
+        assert self.prefetcher is not None
         for file in viable[:WARM_FILES]:
-            link = _link(file)
-            if link.file.core_metadata and link.file.url not in self._metadata:
-                self._metadata[link.file.url] = self.client.fetch_metadata(link.file)
+            index_file = _link(file).file
+            url = index_file.url
+            if index_file.core_metadata and url not in self._metadata and url not in self._fetching:
+                job = self.prefetcher.submit(
+                    functools.partial(self.client.fetch_metadata, index_file)
+                )
+                if job is not None:
+                    self._fetching[url] = job
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -178,14 +196,26 @@ class IndexFinder:
         """The ``METADATA`` of *file* (PEP 658 when served, else from the wheel)."""
         link = _link(file)
         found = self._metadata.get(link.file.url)
+        if found is not None:
+            return found
+        found = self._prefetched_metadata(link.file.url)
         if found is None:
             if link.file.core_metadata:
                 found = self.client.fetch_metadata(link.file)
             else:
                 with WheelArchive(self.wheel_path(link.file)) as archive:
                     found = archive.metadata()
-            self._metadata[link.file.url] = found
+        self._metadata[link.file.url] = found
         return found
+
+    def _prefetched_metadata(self, url: str) -> bytes | None:
+        job = self._fetching.pop(url, None)
+        if job is None or job.cancelled():
+            return None
+        try:
+            return job.result()
+        except Exception:
+            return None  # fetched again by the caller, which reports the failure
 
     def wheel_path(self, file: IndexFile) -> Path:
         """*file* downloaded (hash checked) into the cache folder."""

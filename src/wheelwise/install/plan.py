@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import functools
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +24,12 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from wheelwise import __version__
 from wheelwise.index.client import IndexClient, IndexFile, IndexSource
-from wheelwise.install.download import DownloadItem, ProgressSink, download_wheels
+from wheelwise.install.download import (
+    DownloadItem,
+    ProgressSink,
+    SpeculativeDownloads,
+    download_wheels,
+)
 from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.errors import DownloadError, ExternallyManagedError
 from wheelwise.install.finder import IndexFinder, Link, source_label
@@ -168,6 +174,15 @@ def run_install(options: InstallOptions) -> InstallOutcome:
             )
         installed = {dist.name: dist for dist in list_installed(env)}
         python_version = ".".join(str(part) for part in env.version_info)
+        # Small wheels stay in memory: nothing to write, and delete, on disk. Each
+        # candidate the resolver pins starts downloading (a dry run downloads
+        # nothing), and each wheel is checked as soon as it is complete.
+        verified: dict[Path | InMemoryWheel, VerifiedWheel] = {}
+
+        def check(wheel: Path | InMemoryWheel) -> None:
+            verified[wheel] = verify_wheel(wheel)
+
+        speculative = SpeculativeDownloads(client.http, budget=IN_MEMORY_DOWNLOADS, then=check)
         finder = IndexFinder(
             sources,
             client,
@@ -175,6 +190,7 @@ def run_install(options: InstallOptions) -> InstallOutcome:
             python_version=python_version,
             cache_dir=None,
             prefetcher=prefetcher,
+            on_pin=None if options.dry_run else functools.partial(_speculate, speculative),
         )
         try:
             try:
@@ -242,31 +258,33 @@ def run_install(options: InstallOptions) -> InstallOutcome:
                     cached = finder.cached_wheel(planned.file)
                     url = cached.as_uri() if cached is not None else planned.file.url
                     items.append(DownloadItem(url, planned.file.hashes, planned.file.filename))
-                # Small wheels stay in memory: nothing to write, and delete, on disk.
-                # Each is checked as soon as it is complete, while others download.
-                verified: dict[str, VerifiedWheel] = {}
-
-                def check(wheel: Path | InMemoryWheel) -> None:
-                    verified[wheel.name] = verify_wheel(wheel)
-
-                found = download_wheels(
-                    items,
-                    folder,
-                    in_memory=IN_MEMORY_DOWNLOADS,
-                    client=client.http,
-                    progress=options.progress,
-                    require_hashes=options.require_hashes,
-                    timeout=options.timeout,
-                    then=check,
-                )
+                try:
+                    found = download_wheels(
+                        items,
+                        folder,
+                        in_memory=IN_MEMORY_DOWNLOADS - speculative.bytes_taken,
+                        client=client.http,
+                        progress=options.progress,
+                        require_hashes=options.require_hashes,
+                        timeout=options.timeout,
+                        then=check,
+                        ready=speculative.take,
+                    )
+                finally:
+                    speculative.close()  # no thread left running: the installer may fork
                 report = install_wheels(
                     env,
-                    [verified[wheel.name] for wheel in found],
+                    [verified[wheel] for wheel in found],
                     break_system_packages=options.break_system_packages,
                 )
         finally:
+            speculative.close()
             finder.close()
     return InstallOutcome(env, plan, dry_run=False, report=report)
+
+
+def _speculate(downloads: SpeculativeDownloads, file: IndexFile) -> None:
+    downloads.start(DownloadItem(file.url, file.hashes, file.filename))
 
 
 # -- the installation report (pip's format, version 1) --------------------------------

@@ -12,9 +12,12 @@ fetch would raise them.
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
+from typing import TypeVar
 
 from packaging.utils import NormalizedName, canonicalize_name
 
@@ -26,6 +29,7 @@ __all__ = ["ListingPrefetcher"]
 WORKERS = 6
 
 FollowUp = Callable[[NormalizedName, list[SourceListing]], None]
+T = TypeVar("T")
 
 
 class ListingPrefetcher:
@@ -37,29 +41,60 @@ class ListingPrefetcher:
         self._workers = workers
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[NormalizedName, Future[list[SourceListing]]] = {}
+        self._followed: set[NormalizedName] = set()
         self._closed = False
+        self._lock = threading.Lock()
 
     def want(self, names: Iterable[str], then: FollowUp | None = None) -> None:
         """Start fetching the listings of *names* (a hint: nothing waits for it).
-        *then*, if given, runs in the same background job with each listing (for
-        more prefetching); what it raises is ignored."""
+        *then*, if given, runs in the background with each listing (for more
+        prefetching), also for a listing asked for earlier without it; what it
+        raises is ignored."""
         if self._closed:
             return
         for name in names:
             key = canonicalize_name(name)
-            if key in self._pending:
-                continue
+            pending = self._pending.get(key)
+            if pending is None:
+                started = self._start(self._job, key, then)
+                if started is None:
+                    return
+                self._pending[key] = started
+            elif then is not None and key not in self._followed:
+                # Runs in the thread that completes the fetch, or here if it is done.
+                pending.add_done_callback(functools.partial(self._follow, key, then))
+            if then is not None:
+                self._followed.add(key)
+
+    def submit(self, job: Callable[[], T]) -> Future[T] | None:
+        """Run *job* in the background (more prefetching); None once closed."""
+        return self._start(job)
+
+    def _start(self, job: Callable[..., T], *args: object) -> Future[T] | None:
+        with self._lock:  # no pool may start once closed: the installer may fork
+            if self._closed:
+                return None
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="prefetch")
-            self._pending[key] = self._pool.submit(self._job, key, then)
+            return self._pool.submit(job, *args)
 
     def _job(self, name: NormalizedName, then: FollowUp | None) -> list[SourceListing]:
         listings = find_candidates(name, self.sources, self.client)
-        if then is not None and not self._closed:
-            # A hint only: if it fails, the resolver fetches again and reports.
-            with contextlib.suppress(Exception):
-                then(name, listings)
+        if then is not None:
+            self._follow(name, then, listings)
         return listings
+
+    def _follow(
+        self,
+        name: NormalizedName,
+        then: FollowUp,
+        done: Future[list[SourceListing]] | list[SourceListing],
+    ) -> None:
+        if self._closed:
+            return
+        # A hint only: if it fails, the resolver fetches again and reports.
+        with contextlib.suppress(Exception):
+            then(name, done.result() if isinstance(done, Future) else done)
 
     def take(self, name: NormalizedName) -> list[SourceListing] | None:
         """The prefetched listings of *name* (waiting for them if still in flight),
@@ -72,10 +107,11 @@ class ListingPrefetcher:
     def close(self) -> None:
         """Stop: cancel what has not started and wait for what has, so that no
         thread is left running (the installer may fork after this)."""
-        self._closed = True
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def __enter__(self) -> ListingPrefetcher:
         return self

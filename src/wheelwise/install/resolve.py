@@ -11,12 +11,14 @@ candidates depend on ``name`` pinned to the same version.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as PackagingRequirement
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag, sys_tags
 from packaging.utils import NormalizedName, canonicalize_name
@@ -36,7 +38,8 @@ from wheelwise.install.selection import (
     VariantChoiceError,
     select_wheel,
 )
-from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
+from wheelwise.variants.markers import evaluate_marker, variant_environment
+from wheelwise.variants.markers import parse_requirement as _parse_requirement
 from wheelwise.variants.ordering import Ranking
 from wheelwise.variants.properties import VariantProperty
 
@@ -182,6 +185,14 @@ def resolve(
 
 
 # -- inputs --------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_requirement(text: str) -> PackagingRequirement:
+    """Parsed once per text: each dependency line is read for its name and range,
+    then again for its marker, and many lines repeat across candidates. The
+    result is shared: never modify it."""
+    return _parse_requirement(text)
 
 
 def _requirement(text: str, where: str) -> Requirement:
@@ -338,6 +349,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         return requirement.specifier.contains(candidate.version, prereleases=True)
 
     def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
+        pinned = getattr(self.finder, "pinned", None)  # optional part of a Finder
+        if pinned is not None and self.installed.get(candidate.name) != candidate.version:
+            pinned(candidate.selection.file)  # most pins stand: it may start downloading
         deps: list[Requirement] = []
         if candidate.extras:
             # name[extra] needs name itself, at the same version.
