@@ -27,6 +27,7 @@ from wheelwise.install import (
     uninstall,
 )
 from wheelwise.install.environment import QUERY_SCRIPT
+from wheelwise.wheels.archive import InMemoryWheel
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
 
@@ -138,6 +139,28 @@ def test_member_not_matching_record_is_caught_while_installing(
             target.writestr(name, data)
     with pytest.raises(InstallError, match=r"beta/__init__\.py.*does not match its RECORD"):
         install_wheels(env, [alpha_wheel(wheels / "new", "2.0"), tampered])
+    assert tree_hash(env.prefix) == before
+    assert _version(env) == "1.0"
+
+
+@pytest.mark.parametrize("in_memory", [False, True], ids=["on-disk", "in-memory"])
+def test_member_whose_local_header_names_another_file_is_refused(
+    env: TargetEnvironment, wheels: Path, in_memory: bool
+) -> None:
+    """The zip's directory lists beta/__init__.py, but that member's own header names
+    another file: the wheel passes the checks done before installing (they read the
+    directory), the read of that member refuses it, and everything is rolled back."""
+    install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    before = tree_hash(env.prefix)
+    path = simple_wheel(wheels / "confused", "beta", "1.0")
+    data = path.read_bytes()
+    name = b"beta/__init__.py"
+    assert data.count(name) == 2  # its local header, then its directory entry
+    data = data.replace(name, b"beta/__init__.pz", 1)  # the local header comes first
+    path.write_bytes(data)
+    source = InMemoryWheel(path.name, data) if in_memory else path
+    with pytest.raises(InstallError, match=r"beta-1\.0-py3-none-any\.whl failed.*names"):
+        install_wheels(env, [alpha_wheel(wheels / "new", "2.0"), source])
     assert tree_hash(env.prefix) == before
     assert _version(env) == "1.0"
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import stat
 import threading
 import zipfile
 from base64 import urlsafe_b64encode
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import installer
 from installer.destinations import SchemeDictionaryDestination
@@ -34,6 +35,7 @@ from installer.utils import Scheme
 
 from wheelwise.install.errors import InstallError
 from wheelwise.wheels.archive import InMemoryWheel, open_zip
+from wheelwise.wheels.members import MemberReader
 
 if TYPE_CHECKING:
     from installer.scripts import LauncherKind
@@ -109,6 +111,19 @@ class Journal:
 
     def create(self, target: str, executable: bool) -> BinaryIO:
         """A new file at *target*, opened for writing; never replaces one."""
+        return open(self._create_fd(target, executable), "wb")  # closed by the caller
+
+    def write_new(self, target: str, data: bytes, executable: bool) -> None:
+        """A new file at *target* holding *data*; never replaces one."""
+        fd = self._create_fd(target, executable)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+    def _create_fd(self, target: str, executable: bool) -> int:
         if self.is_cancelled():
             raise Cancelled
         self.ensure_dir(os.path.dirname(target))
@@ -119,7 +134,7 @@ class Journal:
                 f"{target} already exists and belongs to no distribution being replaced"
             ) from None
         self.note_file(target)
-        return open(fd, "wb")  # closed by the caller
+        return fd
 
 
 class _CheckedMember(io.BytesIO):
@@ -178,27 +193,47 @@ class _VerifyingWheelFile(WheelFile):
     """installer's wheel source, checking each member against RECORD as it is read."""
 
     def __init__(
-        self, archive: zipfile.ZipFile, expected: dict[str, RecordEntry], wheel_name: str
+        self,
+        archive: zipfile.ZipFile,
+        expected: dict[str, RecordEntry],
+        wheel_name: str,
+        data: bytes | None,
     ) -> None:
         super().__init__(archive)
         self.expected = expected
         self.wheel_name = wheel_name
+        self.data = data  # the wheel's bytes, when it is in memory
 
     def get_contents(self) -> Iterator[WheelContentElement]:
+        # installer's own reads RECORD again and opens every member with
+        # ZipFile.open; small members are read whole here, with one slice or pread.
         scripts = f"{self.data_dir}/scripts/"
-        for record, stream, is_executable in super().get_contents():
-            path = record[0]
+        reader = MemberReader(self._zipfile, self.data)
+        for info in self._zipfile.infolist():
+            path = info.filename
+            if path.endswith("/"):
+                continue
+            mode = info.external_attr >> 16
+            is_executable = bool(mode and stat.S_ISREG(mode) and mode & 0o111)
             entry = self.expected.get(path)
             if entry is None or entry.hash_ is None:
-                yield record, stream, is_executable  # RECORD itself, signatures
+                # RECORD itself, signatures: installer writes or skips them.
+                with self._zipfile.open(info) as stream:
+                    yield (path, "", ""), cast("BinaryIO", stream), is_executable
                 continue
-            size = self._zipfile.getinfo(path).file_size
-            if size > _WHOLE_MEMBER and not path.startswith(scripts):
-                checked = io.BufferedReader(_CheckedStream(stream, entry, self.wheel_name))
-                yield record, checked, is_executable
-                continue
+            record = (path, f"{entry.hash_.name}={entry.hash_.value}", str(entry.size or ""))
             # Scripts are read whole too: installer seeks in them to fix the shebang.
-            data = stream.read()
+            data = None
+            if info.file_size <= _WHOLE_MEMBER or path.startswith(scripts):
+                data = reader.read(info)
+                if data is None:
+                    with self._zipfile.open(info) as stream:
+                        data = stream.read()
+            if data is None:
+                with self._zipfile.open(info) as stream:
+                    checked = _CheckedStream(stream, entry, self.wheel_name)  # type: ignore[arg-type]
+                    yield record, io.BufferedReader(checked), is_executable
+                continue
             digest = hashlib.new(entry.hash_.name, data).digest()
             _check(entry, digest, len(data), self.wheel_name)
             sha256 = _b64(digest if entry.hash_.name == "sha256" else hashlib.sha256(data).digest())
@@ -218,11 +253,11 @@ class _JournalingDestination(SchemeDictionaryDestination):
         target = os.path.normpath(os.path.join(root, path))
         if not target.startswith(root + os.sep):
             raise InstallError(f"refusing to write {path!r} outside {root}")
+        if type(stream) is _CheckedMember:  # not replaced by a fixed-shebang copy
+            data = stream.getvalue()
+            self.journal.write_new(target, data, is_executable)
+            return RecordEntry(path, Hash("sha256", stream.sha256), len(data))
         with self.journal.create(target, is_executable) as out:
-            if type(stream) is _CheckedMember:  # not replaced by a fixed-shebang copy
-                data = stream.getvalue()
-                out.write(data)
-                return RecordEntry(path, Hash("sha256", stream.sha256), len(data))
             # A large member checked while streaming already has its sha256 at the end.
             raw = getattr(stream, "raw", None)
             hashed = isinstance(raw, _CheckedStream) and raw.algorithm == "sha256"
@@ -269,5 +304,6 @@ def unpack_wheel(
     }
     name = wheel.name if isinstance(wheel, InMemoryWheel) else os.path.basename(wheel)
     with open_zip(wheel) as archive:
-        source = _VerifyingWheelFile(archive, expected, name)
+        data = wheel.data if isinstance(wheel, InMemoryWheel) else None
+        source = _VerifyingWheelFile(archive, expected, name, data)
         installer.install(source, destination, additional_metadata=INSTALLER_METADATA)

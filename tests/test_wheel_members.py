@@ -1,0 +1,130 @@
+"""Small zip members read whole (wheelwise.wheels.members), checked against
+zipfile's own reading."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wheelwise.wheels.members import MemberReader
+
+COMPRESSIONS = [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]
+
+
+def _zip(members: dict[str, tuple[bytes, int]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, (data, compression) in members.items():
+            archive.writestr(name, data, compress_type=compression)
+    return buffer.getvalue()
+
+
+def _read_all(data: bytes, tmp_path: Path | None) -> dict[str, bytes | None]:
+    """Every member through MemberReader: from memory, or from a file on disk."""
+    if tmp_path is None:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            reader = MemberReader(archive, data)
+            return {info.filename: reader.read(info) for info in archive.infolist()}
+    path = tmp_path / "w.zip"
+    path.write_bytes(data)
+    with zipfile.ZipFile(path) as archive:
+        reader = MemberReader(archive)
+        return {info.filename: reader.read(info) for info in archive.infolist()}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    members=st.dictionaries(
+        st.from_regex(r"[a-zé_/]{1,20}\.py", fullmatch=True).filter(lambda n: "//" not in n),
+        st.tuples(st.binary(max_size=3000), st.sampled_from(COMPRESSIONS)),
+        max_size=6,
+    ),
+    on_disk=st.booleans(),
+)
+def test_reads_what_zipfile_reads(
+    members: dict[str, tuple[bytes, int]], on_disk: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    data = _zip(members)
+    found = _read_all(data, tmp_path_factory.mktemp("z") if on_disk else None)
+    assert found == {name: content for name, (content, _) in members.items()}
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_other_compressions_are_left_to_zipfile(compression: int) -> None:
+    data = _zip({"a.py": (b"x" * 100, compression)})
+    assert _read_all(data, None) == {"a.py": None}
+
+
+def test_encrypted_member_is_left_to_zipfile() -> None:
+    data = bytearray(_zip({"a.py": (b"x", zipfile.ZIP_STORED)}))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        info = archive.getinfo("a.py")
+        info.flag_bits |= 0x1
+        assert MemberReader(archive, bytes(data)).read(info) is None
+
+
+def _patched(data: bytes, old: bytes, new: bytes, count: int = 1) -> bytes:
+    assert data.count(old) >= count
+    return data.replace(old, new, count)
+
+
+def test_local_header_naming_another_file_is_refused() -> None:
+    """The central directory says a.py, the local header b.py: zipfile refuses that
+    (file name confusion), and so does the reader."""
+    data = _patched(_zip({"a.py": (b"print(1)\n", zipfile.ZIP_DEFLATED)}), b"a.py", b"b.py")
+    with (
+        zipfile.ZipFile(io.BytesIO(data)) as archive,
+        pytest.raises(zipfile.BadZipFile, match=r"the local header of 'a\.py' names 'b\.py'"),
+    ):
+        MemberReader(archive, data).read(archive.getinfo("a.py"))
+
+
+def test_bad_local_signature_is_refused() -> None:
+    data = _patched(_zip({"a.py": (b"x", zipfile.ZIP_STORED)}), b"PK\x03\x04", b"PK\x09\x09")
+    with (
+        zipfile.ZipFile(io.BytesIO(data)) as archive,
+        pytest.raises(zipfile.BadZipFile, match="local header"),
+    ):
+        MemberReader(archive, data).read(archive.getinfo("a.py"))
+
+
+def test_member_larger_than_its_directory_entry_is_refused() -> None:
+    """Inflating stops one byte past the announced size: a member that says 10 bytes
+    and inflates to a megabyte is refused without inflating it all."""
+    data = _zip({"a.py": (b"\0" * 1_000_000, zipfile.ZIP_DEFLATED)})
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo("a.py")
+        info.file_size = 10
+        with pytest.raises(zipfile.BadZipFile, match="directory entry says 10"):
+            MemberReader(archive, data).read(info)
+
+
+def test_corrupt_deflate_data_is_refused() -> None:
+    payload = bytes(range(256)) * 40
+    data = bytearray(_zip({"a.py": (payload, zipfile.ZIP_DEFLATED)}))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        info = archive.getinfo("a.py")
+        start = info.header_offset + 30 + len("a.py")
+    data[start : start + 8] = b"\xff" * 8
+    with (
+        zipfile.ZipFile(io.BytesIO(bytes(data))) as archive,
+        pytest.raises(zipfile.BadZipFile, match=r"a\.py"),
+    ):
+        MemberReader(archive, bytes(data)).read(archive.getinfo("a.py"))
+
+
+def test_truncated_archive_is_refused(tmp_path: Path) -> None:
+    data = _zip({"a.py": (bytes(range(256)) * 100, zipfile.ZIP_STORED)})
+    path = tmp_path / "w.zip"
+    path.write_bytes(data)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("a.py")
+        info.compress_size += 10**6  # past the end of the file
+        info.file_size += 10**6
+        with pytest.raises(zipfile.BadZipFile, match="truncated"):
+            MemberReader(archive).read(info)
