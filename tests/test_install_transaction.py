@@ -95,6 +95,21 @@ def test_upgrade_removes_old_files_and_keeps_variant_json(
     assert not list(env.purelib.glob(".wheelwise-backup-*"))
 
 
+def test_removing_and_installing_in_one_transaction(env: TargetEnvironment, wheels: Path) -> None:
+    """A name both removed and installed is removed once; the other removal and the
+    new install happen together; the report names each distribution once."""
+    install_wheels(env, [alpha_wheel(wheels, "1.0"), simple_wheel(wheels, "beta", "1.0")])
+    report = install_wheels(env, [alpha_wheel(wheels / "new", "2.0")], remove=["Alpha", "beta"])
+    assert sorted((d.name, d.version) for d in report.removed) == [
+        ("alpha", "1.0"),
+        ("beta", "1.0"),
+    ]
+    assert [(d.name, d.version) for d in report.installed] == [("alpha", "2.0")]
+    assert [(d.name, d.version) for d in list_installed(env)] == [("alpha", "2.0")]
+    with pytest.raises(InstallError, match="cannot remove beta: it is not installed"):
+        install_wheels(env, [], remove=["beta"])
+
+
 def test_pip_sees_installed_packages(env: TargetEnvironment, wheels: Path) -> None:
     install_wheels(
         env, [alpha_wheel(wheels, "2.0", label="v3"), simple_wheel(wheels, "beta", "0.5")]

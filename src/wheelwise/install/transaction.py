@@ -137,24 +137,32 @@ def list_installed(env: TargetEnvironment) -> list[InstalledDist]:
     return sorted(found.values(), key=lambda d: d.name)
 
 
-def _find(env: TargetEnvironment, name: str) -> InstalledDist | None:
-    """The installed distribution *name*, reading only dist-info folders named like it
-    (listing everything per wheel made an install quadratic in the environment's size)."""
-    wanted = canonicalize_name(name)
+def _find_all(env: TargetEnvironment, names: Iterable[str]) -> dict[str, InstalledDist]:
+    """The installed distributions among *names* (by normalized name), reading only
+    dist-info folders named like them, and listing each site folder once (listing it
+    once per wheel made an install quadratic in the environment's size)."""
+    wanted = {canonicalize_name(name) for name in names}
+    found: dict[str, InstalledDist] = {}
     for site in env.site_dirs:
         try:
-            entries = sorted(site.iterdir())
+            with os.scandir(site) as scan:
+                candidates = sorted(
+                    entry.path
+                    for entry in scan
+                    if entry.name.endswith(".dist-info")
+                    and canonicalize_name(entry.name[: -len(".dist-info")].rsplit("-", 1)[0])
+                    in wanted
+                )
         except OSError:
             continue
-        for entry in entries:
-            if not entry.name.endswith(".dist-info"):
+        for path in candidates:
+            entry = Path(path)
+            if not entry.is_dir():
                 continue
-            stem = entry.name[: -len(".dist-info")].rsplit("-", 1)[0]
-            if canonicalize_name(stem) == wanted and entry.is_dir():
-                dist = _read_dist(entry)
-                if dist is not None and dist.name == wanted:
-                    return dist
-    return None
+            dist = _read_dist(entry)
+            if dist is not None and dist.name in wanted and dist.name not in found:
+                found[dist.name] = dist
+    return found
 
 
 # -- the transaction ---------------------------------------------------------------------
@@ -441,8 +449,9 @@ class _Body:
     def __call__(self, transaction: _Transaction) -> InstallReport:
         installed: list[InstalledDist] = []
         removed: list[InstalledDist] = []
+        present = _find_all(self.env, [*self.remove, *(wheel.name for wheel in self.wheels)])
         for name in self.remove:
-            dist = _find(self.env, name)
+            dist = present.get(canonicalize_name(name))
             if dist is None:
                 raise InstallError(f"cannot remove {name}: it is not installed")
             transaction.remove(dist)
@@ -450,13 +459,14 @@ class _Body:
         # Every replaced version is moved out before any new file is written, so a
         # file that moved from one distribution to another between versions is free.
         for wheel in self.wheels:
-            old = _find(self.env, wheel.name)
-            if old is not None:
+            old = present.get(wheel.name)
+            if old is not None and old not in removed:
                 transaction.remove(old)
                 removed.append(old)
         transaction.install_all(self.wheels)
+        now = _find_all(self.env, [wheel.name for wheel in self.wheels])
         for wheel in self.wheels:
-            new = _find(self.env, wheel.name)
+            new = now.get(wheel.name)
             if new is None:  # pragma: no cover - installer wrote the dist-info
                 raise InstallError(f"{wheel.path.name}: installed, but its .dist-info is missing")
             installed.append(new)

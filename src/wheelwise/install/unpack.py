@@ -204,6 +204,16 @@ class _VerifyingWheelFile(WheelFile):
         self.wheel_name = wheel_name
         self.data = data  # the wheel's bytes, when it is in memory
 
+    @property
+    def dist_info_filenames(self) -> list[str]:
+        # installer's compares every member's path with posixpath.commonpath.
+        prefix = self.dist_info_dir + "/"
+        return [
+            name[len(prefix) :]
+            for name in self._zipfile.namelist()
+            if name.startswith(prefix) and not name.endswith("/")
+        ]
+
     def get_contents(self) -> Iterator[WheelContentElement]:
         # installer's own reads RECORD again and opens every member with
         # ZipFile.open; small members are read whole here, with one slice or pread.
