@@ -42,7 +42,6 @@ from wheelwise.install.transaction import (
     list_installed,
     verify_wheel,
 )
-from wheelwise.providers.machine import MachineOptions, machine_for
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.supported import SupportedProperties
 from wheelwise.wheels.archive import InMemoryWheel
@@ -137,8 +136,16 @@ def _supported_for(options: InstallOptions) -> Callable[[VariantMetadata], Suppo
     if options.system is not None:
         system = options.system
         return lambda metadata: system
-    machine = MachineOptions(options.allowed_providers, options.enabled_providers)
-    return lambda metadata: machine_for(metadata, machine).supported
+
+    def detect(metadata: VariantMetadata) -> SupportedProperties:
+        # Imported on the first release with variant wheels: most installs have none,
+        # and the providers' modules take ~8 ms to import.
+        from wheelwise.providers.machine import MachineOptions, machine_for
+
+        machine = MachineOptions(options.allowed_providers, options.enabled_providers)
+        return machine_for(metadata, machine).supported
+
+    return detect
 
 
 def _requested(requirements: Sequence[str]) -> set[str]:
