@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.markers import InvalidMarker, UndefinedComparison
 from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as PackagingRequirement
 
 from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.variants.markers import (
@@ -194,3 +195,40 @@ def test_any_whitespace_matches(ns: str, feature: str, value: str, pads: list[st
     text = f'"{ns}{a}::{b}{feature}{c}::{d}{value}" in variant_properties'
     assert evaluate_marker(text, env)
     assert evaluate_marker(f'"{ns}{a}::{b}{feature}" in variant_features', env)
+
+
+_STANDARD_REQUIREMENTS = [
+    "numpy",
+    "numpy>=2",
+    "Fast_Gemm[cuda,Extra2] >=1.2,<2",
+    "requests[socks] (>=2.0, !=2.1.*) ; python_version >= '3.8' and extra == 'Dev'",
+    "pkg @ https://example.invalid/pkg-1-py3-none-any.whl ; os_name == 'nt'",
+    'typing-extensions>=4.6; python_version < "3.13" or platform_system != "Windows"',
+    "zope.interface==6.*",
+    "x===1.0.local",
+]
+
+
+@pytest.mark.parametrize("text", _STANDARD_REQUIREMENTS)
+def test_standard_requirements_parse_as_packaging_parses_them(text: str) -> None:
+    """Without variant markers, parse_requirement's result is packaging's own, field
+    for field (it builds the Requirement from its single parse)."""
+    ours, theirs = parse_requirement(text), PackagingRequirement(text)
+    assert ours == theirs
+    assert str(ours) == str(theirs)
+    assert (ours.name, ours.url, ours.extras) == (theirs.name, theirs.url, theirs.extras)
+    assert str(ours.specifier) == str(theirs.specifier)
+    assert str(ours.marker) == str(theirs.marker)
+    for extra in ("", "dev"):
+        environment = {"extra": extra}
+        if theirs.marker is not None:
+            assert ours.marker is not None
+            assert ours.marker.evaluate(environment) == theirs.marker.evaluate(environment)
+
+
+@pytest.mark.parametrize("bad", ["pkg >= ", "pkg[", "pkg ==1.0 ==2.0x", "pkg>=1.0,<"])
+def test_invalid_requirements_are_rejected_like_packaging(bad: str) -> None:
+    with pytest.raises(InvalidRequirement):
+        PackagingRequirement(bad)
+    with pytest.raises(InvalidRequirement):
+        parse_requirement(bad)
