@@ -9,6 +9,7 @@ import hashlib
 import json
 import shutil
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from wheelwise.index.client import (
 )
 from wheelwise.index.server import create_app
 from wheelwise.index.static import build_site
+from wheelwise.index.tls import client_tls_context
 from wheelwise.variants.metadata import VariantMetadata
 
 Scope = dict[str, Any]
@@ -732,8 +734,11 @@ def test_proxy_settings_are_honoured(
 
 
 def test_unreadable_ca_bundle_is_a_clear_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    live: tuple[str, Recorder], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A bundle that cannot be read fails at once; one that cannot be parsed fails
+    at the first TLS connection (certificates load then), with the same message,
+    and plain http:// never loads it."""
     missing = tmp_path / "no-such-bundle.pem"
     monkeypatch.setenv("SSL_CERT_FILE", str(missing))
     with pytest.raises(SourceError, match=r"SSL_CERT_FILE=.*no-such-bundle\.pem.*fix or unset"):
@@ -741,5 +746,31 @@ def test_unreadable_ca_bundle_is_a_clear_error(
     garbage = tmp_path / "garbage.pem"
     garbage.write_text("not a certificate\n")
     monkeypatch.setenv("SSL_CERT_FILE", str(garbage))
-    with pytest.raises(SourceError, match=r"cannot load the CA certificates from SSL_CERT_FILE="):
-        IndexClient(cache=False)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted: list[socket.socket] = []
+    thread = threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True)
+    thread.start()
+    try:
+        with IndexClient(cache=False, retry=RetryPolicy(retries=0)) as client:
+            plain = IndexSource.index(f"{live[0]}/simple/")
+            assert client.fetch_project(plain, "demo-pkg").found  # no TLS: never loaded
+            tls = IndexSource.index(f"https://127.0.0.1:{port}/simple/")
+            with pytest.raises(
+                SourceError, match=r"cannot load the CA certificates from SSL_CERT_FILE=.*garbage"
+            ):
+                client.fetch_project(tls, "demo-pkg")
+    finally:
+        thread.join(5)
+        for connection in accepted:
+            connection.close()
+        listener.close()
+
+
+def test_ca_certificates_load_at_the_first_tls_connection() -> None:
+    context = client_tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] == 0
+    context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="example.invalid")
+    assert context.cert_store_stats()["x509_ca"] > 0

@@ -25,9 +25,6 @@ with the URL, what happened and what to check.
 from __future__ import annotations
 
 import hashlib
-import os
-import ssl
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -52,6 +49,7 @@ from wheelwise.index.simple_parse import (
     parse_json_page,
     parse_page,
 )
+from wheelwise.index.tls import client_tls_context
 from wheelwise.variants.errors import InvalidMetadata
 from wheelwise.variants.filenames import variants_json_filename
 from wheelwise.variants.metadata import VariantMetadata
@@ -266,7 +264,7 @@ class IndexClient:
             follow_redirects=True,
             headers={"User-Agent": f"wheelwise/{__version__}"},
             transport=transport,
-            verify=_tls_context() if transport is None else True,
+            verify=client_tls_context() if transport is None else True,
         )
 
     @property
@@ -471,44 +469,6 @@ class IndexClient:
                     return response
             self._sleep(self.retry.delay(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _tls_context() -> ssl.SSLContext:
-    """httpx's default TLS context (CA bundle from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``,
-    else certifi), built in a thread while this one imports httpcore: parsing the CA
-    bundle releases the GIL, and each takes ~40 ms."""
-    built: list[ssl.SSLContext] = []
-    failed: list[BaseException] = []
-
-    def build() -> None:
-        try:
-            built.append(httpx.create_ssl_context())
-        except BaseException as exc:  # raised below, in the caller's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=build, name="tls-context")
-    thread.start()
-    import httpcore  # noqa: F401 - httpx's transport imports it; load it meanwhile
-
-    thread.join()
-    if failed:
-        error = failed[0]
-        if isinstance(error, OSError):  # ssl.SSLError included
-            where = next(
-                (f"{name}={os.environ[name]}" for name in _CA_VARIABLES if os.environ.get(name)),
-                "the certifi bundle",
-            )
-            raise SourceError(
-                where,
-                f"cannot load the CA certificates from {where}: "
-                f"{error.strerror or error}; fix or unset that setting",
-            ) from None
-        raise error
-    return built[0]
-
-
-# Where httpx takes CA certificates from, in its order (else certifi).
-_CA_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
 def _tries(tries: int) -> str:
