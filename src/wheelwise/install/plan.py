@@ -24,13 +24,14 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from wheelwise import __version__
 from wheelwise.index.client import IndexClient, IndexFile, IndexSource
+from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.download import (
     DownloadItem,
     ProgressSink,
     SpeculativeDownloads,
     download_wheels,
 )
-from wheelwise.install.environment import TargetEnvironment
+from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
 from wheelwise.install.errors import DownloadError, ExternallyManagedError
 from wheelwise.install.finder import IndexFinder, Link, source_label
 from wheelwise.install.prefetch import ListingPrefetcher
@@ -56,7 +57,6 @@ __all__ = [
     "sources_for",
 ]
 
-DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 # Memory that downloaded wheels may take instead of temporary files (32 MiB at most
 # each); larger wheels, and those whose size is not announced, go to disk.
 IN_MEMORY_DOWNLOADS = 256 << 20
@@ -158,15 +158,22 @@ def _requested(requirements: Sequence[str]) -> set[str]:
     return names
 
 
-def run_install(options: InstallOptions) -> InstallOutcome:
+def run_install(options: InstallOptions, query: PendingEnvironment | None = None) -> InstallOutcome:
     """Resolve *options*' requirements for the target and install them (all or
-    nothing). Raises ResolveError, SourceError, InstallError (and subclasses)."""
+    nothing). Raises ResolveError, SourceError, InstallError (and subclasses).
+
+    *query*: the query of ``options.python`` (``TargetEnvironment.start_query``), if
+    the caller started it already, so that it runs while this module loads; closed
+    here."""
     sources = sources_for(options)
     # The target interpreter answers while the client starts and the requested
     # projects' listings download.
-    target = options.python if options.python is not None else sys.executable
     with (
-        TargetEnvironment.start_query(target) as pending,
+        (
+            query
+            if query is not None
+            else TargetEnvironment.start_query(options.python or sys.executable)
+        ) as pending,
         IndexClient(timeout=options.timeout) as client,
         ListingPrefetcher(sources, client) as prefetcher,
     ):
