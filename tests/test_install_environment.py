@@ -174,3 +174,19 @@ def test_query_errors(tmp_path: Path) -> None:
     liar.chmod(0o755)
     with pytest.raises(EnvironmentQueryError, match="unreadable"):
         TargetEnvironment.from_python(liar)
+
+
+def test_the_query_can_start_before_the_installer_loads() -> None:
+    """`wheelwise install` starts the target's query before importing the installer
+    (it answers while those modules load): the command's module and the environment
+    module must not pull in the HTTP client, the resolver or the unpacker."""
+    code = (
+        "import sys\n"
+        "import wheelwise.cli.install_cmd, wheelwise.install.environment\n"
+        "heavy = {'httpx', 'resolvelib', 'installer', 'filelock', 'wheelwise.install.plan'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
