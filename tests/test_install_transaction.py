@@ -25,6 +25,7 @@ from wheelwise.install import (
     list_installed,
     parallel,
     uninstall,
+    verify_wheel,
 )
 from wheelwise.install.environment import QUERY_SCRIPT
 from wheelwise.wheels.archive import InMemoryWheel
@@ -108,6 +109,22 @@ def test_removing_and_installing_in_one_transaction(env: TargetEnvironment, whee
     assert [(d.name, d.version) for d in list_installed(env)] == [("alpha", "2.0")]
     with pytest.raises(InstallError, match="cannot remove beta: it is not installed"):
         install_wheels(env, [], remove=["beta"])
+
+
+def test_a_verified_in_memory_wheel_can_be_installed_again(
+    env: TargetEnvironment, wheels: Path
+) -> None:
+    """verify_wheel keeps an in-memory wheel's parsed zip for the unpacking, which
+    closes it; installing the same VerifiedWheel later opens it again."""
+    path = alpha_wheel(wheels, "1.0")
+    verified = verify_wheel(InMemoryWheel(path.name, path.read_bytes()))
+    assert verified.opened is not None
+    install_wheels(env, [verified])
+    assert _version(env) == "1.0"
+    uninstall(env, ["alpha"])
+    install_wheels(env, [verified])
+    assert _version(env) == "1.0"
+    assert verify_wheel(path).opened is None  # a file on disk is opened per use
 
 
 def test_pip_sees_installed_packages(env: TargetEnvironment, wheels: Path) -> None:

@@ -30,6 +30,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +258,7 @@ class _Transaction:
                 interpreter=os.path.abspath(self.env.python),  # noqa: PTH100 - keep venv links
                 script_kind=self.env.script_kind,
                 journal=journal,
+                archive=wheel.opened,
             )
         except (InstallError, Cancelled):
             raise
@@ -322,6 +324,8 @@ class VerifiedWheel:
     version: str
     variant: str | None
     record: dict[str, RecordEntry] = field(compare=False, repr=False)
+    opened: zipfile.ZipFile | None = field(default=None, compare=False, repr=False)
+    """The wheel's zip as verify_wheel opened it (in-memory wheels), for unpacking."""
 
     @property
     def work(self) -> int:
@@ -346,6 +350,8 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
             )
             variant_metadata = archive.variant_metadata()
             label = archive.filename.variant_label
+            # An in-memory wheel's parsed zip is kept for unpacking (no file handle).
+            opened = archive.detach() if isinstance(source, InMemoryWheel) else None
     except WheelError as exc:
         raise InstallError(f"refusing to install {path.name}: {exc}") from None
     name, version = message.get("Name"), message.get("Version")
@@ -353,7 +359,9 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
         raise InstallError(f"{path.name}: METADATA lacks Name or Version")
     if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
         label = next(iter(variant_metadata.variants))
-    return VerifiedWheel(path, source, canonicalize_name(str(name)), str(version), label, record)
+    return VerifiedWheel(
+        path, source, canonicalize_name(str(name)), str(version), label, record, opened
+    )
 
 
 def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[VerifiedWheel]:

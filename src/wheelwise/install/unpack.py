@@ -175,14 +175,16 @@ class _CheckedStream(io.RawIOBase):
         if self.sha256 is not None:
             return
         digest = self._digest.digest()
-        _check(self._entry, digest, self._size, self._wheel_name)
+        encoded = _b64(digest)
+        _check(self._entry, encoded, self._size, self._wheel_name)
         if self._digest.name == "sha256":
-            self.sha256 = _b64(digest)
+            self.sha256 = encoded
 
 
-def _check(entry: RecordEntry, digest: bytes, size: int, wheel_name: str) -> None:
+def _check(entry: RecordEntry, encoded: str, size: int, wheel_name: str) -> None:
+    """*encoded*: the member's digest, as RECORD writes it (urlsafe base64)."""
     assert entry.hash_ is not None
-    if _b64(digest) != entry.hash_.value or (entry.size is not None and entry.size != size):
+    if encoded != entry.hash_.value or (entry.size is not None and entry.size != size):
         raise InstallError(
             f"refusing to install {wheel_name}: member {entry.path!r} does not match its "
             "RECORD hash/size: the wheel was modified or corrupted"
@@ -245,8 +247,12 @@ class _VerifyingWheelFile(WheelFile):
                     yield record, io.BufferedReader(checked), is_executable
                 continue
             digest = hashlib.new(entry.hash_.name, data).digest()
-            _check(entry, digest, len(data), self.wheel_name)
-            sha256 = _b64(digest if entry.hash_.name == "sha256" else hashlib.sha256(data).digest())
+            encoded = _b64(digest)
+            _check(entry, encoded, len(data), self.wheel_name)
+            if entry.hash_.name == "sha256":
+                sha256 = encoded
+            else:
+                sha256 = _b64(hashlib.sha256(data).digest())
             yield record, _CheckedMember(data, sha256), is_executable
 
 
@@ -293,13 +299,15 @@ def unpack_wheel(
     interpreter: str,
     script_kind: LauncherKind,
     journal: Journal,
+    archive: zipfile.ZipFile | None = None,
 ) -> None:
     """Install *wheel* (a path, or one in memory) into the folders of *scheme*,
     without bytecode.
 
     *expected* is the wheel's RECORD, already checked to list every member with a
     strong hash (:meth:`WheelArchive.check_record_listing`); each member is
-    compared with it as it is written. ``INSTALLER`` is ``wheelwise``.
+    compared with it as it is written. ``INSTALLER`` is ``wheelwise``. *archive*:
+    *wheel* already opened (its directory parsed), closed here.
     """
     destination = _JournalingDestination(
         scheme_dict=scheme,
@@ -313,7 +321,9 @@ def unpack_wheel(
         for name, folder in scheme.items()
     }
     name = wheel.name if isinstance(wheel, InMemoryWheel) else os.path.basename(wheel)
-    with open_zip(wheel) as archive:
+    if archive is None or archive.fp is None:  # not given, or already used and closed
+        archive = open_zip(wheel)
+    with archive:
         data = wheel.data if isinstance(wheel, InMemoryWheel) else None
         source = _VerifyingWheelFile(archive, expected, name, data)
         installer.install(source, destination, additional_metadata=INSTALLER_METADATA)

@@ -88,6 +88,7 @@ class WheelArchive:
             self.filename = WheelFilename.parse(self.path.name)
         except VariantError as exc:
             raise WheelError(str(exc)) from None
+        self._detached = False
         try:
             self._zip = open_zip(path)
         except FileNotFoundError:
@@ -115,7 +116,14 @@ class WheelArchive:
         self.close()
 
     def close(self) -> None:
-        self._zip.close()
+        if not self._detached:
+            self._zip.close()
+
+    def detach(self) -> zipfile.ZipFile:
+        """The open zip, now the caller's to close (:meth:`close` leaves it open):
+        an installer reuses the directory this archive parsed."""
+        self._detached = True
+        return self._zip
 
     # -- structure ---------------------------------------------------------------
 
