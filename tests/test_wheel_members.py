@@ -128,3 +128,17 @@ def test_truncated_archive_is_refused(tmp_path: Path) -> None:
         info.file_size += 10**6
         with pytest.raises(zipfile.BadZipFile, match="truncated"):
             MemberReader(archive).read(info)
+
+
+@pytest.mark.parametrize("on_disk", [False, True], ids=["in-memory", "on-disk"])
+def test_local_name_of_another_length_is_refused(on_disk: bool, tmp_path: Path) -> None:
+    """The directory entry names a longer file than the local header holds."""
+    data = _zip({"a.py": (b"print(1)\n", zipfile.ZIP_DEFLATED)})
+    path = tmp_path / "w.zip"
+    path.write_bytes(data)
+    with zipfile.ZipFile(path if on_disk else io.BytesIO(data)) as archive:
+        info = archive.getinfo("a.py")
+        info.orig_filename = "longer_name.py"
+        reader = MemberReader(archive) if on_disk else MemberReader(archive, data)
+        with pytest.raises(zipfile.BadZipFile, match=r"'longer_name\.py' names 'a\.py'"):
+            reader.read(info)

@@ -149,8 +149,9 @@ class IndexFinder:
         """A hint from the resolver: it pinned the release *file* belongs to, and
         *file* is the wheel it would install (*on_pin* hears of it, to start the
         download; a wheel already fetched while resolving is not announced)."""
-        if self.on_pin is not None and _link(file).file.url not in self._wheels:
-            self.on_pin(_link(file).file)
+        index_file = _link(file).file
+        if self.on_pin is not None and index_file.url not in self._wheels:
+            self.on_pin(index_file)
 
     def prefetch(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
         """A hint from the resolver: these projects will probably be asked for, at a

@@ -38,8 +38,7 @@ from wheelwise.install.selection import (
     VariantChoiceError,
     select_wheel,
 )
-from wheelwise.variants.markers import evaluate_marker, variant_environment
-from wheelwise.variants.markers import parse_requirement as _parse_requirement
+from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
 from wheelwise.variants.ordering import Ranking
 from wheelwise.variants.properties import VariantProperty
 
@@ -188,16 +187,16 @@ def resolve(
 
 
 @functools.lru_cache(maxsize=4096)
-def parse_requirement(text: str) -> PackagingRequirement:
-    """Parsed once per text: each dependency line is read for its name and range,
-    then again for its marker, and many lines repeat across candidates. The
-    result is shared: never modify it."""
-    return _parse_requirement(text)
+def _parsed(text: str) -> PackagingRequirement:
+    """:func:`parse_requirement`, once per text: each dependency line is read for its
+    name and range, then again for its marker, and many lines repeat across
+    candidates. The result is shared: never modify it."""
+    return parse_requirement(text)
 
 
 def _requirement(text: str, where: str) -> Requirement:
     try:
-        parsed = parse_requirement(text)
+        parsed = _parsed(text)
     except InvalidRequirement as exc:
         raise ResolveError(f"invalid requirement {text!r} ({where}): {exc}") from None
     if parsed.url:
@@ -214,7 +213,7 @@ def _requirement(text: str, where: str) -> Requirement:
 
 def _root(text: str, env: Mapping[str, str]) -> Requirement | None:
     parsed = _requirement(text, "requested")
-    marker = parse_requirement(text).marker
+    marker = _parsed(text).marker
     if marker is not None and not evaluate_marker(
         marker, variant_environment(None), {**env, "extra": ""}
     ):
@@ -367,7 +366,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         where = f"required by {candidate.name} {candidate.version}"
         for text in self.finder.dependencies(selection.file):
             requirement = _requirement(text, where)
-            marker = parse_requirement(text).marker
+            marker = _parsed(text).marker
             if marker is None or any(
                 evaluate_marker(marker, variant_env, {**self.env, "extra": extra})
                 for extra in extras

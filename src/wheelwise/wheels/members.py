@@ -48,15 +48,23 @@ class MemberReader:
             return None
         if self._view is None and self._fd is None:
             return None
-        header = self._bytes(info.header_offset, _LOCAL_HEADER.size)
-        fields = _LOCAL_HEADER.unpack(header) if len(header) == _LOCAL_HEADER.size else None
+        encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
+        expected = info.orig_filename.encode(encoding)
+        # The header and the name it should hold, in one read.
+        head = self._bytes(info.header_offset, _LOCAL_HEADER.size + len(expected))
+        fields = (
+            _LOCAL_HEADER.unpack(head[: _LOCAL_HEADER.size])
+            if len(head) >= _LOCAL_HEADER.size
+            else None
+        )
         if fields is None or fields[0] != _LOCAL_SIGNATURE:
             raise zipfile.BadZipFile(f"{self._name}: bad local header for {info.filename!r}")
         name_length, extra_length = fields[-2], fields[-1]
         start = info.header_offset + _LOCAL_HEADER.size
-        name = self._bytes(start, name_length)
-        encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
-        if name != info.orig_filename.encode(encoding):
+        name = head[_LOCAL_HEADER.size :]
+        if name_length != len(expected) or name != expected:
+            if name_length != len(expected):
+                name = self._bytes(start, name_length)
             shown = bytes(name).decode(encoding, "replace")
             raise zipfile.BadZipFile(
                 f"{self._name}: the local header of {info.orig_filename!r} names {shown!r}; "
