@@ -250,3 +250,57 @@ def test_dry_run_downloads_no_wheel(backtracking: tuple[str, _Counter], tmp_path
     assert outcome.dry_run
     assert {p.name for p in outcome.plan} == {"top", "a", "b", "c"}
     assert _wheel_requests(counter, before) == []
+
+
+def _announced(index: str, tmp_path: Path, wants: list[tuple[str, str]]) -> list[str]:
+    """The wheels the finder announces (``on_pin``) from prefetch hints alone, with no
+    resolver running."""
+    source = IndexSource.index(index)
+    heard: list[str] = []
+    with IndexClient(cache_dir=tmp_path) as client:
+        prefetcher = ListingPrefetcher([source], client)
+        finder = IndexFinder(
+            [source],
+            client,
+            tags=list(sys_tags()),
+            python_version="3.11.0",
+            prefetcher=prefetcher,
+            on_pin=lambda file: heard.append(file.filename),
+        )
+        finder.prefetch([(name, SpecifierSet(spec)) for name, spec in wants])
+        for name, _ in wants:  # a listing is taken once its follow-up has run
+            finder.versions(canonicalize_name(name))
+        prefetcher.close()
+        finder.close()
+    return sorted(heard)
+
+
+def test_the_only_wheel_that_can_satisfy_a_hint_is_announced_before_any_pin(
+    backtracking: tuple[str, _Counter], tmp_path: Path
+) -> None:
+    index, _ = backtracking
+    announced = _announced(index, tmp_path, [("top", ""), ("a", ""), ("b", "==1.0")])
+    # a has two releases in range: which one the resolver keeps is not known yet.
+    assert announced == ["b-1.0-py3-none-any.whl", "top-1.0-py3-none-any.whl"]
+
+
+def test_variant_wheels_are_not_announced_before_the_resolver_ranks_them(
+    server: tuple[str, _Counter], tmp_path: Path
+) -> None:
+    base, _ = server
+    assert _announced(f"{base}/simple/", tmp_path, [("demo-pkg", "==1.0")]) == []
+
+
+def test_a_version_already_installed_is_not_downloaded_again(
+    backtracking: tuple[str, _Counter], tmp_path: Path
+) -> None:
+    index, counter = backtracking
+    python = make_venv(tmp_path / "venv")
+    options = InstallOptions(
+        requirements=["top", "a==1.0"], index_url=index, python=python, cache_dir=tmp_path / "c"
+    )
+    run_install(options)
+    before = len(counter.paths)
+    outcome = run_install(options)
+    assert all(p.skipped for p in outcome.plan)
+    assert _wheel_requests(counter, before) == []

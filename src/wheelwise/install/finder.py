@@ -148,7 +148,9 @@ class IndexFinder:
     def pinned(self, file: WheelFile) -> None:
         """A hint from the resolver: it pinned the release *file* belongs to, and
         *file* is the wheel it would install (*on_pin* hears of it, to start the
-        download; a wheel already fetched while resolving is not announced)."""
+        download; a wheel already fetched while resolving is not announced). *on_pin*
+        also hears, from :meth:`prefetch`, of a wheel that is the only one able to
+        satisfy a range, before the resolver gets there."""
         index_file = _link(file).file
         if self.on_pin is not None and index_file.url not in self._wheels:
             self.on_pin(index_file)
@@ -175,6 +177,15 @@ class IndexFinder:
         newest = max(in_range, key=lambda r: r.version)
         viable = [f for f in newest.files if any(t in self.tags for t in f.filename.tags)]
         assert self.prefetcher is not None
+        if (
+            self.on_pin is not None
+            and len(in_range) == 1
+            and len(viable) == 1
+            and viable[0].filename.variant_label is None
+        ):
+            # The one wheel that can satisfy this range: its download need not wait
+            # for the resolver to get there (big wheels would otherwise come last).
+            self.on_pin(_link(viable[0]).file)
         for file in viable[:WARM_FILES]:
             index_file = _link(file).file
             url = index_file.url

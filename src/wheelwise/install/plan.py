@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import NormalizedName, canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 
 from wheelwise import __version__
 from wheelwise.index.client import IndexClient, IndexFile, IndexSource
@@ -37,6 +37,7 @@ from wheelwise.install.finder import IndexFinder, Link, source_label
 from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, ResolveError, resolve
 from wheelwise.install.transaction import (
+    InstalledDist,
     InstallReport,
     VerifiedWheel,
     install_wheels,
@@ -204,7 +205,11 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             python_version=python_version,
             cache_dir=None,
             prefetcher=prefetcher,
-            on_pin=None if options.dry_run else functools.partial(_speculate, speculative),
+            on_pin=(
+                None
+                if options.dry_run
+                else functools.partial(_speculate, speculative, _installed_files(installed))
+            ),
         )
         try:
             try:
@@ -297,8 +302,18 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     return InstallOutcome(env, plan, dry_run=False, report=report)
 
 
-def _speculate(downloads: SpeculativeDownloads, file: IndexFile) -> None:
-    downloads.start(DownloadItem(file.url, file.hashes, file.filename))
+def _installed_files(installed: Mapping[str, InstalledDist]) -> set[tuple[str, str]]:
+    return {(name, canonicalize_version(dist.version)) for name, dist in installed.items()}
+
+
+def _speculate(
+    downloads: SpeculativeDownloads, installed: set[tuple[str, str]], file: IndexFile
+) -> None:
+    """Start downloading *file*, unless that version is installed (then it is most
+    likely kept)."""
+    wheel = file.wheel
+    if wheel is None or (wheel.name, canonicalize_version(wheel.version)) not in installed:
+        downloads.start(DownloadItem(file.url, file.hashes, file.filename))
 
 
 # -- the installation report (pip's format, version 1) --------------------------------
