@@ -182,6 +182,7 @@ class IndexFinder:
             and len(in_range) == 1
             and len(viable) == 1
             and viable[0].filename.variant_label is None
+            and self.viable(_link(viable[0]).file)  # not yanked, Requires-Python met
         ):
             # The one wheel that can satisfy this range: its download need not wait
             # for the resolver to get there (big wheels would otherwise come last).

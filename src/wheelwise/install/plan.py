@@ -208,7 +208,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             on_pin=(
                 None
                 if options.dry_run
-                else functools.partial(_speculate, speculative, _installed_files(installed))
+                else functools.partial(_speculate, speculative, _installed_versions(installed))
             ),
         )
         try:
@@ -302,7 +302,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     return InstallOutcome(env, plan, dry_run=False, report=report)
 
 
-def _installed_files(installed: Mapping[str, InstalledDist]) -> set[tuple[str, str]]:
+def _installed_versions(installed: Mapping[str, InstalledDist]) -> set[tuple[str, str]]:
     return {(name, canonicalize_version(dist.version)) for name, dist in installed.items()}
 
 
