@@ -390,18 +390,40 @@ def test_speculation_stays_within_its_memory_budget(
     local.write_bytes(b"wheel bytes")
     local_item = DownloadItem(local.as_uri(), {"sha256": sha256(b"wheel bytes")})
     with httpx.Client() as client, SpeculativeDownloads(client, budget=150_000) as early:
-        early.start(items[0])
+        size = early.start(items[0])
+        assert size is not None
         assert early.take(items[0]) is not None
-        early.start(items[1])  # 100,001 more bytes would pass 150,000
+        assert size.result() == len(FILES[items[0].name])  # kept in memory
+        size = early.start(items[1])  # 100,001 more bytes would pass 150,000
         assert early.take(items[1]) is None
-        early.start(local_item)
+        assert size is not None
+        assert size.result() is None
+        assert early.start(local_item) is None
         assert early.take(local_item) is None
     with (
         httpx.Client() as client,
         SpeculativeDownloads(client, budget=10**7, per_file=1000) as early,
     ):
-        early.start(items[2])
+        size = early.start(items[2])
         assert early.take(items[2]) is None
+        assert size is not None
+        assert size.result() is None
+
+
+def test_a_peeked_download_stays_to_be_taken(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, hits = server
+    items = _items(base)
+    with httpx.Client() as client, SpeculativeDownloads(client, budget=10**7) as early:
+        first = early.start(items[0])
+        assert early.start(items[0]) is first  # one download, one size, per item
+        peeked = early.peek(items[0])
+        assert isinstance(peeked, InMemoryWheel)
+        assert early.take(items[0]) is peeked
+        assert early.peek(items[0]) is None  # taken
+        assert early.peek(items[1]) is None  # never started
+    assert hits[f"/files/{items[0].name}"] == 1
 
 
 def test_closing_waits_for_every_thread_and_ends_speculation(
@@ -411,10 +433,11 @@ def test_closing_waits_for_every_thread_and_ends_speculation(
     items = _items(base)
     with httpx.Client() as client:
         early = SpeculativeDownloads(client, budget=10**7)
-        for item in items:
-            early.start(item)
+        sizes = [early.start(item) for item in items]
         early.close()
         assert _download_threads() == []  # the installer may fork after this
-        early.start(items[0])  # closed: ignored
+        # Every size is settled, also of the downloads cancelled before they began.
+        assert all(size is not None and size.done() for size in sizes)
+        assert early.start(items[0]) is None  # closed: ignored
         assert early.take(items[0]) is None
         assert _download_threads() == []

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -15,8 +17,9 @@ from packaging.utils import canonicalize_name
 from indexkit import demo_wheels, free_port, uvicorn_thread
 from installkit import make_venv
 from wheelfactory import make_wheel
-from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy, SourceError
+from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy, SourceError
 from wheelwise.index.server import create_app
+from wheelwise.install import finder as finder_module
 from wheelwise.install.finder import WARM_FILES, IndexFinder
 from wheelwise.install.plan import InstallOptions, run_install
 from wheelwise.install.prefetch import ListingPrefetcher
@@ -252,11 +255,28 @@ def test_dry_run_downloads_no_wheel(backtracking: tuple[str, _Counter], tmp_path
     assert _wheel_requests(counter, before) == []
 
 
+class _Heard:
+    """Early downloads that only note which wheels the finder starts."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def start(self, file: IndexFile) -> Future[int | None] | None:
+        self.started.append(file.filename)
+        return None
+
+    def queued(self, file: IndexFile) -> bool:
+        return False
+
+    def metadata(self, file: IndexFile) -> bytes | None:
+        return None
+
+
 def _announced(index: str, tmp_path: Path, wants: list[tuple[str, str]]) -> list[str]:
-    """The wheels the finder announces (``on_pin``) from prefetch hints alone, with no
-    resolver running."""
+    """The wheels the finder starts downloading (``early.start``) from prefetch
+    hints alone, with no resolver running."""
     source = IndexSource.index(index)
-    heard: list[str] = []
+    heard = _Heard()
     with IndexClient(cache_dir=tmp_path) as client:
         prefetcher = ListingPrefetcher([source], client)
         finder = IndexFinder(
@@ -265,14 +285,14 @@ def _announced(index: str, tmp_path: Path, wants: list[tuple[str, str]]) -> list
             tags=list(sys_tags()),
             python_version="3.11.0",
             prefetcher=prefetcher,
-            on_pin=lambda file: heard.append(file.filename),
+            early=heard,
         )
         finder.prefetch([(name, SpecifierSet(spec)) for name, spec in wants])
         for name, _ in wants:  # a listing is taken once its follow-up has run
             finder.versions(canonicalize_name(name))
         prefetcher.close()
         finder.close()
-    return sorted(heard)
+    return sorted(heard.started)
 
 
 def test_the_only_wheel_that_can_satisfy_a_hint_is_announced_before_any_pin(
@@ -304,3 +324,109 @@ def test_a_version_already_installed_is_not_downloaded_again(
     outcome = run_install(options)
     assert all(p.skipped for p in outcome.plan)
     assert _wheel_requests(counter, before) == []
+
+
+# -- the METADATA of a small wheel downloaded early comes from the wheel ---------------
+
+
+def _metadata_requests(counter: _Counter, since: int) -> list[str]:
+    return [p.rsplit("/", 1)[-1] for p in counter.paths[since:] if p.endswith(".metadata")]
+
+
+def test_a_small_wheel_downloaded_early_is_read_instead_of_its_metadata_file(
+    backtracking: tuple[str, _Counter], tmp_path: Path
+) -> None:
+    index, counter = backtracking
+    python = make_venv(tmp_path / "venv")
+    before = len(counter.paths)
+    outcome = run_install(
+        InstallOptions(
+            requirements=["top"], index_url=index, python=python, cache_dir=tmp_path / "c"
+        )
+    )
+    assert {p.name: str(p.package.version) for p in outcome.plan} == {
+        "top": "1.0",
+        "a": "1.0",
+        "b": "1.0",
+        "c": "1.0",
+    }
+    fetched = _metadata_requests(counter, before)
+    # top and c have one release each: their wheels were downloaded at once, and
+    # their dependencies read from them (the resolution above needs both).
+    assert "top-1.0-py3-none-any.whl.metadata" not in fetched
+    assert "c-1.0-py3-none-any.whl.metadata" not in fetched
+    # a has two releases: the metadata of the newest is fetched ahead, as before.
+    assert "a-2.0-py3-none-any.whl.metadata" in fetched
+    top = next(p for p in outcome.plan if p.name == "top")
+    assert b"Requires-Dist: a\n" in top.metadata
+
+
+def test_a_big_wheel_downloaded_early_gets_its_metadata_file(
+    backtracking: tuple[str, _Counter], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(finder_module, "SMALL_WHEEL", 10)  # every wheel is bigger
+    index, counter = backtracking
+    python = make_venv(tmp_path / "venv")
+    before = len(counter.paths)
+    run_install(
+        InstallOptions(
+            requirements=["top"], index_url=index, python=python, cache_dir=tmp_path / "c"
+        )
+    )
+    fetched = _metadata_requests(counter, before)
+    assert fetched.count("top-1.0-py3-none-any.whl.metadata") == 1
+    assert fetched.count("c-1.0-py3-none-any.whl.metadata") == 1
+
+
+class _SpoilFirst:
+    """Flips the last byte of the first answer for *path*: that download fails its
+    hash check, the next one is fine."""
+
+    def __init__(self, app: _Counter, path: str) -> None:
+        self.app = app
+        self.path = path
+        self.spoiled = False
+
+    async def __call__(self, scope: dict[str, object], receive: object, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path or self.spoiled:
+            await self.app(scope, receive, send)
+            return
+        self.spoiled = True
+        chunks: list[dict[str, Any]] = []
+
+        async def hold(message: dict[str, Any]) -> None:
+            chunks.append(message)
+
+        await self.app(scope, receive, hold)
+        body = b"".join(m.get("body", b"") for m in chunks if m["type"] == "http.response.body")
+        for message in chunks:
+            if message["type"] == "http.response.start":
+                await send(message)
+        spoiled = body[:-1] + bytes([body[-1] ^ 0xFF])
+        await send({"type": "http.response.body", "body": spoiled, "more_body": False})
+
+
+def test_a_failed_early_download_falls_back_to_the_metadata_file(tmp_path: Path) -> None:
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    _wheel(folder, "solo-1.0-py3-none-any.whl")
+    counter = _Counter(create_app(folder))
+    app = _SpoilFirst(counter, "/files/solo/solo-1.0-py3-none-any.whl")
+    python = make_venv(tmp_path / "venv")
+    with uvicorn_thread(app) as base:
+        outcome = run_install(
+            InstallOptions(
+                requirements=["solo"],
+                index_url=f"{base}/simple/",
+                python=python,
+                cache_dir=tmp_path / "c",
+            )
+        )
+    assert app.spoiled
+    assert [p.name for p in outcome.to_install] == ["solo"]
+    # The early copy failed its hash check: the metadata file was fetched instead,
+    # and the wheel downloaded again, intact.
+    assert _metadata_requests(counter, 0) == ["solo-1.0-py3-none-any.whl.metadata"]
+    assert _wheel_requests(counter, 0) == ["solo-1.0-py3-none-any.whl"] * 2
+    site = python.parent.parent / "lib"
+    assert [p.name for p in site.glob("python*/site-packages/solo-1.0.dist-info")]

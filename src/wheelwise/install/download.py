@@ -131,10 +131,17 @@ class _Output:
     budget; else a temporary file next to its destination, renamed into place once
     complete and verified (with no destination folder: :class:`_NoRoom`)."""
 
-    def __init__(self, dest_dir: Path | None, name: str, budget: _Budget | None) -> None:
+    def __init__(
+        self,
+        dest_dir: Path | None,
+        name: str,
+        budget: _Budget | None,
+        on_memory: Callable[[int], object] | None = None,
+    ) -> None:
         self.dest_dir = dest_dir
         self.name = name
         self.budget = budget
+        self.on_memory = on_memory
         self.memory: io.BytesIO | None = None
         self.file: IO[bytes] | None = None
         self.temp: Path | None = None
@@ -150,6 +157,9 @@ class _Output:
             return
         if self.budget is not None and self.budget.take(size):
             self.memory = io.BytesIO()
+            if self.on_memory is not None:
+                assert size is not None  # the budget takes announced sizes only
+                self.on_memory(size)
             return
         if self.dest_dir is None:
             raise _NoRoom(self.name)
@@ -203,8 +213,12 @@ class _Fetcher:
         self.cancel = cancel
         self.sleep = sleep
 
-    def fetch(self, item: DownloadItem) -> Path | InMemoryWheel:
-        out = _Output(self.dest_dir, item.name, self.budget)
+    def fetch(
+        self, item: DownloadItem, on_memory: Callable[[int], object] | None = None
+    ) -> Path | InMemoryWheel:
+        """*item*, verified. *on_memory* hears the size of a download that goes to
+        memory, before its first byte."""
+        out = _Output(self.dest_dir, item.name, self.budget, on_memory)
         try:
             self._fetch_into(item, out)
             result = out.finish()
@@ -361,6 +375,9 @@ class SpeculativeDownloads:
         self._workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
         self._started: dict[tuple[str, str], Future[InMemoryWheel | None]] = {}
+        # Per download: its size once the answer announces it, None if it never will.
+        self._sizes: dict[tuple[str, str], Future[int | None]] = {}
+        self._busy = 0  # downloads under way (the others wait for a worker)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -370,32 +387,66 @@ class SpeculativeDownloads:
         with self._budget.lock:
             return self._total - self._budget.left
 
-    def start(self, item: DownloadItem) -> None:
-        """Start fetching *item* if it is not already (``http(s)`` URLs only)."""
+    def start(self, item: DownloadItem) -> Future[int | None] | None:
+        """Start fetching *item* if it is not already (``http(s)`` URLs only). The
+        future gets its size in bytes once the answer announces it and it fits in
+        memory (None when it will not be kept, or fails first); None when *item* is
+        not fetched here."""
         key = _key(item)
         if urllib.parse.urlsplit(item.url).scheme.lower() not in ("http", "https"):
-            return
+            return None
         with self._lock:
-            if self._closed or key in self._started:
-                return
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="download")
-            self._started[key] = self._pool.submit(self._fetch, item)
+            if self._closed:
+                return None
+            if key not in self._started:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="download")
+                size: Future[int | None] = Future()
+                self._sizes[key] = size
+                self._started[key] = self._pool.submit(self._fetch, item, size)
+            return self._sizes[key]
 
-    def _fetch(self, item: DownloadItem) -> InMemoryWheel | None:
+    def _fetch(self, item: DownloadItem, size: Future[int | None]) -> InMemoryWheel | None:
+        with self._lock:
+            self._busy += 1
         try:
-            found = self._fetcher.fetch(item)
+            found = self._fetcher.fetch(item, on_memory=size.set_result)
             if self._then is not None:
                 self._then(found)
         except Exception:
             return None  # the real download reports it
+        finally:
+            with self._lock:
+                self._busy -= 1
+            if not size.done():
+                size.set_result(None)
         return found if isinstance(found, InMemoryWheel) else None
+
+    def queued(self, item: DownloadItem) -> bool:
+        """Whether *item*'s download waits for others to end before it starts."""
+        with self._lock:
+            future = self._started.get(_key(item))
+            return (
+                future is not None
+                and not future.running()
+                and not future.done()
+                and self._busy >= self._workers
+            )
+
+    def peek(self, item: DownloadItem) -> InMemoryWheel | None:
+        """Like :meth:`take`, but *item* stays to be taken."""
+        with self._lock:
+            future = self._started.get(_key(item))
+        if future is None or future.cancelled():
+            return None
+        return future.result()
 
     def take(self, item: DownloadItem) -> InMemoryWheel | None:
         """*item*, complete and verified (waiting for it if still in flight), or None
         when it was not started or did not succeed."""
         with self._lock:
             future = self._started.pop(_key(item), None)
+            self._sizes.pop(_key(item), None)
         if future is None or future.cancelled():
             return None
         return future.result()
@@ -406,9 +457,13 @@ class SpeculativeDownloads:
             self._closed = True
             pool, self._pool = self._pool, None
             self._started.clear()
+            sizes, self._sizes = self._sizes, {}
         self._cancel.set()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        for size in sizes.values():  # downloads cancelled before they began
+            if not size.done():
+                size.set_result(None)
 
     def __enter__(self) -> SpeculativeDownloads:
         return self

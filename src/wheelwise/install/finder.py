@@ -11,20 +11,25 @@ A release's variant metadata is its ``*-variants.json``, fetched only when the
 release has variant wheels; when the source lists none, the ``variant.json`` of one
 wheel per label is read (the wheel is downloaded into the cache folder, where the
 installer finds it again) and the documents are merged. Dependencies come from PEP
-658 metadata when the source serves it, else from the wheel's ``METADATA``.
+658 metadata when the source serves it, else from the wheel's ``METADATA``; a small
+wheel that is downloaded early (the only one that can satisfy a requirement) is read
+instead of fetching its PEP 658 file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.parser
 import email.policy
 import functools
 import os
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Sequence
+import threading
+from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
@@ -52,6 +57,31 @@ __all__ = ["IndexFinder", "IndexRelease", "Link", "requires_dist"]
 # Wheels of one release whose metadata is fetched ahead (platform wheels of a
 # binary project: usually one or two fit the target).
 WARM_FILES = 3
+
+# A wheel downloaded early that is at most this big is read for its METADATA rather
+# than fetching its PEP 658 file: one request less, for a wait that on most links is
+# about one round trip. A bigger one gets its metadata file fetched as usual.
+SMALL_WHEEL = 512 << 10
+
+# Where the METADATA of a wheel downloaded early comes from: not decided yet (its
+# size is not known), the wheel, or its metadata file as usual.
+_UNDECIDED, _FROM_WHEEL, _FROM_FILE = "undecided", "wheel", "file"
+
+
+class EarlyWheels(Protocol):
+    """Downloads of wheels that will probably be installed, started while resolving."""
+
+    def start(self, file: IndexFile) -> Future[int | None] | None:
+        """Start downloading *file* (if it is not already); the future of its size,
+        set when the answer announces it and the wheel is kept (None otherwise), or
+        None when *file* is not downloaded early."""
+
+    def queued(self, file: IndexFile) -> bool:
+        """Whether *file*'s download waits for others to end before it starts."""
+
+    def metadata(self, file: IndexFile) -> bytes | None:
+        """*file*'s ``METADATA`` once it is downloaded and verified (waiting for
+        that); None if that failed, or *file* is not kept."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +125,10 @@ class IndexRelease:
 class IndexFinder:
     """Releases and dependencies from *sources*, for a target with *tags* and Python
     *python_version* (``X.Y.Z``). Wheels read for their metadata are kept in
-    *cache_dir* (a temporary folder when not given; :meth:`close` removes it)."""
+    *cache_dir* (a temporary folder when not given; :meth:`close` removes it).
+
+    *early*, if given, downloads the wheels that will probably be installed while
+    resolving (see :meth:`pinned`)."""
 
     def __init__(
         self,
@@ -106,12 +139,12 @@ class IndexFinder:
         python_version: str,
         cache_dir: Path | None = None,
         prefetcher: ListingPrefetcher | None = None,
-        on_pin: Callable[[IndexFile], object] | None = None,
+        early: EarlyWheels | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
         self.prefetcher = prefetcher
-        self.on_pin = on_pin
+        self.early = early
         self.sources = list(sources)
         self.client = client
         self.tags = frozenset(tags)
@@ -127,6 +160,11 @@ class IndexFinder:
         # PEP 658 metadata being fetched in the background, by URL.
         self._fetching: dict[str, Future[bytes]] = {}
         self._wheels: dict[str, Path] = {}
+        # Small wheels downloaded early, by URL: where their METADATA comes from
+        # (see _UNDECIDED), and the future of their size.
+        self._early: dict[str, str] = {}
+        self._early_sizes: dict[str, Future[int | None]] = {}
+        self._early_lock = threading.Lock()
 
     def close(self) -> None:
         if self._temp is not None:
@@ -147,13 +185,14 @@ class IndexFinder:
 
     def pinned(self, file: WheelFile) -> None:
         """A hint from the resolver: it pinned the release *file* belongs to, and
-        *file* is the wheel it would install (*on_pin* hears of it, to start the
-        download; a wheel already fetched while resolving is not announced). *on_pin*
-        also hears, from :meth:`prefetch`, of a wheel that is the only one able to
-        satisfy a range, before the resolver gets there."""
+        *file* is the wheel it would install (*early* starts downloading it; not a
+        wheel already fetched while resolving). *early* also starts, from
+        :meth:`prefetch`, the wheel that is the only one able to satisfy a range,
+        before the resolver gets there; when that wheel is small, its ``METADATA`` is
+        read from it rather than fetched from the index."""
         index_file = _link(file).file
-        if self.on_pin is not None and index_file.url not in self._wheels:
-            self.on_pin(index_file)
+        if self.early is not None and index_file.url not in self._wheels:
+            self.early.start(index_file)
 
     def prefetch(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
         """A hint from the resolver: these projects will probably be asked for, at a
@@ -178,7 +217,7 @@ class IndexFinder:
         viable = [f for f in newest.files if any(t in self.tags for t in f.filename.tags)]
         assert self.prefetcher is not None
         if (
-            self.on_pin is not None
+            self.early is not None
             and len(in_range) == 1
             and len(viable) == 1
             and viable[0].filename.variant_label is None
@@ -186,16 +225,42 @@ class IndexFinder:
         ):
             # The one wheel that can satisfy this range: its download need not wait
             # for the resolver to get there (big wheels would otherwise come last).
-            self.on_pin(_link(viable[0]).file)
+            index_file = _link(viable[0]).file
+            size = self.early.start(index_file)
+            if size is not None and (index_file.size or 0) <= SMALL_WHEEL:
+                with self._early_lock:
+                    self._early.setdefault(index_file.url, _UNDECIDED)
+                    self._early_sizes.setdefault(index_file.url, size)
+                size.add_done_callback(functools.partial(self._sized, index_file))
+                return  # the metadata file is fetched only if the wheel is big
         for file in viable[:WARM_FILES]:
-            index_file = _link(file).file
-            url = index_file.url
-            if index_file.core_metadata and url not in self._metadata and url not in self._fetching:
-                job = self.prefetcher.submit(
-                    functools.partial(self.client.fetch_metadata, index_file)
-                )
-                if job is not None:
-                    self._fetching[url] = job
+            self._prefetch_metadata(_link(file).file)
+
+    def _prefetch_metadata(self, index_file: IndexFile) -> None:
+        url = index_file.url
+        if index_file.core_metadata and url not in self._metadata and url not in self._fetching:
+            assert self.prefetcher is not None
+            job = self.prefetcher.submit(functools.partial(self.client.fetch_metadata, index_file))
+            if job is not None:
+                self._fetching[url] = job
+
+    def _sized(self, index_file: IndexFile, size: Future[int | None]) -> None:
+        # Runs in a download thread: a hint only, so nothing may escape.
+        with contextlib.suppress(Exception):
+            if self._decide(index_file.url, size.result()) == _FROM_FILE:
+                self._prefetch_metadata(index_file)
+
+    def _decide(self, url: str, size: int | None) -> str | None:
+        """An early download announced its *size* (None: not kept): a small wheel is
+        read for its METADATA, else its metadata file is fetched. The decision, if
+        this call made it."""
+        with self._early_lock:
+            if self._early.get(url) != _UNDECIDED:
+                return None
+            source = self._early[url] = (
+                _FROM_WHEEL if size is not None and size <= SMALL_WHEEL else _FROM_FILE
+            )
+            return source
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -211,7 +276,11 @@ class IndexFinder:
         found = self._metadata.get(link.file.url)
         if found is not None:
             return found
-        found = self._prefetched_metadata(link.file.url)
+        if self._early_source(link.file) == _FROM_WHEEL:
+            assert self.early is not None
+            found = self.early.metadata(link.file)  # None if it failed: fetched below
+        if found is None:
+            found = self._prefetched_metadata(link.file.url)
         if found is None:
             if link.file.core_metadata:
                 found = self.client.fetch_metadata(link.file)
@@ -220,6 +289,24 @@ class IndexFinder:
                     found = archive.metadata()
         self._metadata[link.file.url] = found
         return found
+
+    def _early_source(self, file: IndexFile) -> str | None:
+        """Where the METADATA of *file* comes from, if it is downloaded early."""
+        with self._early_lock:
+            source = self._early.get(file.url)
+            size = self._early_sizes.get(file.url)
+        if source == _UNDECIDED and size is not None:
+            assert self.early is not None
+            # The answer is worth waiting for (about a round trip), unless the
+            # download waits for others to end before it even starts.
+            if not size.done() and not self.early.queued(file):
+                with contextlib.suppress(Exception):
+                    size.result()
+            announced = size.result() if size.done() and not size.cancelled() else None
+            self._decide(file.url, announced)  # unless the callback did already
+            with self._early_lock:
+                source = self._early[file.url]
+        return source
 
     def _prefetched_metadata(self, url: str) -> bytes | None:
         job = self._fetching.pop(url, None)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
-import functools
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,10 +205,10 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             python_version=python_version,
             cache_dir=None,
             prefetcher=prefetcher,
-            on_pin=(
+            early=(
                 None
                 if options.dry_run
-                else functools.partial(_speculate, speculative, _installed_versions(installed))
+                else _EarlyWheels(speculative, _installed_versions(installed), verified)
             ),
         )
         try:
@@ -306,14 +306,32 @@ def _installed_versions(installed: Mapping[str, InstalledDist]) -> set[tuple[str
     return {(name, canonicalize_version(dist.version)) for name, dist in installed.items()}
 
 
-def _speculate(
-    downloads: SpeculativeDownloads, installed: set[tuple[str, str]], file: IndexFile
-) -> None:
-    """Start downloading *file*, unless that version is installed (then it is most
-    likely kept)."""
-    wheel = file.wheel
-    if wheel is None or (wheel.name, canonicalize_version(wheel.version)) not in installed:
-        downloads.start(DownloadItem(file.url, file.hashes, file.filename))
+@dataclass(frozen=True)
+class _EarlyWheels:
+    """The finder's early downloads: into memory, verified as each completes."""
+
+    downloads: SpeculativeDownloads
+    installed: set[tuple[str, str]]
+    """(name, version) of what is installed: most likely kept, so not downloaded."""
+    verified: Mapping[Path | InMemoryWheel, VerifiedWheel]
+
+    def start(self, file: IndexFile) -> Future[int | None] | None:
+        wheel = file.wheel
+        version = None if wheel is None else (wheel.name, canonicalize_version(wheel.version))
+        if version in self.installed:
+            return None
+        return self.downloads.start(_item(file))
+
+    def queued(self, file: IndexFile) -> bool:
+        return self.downloads.queued(_item(file))
+
+    def metadata(self, file: IndexFile) -> bytes | None:
+        wheel = self.downloads.peek(_item(file))
+        return self.verified[wheel].metadata if wheel is not None else None
+
+
+def _item(file: IndexFile) -> DownloadItem:
+    return DownloadItem(file.url, file.hashes, file.filename)
 
 
 # -- the installation report (pip's format, version 1) --------------------------------

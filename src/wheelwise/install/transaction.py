@@ -326,6 +326,8 @@ class VerifiedWheel:
     record: dict[str, RecordEntry] = field(compare=False, repr=False)
     opened: zipfile.ZipFile | None = field(default=None, compare=False, repr=False)
     """The wheel's zip as verify_wheel opened it (in-memory wheels), for unpacking."""
+    metadata: bytes = field(default=b"", compare=False, repr=False)
+    """Its ``METADATA``."""
 
     @property
     def work(self) -> int:
@@ -345,8 +347,9 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
     try:
         with WheelArchive(source) as archive:
             record = archive.check_record_listing()
+            metadata = archive.metadata()
             message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
-                archive.metadata(), headersonly=True
+                metadata, headersonly=True
             )
             variant_metadata = archive.variant_metadata()
             label = archive.filename.variant_label
@@ -360,7 +363,7 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
     if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
         label = next(iter(variant_metadata.variants))
     return VerifiedWheel(
-        path, source, canonicalize_name(str(name)), str(version), label, record, opened
+        path, source, canonicalize_name(str(name)), str(version), label, record, opened, metadata
     )
 
 
