@@ -192,10 +192,13 @@ def _forked_run(tmp_path: Path, child_action: str) -> tuple[Journal, BaseExcepti
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forked workers are POSIX only")
 @pytest.mark.parametrize("action", ["succeed", "fail", "die", "interrupt"])
+@pytest.mark.parametrize("notes", ["shared", "piped"])
 def test_forked_worker_reports_files_and_failures(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str, notes: str
 ) -> None:
     monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    if notes == "piped":  # no room in the shared notes: every path goes down the pipe
+        monkeypatch.setattr(parallel, "_NOTES_SIZE", 16)
     journal, error = _forked_run(tmp_path, action)
     # Whatever happened next, the parent knows about the file the child made.
     assert journal.files == [str(tmp_path / "made-by-child.txt")]

@@ -4,8 +4,9 @@ Most of an unpack is Python code (zip members, RECORD entries, paths), so thread
 share one core. On Linux, when the calling process runs no other thread (so that a
 fork cannot inherit a lock held elsewhere), this process and forked children, one
 per further available core, take wheels from a shared queue, heaviest first. A child
-reports each file and folder it creates, as it creates it, over a pipe; the parent
-adds them to the journal, so a rollback removes them even if a child dies. A
+notes each file and folder it creates, as it creates it, in memory it shares with
+the parent (over a pipe once that is full); the parent adds them to the journal
+when the child has ended, so a rollback removes them even if a child dies. A
 one-byte shared flag stops every worker at its next file: set by a failing worker,
 by Ctrl-C in a child, or by cancelling the journal. Elsewhere, or when other threads
 run, the wheels are unpacked by a small thread pool.
@@ -39,6 +40,9 @@ THREADS = 4
 STRATEGY = "auto"
 
 _FILE, _DIR, _ERROR = b"F", b"D", b"E"
+# Shared memory for a child's notes: ~40,000 paths (allocated as it is used).
+_NOTES_SIZE = 4 << 20
+_LENGTH = struct.Struct("<Q")
 
 
 def _cores() -> int:
@@ -103,22 +107,62 @@ def _threaded(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -
     _raise_first(failures)
 
 
-class _ReportingJournal(Journal):
-    """A child's journal: every creation goes straight down the pipe to the parent."""
+class _Notes:
+    """What a child created, in memory shared with the parent: a length, then
+    entries (a kind byte, the path, a NUL). An entry is written before the length
+    that covers it, so the parent reads only whole entries, even of a child killed
+    while writing one. Passing notes this way costs the parent nothing while the
+    children work (a pipe needs a thread of the parent to wake for every file)."""
 
-    def __init__(self, pipe: int, flag: mmap.mmap) -> None:
+    def __init__(self) -> None:
+        self.memory = mmap.mmap(-1, _NOTES_SIZE)
+        self._used = _LENGTH.size
+
+    def add(self, kind: bytes, path: str) -> bool:
+        """In the child: note *path*; False when there is no room left."""
+        entry = kind + os.fsencode(path) + b"\0"
+        end = self._used + len(entry)
+        if end > _NOTES_SIZE:
+            return False
+        self.memory[self._used : end] = entry
+        _LENGTH.pack_into(self.memory, 0, end - _LENGTH.size)
+        self._used = end
+        return True
+
+    def replay(self, journal: Journal) -> None:
+        """In the parent, once the child has ended: its notes into *journal*."""
+        (length,) = _LENGTH.unpack_from(self.memory, 0)
+        body = self.memory[_LENGTH.size : _LENGTH.size + length]
+        for entry in body.split(b"\0")[:-1]:
+            path = os.fsdecode(entry[1:])
+            if entry[:1] == _FILE:
+                journal.note_file(path)
+            else:
+                journal.note_dir(path)
+
+    def close(self) -> None:
+        self.memory.close()
+
+
+class _ReportingJournal(Journal):
+    """A child's journal: every creation is noted for the parent at once."""
+
+    def __init__(self, pipe: int, flag: mmap.mmap, notes: _Notes) -> None:
         super().__init__()
         self._pipe = pipe
         self._flag = flag
+        self._notes = notes
 
     def is_cancelled(self) -> bool:
         return self._flag[0] != 0
 
     def note_file(self, path: str) -> None:
-        _send(self._pipe, _FILE + os.fsencode(path))
+        if not self._notes.add(_FILE, path):
+            _send(self._pipe, _FILE + os.fsencode(path))
 
     def note_dir(self, path: str) -> None:
-        _send(self._pipe, _DIR + os.fsencode(path))
+        if not self._notes.add(_DIR, path):
+            _send(self._pipe, _DIR + os.fsencode(path))
 
 
 def _send(pipe: int, message: bytes) -> None:
@@ -154,9 +198,9 @@ def _work(
     return None
 
 
-def _child(tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap) -> int:
+def _child(tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap, notes: _Notes) -> int:
     try:
-        failure = _work(tasks, queue, flag, _ReportingJournal(pipe, flag))
+        failure = _work(tasks, queue, flag, _ReportingJournal(pipe, flag, notes))
     except BaseException as exc:  # interrupted: the parent says so
         flag[0] = 1
         failure = (-1, exc)
@@ -212,10 +256,11 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
     journal.when_cancelled(lambda: _stop(flag))
     if journal.is_cancelled():
         _stop(flag)
-    children: list[tuple[int, _Reader]] = []
+    children: list[tuple[int, _Reader, _Notes]] = []
     failures: dict[int, BaseException] = {}
     try:
         for _ in range(min(_cores(), len(tasks)) - 1):
+            notes = _Notes()
             read_end, write_end = os.pipe()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child; coverage does not follow forks
@@ -223,12 +268,12 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
                 try:
                     os.close(read_end)
                     _stop_on_ctrl_c(flag)
-                    code = _child(tasks, queue, write_end, flag)
+                    code = _child(tasks, queue, write_end, flag, notes)
                 finally:
                     os._exit(code)
             os.close(write_end)
-            children.append((pid, _Reader(read_end, journal, flag)))
-        for _, reader in children:
+            children.append((pid, _Reader(read_end, journal, flag), notes))
+        for _, reader, _ in children:
             reader.start()
         failure = _work(tasks, queue, flag, journal)
         if failure is not None:
@@ -241,10 +286,12 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
     finally:
         os.close(queue)
         interrupted = False
-        for pid, reader in children:
+        for pid, reader, notes in children:
             status, stopped = _reap(pid, flag)
             interrupted = interrupted or stopped
             reader.join()
+            notes.replay(journal)
+            notes.close()
             if reader.failure is not None:
                 failures[reader.failure[0]] = InstallError(reader.failure[1])
             elif status != 0 and not flag[0]:
