@@ -21,7 +21,7 @@ from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPol
 from wheelwise.index.server import create_app
 from wheelwise.install import finder as finder_module
 from wheelwise.install.finder import WARM_FILES, IndexFinder
-from wheelwise.install.plan import InstallOptions, run_install
+from wheelwise.install.plan import InstallOptions, InstallOutcome, run_install
 from wheelwise.install.prefetch import ListingPrefetcher
 
 
@@ -202,21 +202,34 @@ def backtracking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         yield f"{base}/simple/", counter
 
 
+def _requests(counter: _Counter, since: int, suffix: str) -> list[str]:
+    """The file names the server was asked for since request *since*, by suffix."""
+    return [p.rsplit("/", 1)[-1] for p in counter.paths[since:] if p.endswith(suffix)]
+
+
 def _wheel_requests(counter: _Counter, since: int) -> list[str]:
-    return [p.rsplit("/", 1)[-1] for p in counter.paths[since:] if p.endswith(".whl")]
+    return _requests(counter, since, ".whl")
+
+
+def _install_top(index: str, tmp_path: Path, *, dry_run: bool = False) -> InstallOutcome:
+    """``top`` from *index* into a new venv at ``tmp_path / "venv"``."""
+    python = make_venv(tmp_path / "venv")
+    options = InstallOptions(
+        requirements=["top"],
+        index_url=index,
+        python=python,
+        cache_dir=tmp_path / "c",
+        dry_run=dry_run,
+    )
+    return run_install(options)
 
 
 def test_pinned_wheels_download_early_and_only_the_resolution_is_installed(
     backtracking: tuple[str, _Counter], tmp_path: Path
 ) -> None:
     index, counter = backtracking
-    python = make_venv(tmp_path / "venv")
     before = len(counter.paths)
-    outcome = run_install(
-        InstallOptions(
-            requirements=["top"], index_url=index, python=python, cache_dir=tmp_path / "c"
-        )
-    )
+    outcome = _install_top(index, tmp_path)
     installed = {p.name: str(p.package.version) for p in outcome.plan}
     assert installed == {"top": "1.0", "a": "1.0", "b": "1.0", "c": "1.0"}
     fetched = _wheel_requests(counter, before)
@@ -225,7 +238,7 @@ def test_pinned_wheels_download_early_and_only_the_resolution_is_installed(
     for name in ("top-1.0", "a-1.0", "b-1.0", "c-1.0"):
         assert fetched.count(f"{name}-py3-none-any.whl") == 1
     assert "a-2.0-py3-none-any.whl" in fetched
-    site = python.parent.parent / "lib"
+    site = tmp_path / "venv" / "lib"
     versions = sorted(p.name for p in site.glob("python*/site-packages/*.dist-info"))
     assert versions == [
         "a-1.0.dist-info",
@@ -239,17 +252,8 @@ def test_pinned_wheels_download_early_and_only_the_resolution_is_installed(
 
 def test_dry_run_downloads_no_wheel(backtracking: tuple[str, _Counter], tmp_path: Path) -> None:
     index, counter = backtracking
-    python = make_venv(tmp_path / "venv")
     before = len(counter.paths)
-    outcome = run_install(
-        InstallOptions(
-            requirements=["top"],
-            index_url=index,
-            python=python,
-            cache_dir=tmp_path / "c",
-            dry_run=True,
-        )
-    )
+    outcome = _install_top(index, tmp_path, dry_run=True)
     assert outcome.dry_run
     assert {p.name for p in outcome.plan} == {"top", "a", "b", "c"}
     assert _wheel_requests(counter, before) == []
@@ -330,20 +334,15 @@ def test_a_version_already_installed_is_not_downloaded_again(
 
 
 def _metadata_requests(counter: _Counter, since: int) -> list[str]:
-    return [p.rsplit("/", 1)[-1] for p in counter.paths[since:] if p.endswith(".metadata")]
+    return _requests(counter, since, ".metadata")
 
 
 def test_a_small_wheel_downloaded_early_is_read_instead_of_its_metadata_file(
     backtracking: tuple[str, _Counter], tmp_path: Path
 ) -> None:
     index, counter = backtracking
-    python = make_venv(tmp_path / "venv")
     before = len(counter.paths)
-    outcome = run_install(
-        InstallOptions(
-            requirements=["top"], index_url=index, python=python, cache_dir=tmp_path / "c"
-        )
-    )
+    outcome = _install_top(index, tmp_path)
     assert {p.name: str(p.package.version) for p in outcome.plan} == {
         "top": "1.0",
         "a": "1.0",
@@ -366,13 +365,8 @@ def test_a_big_wheel_downloaded_early_gets_its_metadata_file(
 ) -> None:
     monkeypatch.setattr(finder_module, "SMALL_WHEEL", 10)  # every wheel is bigger
     index, counter = backtracking
-    python = make_venv(tmp_path / "venv")
     before = len(counter.paths)
-    run_install(
-        InstallOptions(
-            requirements=["top"], index_url=index, python=python, cache_dir=tmp_path / "c"
-        )
-    )
+    _install_top(index, tmp_path)
     fetched = _metadata_requests(counter, before)
     assert fetched.count("top-1.0-py3-none-any.whl.metadata") == 1
     assert fetched.count("c-1.0-py3-none-any.whl.metadata") == 1
