@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -328,3 +330,57 @@ def test_two_threads_install_serially(env: TargetEnvironment, wheels: Path) -> N
 def test_duplicate_distributions_refused(env: TargetEnvironment, wheels: Path) -> None:
     with pytest.raises(InstallError, match="both alpha"):
         install_wheels(env, [alpha_wheel(wheels, "1.0"), alpha_wheel(wheels, "2.0")])
+
+
+def _ctrl_c_during_commit(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Make Ctrl-C (a real SIGINT to this process) arrive as the transaction starts
+    deleting its backups; the backup folders it had, for the test to check."""
+    from wheelwise.install import transaction
+
+    backups: list[Path] = []
+    commit = transaction._Transaction.commit
+
+    def interrupted_commit(self: transaction._Transaction) -> None:
+        backups.append(self.backup_root)
+        os.kill(os.getpid(), signal.SIGINT)  # handled at once, by the deferring handler
+        commit(self)
+
+    monkeypatch.setattr(transaction._Transaction, "commit", interrupted_commit)
+    return backups
+
+
+def test_ctrl_c_while_deleting_backups_says_the_change_was_made(
+    env: TargetEnvironment, wheels: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Too late to undo: the upgrade is complete and the backups are gone, and the
+    interrupt is reported (not ignored) with what was changed."""
+    from wheelwise.install import InterruptedAfterCommit
+
+    install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    backups = _ctrl_c_during_commit(monkeypatch)
+    with pytest.raises(InterruptedAfterCommit) as caught:
+        install_wheels(env, [alpha_wheel(wheels, "2.0")])
+    report = caught.value.report
+    assert [(d.name, d.version) for d in report.removed] == [("alpha", "1.0")]
+    assert [(d.name, d.version) for d in report.installed] == [("alpha", "2.0")]
+    assert _version(env) == "2.0"
+    assert len(backups) == 1
+    assert not backups[0].exists()
+    assert not list(env.purelib.glob(".wheelwise-backup-*"))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_cli_reports_ctrl_c_after_the_change_and_exits_130(
+    env: TargetEnvironment, wheels: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from wheelwise.cli.app import cli as main
+
+    install_wheels(env, [simple_wheel(wheels, "beta", "1.0")])
+    _ctrl_c_during_commit(monkeypatch)
+    result = CliRunner().invoke(main, ["uninstall", "beta", "--python", str(env.python), "-y"])
+    assert result.exit_code == 130, result.output
+    assert "removed beta 1.0" in result.stdout
+    assert "too late to undo" in result.stderr
+    assert list_installed(env) == []

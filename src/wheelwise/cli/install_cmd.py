@@ -24,6 +24,7 @@ from wheelwise.install.reqfile import RequirementsFileError, RequirementsSet, re
 if TYPE_CHECKING:
     from wheelwise.install.environment import PendingEnvironment
     from wheelwise.install.plan import InstallOptions, InstallOutcome, PlannedPackage
+    from wheelwise.install.transaction import InterruptedAfterCommit
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -36,6 +37,13 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return func(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            from wheelwise.install.transaction import InterruptedAfterCommit
+
+            if not isinstance(exc, InterruptedAfterCommit):
+                raise
+            _report_late_interrupt(exc)
+            raise click.exceptions.Exit(130) from None
         except (InstallError, RequirementsFileError) as exc:
             raise InputError(str(exc)) from None
         except SourceError as exc:
@@ -48,6 +56,19 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
             raise
 
     return wrapper
+
+
+def _report_late_interrupt(exc: InterruptedAfterCommit) -> None:
+    """Ctrl-C came after the point of no return: say what the environment now holds."""
+    for dist in exc.report.removed:
+        click.echo(f"removed {dist.name} {dist.version}")
+    for dist in exc.report.installed:
+        click.echo(f"installed {dist.name} {dist.version}")
+    click.echo(
+        "interrupted after the changes above were made (too late to undo them); "
+        "the environment is complete and consistent",
+        err=True,
+    )
 
 
 class _RichProgress:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from wheelwise.install.transaction import (
         InstalledDist,
         InstallReport,
+        InterruptedAfterCommit,
         VerifiedWheel,
         install_wheels,
         list_installed,
@@ -48,6 +49,7 @@ _HOMES = {
     "LockTimeoutError": "errors",
     "InstalledDist": "transaction",
     "InstallReport": "transaction",
+    "InterruptedAfterCommit": "transaction",
     "VerifiedWheel": "transaction",
     "install_wheels": "transaction",
     "list_installed": "transaction",
@@ -73,6 +75,7 @@ __all__ = [
     "InstallError",
     "InstallReport",
     "InstalledDist",
+    "InterruptedAfterCommit",
     "LockTimeoutError",
     "ProgressSink",
     "TargetEnvironment",

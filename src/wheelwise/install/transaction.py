@@ -87,6 +87,15 @@ class InstallReport:
     removed: list[InstalledDist] = field(default_factory=list)
 
 
+class InterruptedAfterCommit(KeyboardInterrupt):
+    """Ctrl-C came while the transaction was deleting its backups, once nothing could
+    be undone: every change in *report* was made, and the clean-up finished."""
+
+    def __init__(self, report: InstallReport) -> None:
+        super().__init__("interrupted once the environment was changed")
+        self.report = report
+
+
 # -- reading installed distributions ---------------------------------------------------
 
 
@@ -444,6 +453,8 @@ def _run(env: TargetEnvironment, lock_timeout: float, body: _Body) -> InstallRep
                     raise
                 raise InstallError(f"installation failed and was rolled back: {exc}") from exc
             transaction.commit()
+            if transaction.interrupted:  # too late to undo: say so instead of ignoring it
+                raise InterruptedAfterCommit(report)
         return report
     finally:
         lock.release()
