@@ -506,8 +506,9 @@ def install_wheels(
     """Install *wheels* into *env* (replacing installed versions), removing *remove*.
 
     All or nothing: on any failure the environment is restored and
-    :class:`InstallError` raised. Waits up to *lock_timeout* seconds for another run
-    to finish (:class:`LockTimeoutError`).
+    :class:`InstallError` raised (Ctrl-C: restored, then ``KeyboardInterrupt``; once
+    every change is made, :class:`InterruptedAfterCommit` with the report). Waits up
+    to *lock_timeout* seconds for another run to finish (:class:`LockTimeoutError`).
     """
     _check_managed(env, break_system_packages)
     checked = _verify(wheels)
