@@ -234,7 +234,9 @@ def test_tampered_large_member_is_caught_while_streaming(
 
 
 _INTERRUPTED_INSTALL = """
-import pathlib, sys, time
+import pathlib, signal, sys, time
+# Ctrl-C raises here even when the tests run where it is ignored (a background job).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from wheelwise.install import TargetEnvironment, install_wheels, parallel, transaction
 parallel.STRATEGY = sys.argv[1]
 parallel._cores = lambda: 2

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -332,9 +333,20 @@ def test_duplicate_distributions_refused(env: TargetEnvironment, wheels: Path) -
         install_wheels(env, [alpha_wheel(wheels, "1.0"), alpha_wheel(wheels, "2.0")])
 
 
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """Ctrl-C handled as in a terminal, even where the tests run with it ignored (a
+    background job): the transaction only defers an interrupt that would raise."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _ctrl_c_during_commit(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Make Ctrl-C (a real SIGINT to this process) arrive as the transaction starts
-    deleting its backups; the backup folders it had, for the test to check."""
+    """Make Ctrl-C (a real SIGINT to this process) arrive as the next transaction
+    starts deleting its backups; the backup folders it had, for the test to check."""
     from wheelwise.install import transaction
 
     backups: list[Path] = []
@@ -349,6 +361,7 @@ def _ctrl_c_during_commit(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return backups
 
 
+@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_while_deleting_backups_says_the_change_was_made(
     env: TargetEnvironment, wheels: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -370,6 +383,7 @@ def test_ctrl_c_while_deleting_backups_says_the_change_was_made(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.usefixtures("sigint_raises")
 def test_cli_reports_ctrl_c_after_the_change_and_exits_130(
     env: TargetEnvironment, wheels: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
