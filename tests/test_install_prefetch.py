@@ -224,14 +224,21 @@ def _install_top(index: str, tmp_path: Path, *, dry_run: bool = False) -> Instal
     return run_install(options)
 
 
+# What installing top resolves to on the backtracking index.
+RESOLUTION = {"top": "1.0", "a": "1.0", "b": "1.0", "c": "1.0"}
+
+
+def _planned(outcome: InstallOutcome) -> dict[str, str]:
+    return {p.name: str(p.package.version) for p in outcome.plan}
+
+
 def test_pinned_wheels_download_early_and_only_the_resolution_is_installed(
     backtracking: tuple[str, _Counter], tmp_path: Path
 ) -> None:
     index, counter = backtracking
     before = len(counter.paths)
     outcome = _install_top(index, tmp_path)
-    installed = {p.name: str(p.package.version) for p in outcome.plan}
-    assert installed == {"top": "1.0", "a": "1.0", "b": "1.0", "c": "1.0"}
+    assert _planned(outcome) == RESOLUTION
     fetched = _wheel_requests(counter, before)
     # Each wheel of the resolution was fetched once; a pin given up was fetched too
     # (while resolving), and is not installed.
@@ -343,12 +350,7 @@ def test_a_small_wheel_downloaded_early_is_read_instead_of_its_metadata_file(
     index, counter = backtracking
     before = len(counter.paths)
     outcome = _install_top(index, tmp_path)
-    assert {p.name: str(p.package.version) for p in outcome.plan} == {
-        "top": "1.0",
-        "a": "1.0",
-        "b": "1.0",
-        "c": "1.0",
-    }
+    assert _planned(outcome) == RESOLUTION
     fetched = _metadata_requests(counter, before)
     # top and c have one release each: their wheels were downloaded at once, and
     # their dependencies read from them (the resolution above needs both).

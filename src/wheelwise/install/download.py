@@ -374,9 +374,7 @@ class SpeculativeDownloads:
         self._then = then
         self._workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
-        self._started: dict[tuple[str, str], Future[InMemoryWheel | None]] = {}
-        # Per download: its size once the answer announces it, None if it never will.
-        self._sizes: dict[tuple[str, str], Future[int | None]] = {}
+        self._started: dict[tuple[str, str], _Started] = {}
         self._busy = 0  # downloads under way (the others wait for a worker)
         self._lock = threading.Lock()
         self._closed = False
@@ -402,9 +400,8 @@ class SpeculativeDownloads:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="download")
                 size: Future[int | None] = Future()
-                self._sizes[key] = size
-                self._started[key] = self._pool.submit(self._fetch, item, size)
-            return self._sizes[key]
+                self._started[key] = _Started(self._pool.submit(self._fetch, item, size), size)
+            return self._started[key].size
 
     def _fetch(self, item: DownloadItem, size: Future[int | None]) -> InMemoryWheel | None:
         with self._lock:
@@ -425,51 +422,60 @@ class SpeculativeDownloads:
     def queued(self, item: DownloadItem) -> bool:
         """Whether *item*'s download waits for others to end before it starts."""
         with self._lock:
-            future = self._started.get(_key(item))
+            started = self._started.get(_key(item))
             return (
-                future is not None
-                and not future.running()
-                and not future.done()
+                started is not None
+                and not started.wheel.running()
+                and not started.wheel.done()
                 and self._busy >= self._workers
             )
 
     def peek(self, item: DownloadItem) -> InMemoryWheel | None:
         """Like :meth:`take`, but *item* stays to be taken."""
         with self._lock:
-            future = self._started.get(_key(item))
-        if future is None or future.cancelled():
-            return None
-        return future.result()
+            started = self._started.get(_key(item))
+        return _result(started)
 
     def take(self, item: DownloadItem) -> InMemoryWheel | None:
         """*item*, complete and verified (waiting for it if still in flight), or None
         when it was not started or did not succeed."""
         with self._lock:
-            future = self._started.pop(_key(item), None)
-            self._sizes.pop(_key(item), None)
-        if future is None or future.cancelled():
-            return None
-        return future.result()
+            started = self._started.pop(_key(item), None)
+        return _result(started)
 
     def close(self) -> None:
         """Stop what is in flight and wait for every thread (the installer may fork)."""
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
-            self._started.clear()
-            sizes, self._sizes = self._sizes, {}
+            started, self._started = self._started, {}
         self._cancel.set()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        for size in sizes.values():  # downloads cancelled before they began
-            if not size.done():
-                size.set_result(None)
+        for download in started.values():  # cancelled before they began
+            if not download.size.done():
+                download.size.set_result(None)
 
     def __enter__(self) -> SpeculativeDownloads:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class _Started:
+    """One speculative download: the wheel (None if it failed or is not kept), and
+    its size once the answer announces it (None if it never will)."""
+
+    wheel: Future[InMemoryWheel | None]
+    size: Future[int | None]
+
+
+def _result(started: _Started | None) -> InMemoryWheel | None:
+    if started is None or started.wheel.cancelled():
+        return None
+    return started.wheel.result()
 
 
 def _key(item: DownloadItem) -> tuple[str, str]:

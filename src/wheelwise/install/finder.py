@@ -84,6 +84,15 @@ class EarlyWheels(Protocol):
         that); None if that failed, or *file* is not kept."""
 
 
+@dataclass
+class _EarlyWheel:
+    """A small wheel downloaded early: the future of its size, and where its
+    METADATA comes from (see _UNDECIDED)."""
+
+    size: Future[int | None]
+    source: str = _UNDECIDED
+
+
 @dataclass(frozen=True)
 class Link:
     """Where a wheel of a release comes from: the index entry and its source."""
@@ -160,10 +169,8 @@ class IndexFinder:
         # PEP 658 metadata being fetched in the background, by URL.
         self._fetching: dict[str, Future[bytes]] = {}
         self._wheels: dict[str, Path] = {}
-        # Small wheels downloaded early, by URL: where their METADATA comes from
-        # (see _UNDECIDED), and the future of their size.
-        self._early: dict[str, str] = {}
-        self._early_sizes: dict[str, Future[int | None]] = {}
+        # Small wheels downloaded early, by URL (_early_lock guards their source).
+        self._early: dict[str, _EarlyWheel] = {}
         self._early_lock = threading.Lock()
 
     def close(self) -> None:
@@ -229,8 +236,7 @@ class IndexFinder:
             size = self.early.start(index_file)
             if size is not None and (index_file.size or 0) <= SMALL_WHEEL:
                 with self._early_lock:
-                    self._early.setdefault(index_file.url, _UNDECIDED)
-                    self._early_sizes.setdefault(index_file.url, size)
+                    self._early.setdefault(index_file.url, _EarlyWheel(size))
                 size.add_done_callback(functools.partial(self._sized, index_file))
                 return  # the metadata file is fetched only if the wheel is big
         for file in viable[:WARM_FILES]:
@@ -255,12 +261,11 @@ class IndexFinder:
         read for its METADATA, else its metadata file is fetched. The decision, if
         this call made it."""
         with self._early_lock:
-            if self._early.get(url) != _UNDECIDED:
+            early = self._early.get(url)
+            if early is None or early.source != _UNDECIDED:
                 return None
-            source = self._early[url] = (
-                _FROM_WHEEL if size is not None and size <= SMALL_WHEEL else _FROM_FILE
-            )
-            return source
+            early.source = _FROM_WHEEL if size is not None and size <= SMALL_WHEEL else _FROM_FILE
+            return early.source
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -293,10 +298,11 @@ class IndexFinder:
     def _early_source(self, file: IndexFile) -> str | None:
         """Where the METADATA of *file* comes from, if it is downloaded early."""
         with self._early_lock:
-            source = self._early.get(file.url)
-            size = self._early_sizes.get(file.url)
-        if source == _UNDECIDED and size is not None:
+            early = self._early.get(file.url)
+            source = None if early is None else early.source
+        if early is not None and source == _UNDECIDED:
             assert self.early is not None
+            size = early.size
             # The answer is worth waiting for (about a round trip), unless the
             # download waits for others to end before it even starts.
             if not size.done() and not self.early.queued(file):
@@ -305,7 +311,7 @@ class IndexFinder:
             announced = size.result() if size.done() and not size.cancelled() else None
             self._decide(file.url, announced)  # unless the callback did already
             with self._early_lock:
-                source = self._early[file.url]
+                source = early.source
         return source
 
     def _prefetched_metadata(self, url: str) -> bytes | None:
