@@ -4,6 +4,8 @@ installation report's metadata form."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,6 +140,55 @@ def test_variant_metadata_from_one_wheel_per_label(tmp_path: Path) -> None:
         "pkg-1.0-py3-none-any-x86_64_v3.whl": True,
     }
     found.close()
+
+
+VARIANT_MODULES = (
+    "wheelwise.variants.metadata",
+    "wheelwise.variants.ordering",
+    "wheelwise.variants.merging",
+    "wheelwise.wheels.variant_info",
+)
+
+
+def test_variant_modules_load_with_the_first_variant_release(tmp_path: Path) -> None:
+    """Most installs have no variant wheel at all: choosing a plain wheel loads none
+    of the variant metadata modules; a release with variant wheels loads them."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    make_wheel(folder, "plain-1.0-py3-none-any.whl")
+    demo_wheel(folder, "pkg-1.0-py3-none-any-null.whl", "null", {})
+    code = f"""
+import sys
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name
+import wheelwise.cli.install_cmd, wheelwise.install.plan
+from wheelwise.index.client import IndexClient, IndexSource
+from wheelwise.install.finder import IndexFinder
+from wheelwise.install.selection import TargetSpec, select_wheel
+from wheelwise.variants.supported import SupportedProperties
+
+variant_modules = {VARIANT_MODULES!r}
+found = IndexFinder(
+    [IndexSource.find_links({str(folder)!r})], IndexClient(cache=False),
+    tags=[Tag("py3", "none", "any")], python_version="3.11.0", cache_dir=None,
+)
+target = TargetSpec([Tag("py3", "none", "any")], lambda metadata: SupportedProperties())
+(plain,) = found.versions(canonicalize_name("plain"))
+print(select_wheel(canonicalize_name("plain"), plain, target).file)
+print([m for m in variant_modules if m in sys.modules])
+(pkg,) = found.versions(canonicalize_name("pkg"))
+print(select_wheel(canonicalize_name("pkg"), pkg, target).label)
+print([m for m in variant_modules if m in sys.modules])
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == [
+        "plain-1.0-py3-none-any.whl",
+        "[]",
+        "null",
+        str(list(VARIANT_MODULES)),
+    ]
 
 
 def test_externally_managed_target_is_refused(

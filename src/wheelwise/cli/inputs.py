@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelwise.cli.errors import InputError
-from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.supported import SupportedProperties
+
+if TYPE_CHECKING:  # `install` reads no variant metadata file: it loads this when needed
+    from wheelwise.variants.metadata import VariantMetadata
 
 
 def read_bytes(path: Path, what: str) -> bytes:
@@ -18,6 +21,8 @@ def read_bytes(path: Path, what: str) -> bytes:
 
 
 def load_metadata(path: Path) -> VariantMetadata:
+    from wheelwise.variants.metadata import VariantMetadata
+
     return VariantMetadata.from_json(read_bytes(path, "variant metadata file"), source=str(path))
 
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
@@ -52,7 +53,9 @@ from wheelwise.index.simple_parse import (
 from wheelwise.index.tls import client_tls_context
 from wheelwise.variants.errors import InvalidMetadata
 from wheelwise.variants.filenames import variants_json_filename
-from wheelwise.variants.metadata import VariantMetadata
+
+if TYPE_CHECKING:  # loaded with the first release that has variant wheels
+    from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = [
     "PAGE_ACCEPT",
@@ -140,8 +143,7 @@ class IndexSource:
         return urljoin(self.url, quote(canonicalize_name(name)) + "/")
 
 
-@dataclass(frozen=True)
-class ProjectListing:
+class ProjectListing(NamedTuple):
     """The files one source lists for one project (its own files only)."""
 
     name: NormalizedName
@@ -203,8 +205,7 @@ def _version(version: str | Version) -> Version | None:
         return None
 
 
-@dataclass(frozen=True)
-class SourceListing:
+class SourceListing(NamedTuple):
     """A listing with its position in the list of sources (0: the first)."""
 
     position: int
@@ -215,8 +216,7 @@ class SourceListing:
         return self.listing.source
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(NamedTuple):
     """*retries* more tries after the first, waiting ``backoff * factor**n`` (at most
     *max_delay*) before the n-th retry; on connection errors, timeouts and 5xx."""
 
@@ -229,8 +229,7 @@ class RetryPolicy:
         return min(self.backoff * self.factor**retry, self.max_delay)
 
 
-@dataclass(frozen=True)
-class _Fetched:
+class _Fetched(NamedTuple):
     url: str  # after redirects: relative links resolve against it
     content_type: str | None
     body: bytes
@@ -357,6 +356,8 @@ class IndexClient:
 
     def fetch_variants_json(self, file: IndexFile) -> VariantMetadata:
         """A release's ``*-variants.json``, hash checked where the page gave a hash."""
+        from wheelwise.variants.metadata import VariantMetadata
+
         data = self._fetch_checked(file.url, file.hashes, cached=True)
         try:
             return VariantMetadata.from_json(data, source=file.url)

@@ -15,8 +15,8 @@ import json
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from wheelwise.cachedir import user_cache_dir
 
@@ -29,8 +29,7 @@ def default_cache_dir() -> Path:
     return Path(user_cache_dir()) / "http"
 
 
-@dataclass(frozen=True)
-class CachedResponse:
+class CachedResponse(NamedTuple):
     url: str  # the URL the body came from, after redirects
     content_type: str | None
     etag: str | None

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from wheelwise.variants.filenames import WheelFilename
-from wheelwise.variants.metadata import VariantMetadata
+
+if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
+    from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = [
     "Finder",
@@ -88,8 +90,7 @@ class Release:
         return self.metadata
 
 
-@dataclass(frozen=True)
-class Requirement:
+class Requirement(NamedTuple):
     """What the resolver works with: a name, extras and a version range.
 
     ``text`` is how the requirement was written (for messages).

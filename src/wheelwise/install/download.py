@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, NamedTuple, Protocol
 
 import httpx
 
@@ -463,8 +463,7 @@ class SpeculativeDownloads:
         self.close()
 
 
-@dataclass(frozen=True)
-class _Started:
+class _Started(NamedTuple):
     """One speculative download: the wheel (None if it failed or is not kept), and
     its size once the answer announces it (None if it never will)."""
 

@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
@@ -47,10 +47,10 @@ from wheelwise.index.client import (
 )
 from wheelwise.install.candidates import WheelFile
 from wheelwise.install.prefetch import ListingPrefetcher
-from wheelwise.variants.merging import merge
-from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.wheels.archive import WheelArchive
-from wheelwise.wheels.variant_info import read_wheel_variant
+
+if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
+    from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = ["IndexFinder", "IndexRelease", "Link", "requires_dist"]
 
@@ -93,8 +93,7 @@ class _EarlyWheel:
     source: str = _UNDECIDED
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     """Where a wheel of a release comes from: the index entry and its source."""
 
     file: IndexFile
@@ -391,6 +390,9 @@ class IndexFinder:
         listed = release.listing.variants_json(release.version)
         if listed is not None:
             return self.client.fetch_variants_json(listed)
+        from wheelwise.variants.merging import merge
+        from wheelwise.wheels.variant_info import read_wheel_variant
+
         per_label: dict[str, IndexFile] = {}
         for file in variant_files:
             link = _link(file)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
@@ -44,9 +44,11 @@ from wheelwise.install.transaction import (
     list_installed,
     verify_wheel,
 )
-from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.supported import SupportedProperties
 from wheelwise.wheels.archive import InMemoryWheel
+
+if TYPE_CHECKING:
+    from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = [
     "DEFAULT_INDEX_URL",
@@ -107,8 +109,7 @@ class PlannedPackage:
         return self.package.name
 
 
-@dataclass(frozen=True)
-class InstallOutcome:
+class InstallOutcome(NamedTuple):
     """What :func:`run_install` did (or, for a dry run, would do)."""
 
     environment: TargetEnvironment
@@ -306,8 +307,7 @@ def _installed_versions(installed: Mapping[str, InstalledDist]) -> set[tuple[str
     return {(name, canonicalize_version(dist.version)) for name, dist in installed.items()}
 
 
-@dataclass(frozen=True)
-class _EarlyWheels:
+class _EarlyWheels(NamedTuple):
     """The finder's early downloads: into memory, verified as each completes."""
 
     downloads: SpeculativeDownloads

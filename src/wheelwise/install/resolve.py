@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement
@@ -39,8 +39,10 @@ from wheelwise.install.selection import (
     select_wheel,
 )
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
-from wheelwise.variants.ordering import Ranking
 from wheelwise.variants.properties import VariantProperty
+
+if TYPE_CHECKING:  # rankings exist only for releases with variant wheels
+    from wheelwise.variants.ordering import Ranking
 
 __all__ = [
     "NoCompatibleWheel",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.tags import Tag
 from packaging.utils import NormalizedName
@@ -19,12 +20,16 @@ from packaging.version import Version
 
 from wheelwise.install.candidates import ReleaseFiles, WheelFile
 from wheelwise.variants.filenames import WheelFilename
-from wheelwise.variants.metadata import VariantMetadata
-from wheelwise.variants.ordering import RankedVariant, Ranking, order_wheels, rank_variants
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.supported import SupportedProperties
 
-SupportedFor = Callable[[VariantMetadata], SupportedProperties]
+if TYPE_CHECKING:
+    from wheelwise.variants.metadata import VariantMetadata
+    from wheelwise.variants.ordering import RankedVariant, Ranking
+
+# The variant modules (metadata, ordering) load with the first release that has
+# variant wheels: an install without any never needs them.
+SupportedFor = Callable[["VariantMetadata"], SupportedProperties]
 
 _MAX_TAGS_SHOWN = 5
 _MAX_VALUES_SHOWN = 8
@@ -71,8 +76,7 @@ class TargetSpec:
         object.__setattr__(self, "tag_rank", rank)
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     """The wheel chosen for a release, with why."""
 
     file: WheelFile
@@ -96,8 +100,7 @@ class Selection:
         return self.ranked.supported if self.ranked is not None else ()
 
 
-@dataclass(frozen=True)
-class Unavailable:
+class Unavailable(NamedTuple):
     """Why a release has no usable wheel; ``label`` is set for variant-choice errors."""
 
     reason: str
@@ -142,6 +145,8 @@ def select_wheel(
             "variant metadata for the release",
             label=choice,
         )
+    from wheelwise.variants.ordering import order_wheels, rank_variants
+
     supported = target.supported(metadata)
     ranking = rank_variants(metadata, supported)
     if choice is not None:

@@ -34,6 +34,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import filelock
 from installer.records import RecordEntry
@@ -65,8 +66,7 @@ BACKUP_PREFIX = ".wheelwise-backup-"
 DEFAULT_LOCK_TIMEOUT = 300.0
 
 
-@dataclass(frozen=True)
-class InstalledDist:
+class InstalledDist(NamedTuple):
     """A distribution found in the target's site folders."""
 
     name: str

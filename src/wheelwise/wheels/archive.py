@@ -16,14 +16,17 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from installer.records import RecordEntry
 
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
-from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record
+
+if TYPE_CHECKING:  # loaded by the first wheel that has a variant.json
+    from wheelwise.variants.metadata import VariantMetadata
 
 # One member above this is refused (real wheels' largest members are shared
 # libraries of a few GiB at most).
@@ -221,6 +224,8 @@ class WheelArchive:
         name = self.dist_info_path("variant.json")
         if name not in self:
             return None
+        from wheelwise.variants.metadata import VariantMetadata
+
         try:
             return VariantMetadata.from_json(self.read(name), source=f"{self.path.name}!{name}")
         except VariantError as exc:
