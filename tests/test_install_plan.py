@@ -146,6 +146,7 @@ VARIANT_MODULES = (
     "wheelwise.variants.metadata",
     "wheelwise.variants.ordering",
     "wheelwise.variants.merging",
+    "wheelwise.variants.properties",
     "wheelwise.wheels.variant_info",
 )
 

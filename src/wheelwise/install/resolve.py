@@ -39,10 +39,10 @@ from wheelwise.install.selection import (
     select_wheel,
 )
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
-from wheelwise.variants.properties import VariantProperty
 
-if TYPE_CHECKING:  # rankings exist only for releases with variant wheels
+if TYPE_CHECKING:  # rankings and properties exist only for releases with variant wheels
     from wheelwise.variants.ordering import Ranking
+    from wheelwise.variants.properties import VariantProperty
 
 __all__ = [
     "NoCompatibleWheel",

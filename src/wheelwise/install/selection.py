@@ -20,12 +20,12 @@ from packaging.version import Version
 
 from wheelwise.install.candidates import ReleaseFiles, WheelFile
 from wheelwise.variants.filenames import WheelFilename
-from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.supported import SupportedProperties
 
 if TYPE_CHECKING:
     from wheelwise.variants.metadata import VariantMetadata
     from wheelwise.variants.ordering import RankedVariant, Ranking
+    from wheelwise.variants.properties import VariantProperty
 
 # The variant modules (metadata, ordering) load with the first release that has
 # variant wheels: an install without any never needs them.

@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from wheelwise.variants.errors import InvalidLabel
-from wheelwise.variants.properties import VariantProperty
+
+if TYPE_CHECKING:  # wheel filenames need labels, not properties: installs load fewer modules
+    from wheelwise.variants.properties import VariantProperty
 
 NULL_LABEL = "null"
 LABEL_RE = re.compile(r"[0-9a-z_.]+")
@@ -25,6 +28,8 @@ def validate_label(label: str) -> str:
 
 def iter_properties(properties: PropertyMap) -> Iterable[VariantProperty]:
     """Expand a property map into one VariantProperty per listed value."""
+    from wheelwise.variants.properties import VariantProperty
+
     for namespace, features in properties.items():
         for feature, values in features.items():
             for value in values:

@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING
 
 from packaging import _parser, _tokenizer
 from packaging.markers import InvalidMarker, Marker, _normalize_extra_values
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from wheelwise.variants.properties import VariantProperty, normalize_property_text
+if TYPE_CHECKING:  # properties load with the first variant marker
+    from wheelwise.variants.properties import VariantProperty
 
 VARIANT_LABEL = "variant_label"
 VARIANT_PROPERTIES = "variant_properties"
@@ -55,6 +57,8 @@ def _normalize(tree: _parser.MarkerList) -> _parser.MarkerList:
                 and rhs.value in _NORMALIZED_SETS
                 and isinstance(lhs, _parser.Value)
             ):
+                from wheelwise.variants.properties import normalize_property_text
+
                 lhs = _parser.Value(normalize_property_text(lhs.value))
             result.append((lhs, op, rhs))
         else:
