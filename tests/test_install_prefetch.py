@@ -282,6 +282,9 @@ class _Heard:
     def metadata(self, file: IndexFile) -> bytes | None:
         return None
 
+    def requires_dist(self, file: IndexFile) -> list[str] | None:
+        return None
+
 
 def _announced(index: str, tmp_path: Path, wants: list[tuple[str, str]]) -> list[str]:
     """The wheels the finder starts downloading (``early.start``) from prefetch
@@ -345,10 +348,18 @@ def _metadata_requests(counter: _Counter, since: int) -> list[str]:
 
 
 def test_a_small_wheel_downloaded_early_is_read_instead_of_its_metadata_file(
-    backtracking: tuple[str, _Counter], tmp_path: Path
+    backtracking: tuple[str, _Counter], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index, counter = backtracking
     before = len(counter.paths)
+    parsed: list[bytes] = []
+    parse = finder_module.requires_dist
+
+    def counted(metadata: bytes) -> list[str]:
+        parsed.append(metadata)
+        return parse(metadata)
+
+    monkeypatch.setattr(finder_module, "requires_dist", counted)
     outcome = _install_top(index, tmp_path)
     assert _planned(outcome) == RESOLUTION
     fetched = _metadata_requests(counter, before)
@@ -360,6 +371,11 @@ def test_a_small_wheel_downloaded_early_is_read_instead_of_its_metadata_file(
     assert "a-2.0-py3-none-any.whl.metadata" in fetched
     top = next(p for p in outcome.plan if p.name == "top")
     assert b"Requires-Dist: a\n" in top.metadata
+    # Their Requires-Dist came from verifying the wheel, which parsed METADATA
+    # already; only metadata files are parsed for the resolver.
+    assert top.metadata not in parsed
+    assert all(b"Name: top" not in m and b"Name: c" not in m for m in parsed)
+    assert parsed  # a's metadata file
 
 
 def test_a_big_wheel_downloaded_early_gets_its_metadata_file(

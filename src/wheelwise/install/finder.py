@@ -83,6 +83,10 @@ class EarlyWheels(Protocol):
         """*file*'s ``METADATA`` once it is downloaded and verified (waiting for
         that); None if that failed, or *file* is not kept."""
 
+    def requires_dist(self, file: IndexFile) -> list[str] | None:
+        """Like :meth:`metadata`, but the ``Requires-Dist`` values of that file
+        (verifying it parsed them already)."""
+
 
 @dataclass
 class _EarlyWheel:
@@ -187,6 +191,12 @@ class IndexFinder:
         return found
 
     def dependencies(self, file: WheelFile) -> list[str]:
+        link = _link(file)
+        if link.file.url not in self._metadata and self._early_source(link.file) == _FROM_WHEEL:
+            assert self.early is not None
+            found = self.early.requires_dist(link.file)  # None if it failed: as below
+            if found is not None:
+                return found
         return requires_dist(self.core_metadata(file))
 
     def pinned(self, file: WheelFile) -> None:

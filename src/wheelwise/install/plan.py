@@ -329,6 +329,10 @@ class _EarlyWheels(NamedTuple):
         wheel = self.downloads.peek(_item(file))
         return self.verified[wheel].metadata if wheel is not None else None
 
+    def requires_dist(self, file: IndexFile) -> list[str] | None:
+        wheel = self.downloads.peek(_item(file))
+        return list(self.verified[wheel].requires_dist) if wheel is not None else None
+
 
 def _item(file: IndexFile) -> DownloadItem:
     return DownloadItem(file.url, file.hashes, file.filename)

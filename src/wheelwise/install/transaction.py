@@ -337,6 +337,8 @@ class VerifiedWheel:
     """The wheel's zip as verify_wheel opened it (in-memory wheels), for unpacking."""
     metadata: bytes = field(default=b"", compare=False, repr=False)
     """Its ``METADATA``."""
+    requires_dist: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """The ``Requires-Dist`` values of its ``METADATA`` (parsed once, here)."""
 
     @property
     def work(self) -> int:
@@ -371,8 +373,17 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
         raise InstallError(f"{path.name}: METADATA lacks Name or Version")
     if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
         label = next(iter(variant_metadata.variants))
+    requires = tuple(str(value).strip() for value in message.get_all("Requires-Dist") or [])
     return VerifiedWheel(
-        path, source, canonicalize_name(str(name)), str(version), label, record, opened, metadata
+        path,
+        source,
+        canonicalize_name(str(name)),
+        str(version),
+        label,
+        record,
+        opened,
+        metadata,
+        requires,
     )
 
 
