@@ -95,6 +95,8 @@ def test_upgrade_removes_old_files_and_keeps_variant_json(
         "v3",
     )
     assert dist.location == env.purelib / "alpha-2.0.dist-info"
+    # The report says what reading the environment back says (without reading it).
+    assert report.installed == [dist]
     assert (env.data / "share/alpha/readme.txt").read_text() == "alpha 2.0\n"
     assert not list(env.purelib.glob(".wheelwise-backup-*"))
 

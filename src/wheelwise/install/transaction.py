@@ -175,6 +175,20 @@ def _find_all(env: TargetEnvironment, names: Iterable[str]) -> dict[str, Install
     return found
 
 
+def _folders_named(env: TargetEnvironment, names: set[str]) -> dict[str, Path]:
+    """The folders called one of *names* in the target's site folders (first found)."""
+    found: dict[str, Path] = {}
+    for site in env.site_dirs:
+        try:
+            with os.scandir(site) as scan:
+                for entry in scan:
+                    if entry.name in names and entry.name not in found and entry.is_dir():
+                        found[entry.name] = Path(entry.path)
+        except OSError:
+            continue
+    return found
+
+
 # -- the transaction ---------------------------------------------------------------------
 
 
@@ -339,6 +353,8 @@ class VerifiedWheel:
     """Its ``METADATA``."""
     requires_dist: tuple[str, ...] = field(default=(), compare=False, repr=False)
     """The ``Requires-Dist`` values of its ``METADATA`` (parsed once, here)."""
+    dist_info: str = field(default="", compare=False, repr=False)
+    """The name of its ``.dist-info`` folder."""
 
     @property
     def work(self) -> int:
@@ -363,6 +379,7 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
                 metadata, headersonly=True
             )
             variant_metadata = archive.variant_metadata()
+            dist_info = archive.dist_info
             label = archive.filename.variant_label
             # An in-memory wheel's parsed zip is kept for unpacking (no file handle).
             opened = archive.detach() if isinstance(source, InMemoryWheel) else None
@@ -384,6 +401,7 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
         opened,
         metadata,
         requires,
+        dist_info,
     )
 
 
@@ -497,12 +515,16 @@ class _Body:
                 transaction.remove(old)
                 removed.append(old)
         transaction.install_all(self.wheels)
-        now = _find_all(self.env, [wheel.name for wheel in self.wheels])
+        # What was written is known: only where each .dist-info folder went is looked
+        # up (reading every new METADATA back took ~10 ms for 31 wheels here).
+        folders = _folders_named(self.env, {wheel.dist_info for wheel in self.wheels})
         for wheel in self.wheels:
-            new = now.get(wheel.name)
-            if new is None:  # pragma: no cover - installer wrote the dist-info
+            location = folders.get(wheel.dist_info)
+            if location is None:  # pragma: no cover - installer wrote the dist-info
                 raise InstallError(f"{wheel.path.name}: installed, but its .dist-info is missing")
-            installed.append(new)
+            installed.append(
+                InstalledDist(wheel.name, wheel.version, INSTALLER_NAME, wheel.variant, location)
+            )
         return InstallReport(installed=installed, removed=removed)
 
 
