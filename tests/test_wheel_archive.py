@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.variants.properties import VariantProperty
@@ -117,6 +119,8 @@ GOOD_RECORD = write_record([file_entry(_name(m), d) for m, d in base_members()],
 HOSTILE: dict[str, tuple[Builder, str]] = {
     "zip-slip": (_simple([("../evil.py", b"x")]), "unsafe member name '../evil.py'"),
     "nested-zip-slip": (_simple([("pkg/../../evil.py", b"x")]), "unsafe member name"),
+    "trailing-dotdot": (_simple([("pkg/..", b"x")]), "'.' or '..' components"),
+    "dot-component": (_simple([("pkg/./mod.py", b"x")]), "'.' or '..' components"),
     "absolute": (_simple([("/etc/evil.py", b"x")]), "unsafe member name '/etc/evil.py'"),
     "backslash": (_simple([("pkg\\evil.py", b"x")]), "backslash"),
     "drive-letter": (_simple([("C:/evil.py", b"x")]), "drive-letter"),
@@ -311,3 +315,16 @@ def test_weak_record_hashes_are_refused(tmp_path: Path, algorithm: str) -> None:
         )
     with WheelArchive(path) as wheel, pytest.raises(WheelError, match="sha256 or stronger"):
         wheel.verify_record()
+
+
+NAME_PARTS = ["", ".", "..", "...", "a", ".a", "a.", "pkg", "x.py"]
+
+
+@given(st.lists(st.sampled_from(NAME_PARTS), max_size=5))
+def test_dot_components_are_refused_exactly(parts: list[str]) -> None:
+    name = "/".join(parts)
+    if not name or name.startswith("/"):
+        return  # refused as absolute (or empty) before the components are looked at
+    dotted = any(part in (".", "..") for part in name.split("/"))
+    reason = archive_module._unsafe_name(name)
+    assert (reason == "path with '.' or '..' components") == dotted

@@ -53,7 +53,8 @@ def _unsafe_name(name: str) -> str | None:
         return "backslash in the name"
     if len(name) > 1 and name[1] == ":":
         return "drive-letter path"
-    if any(part in ("..", ".") for part in name.split("/")):
+    padded = f"/{name}/"  # a '.' or '..' component is one between two slashes
+    if "/../" in padded or "/./" in padded:
         return "path with '.' or '..' components"
     if "\0" in name:
         return "NUL in the name"
