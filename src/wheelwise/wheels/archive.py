@@ -250,12 +250,11 @@ class WheelArchive:
         installer) checks each one against the returned entries as it goes.
         """
         record_name = self.dist_info_path("RECORD")
+        signatures = f"{self.dist_info}/RECORD."
         entries = {entry.path: entry for entry in self.record()}
         for name in self._members:
             entry = entries.get(name)
-            if name == record_name or (
-                name.startswith(f"{self.dist_info}/RECORD.") and entry is None
-            ):
+            if name == record_name or (name.startswith(signatures) and entry is None):
                 continue  # RECORD itself, and signatures (RECORD.jws / RECORD.p7s)
             if entry is None:
                 raise self._fail(f"member {name!r} is not listed in RECORD")
