@@ -326,12 +326,16 @@ class _EarlyWheels(NamedTuple):
         return self.downloads.queued(_item(file))
 
     def metadata(self, file: IndexFile) -> bytes | None:
-        wheel = self.downloads.peek(_item(file))
-        return self.verified[wheel].metadata if wheel is not None else None
+        verified = self._verified(file)
+        return verified.metadata if verified is not None else None
 
     def requires_dist(self, file: IndexFile) -> list[str] | None:
+        verified = self._verified(file)
+        return list(verified.requires_dist) if verified is not None else None
+
+    def _verified(self, file: IndexFile) -> VerifiedWheel | None:
         wheel = self.downloads.peek(_item(file))
-        return list(self.verified[wheel].requires_dist) if wheel is not None else None
+        return self.verified[wheel] if wheel is not None else None
 
 
 def _item(file: IndexFile) -> DownloadItem:
