@@ -614,10 +614,14 @@ class TestJsonErrors:
 
 
 class TestSchemaErrors:
-    def test_missing_schema(self) -> None:
-        doc = pep825_doc()
+    def test_missing_schema_reads_as_the_earliest_draft(self) -> None:
+        # uv's prototype fixtures have no '$schema': legacy keys keep their meaning.
+        doc = pep817_doc()
         del doc["$schema"]
-        assert_invalid(doc, "top level", "$schema")
+        md = VariantMetadata.from_dict(doc)
+        assert md.is_legacy
+        assert md.schema == SchemaVersion(0, 0, 0, legacy=True)
+        assert md.providers == VariantMetadata.from_dict(pep817_doc()).providers
 
     @pytest.mark.parametrize(
         "url",
@@ -875,7 +879,16 @@ JSON_VALUES = st.recursive(
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     schema=st.sampled_from(
-        [PEP825_SCHEMA_URL, LEGACY_817_URL, VARIANTLIB_URL, f"{SCHEMA_BASE}/peps/825/v0.3.0.json"]
+        [
+            PEP825_SCHEMA_URL,
+            LEGACY_817_URL,
+            VARIANTLIB_URL,
+            f"{SCHEMA_BASE}/peps/825/v0.3.0.json",
+            f"{SCHEMA_BASE}/peps/850/v0.2.0.json",
+            f"{SCHEMA_BASE}/v0.0.2.json",
+            f"{SCHEMA_BASE}/",
+            None,  # no '$schema' at all
+        ]
     ),
     namespace=st.one_of(JSON_VALUES, st.lists(NAMEISH, min_size=1, max_size=3)),
     variants=JSON_VALUES,
@@ -884,7 +897,7 @@ JSON_VALUES = st.recursive(
 )
 def test_fuzzed_documents_load_or_raise_invalid_metadata(
     variant_schema_validator: Any,
-    schema: str,
+    schema: str | None,
     namespace: object,
     variants: object,
     providers: object,
@@ -897,7 +910,9 @@ def test_fuzzed_documents_load_or_raise_invalid_metadata(
         "providers": providers,
         "static-properties": static,
     }
-    if not schema.startswith(f"{SCHEMA_BASE}/v"):
+    if schema is None:
+        del doc["$schema"]
+    elif "/peps/825/" in schema:
         del doc["providers"], doc["static-properties"]
     outcome: VariantMetadata | InvalidMetadata
     try:

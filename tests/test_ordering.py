@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paths import CORPUS
+from wheelwise.providers.machine import machine_for
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.variants.metadata import VariantMetadata
@@ -35,6 +36,11 @@ def machine(raw: Machine) -> SupportedProperties:
     return SupportedProperties.from_dict(
         {ns: {f: list(v) for f, v in fs.items()} for ns, fs in raw.items()}
     )
+
+
+def with_static(metadata: VariantMetadata, system: Machine) -> SupportedProperties:
+    """A system file's properties completed with the metadata's ahead-of-time ones."""
+    return machine_for(metadata, system=machine(system)).supported
 
 
 def rank(namespaces: Sequence[str], variants: Mapping[str, Props], system: Machine) -> Ranking:
@@ -576,13 +582,14 @@ def test_pep817_static_properties_are_supported_in_listed_order() -> None:
             "variants": BLAS_VARIANTS,
         }
     )
-    for system in ({}, {"blas_lapack": {"provider": ["openblas", "atlas"]}}):
-        # Static properties are authoritative for their namespace.
-        ranking = rank_variants(metadata, machine(system))
-        assert ranking.order == ("mkl", "accelerate", "openblas", "null")
-        assert set(ranking.rejected) == {"atlas"}
-        assert "blas_lapack :: provider" in ranking.rejected["atlas"]
-        assert "machine has mkl, accelerate, openblas" in ranking.rejected["atlas"]
+    ranking = rank_variants(metadata, with_static(metadata, {}))
+    assert ranking.order == ("mkl", "accelerate", "openblas", "null")
+    assert set(ranking.rejected) == {"atlas"}
+    assert "blas_lapack :: provider" in ranking.rejected["atlas"]
+    assert "machine has mkl, accelerate, openblas" in ranking.rejected["atlas"]
+    # A system file that describes the namespace is the user's word: it wins.
+    described = with_static(metadata, {"blas_lapack": {"provider": ["openblas", "atlas"]}})
+    assert rank_variants(metadata, described).order == ("openblas", "atlas", "null")
 
 
 def test_pep817_static_properties_use_feature_priorities_for_feature_order() -> None:
@@ -593,9 +600,11 @@ def test_pep817_static_properties_use_feature_priorities_for_feature_order() -> 
         "static-properties": {"aot": {"a_feat": ["x"], "b_feat": ["x"]}},
         "variants": variants,
     }
-    assert rank_variants(legacy(doc), SupportedProperties()).order == ("by_a", "by_b")
+    first = legacy(doc)
+    assert rank_variants(first, with_static(first, {})).order == ("by_a", "by_b")
     doc["default-priorities"]["feature"] = {"aot": ["b_feat"]}
-    assert rank_variants(legacy(doc), SupportedProperties()).order == ("by_b", "by_a")
+    second = legacy(doc)
+    assert rank_variants(second, with_static(second, {})).order == ("by_b", "by_a")
 
 
 def test_variantlib_provider_static_properties_with_feature_order() -> None:
@@ -620,10 +629,10 @@ def test_variantlib_provider_static_properties_with_feature_order() -> None:
             },
         }
     )
-    ranking = rank_variants(metadata, SupportedProperties())
+    ranking = rank_variants(metadata, with_static(metadata, {}))
     assert ranking.order == ("b2", "b1", "a1", "a2")
     assert set(ranking.rejected) == {"b3", "v3"}
-    with_cpu = rank_variants(metadata, machine({"x86_64": {"level": ["v3"]}}))
+    with_cpu = rank_variants(metadata, with_static(metadata, {"x86_64": {"level": ["v3"]}}))
     assert with_cpu.order == ("v3", "b2", "b1", "a1", "a2")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -11,8 +10,8 @@ import click
 from wheelwise.cli.errors import input_errors
 from wheelwise.cli.inputs import load_metadata, load_system
 from wheelwise.cli.options import provider_options
-from wheelwise.providers.base import ProviderReport
 from wheelwise.providers.machine import MachineOptions, machine_for
+from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.ordering import Ranking, rank_variants
 
 
@@ -42,21 +41,18 @@ def select(
     Without --system, this machine is detected (see `wheelwise detect`).
     """
     metadata = load_metadata(variants_json)
-    reports: Mapping[str, ProviderReport] = {}
-    if system_file is not None:
-        supported = load_system(system_file)
-        machine = str(system_file)
-    else:
-        options = MachineOptions(allow_provider, enable_provider, refresh)
-        view = machine_for(metadata, options)
-        supported, reports = view.supported, view.reports
-        machine = "this machine"
-    ranking = rank_variants(metadata, supported)
+    system = load_system(system_file) if system_file is not None else None
+    options = MachineOptions(allow_provider, enable_provider, refresh)
+    view = machine_for(metadata, options, system=system, system_source=str(system_file))
+    ranking = rank_variants(metadata, view.supported)
     if as_json:
         click.echo(json.dumps(ranking_document(ranking), indent=2))
         return
-    render_ranking(ranking, title=f"{variants_json.name} for {machine}")
-    for ns, report in reports.items():
+    machine = "this machine" if system_file is None else str(system_file)
+    render_ranking(ranking, metadata, title=f"{variants_json.name} for {machine}")
+    for note in view.notes:
+        click.echo(f"note: {note}")
+    for ns, report in view.reports.items():
         if report.status != "ok":
             click.echo(f"note: {ns}: {report.status}: {report.detail}")
 
@@ -69,7 +65,7 @@ def ranking_document(ranking: Ranking) -> dict[str, object]:
     }
 
 
-def render_ranking(ranking: Ranking, *, title: str) -> None:
+def render_ranking(ranking: Ranking, metadata: VariantMetadata, *, title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -79,7 +75,11 @@ def render_ranking(ranking: Ranking, *, title: str) -> None:
     table.add_column("label")
     table.add_column("why", overflow="fold")
     for rank, variant in enumerate(ranking.compatible, start=1):
-        why = ", ".join(str(p) for p in variant.best) or "no properties (always compatible)"
+        why = ", ".join(str(p) for p in variant.best) or (
+            "null variant (always compatible)"
+            if metadata.is_null(variant.label)
+            else "no properties (always compatible)"
+        )
         table.add_row(str(rank), variant.label, why)
     for label, reason in ranking.rejected.items():
         table.add_row("-", label, f"[red]rejected:[/red] {reason}")

@@ -134,18 +134,21 @@ def sources_for(options: InstallOptions) -> list[IndexSource]:
     return sources
 
 
-def _supported_for(options: InstallOptions) -> Callable[[VariantMetadata], SupportedProperties]:
-    if options.system is not None:
-        system = options.system
-        return lambda metadata: system
+def _supported_for(
+    options: InstallOptions, markers: Mapping[str, str]
+) -> Callable[[VariantMetadata], SupportedProperties]:
+    """What the target supports, per release's metadata: ``--system`` or detection,
+    with providers' ``enable-if`` evaluated for the target environment (*markers*)."""
 
     def detect(metadata: VariantMetadata) -> SupportedProperties:
         # Imported on the first release with variant wheels: most installs have none,
         # and the providers' modules take ~8 ms to import.
         from wheelwise.providers.machine import MachineOptions, machine_for
 
-        machine = MachineOptions(options.allowed_providers, options.enabled_providers)
-        return machine_for(metadata, machine).supported
+        machine = MachineOptions(
+            options.allowed_providers, options.enabled_providers, markers=markers
+        )
+        return machine_for(metadata, machine, system=options.system).supported
 
     return detect
 
@@ -217,7 +220,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 resolution = resolve(
                     options.requirements,
                     finder,
-                    supported=_supported_for(options),
+                    supported=_supported_for(options, env.markers),
                     tags=env.tags,
                     environment=env.markers,
                     constraints=options.constraints,

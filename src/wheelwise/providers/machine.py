@@ -1,24 +1,29 @@
-"""What this machine supports for one package's variant metadata.
+"""What the target machine supports for one package's variant metadata.
 
-Every namespace the metadata uses is answered by exactly one source, in this order:
+First, a namespace is switched off (its properties incompatible) when its provider's
+``enable-if`` marker is false for the target environment, or when the metadata marks
+it ``optional`` and the user did not enable it (PEP 817 "Providers"). Every other
+namespace the metadata uses is answered by exactly one source, in this order:
 
-1. static properties in the (legacy) metadata: ahead-of-time namespaces, used as
-   listed, no provider runs (ordering applies them itself);
-2. a built-in provider (nvidia, amd, x86_64, aarch64), from the detection cache;
-3. a third-party plugin named by the metadata, only if trusted;
-4. otherwise the namespace is unsupported, with the reason.
-
-A provider the metadata marks ``optional`` stays off unless enabled.
+1. ``--system FILE``: the user's description of the target machine. With one, this
+   machine is never detected and no plugin runs: a namespace the file does not list
+   is unsupported, unless step 3 answers it;
+2. a built-in provider (nvidia, amd, x86_64, aarch64), for its own namespace: static
+   properties that the metadata claims for such a namespace are ignored (with a
+   note), so that metadata cannot claim a GPU the machine lacks;
+3. the metadata's static properties: ahead-of-time namespaces, used as listed;
+4. a third-party plugin named by the metadata, only if trusted;
+5. otherwise the namespace is unsupported, with the reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from wheelwise.providers.base import ProviderReport
 from wheelwise.providers.detect import BUILTIN_PROVIDERS, Detection, detect_cached
-from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.variants.metadata import ProviderInfo, VariantMetadata
 from wheelwise.variants.supported import SupportedProperties
 
 
@@ -30,6 +35,9 @@ class MachineOptions:
     enabled: Collection[str] = ()
     refresh: bool = False
     plugin_timeout: float = 10.0
+    # The target environment's marker values, for providers' ``enable-if``; None:
+    # this interpreter's (``wheelwise select``).
+    markers: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -38,23 +46,51 @@ class MachineView:
 
     supported: SupportedProperties
     reports: Mapping[str, ProviderReport]
+    # What the user should know although nothing failed (an ignored static claim).
+    notes: tuple[str, ...] = field(default=())
 
 
 def machine_for(
     metadata: VariantMetadata,
     options: MachineOptions | None = None,
     *,
+    system: SupportedProperties | None = None,
+    system_source: str = "the system file",
     detection: Detection | None = None,
 ) -> MachineView:
-    """Ask the right provider for every namespace of *metadata*; never raises."""
+    """Ask the right source for every namespace of *metadata*; never raises.
+
+    *system*: the ``--system FILE`` description of the target, if given.
+    """
     options = options or MachineOptions()
     static = metadata.static_supported()
     reports: dict[str, ProviderReport] = {}
+    notes: list[str] = []
     plugin_specs = []
-    builtin_wanted = False
+    builtin_wanted: list[str] = []
     for ns in metadata.namespaces:
         info = metadata.providers.get(ns)
-        if ns in static:
+        switched_off = _switched_off(ns, info, options)
+        if switched_off is not None:
+            reports[ns] = switched_off
+            continue
+        if ns in BUILTIN_PROVIDERS and ns in static:
+            notes.append(
+                f"{metadata.source}: static properties for the built-in namespace {ns!r} "
+                "ignored: the machine's own answer is used"
+            )
+        if system is not None and ns in system.namespaces:
+            reports[ns] = ProviderReport(
+                ns, "ok", system_source, "from the system file", system.namespaces[ns]
+            )
+        elif ns in BUILTIN_PROVIDERS:
+            if system is None:
+                builtin_wanted.append(ns)
+            else:
+                reports[ns] = ProviderReport(
+                    ns, "unavailable", system_source, f"the system file lists no {ns!r} support"
+                )
+        elif ns in static:
             reports[ns] = ProviderReport(
                 ns,
                 "ok",
@@ -62,15 +98,14 @@ def machine_for(
                 "ahead-of-time values from the metadata",
                 static[ns],
             )
-        elif info is not None and info.optional and ns not in options.enabled:
+        elif system is not None:
             reports[ns] = ProviderReport(
                 ns,
                 "unavailable",
-                "metadata",
-                f"provider {ns!r} is optional; enable it with --enable-provider {ns}",
+                system_source,
+                f"the system file lists no {ns!r} support (plugins describe this machine, "
+                "not the target, so none runs with a system file)",
             )
-        elif ns in BUILTIN_PROVIDERS:
-            builtin_wanted = True
         elif info is not None and info.requires and not info.is_static:
             from wheelwise.providers.plugins import PluginSpec
 
@@ -86,11 +121,10 @@ def machine_for(
     if builtin_wanted:
         if detection is None:
             detection, _ = detect_cached(refresh=options.refresh)
-        for ns in metadata.namespaces:
-            if ns in BUILTIN_PROVIDERS and ns not in reports:
-                reports[ns] = detection.reports.get(ns) or ProviderReport(
-                    ns, "error", "built-in", "provider did not run"
-                )
+        for ns in builtin_wanted:
+            reports[ns] = detection.reports.get(ns) or ProviderReport(
+                ns, "error", "built-in", "provider did not run"
+            )
     if plugin_specs:
         from wheelwise.providers.plugins import run_plugins
 
@@ -106,4 +140,41 @@ def machine_for(
     supported = SupportedProperties(
         {ns: dict(r.features) for ns, r in ordered.items() if r.status == "ok"}
     )
-    return MachineView(supported, ordered)
+    return MachineView(supported, ordered, tuple(notes))
+
+
+def _switched_off(
+    ns: str, info: ProviderInfo | None, options: MachineOptions
+) -> ProviderReport | None:
+    """The report of a namespace whose properties count as incompatible, if it is one."""
+    if info is None:
+        return None
+    if info.enable_if is not None:
+        from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
+
+        try:
+            enabled = Marker(info.enable_if).evaluate(
+                dict(options.markers) if options.markers is not None else None
+            )
+        except (InvalidMarker, UndefinedEnvironmentName) as exc:
+            return ProviderReport(
+                ns,
+                "error",
+                "metadata",
+                f"providers.{ns}.enable-if {info.enable_if!r} cannot be evaluated: {exc}",
+            )
+        if not enabled:
+            return ProviderReport(
+                ns,
+                "unavailable",
+                "metadata",
+                f"enable-if {info.enable_if!r} is false for the target environment",
+            )
+    if info.optional and ns not in options.enabled:
+        return ProviderReport(
+            ns,
+            "unavailable",
+            "metadata",
+            f"provider {ns!r} is optional; enable it with --enable-provider {ns}",
+        )
+    return None

@@ -28,6 +28,7 @@ from wheelwise.variants.properties import (
 from wheelwise.variants.schema import (
     CANONICAL_SCHEMA,
     PEP825_SCHEMA_URL,
+    UNVERSIONED_SCHEMA,
     SchemaVersion,
 )
 
@@ -37,6 +38,8 @@ Variants = dict[str, dict[str, dict[str, tuple[str, ...]]]]
 OrderedProperties = dict[str, dict[str, tuple[str, ...]]]
 
 _PEP825_TOP_KEYS = frozenset({"$schema", "default-priorities", "variants"})
+# The null variant's label before PEP 825 reserved "null" (a hash of nothing).
+LEGACY_NULL_LABEL = "00000000"
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,12 @@ class ProviderInfo:
 
     @property
     def is_static(self) -> bool:
-        """An ahead-of-time provider whose supported properties ship in the metadata."""
-        return not self.install_time or bool(self.static_properties)
+        """An ahead-of-time provider: its supported properties ship in the metadata.
+
+        Each era spells it its own way: ``install-time: false`` (PEP 817, PEP 850),
+        ``plugin-use: none`` (the v0.0.2 draft) or static properties in the block
+        (variantlib 0.2)."""
+        return not self.install_time or self.plugin_use == "none" or bool(self.static_properties)
 
     def to_dict(self) -> dict[str, Any]:
         """The provider block in its original (legacy) spelling."""
@@ -219,11 +226,25 @@ class VariantMetadata:
     def is_legacy(self) -> bool:
         return self.schema.legacy
 
-    def static_supported(self) -> OrderedProperties:
-        """Legacy ahead-of-time namespaces: their properties, in preference order.
+    def is_null(self, label: str) -> bool:
+        """The null variant: ``null``, or a legacy ``00000000`` with no properties."""
+        if label == NULL_LABEL:
+            return True
+        return (
+            label == LEGACY_NULL_LABEL
+            and self.schema.legacy
+            and not any(self.variants.get(label, {}).values())
+        )
 
-        Feature order: ``default-priorities.feature`` (PEP 817), then variantlib's
-        ``feature-order``, then document order.
+    def static_supported(self) -> OrderedProperties:
+        """Ahead-of-time namespaces: their supported properties, in preference order.
+
+        Values: the static properties (top level, PEP 817; per provider, variantlib
+        0.2); for an ahead-of-time provider without any (the v0.0.2 draft's
+        ``plugin-use: none``), the values ``default-priorities.property`` lists, else
+        every value the variants table uses for it. Feature order:
+        ``default-priorities.feature`` (PEP 817), then ``feature-order``, then
+        document order.
         """
         merged: dict[str, dict[str, tuple[str, ...]]] = {
             ns: dict(features) for ns, features in self.static_properties.items()
@@ -231,6 +252,8 @@ class VariantMetadata:
         for ns, provider in self.providers.items():
             if provider.static_properties:
                 merged.setdefault(ns, {}).update(provider.static_properties)
+            elif provider.is_static and ns not in merged:
+                merged[ns] = dict(self.property_priorities.get(ns, {})) or self._used_values(ns)
         result: OrderedProperties = {}
         for ns, features in merged.items():
             order = list(self.feature_priorities.get(ns, ()))
@@ -239,6 +262,13 @@ class VariantMetadata:
             order += [f for f in features if f not in order]
             result[ns] = {f: features[f] for f in order if f in features}
         return result
+
+    def _used_values(self, ns: str) -> dict[str, tuple[str, ...]]:
+        used: dict[str, set[str]] = {}
+        for properties in self.variants.values():
+            for feature, values in properties.get(ns, {}).items():
+                used.setdefault(feature, set()).update(values)
+        return {feature: tuple(sorted(values)) for feature, values in used.items()}
 
     def with_variants(self, variants: Mapping[str, PropertyMap]) -> VariantMetadata:
         """A copy with another ``variants`` table (validated and canonicalised)."""
@@ -362,10 +392,11 @@ class _Reader:
 
     def read(self, raw: object) -> VariantMetadata:
         doc = self.obj(raw, "top level")
-        if "$schema" not in doc:
-            raise self.fail("top level", f"missing '$schema' (expected e.g. {PEP825_SCHEMA_URL!r})")
         try:
-            schema = SchemaVersion.from_url(doc["$schema"])
+            # No '$schema' at all: the earliest drafts (uv's prototype) left it out.
+            schema = (
+                SchemaVersion.from_url(doc["$schema"]) if "$schema" in doc else UNVERSIONED_SCHEMA
+            )
         except InvalidMetadata as exc:
             raise type(exc)(f"{self.source}: {exc}") from None
         if not schema.legacy and not schema.is_newer_minor:
@@ -426,6 +457,7 @@ class _Reader:
                 self.check(validate_name, ns, "providers")
                 providers[ns] = self.provider(block, f"providers.{ns}")
             static = self.ordered_properties(doc.get("static-properties", {}), "static-properties")
+            namespaces = self.unlisted_namespaces(namespaces, providers, static)
 
         variants = self.variants(doc.get("variants", {}), namespaces)
         return VariantMetadata(
@@ -438,6 +470,19 @@ class _Reader:
             property_priorities=property_priorities,
             source=self.source,
         )
+
+    def unlisted_namespaces(
+        self,
+        namespaces: tuple[str, ...],
+        providers: Mapping[str, ProviderInfo],
+        static: OrderedProperties,
+    ) -> tuple[str, ...]:
+        """Drafts before PEP 825 could leave a namespace they declare a provider or
+        static properties for out of ``default-priorities.namespace`` (uv's
+        prototype): it ranks after the listed ones, in declaration order. A namespace
+        declared nowhere is still an error (see ``variants``)."""
+        extra = [ns for ns in [*providers, *static] if ns not in namespaces]
+        return namespaces + tuple(dict.fromkeys(extra))
 
     def variants(self, raw: object, namespaces: tuple[str, ...]) -> Variants:
         table = self.obj(raw, "variants")

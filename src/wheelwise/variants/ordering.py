@@ -6,10 +6,11 @@ best-value properties, each keyed by (namespace index, feature index, value
 index); lists are compared item by item, the longer list wins a prefix tie, the
 label breaks exact ties, and the null variant always comes last.
 
-Legacy (PEP 817 / variantlib) metadata adds two things, both applied here:
-static properties of ahead-of-time namespaces count as supported in their listed
-order, and ``default-priorities.feature`` / ``.property`` lists go before the
-machine's own order.
+Legacy (PEP 817 / variantlib) metadata may list ``default-priorities.feature`` /
+``.property``: those go before the machine's own order, and are applied here. Which
+properties the machine supports, ahead-of-time namespaces included, is the caller's
+answer (see ``wheelwise.providers.machine``): ordering never decides that a
+namespace is supported.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from operator import itemgetter
 from typing import Any
 
 from wheelwise.variants.filenames import WheelFilename
-from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.supported import SupportedProperties
@@ -104,9 +104,8 @@ class Ranking:
 def effective_supported(
     metadata: VariantMetadata, supported: SupportedProperties
 ) -> SupportedProperties:
-    """The machine's properties with legacy static namespaces and priorities applied."""
-    static = metadata.static_supported()
-    base = supported.replacing(static) if static else supported
+    """The machine's properties reordered by the metadata's legacy priorities."""
+    base = supported
     if not metadata.feature_priorities and not metadata.property_priorities:
         return base
     ordered: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -231,7 +230,7 @@ def rank_variants(metadata: VariantMetadata, supported: SupportedProperties) -> 
     for index in set(range(len(labels))) - rejected:
         label, group_ids = labels[index]
         label_keys: list[Any] = sorted([keys[g] for g in group_ids])
-        label_keys += (_END, label == NULL_LABEL, label)
+        label_keys += (_END, metadata.is_null(label), label)
         keyed.append((label_keys, label, group_ids))
     keyed.sort(key=_first)
     compatible = tuple(RankedVariant(label, scorer, group_ids) for _, label, group_ids in keyed)
