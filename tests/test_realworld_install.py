@@ -1,0 +1,118 @@
+"""``wheelwise install`` of packages published with PyTorch's real variant metadata
+(2.8: pre-PEP, 2.9: v0.0.2 draft, 2.10: v0.0.3 draft), on simulated machines.
+
+Each wheel carries the real document narrowed to its own label as ``variant.json``,
+and the real document itself is the release's ``*-variants.json``, as PyTorch's
+variant indexes publish them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from installkit import WHEEL, make_venv, run_python
+from paths import DATA
+from wheelfactory import make_wheel
+
+REAL_WORLD = DATA / "corpus" / "real-world"
+RELEASES = {
+    "2.8.0": REAL_WORLD / "wheelnext-variant-repack_torch-2.8.0-variants.json",
+    "2.9.0": REAL_WORLD / "wheelnext-variant-repack_torch-2.9.0-variants.json",
+    "2.10.0": REAL_WORLD / "wheelnext-variant-repack_torch-2.10.0-variants.json",
+}
+
+
+def publish(house: Path, version: str) -> None:
+    """faketorch *version*: one wheel per label of the real document, plus the
+    document itself, verbatim, as the release's index-level metadata."""
+    raw = RELEASES[version].read_bytes()
+    doc = json.loads(raw)
+    for label in doc["variants"]:
+        own = {**doc, "variants": {label: doc["variants"][label]}}
+        members = {
+            "faketorch/__init__.py": f"BUILD = {label!r}\n".encode(),
+            f"faketorch-{version}.dist-info/WHEEL": WHEEL,
+        }
+        make_wheel(
+            house,
+            f"faketorch-{version}-py3-none-any-{label}.whl",
+            own,
+            extra_members=members,
+            record=True,
+        )
+    (house / f"faketorch-{version}-variants.json").write_bytes(raw)
+
+
+@pytest.fixture(scope="module")
+def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("house")
+    for version in RELEASES:
+        publish(folder, version)
+    (folder / "no-index").mkdir()  # an empty index: everything comes from the folder
+    return folder
+
+
+def install(
+    python: Path, house: Path, requirement: str, cache: Path, **machine: str
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WHEELWISE_", "NV_", "AMD_"))}
+    env.update(
+        WHEELWISE_CACHE_DIR=str(cache),
+        WHEELWISE_CONFIG=str(cache / "config.toml"),
+        WHEELWISE_CPUINFO=str(DATA / "cpuinfo" / "linux-scientific7-k10"),
+        WHEELWISE_AMD_ROCM="none",
+        WHEELWISE_AMD_GFX="none",
+        COLUMNS="300",
+        **machine,
+    )
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wheelwise",
+            "install",
+            "--python",
+            str(python),
+            "--find-links",
+            str(house),
+            "--index-url",
+            str(house / "no-index"),
+            requirement,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("requirement", "driver", "gpus", "expected"),
+    [
+        ("faketorch==2.8.0", "12.8", "8.6", "cu128"),
+        ("faketorch==2.8.0", "none", "", "00000000"),
+        ("faketorch==2.9.0", "13.0", "9.0", "cuda13.0"),
+        ("faketorch==2.9.0", "12.8", "6.1", "cuda12.6"),
+        ("faketorch==2.9.0", "12.8", "9.0", "cuda12.8"),
+        ("faketorch==2.9.0", "none", "", "null"),
+        ("faketorch==2.10.0", "12.9", "9.0", "cuda12.8"),
+    ],
+)
+def test_install_picks_what_pytorch_intended(
+    house: Path, tmp_path: Path, requirement: str, driver: str, gpus: str, expected: str
+) -> None:
+    python = make_venv(tmp_path / "venv")
+    machine = {"WHEELWISE_NVIDIA_DRIVER": driver}
+    if gpus:
+        machine["WHEELWISE_NVIDIA_GPUS"] = gpus
+    result = install(python, house, requirement, tmp_path / "cache", **machine)
+    assert result.returncode == 0, result.stderr
+    built = run_python(python, "import faketorch; print(faketorch.BUILD)")
+    assert built.stdout.strip() == expected, result.stdout
+    assert f"(variant {expected}" in result.stdout
