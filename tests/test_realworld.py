@@ -354,3 +354,20 @@ def test_an_unknown_major_is_refused_naming_the_file_and_version(tmp_path: Path,
 def test_a_broken_real_document_is_one_line() -> None:
     with pytest.raises(InvalidMetadata, match=r"^torch\.json: invalid JSON"):
         VariantMetadata.from_json(TORCH_29.read_bytes()[:-20], source="torch.json")
+
+
+def test_install_evaluates_enable_if_with_the_target_interpreters_markers() -> None:
+    """``install`` hands the target environment's markers (from the ``--python``
+    interpreter's query) to the providers: the same GPU, two targets."""
+    from wheelwise.install.plan import InstallOptions, _supported_for
+
+    md = VariantMetadata.from_json(TORCH_29.read_bytes())
+    gpu = SupportedProperties.from_dict(
+        {"nvidia": {"cuda_version_lower_bound": ["13.0", "12.0"], "sm_arch": ["90_real"]}}
+    )
+    options = InstallOptions(system=gpu)
+    linux = _supported_for(options, {**LINUX})(md)
+    assert rank_variants(md, linux).selected == "cuda13.0"
+    macos = _supported_for(options, {"platform_system": "Darwin"})(md)
+    assert "nvidia" not in macos.namespaces
+    assert rank_variants(md, macos).selected == "null"
