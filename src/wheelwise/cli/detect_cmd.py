@@ -5,24 +5,39 @@ from __future__ import annotations
 import click
 
 from wheelwise.cli.errors import input_errors
+from wheelwise.cli.fast_detect import FORMATS, detection_as_uv_target
 from wheelwise.providers.detect import Detection, detect_cached
 
 
 @click.command()
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="table (default); json: the document --system FILE reads; "
+    "uv: the same as uv's variant target TOML (UV_VARIANT_LOCK).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the system document as JSON.")
 @click.option("--refresh", is_flag=True, help="Ignore the cached result and detect again.")
 @input_errors
-def detect(as_json: bool, refresh: bool) -> None:
+def detect(output_format: str | None, as_json: bool, refresh: bool) -> None:
     """Detect this machine's supported variant properties.
 
-    The --json document is what --system FILE accepts everywhere: record it on the
-    target machine, install for that machine elsewhere.
+    The --json document, and the --format uv TOML, are what --system FILE accepts
+    everywhere: record them on the target machine, install for that machine elsewhere.
+    uv reads the TOML through UV_VARIANT_LOCK.
     """
+    if as_json and output_format not in (None, "json"):
+        raise click.UsageError(f"--json and --format {output_format} ask for different formats")
+    output_format = "json" if as_json else output_format or "table"
     detection, text = detect_cached(refresh=refresh)
-    if as_json:
+    if output_format == "json":
         click.echo(text, nl=False)
-        return
-    render_detection(detection)
+    elif output_format == "uv":
+        click.echo(detection_as_uv_target(detection), nl=False)
+    else:
+        render_detection(detection)
 
 
 def render_detection(detection: Detection) -> None:
@@ -46,7 +61,7 @@ def render_detection(detection: Detection) -> None:
         status = f"[{styles[report.status]}]{report.status}[/]"
         table.add_row(ns, status, report.source, "\n".join(lines))
     Console().print(table)
-    click.echo("Full lists: wheelwise detect --json")
+    click.echo("Full lists: wheelwise detect --json (or --format uv, for uv)")
 
 
 def _shorten(values: tuple[str, ...], shown: int = 8) -> str:

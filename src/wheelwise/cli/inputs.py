@@ -6,7 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelwise.cli.errors import InputError
+from wheelwise.variants.errors import InvalidSystem
 from wheelwise.variants.supported import SupportedProperties
+
+# Whitespace JSON allows before a value, and a UTF-8 byte order mark.
+JSON_LEADING_BYTES = b" \t\r\n\xef\xbb\xbf"
 
 if TYPE_CHECKING:  # `install` reads no variant metadata file: it loads this when needed
     from wheelwise.variants.metadata import VariantMetadata
@@ -39,7 +43,23 @@ def load_pyproject_variant(path: Path) -> VariantMetadata:
 
 
 def load_system(path: Path | None) -> SupportedProperties:
-    """The machine's supported properties; none yet without ``--system``."""
+    """The machine's supported properties; none yet without ``--system``.
+
+    The file is a ``wheelwise detect --json`` document or uv's variant target TOML
+    (``detect --format uv``), told apart by content: only the JSON starts with ``{``.
+    """
     if path is None:
         return SupportedProperties()
-    return SupportedProperties.from_json(read_bytes(path, "system file"), source=str(path))
+    data = read_bytes(path, "system file")
+    if data.lstrip(JSON_LEADING_BYTES).startswith(b"{"):
+        return SupportedProperties.from_json(data, source=str(path))
+    from wheelwise.providers.uv_target import NotUvTarget, parse_uv_target
+
+    try:
+        return parse_uv_target(data, source=str(path))
+    except NotUvTarget as exc:
+        reason = str(exc).removeprefix(f"{path}: ")
+        raise InvalidSystem(
+            f"{path}: neither a JSON object (wheelwise detect --json) nor uv's variant "
+            f"target TOML (wheelwise detect --format uv): {reason}"
+        ) from None
