@@ -77,7 +77,8 @@ def _split_namespaces(text: str | None) -> list[str] | None:
 @click.option(
     "--pyproject",
     type=click.Path(path_type=Path),
-    help="A pyproject.toml whose [variant] table gives the namespace priorities.",
+    help="A pyproject.toml whose [variant] table gives the namespace priorities and the "
+    "provider information (providers, static properties, priorities) to write.",
 )
 @click.option(
     "--no-validate",

@@ -4,7 +4,9 @@
 ``.whl`` / ``.tar.gz`` are not published) and reads the files it does not already
 know (:mod:`wheelwise.index.distfiles`). :func:`build_catalog` groups the files
 into projects and releases and merges each release's variant metadata into its
-``{name}-{version}-variants.json`` (PEP 825 "Index-level metadata").
+``{name}-{version}-variants.json`` (PEP 825 "Index-level metadata"; PEP 850 v0.2.0
+when the wheels carry provider information, see
+:mod:`wheelwise.variants.providers_format`).
 
 A file that cannot be read, or a release whose wheels disagree, is a *problem* of
 its project: the static builder refuses to publish anything then; the server
@@ -33,6 +35,7 @@ from wheelwise.index.distfiles import (
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import variants_json_filename
 from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.variants.providers_format import metadata_bytes
 
 # Reading new files in threads pays off from a handful of files on.
 
@@ -204,7 +207,7 @@ def _variants_file(name: str, version: Version, dists: Sequence[DistFile]) -> Va
     if not present:
         return None
     merged = merge_release(name, str(version), present)
-    data = merged.to_bytes()
+    data = metadata_bytes(merged)
     return VariantsFile(
         filename=variants_json_filename(name, version),
         data=data,

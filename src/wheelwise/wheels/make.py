@@ -1,21 +1,25 @@
 """Turn a wheel into a variant wheel (PEP 825).
 
-``make_variant`` adds ``*.dist-info/variant.json`` (canonical PEP 825 0.1.1),
-rewrites ``RECORD`` and names the output with the variant label. Without a label,
-the label is variantlib's 8-hex hash of the properties. The output is
-reproducible (see :mod:`wheelwise.wheels.rewrite`) and written atomically; the
-input wheel is verified against its RECORD first and never overwritten.
+``make_variant`` adds ``*.dist-info/variant.json`` (canonical PEP 825 0.1.1, or
+PEP 850 v0.2.0 when the project gives provider information, see
+:mod:`wheelwise.variants.providers_format`), rewrites ``RECORD`` and names the
+output with the variant label. Without a label, the label is variantlib's 8-hex
+hash of the properties. The output is reproducible (see
+:mod:`wheelwise.wheels.rewrite`) and written atomically; the input wheel is
+verified against its RECORD first and never overwritten.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from wheelwise.variants.errors import InvalidLabel, InvalidMetadata, InvalidProperty
 from wheelwise.variants.labels import NULL_LABEL, hash_label, property_map, validate_label
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
+from wheelwise.variants.providers_format import metadata_bytes
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.rewrite import check_not_input, rewrite_wheel
@@ -56,10 +60,12 @@ def variant_metadata(
     project: VariantMetadata | None = None,
     source: str = "variant.json",
 ) -> VariantMetadata:
-    """Canonical PEP 825 metadata for one wheel: *label* mapped to *properties*.
+    """The metadata of one wheel: *label* mapped to *properties*.
 
     ``default-priorities.namespace`` is *namespaces*, else the project's, else the
-    namespaces the properties use, sorted. It must list every namespace used.
+    namespaces the properties use, sorted. It must list every namespace used. The
+    project's provider information (providers, static properties, feature and
+    property priorities) is kept: installers need it to select the wheel.
     """
     properties = sorted(set(properties))
     used = sorted({prop.namespace for prop in properties})
@@ -80,7 +86,16 @@ def variant_metadata(
             f"{source}: namespace(s) {', '.join(missing)} used by the properties are not "
             f"listed in {origin} ({', '.join(order)}); add them"
         )
-    return VariantMetadata.build(order, {label: property_map(properties)}, source=source)
+    metadata = VariantMetadata.build(order, {label: property_map(properties)}, source=source)
+    if project is None:
+        return metadata
+    return replace(
+        metadata,
+        providers=dict(project.providers),
+        static_properties=dict(project.static_properties),
+        feature_priorities=dict(project.feature_priorities),
+        property_priorities=dict(project.property_priorities),
+    )
 
 
 def _check_existing(archive: WheelArchive, label: str, metadata: VariantMetadata) -> None:
@@ -125,7 +140,8 @@ def make_variant(
     *properties* map to *label* (default: the 8-hex property hash); *null* makes
     the null variant (no properties, label ``null``). *namespaces* is
     ``default-priorities.namespace`` (default: *project*'s, else the namespaces
-    used, sorted); legacy data on *project* is not written. With *validate*, the
+    used, sorted); *project*'s provider information is written too (PEP 850
+    v0.2.0, see :mod:`wheelwise.variants.providers_format`). With *validate*, the
     properties are checked against the built-in providers.
 
     Raises VariantError for bad variant data and WheelError for a bad input wheel;
@@ -140,7 +156,7 @@ def make_variant(
     metadata = variant_metadata(
         properties, label, namespaces=namespaces, project=project, source=source
     )
-    data = metadata.to_bytes()
+    data = metadata_bytes(metadata)
     with WheelArchive(wheel) as archive:
         archive.verify_record()
         _check_existing(archive, label, metadata)
