@@ -7,6 +7,15 @@ lines whose markers hold for the target environment, the requested extras and
 the variant markers of that wheel (PEP 825 "Evaluating variant markers").
 Extras follow resolvelib's example: ``name[extra]`` is its own identifier whose
 candidates depend on ``name`` pinned to the same version.
+
+A release whose variants use ``abi_dependency`` (PEP 817) gives one candidate per
+build (:func:`~wheelwise.install.selection.select_builds`), and a build depends on
+what its properties imply: ``abi_dependency :: torch :: 2.9`` adds ``torch==2.9.*``.
+So the resolver picks the build that fits the dependency's version, and backtracks
+to another build, another release or a non-variant wheel when none does. Builds
+matching an installed version (without ``upgrade``) or an exact pin (``==``) among
+the requirements and constraints are tried first; an installed version is
+preferred, not fixed, as for any dependency.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement
@@ -36,7 +45,7 @@ from wheelwise.install.selection import (
     TargetSpec,
     Unavailable,
     VariantChoiceError,
-    select_wheel,
+    select_builds,
 )
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
 
@@ -45,6 +54,7 @@ if TYPE_CHECKING:  # rankings and properties exist only for releases with varian
     from wheelwise.variants.properties import VariantProperty
 
 __all__ = [
+    "AbiMatch",
     "NoCompatibleWheel",
     "PackageNotFound",
     "Resolution",
@@ -66,6 +76,19 @@ class ResolutionConflict(ResolveError):
     """The requirements cannot all be met by the available releases."""
 
 
+class AbiMatch(NamedTuple):
+    """An ``abi_dependency`` property of the chosen build and the dependency's
+    version in the resolution (None with ``no_deps`` when it is not installed)."""
+
+    property: VariantProperty
+    name: NormalizedName
+    version: Version | None
+
+    def __str__(self) -> str:
+        found = "not installed" if self.version is None else f"{self.name} {self.version}"
+        return f"{self.property} ({found})"
+
+
 @dataclass(frozen=True)
 class ResolvedPackage:
     """One package of the resolution: what the installer would install, and why."""
@@ -85,6 +108,8 @@ class ResolvedPackage:
     # Packages this one depends on in the resolution (its chosen dependencies).
     requires: tuple[NormalizedName, ...] = ()
     ranking: Ranking | None = field(default=None, compare=False, repr=False)
+    # The chosen build's abi_dependency properties and the versions they matched.
+    abi: tuple[AbiMatch, ...] = ()
 
     @property
     def is_installed(self) -> bool:
@@ -119,13 +144,16 @@ class Candidate:
     version: Version
     extras: frozenset[str]
     selection: Selection = field(compare=False)
+    # The abi_dependency values of the build (one candidate per build of a release).
+    abi: tuple[VariantProperty, ...] = ()
 
     @property
     def identifier(self) -> str:
         return identifier(self.name, self.extras)
 
     def __str__(self) -> str:
-        return f"{self.identifier} {self.version}"
+        build = f" (variant {self.selection.label})" if self.abi else ""
+        return f"{self.identifier} {self.version}{build}"
 
 
 def resolve(
@@ -153,25 +181,28 @@ def resolve(
     the requirements is preferred. *variant_choice* picks a variant by label per
     package. Raises :class:`ResolveError` subclasses with readable messages.
     """
+    env: dict[str, str] = dict(default_environment())  # type: ignore[arg-type]
+    env.update(environment or {})
+    roots = [r for text in requirements if (r := _root(text, env)) is not None]
+    constraint_map = _constraints(constraints, env)
+    installed_versions = _installed(installed or {})
     target = TargetSpec(
         tags=list(tags) if tags is not None else list(sys_tags()),
         supported=supported,
         no_variant=no_variant,
         variant_choice={canonicalize_name(k): v for k, v in (variant_choice or {}).items()},
+        abi_preferred=_abi_preferred(roots, constraint_map, installed_versions, upgrade),
     )
-    env: dict[str, str] = dict(default_environment())  # type: ignore[arg-type]
-    env.update(environment or {})
     provider = _Provider(
         finder,
         target,
         env,
-        constraints=_constraints(constraints, env),
+        constraints=constraint_map,
         pre=pre,
         upgrade=upgrade,
-        installed=_installed(installed or {}),
+        installed=installed_versions,
         no_deps=no_deps,
     )
-    roots = [r for text in requirements if (r := _root(text, env)) is not None]
     provider._prefetch(roots)
     resolver: Resolver[Requirement, Candidate, str] = Resolver(provider, BaseReporter())
     try:
@@ -234,6 +265,35 @@ def _constraints(texts: Iterable[str], env: Mapping[str, str]) -> dict[str, Spec
     return found
 
 
+def _exact_pin(specifier: SpecifierSet) -> Version | None:
+    """The version an ``==`` specifier (no wildcard) pins, if any."""
+    for spec in specifier:
+        if spec.operator in ("==", "===") and not spec.version.endswith(".*"):
+            try:
+                return Version(spec.version)
+            except InvalidVersion:
+                return None
+    return None
+
+
+def _abi_preferred(
+    roots: Iterable[Requirement],
+    constraints: Mapping[str, SpecifierSet],
+    installed: Mapping[str, Version],
+    upgrade: bool,
+) -> dict[NormalizedName, Version]:
+    """Versions abi_dependency builds should match first: what is installed (unless
+    upgrading), overridden by exact pins among the requirements and constraints."""
+    preferred = {} if upgrade else {canonicalize_name(k): v for k, v in installed.items()}
+    pins = [(canonicalize_name(name), spec) for name, spec in constraints.items()]
+    pins += [(root.name, root.specifier) for root in roots]
+    for name, specifier in pins:
+        version = _exact_pin(specifier)
+        if version is not None:
+            preferred[name] = version
+    return preferred
+
+
 def _installed(installed: Mapping[str, str | Version]) -> dict[str, Version]:
     versions: dict[str, Version] = {}
     for name, version in installed.items():
@@ -269,7 +329,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self.installed = installed
         self.no_deps = no_deps
         self._releases: dict[str, list[ReleaseFiles]] = {}
-        self._selections: dict[tuple[str, Version], Selection | Unavailable] = {}
+        self._builds: dict[tuple[str, Version], tuple[Selection, ...] | Unavailable] = {}
 
     # -- data ----------------------------------------------------------------------
 
@@ -281,11 +341,14 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             self._releases[name] = found
         return found
 
-    def selection(self, name: NormalizedName, release: ReleaseFiles) -> Selection | Unavailable:
+    def builds(
+        self, name: NormalizedName, release: ReleaseFiles
+    ) -> tuple[Selection, ...] | Unavailable:
+        """The wheels of *release* to try, best first (one unless abi_dependency)."""
         key = (name, release.version)
-        found = self._selections.get(key)
+        found = self._builds.get(key)
         if found is None:
-            found = self._selections[key] = select_wheel(name, release, self.target)
+            found = self._builds[key] = select_builds(name, release, self.target)
         return found
 
     def allowed(self, name: str, version: Version, requirements: Sequence[Requirement]) -> bool:
@@ -328,21 +391,20 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         reqs = list(requirements[identifier])
         name = reqs[0].name
         extras = frozenset().union(*(r.extras for r in reqs))
-        excluded = {c.version for c in incompatibilities[identifier]}
-        releases = [
-            r
-            for r in self.releases(name)
-            if r.version not in excluded and self.allowed(name, r.version, reqs)
-        ]
+        excluded = {(c.version, c.abi) for c in incompatibilities[identifier]}
+        releases = [r for r in self.releases(name) if self.allowed(name, r.version, reqs)]
         current = self.installed.get(name)
         if not self.upgrade and current is not None:
             releases.sort(key=lambda r: r.version != current)  # stable: the rest newest first
 
         def candidates() -> Iterator[Candidate]:
             for release in releases:
-                chosen = self.selection(name, release)
-                if isinstance(chosen, Selection):
-                    yield Candidate(name, release.version, extras, chosen)
+                builds = self.builds(name, release)
+                if isinstance(builds, Unavailable):
+                    continue
+                for build in builds:
+                    if (release.version, build.abi) not in excluded:
+                        yield Candidate(name, release.version, extras, build, build.abi)
 
         return candidates
 
@@ -363,6 +425,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         if self.no_deps:
             return deps
         selection = candidate.selection
+        deps += _abi_requirements(candidate)
         variant_env = variant_environment(selection.label, selection.variant_properties)
         extras = sorted(candidate.extras) or [""]
         where = f"required by {candidate.name} {candidate.version}"
@@ -402,7 +465,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             allowed = [r for r in releases if self.allowed(name, r.version, reqs)]
             reasons: dict[Version, Unavailable] = {}
             for release in allowed:
-                chosen = self.selection(name, release)
+                chosen = self.builds(name, release)
                 if isinstance(chosen, Unavailable):
                     reasons[release.version] = chosen
             if allowed and len(reasons) == len(allowed):
@@ -418,6 +481,22 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 origins += f"; constraint {name}{self.constraints[name]}"
             lines.append(f"  {name} ({origins}); available: {versions}")
         return ResolutionConflict("\n".join(lines))
+
+
+def _abi_requirements(candidate: Candidate) -> list[Requirement]:
+    """What the build's abi_dependency properties imply: ``torch==2.9.*`` for
+    ``abi_dependency :: torch :: 2.9``."""
+    if not candidate.abi:
+        return []
+    from wheelwise.variants.abi_dependency import package_name, specifier
+
+    requirements = []
+    for prop in candidate.abi:
+        name, spec = package_name(prop.feature), specifier(prop.value)
+        requirements.append(
+            Requirement(name, frozenset(), SpecifierSet(str(spec)), f"{name}{spec} ({prop})")
+        )
+    return requirements
 
 
 def _origins(infos: Iterable[RequirementInformation[Requirement, Candidate]]) -> str:
@@ -456,6 +535,11 @@ def _resolution(
             visit(dep, path)
         path.discard(name)
         chosen = bases[name].selection
+        abi = []
+        for prop in chosen.abi:
+            dep = canonicalize_name(prop.feature)
+            found = bases[dep].version if dep in bases else installed.get(dep)
+            abi.append(AbiMatch(prop, dep, found))
         packages[name] = ResolvedPackage(
             name=name,
             version=bases[name].version,
@@ -467,6 +551,7 @@ def _resolution(
             installed=installed.get(name),
             requires=tuple(sorted(requires[name])),
             ranking=chosen.ranking,
+            abi=tuple(abi),
         )
 
     for name in sorted(bases):

@@ -6,10 +6,18 @@ combined variant metadata is ranked for the machine and the wheels are ordered
 with :func:`~wheelwise.variants.ordering.order_wheels` (variant groups in ranking
 order, the non-variant group last, tag priority and build number inside a group).
 A release without a usable wheel is *unavailable*, with a reason for messages.
+
+Variants using the ``abi_dependency`` namespace (PEP 817) are builds against
+different versions of a dependency, which only the resolver can settle: every
+valid value counts as supported here, ordered by the versions the resolution
+prefers (installed or pinned), and :func:`select_builds` offers each such build
+in turn, each standing for one value per dependency, until the first build that
+needs nothing of the resolver.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
@@ -67,6 +75,8 @@ class TargetSpec:
     supported: SupportedFor
     no_variant: bool = False
     variant_choice: Mapping[str, str] = field(default_factory=dict)
+    # Versions abi_dependency builds are matched against first (installed, pinned).
+    abi_preferred: Mapping[NormalizedName, Version] = field(default_factory=dict)
     tag_rank: Mapping[Tag, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -82,6 +92,9 @@ class Selection(NamedTuple):
     file: WheelFile
     ranking: Ranking | None = None
     ranked: RankedVariant | None = None
+    # The abi_dependency properties this build stands for, one per dependency: each
+    # implies a requirement the resolver must meet (``torch==2.9.*``).
+    abi: tuple[VariantProperty, ...] = ()
 
     @property
     def label(self) -> str | None:
@@ -92,12 +105,23 @@ class Selection(NamedTuple):
         """The property that put the chosen variant first (its best, most important)."""
         if self.ranked is None or not self.ranked.best:
             return None
-        return self.ranked.best[0]
+        best = self.ranked.best[0]
+        for prop in self.abi:  # the value this build stands for, not just the best listed
+            if prop.variant_feature == best.variant_feature:
+                return prop
+        return best
 
     @property
     def variant_properties(self) -> tuple[VariantProperty, ...]:
-        """The chosen wheel's properties that the machine supports (marker values)."""
-        return self.ranked.supported if self.ranked is not None else ()
+        """The chosen wheel's properties that the machine supports (marker values);
+        of its abi_dependency values, only those this build stands for."""
+        if self.ranked is None:
+            return ()
+        if not self.abi:
+            return self.ranked.supported
+        features = {prop.variant_feature for prop in self.abi}
+        kept = [p for p in self.ranked.supported if p.variant_feature not in features]
+        return tuple(kept) + self.abi
 
 
 class Unavailable(NamedTuple):
@@ -111,6 +135,19 @@ def select_wheel(
     name: NormalizedName, release: ReleaseFiles, target: TargetSpec
 ) -> Selection | Unavailable:
     """The best wheel of *release* for *target*, or why there is none."""
+    builds = select_builds(name, release, target)
+    return builds if isinstance(builds, Unavailable) else builds[0]
+
+
+def select_builds(
+    name: NormalizedName, release: ReleaseFiles, target: TargetSpec
+) -> tuple[Selection, ...] | Unavailable:
+    """The wheels of *release* the resolver may try for *target*, best first, or why
+    there is none.
+
+    One wheel, unless variants use ``abi_dependency``: then one selection per such
+    build (and per matching value combination), up to the first wheel without.
+    """
     if not release.files:
         return Unavailable("no wheels (source distributions are never built)")
     ranked_files = _by_tags(release.files, target.tag_rank)
@@ -120,7 +157,7 @@ def select_wheel(
     if target.no_variant:
         plain = [f for f in ranked_files if not f.filename.is_variant]
         if plain:
-            return Selection(plain[0])
+            return (Selection(plain[0]),)
         labels = sorted({str(f.filename.variant_label) for f in ranked_files})
         return Unavailable(
             f"only variant wheels ({', '.join(labels)}) and variant wheels are disabled"
@@ -133,13 +170,13 @@ def select_wheel(
                 "variant wheels for this Python",
                 label=choice,
             )
-        return Selection(ranked_files[0])
+        return (Selection(ranked_files[0]),)
     metadata = release.variant_metadata()
     if metadata is None:
         # PEP 825: without the metadata, treat the variant wheels as incompatible.
         plain = [f for f in ranked_files if not f.filename.is_variant]
         if plain and choice is None:
-            return Selection(plain[0])
+            return (Selection(plain[0]),)
         return Unavailable(
             f"variant wheels ({', '.join(sorted(map(str, variant_labels)))}) but no "
             "variant metadata for the release",
@@ -148,15 +185,81 @@ def select_wheel(
     from wheelwise.variants.ordering import order_wheels, rank_variants
 
     supported = target.supported(metadata)
+    uses_abi = _ABI_NAMESPACE in metadata.namespaces  # PEP 825: every used one is listed
+    if uses_abi:
+        supported = _with_abi_values(metadata, supported, target.abi_preferred)
     ranking = rank_variants(metadata, supported)
     if choice is not None:
-        return _chosen(name, release.version, ranked_files, metadata, supported, ranking, choice)
+        chosen = _chosen(name, release.version, ranked_files, metadata, supported, ranking, choice)
+        if isinstance(chosen, Unavailable):
+            return chosen
+        return _abi_builds([chosen], metadata, supported) if uses_abi else (chosen,)
     ordered = order_wheels([f.filename for f in ranked_files], ranking)
     if not ordered:
         return Unavailable(_variant_reason(ranked_files, metadata, supported, ranking))
-    best = _file_for(ordered[0], ranked_files)
-    label = best.filename.variant_label
-    return Selection(best, ranking, ranking.get(label) if label is not None else None)
+    selections = [
+        Selection(
+            _file_for(filename, ranked_files),
+            ranking,
+            ranking.get(filename.variant_label) if filename.variant_label is not None else None,
+        )
+        for filename in (ordered if uses_abi else ordered[:1])
+    ]
+    return _abi_builds(selections, metadata, supported) if uses_abi else (selections[0],)
+
+
+_ABI_NAMESPACE = "abi_dependency"  # wheelwise.variants.abi_dependency.NAMESPACE, unimported
+
+
+def _with_abi_values(
+    metadata: VariantMetadata,
+    supported: SupportedProperties,
+    preferred: Mapping[NormalizedName, Version],
+) -> SupportedProperties:
+    """*supported* with every valid abi_dependency value of *metadata*, the ones
+    matching *preferred* versions first: the resolver settles which build fits."""
+    from wheelwise.variants import abi_dependency as abi
+
+    values = {
+        feature: abi.preferred_values(listed, preferred.get(abi.package_name(feature)))
+        for feature, listed in abi.used_features(metadata).items()
+    }
+    return supported.replacing({abi.NAMESPACE: values})
+
+
+def _abi_builds(
+    selections: Sequence[Selection], metadata: VariantMetadata, supported: SupportedProperties
+) -> tuple[Selection, ...]:
+    """One selection per abi_dependency build and value combination, in order, up
+    to the first wheel that needs none: the resolver never gets past that one.
+    Only a label's best wheel by tags is kept, and a combination only once."""
+    from wheelwise.variants.properties import VariantProperty
+
+    builds: list[Selection] = []
+    seen_labels: set[str | None] = set()
+    seen_combinations: set[tuple[VariantProperty, ...]] = set()
+    for selection in selections:
+        label = selection.label
+        if label in seen_labels:
+            continue
+        seen_labels.add(label)
+        features = metadata.variants[label].get(_ABI_NAMESPACE) if label is not None else None
+        if not features:
+            builds.append(selection)
+            break
+        choices = [
+            [
+                VariantProperty(_ABI_NAMESPACE, feature, value)
+                for value in supported.values(_ABI_NAMESPACE, feature)
+                if value in listed
+            ]
+            for feature, listed in features.items()
+        ]
+        for combination in itertools.product(*choices):
+            if combination not in seen_combinations:
+                seen_combinations.add(combination)
+                builds.append(selection._replace(abi=combination))
+    return tuple(builds)
 
 
 def _chosen(
