@@ -475,6 +475,23 @@ def test_install_matches_the_installed_dependency(index_url: str, tmp_path: Path
     assert "already installed fakeorch 2.8.0" in result.stdout
 
 
+def test_a_new_dependency_version_replaces_the_installed_build(
+    index_url: str, tmp_path: Path
+) -> None:
+    python = make_venv(tmp_path / "venv")
+    cache = tmp_path / "cache"
+    first = install(python, index_url, cache, "fakeorch==2.8.0", "myext")
+    assert first.returncode == 0, first.stderr
+    assert installed(python)["myext-build"] == "torch28"
+    # Same myext version, no --upgrade: the torch28 build would break on 2.9.1.
+    result = install(python, index_url, cache, "fakeorch==2.9.1", "myext")
+    assert result.returncode == 0, result.stderr
+    assert installed(python) == {"fakeorch": "2.9.1", "myext": "1.0", "myext-build": "torch29"}
+    again = install(python, index_url, cache, "myext")
+    assert again.returncode == 0, again.stderr
+    assert "already installed myext 1.0 (variant torch29)" in again.stdout
+
+
 def test_install_backtracks_to_an_older_release(index_url: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     result = install(python, index_url, tmp_path / "cache", "fakeorch==2.10.0", "myext")

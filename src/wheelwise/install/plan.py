@@ -241,10 +241,13 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 link = package.file.link
                 assert isinstance(link, Link)
                 current = installed.get(package.name)
+                # An abi_dependency build must match its dependency's resolved version:
+                # another installed build of the same version is replaced, even without -U.
+                keep_variant = not options.upgrade and not package.abi
                 skipped = (
                     current is not None
                     and package.is_installed
-                    and (not options.upgrade or current.variant == package.label)
+                    and (keep_variant or current.variant == package.label)
                 )
                 release = finder.release(package.name, package.version)
                 metadata = release.variant_metadata() if release is not None else None
