@@ -13,18 +13,19 @@ document is written in one of two formats:
 
 Legacy spellings (PEP 817 drafts, variantlib 0.2) map to PEP 850 as follows:
 
-* an ahead-of-time provider (``install-time: false``, ``plugin-use: none`` or
-  ``build``, or any static properties) becomes ``providers.NS.static-properties``
-  (values in preference order) with ``providers.NS.feature-order`` listing every
-  static feature once; its ``requires`` / ``plugin-api`` run no plugin at install
-  time and are left out;
+* an ahead-of-time namespace (``install-time: false``, ``plugin-use: none``, or
+  static properties; see ``VariantMetadata.static_supported()`` for where its
+  values come from) becomes ``providers.NS.static-properties`` (values in
+  preference order) with ``providers.NS.feature-order`` listing every static
+  feature once: PEP 850 has no ``install-time``, static properties are what make
+  a provider ahead-of-time. Its ``requires`` / ``plugin-api`` run no plugin at
+  install time and are left out;
 * top-level ``static-properties`` move into their namespace's provider;
 * ``default-priorities.feature.NS`` becomes ``providers.NS.feature-order``;
 * ``default-priorities.property.NS`` reorders the static values of NS; on a
   namespace answered by a plugin PEP 850 has no place for it, so it is not written;
-* ``build-requires``, ``plugin-use: all`` and unknown provider keys do not take
-  part in selection and are not written; neither are providers of namespaces that
-  ``default-priorities.namespace`` does not list (no variant can use them).
+* ``build-requires``, ``plugin-use`` and unknown provider keys do not take part
+  in selection and are not written.
 """
 
 from __future__ import annotations
@@ -35,9 +36,6 @@ from typing import Any
 from wheelwise.variants.metadata import ProviderInfo, VariantMetadata
 
 PEP850_SCHEMA_URL = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
-
-# PEP 817 ``plugin-use`` values under which no plugin runs at install time.
-_AHEAD_OF_TIME_PLUGIN_USE = frozenset({"none", "build"})
 
 
 def needs_providers_format(metadata: VariantMetadata) -> bool:
@@ -85,8 +83,8 @@ def providers_table(metadata: VariantMetadata) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
     for ns in sorted(described & set(metadata.namespaces)):
         info = metadata.providers.get(ns, ProviderInfo())
-        if ns in static or _ahead_of_time(info):
-            entry = _static_entry(metadata, ns, static.get(ns, {}))
+        if ns in static:
+            entry = _static_entry(static[ns], metadata.property_priorities.get(ns, {}))
         else:
             entry = _plugin_entry(metadata, ns, info)
         if info.enable_if is not None:
@@ -97,19 +95,9 @@ def providers_table(metadata: VariantMetadata) -> dict[str, dict[str, Any]]:
     return table
 
 
-def _ahead_of_time(info: ProviderInfo) -> bool:
-    return not info.install_time or info.plugin_use in _AHEAD_OF_TIME_PLUGIN_USE
-
-
 def _static_entry(
-    metadata: VariantMetadata, ns: str, features: dict[str, tuple[str, ...]]
+    features: dict[str, tuple[str, ...]], priorities: dict[str, tuple[str, ...]]
 ) -> dict[str, Any]:
-    priorities = metadata.property_priorities.get(ns, {})
-    if not features:
-        # PEP 817 drafts (v0.0.2) list an ahead-of-time namespace's values only as
-        # its property priorities.
-        first = [f for f in metadata.feature_priorities.get(ns, ()) if f in priorities]
-        features = {f: priorities[f] for f in first + [f for f in priorities if f not in first]}
     entry: dict[str, Any] = {
         "static-properties": {
             feature: _preferred_first(values, priorities.get(feature, ()))
@@ -117,7 +105,7 @@ def _static_entry(
         }
     }
     if features:
-        # The order of static_supported(): feature priorities, then the provider's
+        # static_supported()'s order: feature priorities, then the provider's
         # feature-order, then document order; every static feature exactly once.
         entry["feature-order"] = list(features)
     return entry
