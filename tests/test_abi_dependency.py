@@ -27,8 +27,10 @@ from indexkit import demo_wheel, wheelwise_serve
 from installkit import WHEEL, make_venv, run_python
 from test_install_resolve import Index, run, versions
 from wheelwise.install.resolve import ResolutionConflict, VariantChoiceError
+from wheelwise.providers.abi_dependency import abi_dependency_report, installed_versions
 from wheelwise.variants import abi_dependency as abi
 from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.variants.ordering import rank_variants
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.supported import SupportedProperties
 
@@ -128,16 +130,32 @@ def test_supported_features_for_fixed_versions() -> None:
     assert abi.supported_features(metadata, {}) == {}
 
 
-def test_installed_versions(tmp_path: Path) -> None:
+def test_installed_distributions_answer_outside_a_resolution(tmp_path: Path) -> None:
     for name, version in [("Fake.Orch", "2.9.1"), ("broken", "not a version")]:
         dist_info = tmp_path / f"{name}-{version}.dist-info"
         dist_info.mkdir()
         (dist_info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
         )
-    assert abi.installed_versions([str(tmp_path)]) == {"fake-orch": Version("2.9.1")}
-    here = abi.installed_versions()  # this interpreter's: packaging is among them
+    assert installed_versions([str(tmp_path)]) == {"fake-orch": Version("2.9.1")}
+    here = installed_versions()  # this interpreter's: packaging is among them
     assert here[canonicalize_name("packaging")] == Version(packaging.__version__)
+
+    metadata = VariantMetadata.build(
+        ["abi_dependency"],
+        {
+            "p26": {"abi_dependency": {"packaging": [packaging.__version__.split(".")[0]]}},
+            "p1": {"abi_dependency": {"packaging": ["1"]}},
+            "orch": {"abi_dependency": {"fake_orch": ["2.9", "2.8"]}},
+        },
+    )
+    report = abi_dependency_report(metadata)
+    assert report.status == "ok"
+    assert dict(report.features) == {"packaging": (packaging.__version__.split(".")[0],)}
+    ranking = rank_variants(metadata, SupportedProperties({abi.NAMESPACE: report.features}))
+    assert ranking.order == ("p26",)
+    fixed = abi_dependency_report(metadata, installed_versions([str(tmp_path)]))
+    assert dict(fixed.features) == {"fake_orch": ("2.9",)}
 
 
 RELEASES = st.lists(st.integers(0, 12), min_size=1, max_size=4)

@@ -15,13 +15,12 @@ for any 2.x.
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from collections.abc import Iterable, Mapping
 
 from packaging.specifiers import Specifier
 from packaging.utils import NormalizedName, canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
@@ -29,7 +28,6 @@ from wheelwise.variants.properties import VariantProperty
 __all__ = [
     "NAMESPACE",
     "feature_name",
-    "installed_versions",
     "is_valid_value",
     "matches",
     "package_name",
@@ -136,24 +134,3 @@ def supported_features(
         if found:
             result[feature] = tuple(found)
     return result
-
-
-def installed_versions(path: Iterable[str] | None = None) -> dict[NormalizedName, Version]:
-    """``{name: version}`` of the distributions installed on *path* (default:
-    ``sys.path``); a distribution with a broken name or version is left out."""
-    found: dict[NormalizedName, Version] = {}
-    distributions = (
-        importlib.metadata.distributions()
-        if path is None
-        else importlib.metadata.distributions(path=list(path))
-    )
-    for dist in distributions:
-        name = dist.metadata["Name"]
-        if not name:
-            continue
-        try:
-            # The first one found wins, as for imports.
-            found.setdefault(canonicalize_name(name), Version(dist.version))
-        except InvalidVersion:
-            continue
-    return found
