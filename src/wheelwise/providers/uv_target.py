@@ -33,11 +33,6 @@ from wheelwise.variants.errors import InvalidSystem, VariantError
 from wheelwise.variants.grammar import validate_name, validate_value
 from wheelwise.variants.supported import SupportedProperties
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
@@ -121,6 +116,12 @@ def parse_uv_target(text: bytes | str, *, source: str = "<system>") -> Supported
 
 
 def read_uv_target(text: bytes | str, *, source: str = "<system>") -> UvTarget:
+    # Imported here: `detect --format uv` only writes, on a path kept short.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
