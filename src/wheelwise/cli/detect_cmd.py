@@ -16,7 +16,7 @@ from wheelwise.providers.detect import Detection, detect_cached
     type=click.Choice(FORMATS),
     default=None,
     help="table (default); json: the document --system FILE reads; "
-    "uv: the same as uv's variant target TOML (UV_VARIANT_LOCK).",
+    "uv: the same, as uv's variant target TOML (the UV_VARIANT_LOCK file format).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the system document as JSON.")
 @click.option("--refresh", is_flag=True, help="Ignore the cached result and detect again.")
@@ -24,9 +24,9 @@ from wheelwise.providers.detect import Detection, detect_cached
 def detect(output_format: str | None, as_json: bool, refresh: bool) -> None:
     """Detect this machine's supported variant properties.
 
-    The --json document, and the --format uv TOML, are what --system FILE accepts
-    everywhere: record them on the target machine, install for that machine elsewhere.
-    uv reads the TOML through UV_VARIANT_LOCK.
+    The --json document and the --format uv TOML are what --system FILE accepts
+    everywhere: record one on the target machine, install for that machine elsewhere.
+    The TOML is in the format of uv's variant target file (UV_VARIANT_LOCK).
     """
     if as_json and output_format not in (None, "json"):
         raise click.UsageError(f"--json and --format {output_format} ask for different formats")

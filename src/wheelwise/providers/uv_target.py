@@ -1,8 +1,9 @@
 """uv's static target file (``UV_VARIANT_LOCK``): a machine as ``[[provider]]`` tables.
 
-uv's wheel-variant preview can read the target machine from a TOML file instead of
-running providers; ``wheelwise detect --format uv`` writes one and ``--system FILE``
-reads one, so a target recorded by either tool serves both::
+uv's wheel-variant work describes a target machine in a TOML file, named by
+``UV_VARIANT_LOCK``, instead of running providers. ``wheelwise detect --format uv``
+writes that format and ``--system FILE`` reads it, so one recorded target serves
+both tools::
 
     [metadata]
     created-by = "wheelwise 1.0"
@@ -18,7 +19,9 @@ reads one, so a target recorded by either tool serves both::
 Each provider table names a namespace; ``properties`` maps its features to the
 supported values, best first. ``resolved`` (the provider packages that produced the
 answer, as requirement strings) and ``plugin-api`` (their PEP 817 entry point) are
-kept for the record; selection only needs the properties. Names and values follow
+kept for the record; selection only needs the properties. wheelwise writes
+``resolved = []`` and no ``plugin-api``: its built-in providers are not packages
+anyone could install. Names and values follow
 the PEP 825 grammar, so the writer below never needs more than plain quoting.
 """
 
