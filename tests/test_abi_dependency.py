@@ -545,3 +545,35 @@ def test_dry_run_shows_the_deciding_property(index_url: str, tmp_path: Path) -> 
     assert "torch28" in result.stdout
     assert "abi_dependency :: fakeorch :: 2.8" in result.stdout
     assert "torch29" not in result.stdout
+
+
+# -- wheelwise select: no resolution, the installed distributions answer ----------------
+
+
+def test_select_matches_this_interpreters_distributions(tmp_path: Path) -> None:
+    major = packaging.__version__.split(".")[0]
+    document = {
+        "$schema": "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json",
+        "default-priorities": {"namespace": ["abi_dependency"]},
+        "variants": {
+            "current": {"abi_dependency": {"packaging": [major]}},
+            "old": {"abi_dependency": {"packaging": ["1.0"]}},
+            "missing": {"abi_dependency": {"not_installed_anywhere": ["1"]}},
+        },
+    }
+    variants = tmp_path / "pkg-1.0-variants.json"
+    variants.write_text(json.dumps(document))
+    argv = [sys.executable, "-m", "wheelwise", "select", str(variants), "--json"]
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    ranking = json.loads(result.stdout)
+    assert ranking["order"] == ["current"]
+    assert set(ranking["rejected"]) == {"old", "missing"}
+    # With --system, the file alone says what the target has.
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps({"system": {"abi_dependency": {"packaging": ["1.0"]}}}))
+    result = subprocess.run(
+        [*argv, "--system", str(system)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["order"] == ["old"]

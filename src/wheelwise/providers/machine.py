@@ -69,6 +69,12 @@ def machine_for(
     plugin_specs = []
     builtin_wanted: list[str] = []
     for ns in metadata.namespaces:
+        if ns == "abi_dependency" and system is None:
+            # PEP 817: never a plugin's; the installed distributions answer it.
+            from wheelwise.providers.abi_dependency import abi_dependency_report
+
+            reports[ns] = abi_dependency_report(metadata)
+            continue
         info = metadata.providers.get(ns)
         switched_off = _switched_off(ns, info, options)
         if switched_off is not None:
