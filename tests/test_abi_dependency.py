@@ -20,7 +20,6 @@ import packaging
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from indexkit import demo_wheel, wheelwise_serve
@@ -137,9 +136,10 @@ def test_installed_distributions_answer_outside_a_resolution(tmp_path: Path) -> 
         (dist_info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
         )
-    assert installed_versions([str(tmp_path)]) == {"fake-orch": Version("2.9.1")}
-    here = installed_versions()  # this interpreter's: packaging is among them
-    assert here[canonicalize_name("packaging")] == Version(packaging.__version__)
+    names = ["fake_orch", "broken", "absent"]
+    assert installed_versions(names, [str(tmp_path)]) == {"fake-orch": Version("2.9.1")}
+    here = installed_versions(["Packaging"])  # this interpreter's
+    assert here == {"packaging": Version(packaging.__version__)}
 
     metadata = VariantMetadata.build(
         ["abi_dependency"],
@@ -154,7 +154,7 @@ def test_installed_distributions_answer_outside_a_resolution(tmp_path: Path) -> 
     assert dict(report.features) == {"packaging": (packaging.__version__.split(".")[0],)}
     ranking = rank_variants(metadata, SupportedProperties({abi.NAMESPACE: report.features}))
     assert ranking.order == ("p26",)
-    fixed = abi_dependency_report(metadata, installed_versions([str(tmp_path)]))
+    fixed = abi_dependency_report(metadata, installed_versions(names, [str(tmp_path)]))
     assert dict(fixed.features) == {"fake_orch": ("2.9",)}
 
 

@@ -8,37 +8,40 @@ versions in its place, see :mod:`wheelwise.install.selection`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import sys
 from collections.abc import Iterable, Mapping
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelwise.providers.base import ProviderReport
-from wheelwise.variants.abi_dependency import NAMESPACE, supported_features
+from wheelwise.variants.abi_dependency import (
+    NAMESPACE,
+    package_name,
+    supported_features,
+    used_features,
+)
 from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = ["abi_dependency_report", "installed_versions"]
 
 
-def installed_versions(path: Iterable[str] | None = None) -> dict[str, Version]:
-    """``{normalized name: version}`` of the distributions installed on *path* (default:
-    ``sys.path``); a distribution with a broken name or version is left out."""
+def installed_versions(
+    names: Iterable[str], path: Iterable[str] | None = None
+) -> dict[str, Version]:
+    """``{normalized name: version}`` of those of *names* installed on *path*
+    (default: ``sys.path``). Looking up
+    only the named distributions is fast; scanning them all takes ~20 ms."""
+    search = sys.path if path is None else list(path)
     found: dict[str, Version] = {}
-    distributions = (
-        importlib.metadata.distributions()
-        if path is None
-        else importlib.metadata.distributions(path=list(path))
-    )
-    for dist in distributions:
-        name = dist.metadata["Name"]
-        if not name:
-            continue
-        try:
-            # The first one found wins, as for imports.
-            found.setdefault(canonicalize_name(name), Version(dist.version))
-        except InvalidVersion:
-            continue
+    for name in names:
+        # The first one found is the one imported; a broken version matches nothing.
+        for dist in importlib.metadata.distributions(name=name, path=search):
+            with contextlib.suppress(InvalidVersion):
+                found[canonicalize_name(name)] = Version(dist.version)
+            break
     return found
 
 
@@ -47,7 +50,9 @@ def abi_dependency_report(
 ) -> ProviderReport:
     """The supported ``abi_dependency`` properties of *metadata* for *versions*
     (default: this interpreter's installed distributions)."""
-    found = supported_features(metadata, installed_versions() if versions is None else versions)
+    if versions is None:
+        versions = installed_versions(package_name(f) for f in used_features(metadata))
+    found = supported_features(metadata, versions)
     return ProviderReport(
         NAMESPACE,
         "ok",
