@@ -21,8 +21,8 @@ from wheelwise.variants.ordering import Ranking, rank_variants
     "--system",
     "system_file",
     type=click.Path(path_type=Path),
-    help="JSON file of the target machine's supported properties "
-    '({"system": {NS: {FEATURE: [VALUES, best first]}}}).',
+    help="JSON or TOML file of the target machine's supported properties "
+    "(wheelwise detect --json, or --format uv).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON document.")
 @provider_options
