@@ -25,7 +25,7 @@ from packaging.version import Version
 from indexkit import demo_wheel, wheelwise_serve
 from installkit import WHEEL, make_venv, run_python
 from test_install_resolve import Index, run, versions
-from wheelwise.install.resolve import ResolutionConflict, VariantChoiceError
+from wheelwise.install.resolve import NoCompatibleWheel, ResolutionConflict, VariantChoiceError
 from wheelwise.providers.abi_dependency import abi_dependency_report, installed_versions
 from wheelwise.variants import abi_dependency as abi
 from wheelwise.variants.metadata import VariantMetadata
@@ -194,9 +194,9 @@ def test_preferred_values_are_the_valid_values_reordered(
 # -- the resolver (in-memory source) ---------------------------------------------------
 
 
-def abi_meta(*builds: str, namespaces: tuple[str, ...] = ("abi_dependency",)) -> VariantMetadata:
+def abi_meta(*builds: str) -> VariantMetadata:
     return VariantMetadata.build(
-        namespaces,
+        ["abi_dependency"],
         {f"torch{b.replace('.', '')}": {"abi_dependency": {"fakeorch": [b]}} for b in builds},
     )
 
@@ -305,7 +305,7 @@ def test_no_variant_ignores_the_builds() -> None:
     result = run(index, "fakeorch==2.10.0", "myext", no_variant=True)
     assert result["myext"].label is None
     assert run(index, "myext", no_variant=True)["myext"].requires == ()
-    with pytest.raises(Exception, match="variant wheels are disabled"):
+    with pytest.raises(NoCompatibleWheel, match="variant wheels are disabled"):
         run(source(), "myext", no_variant=True)
 
 
@@ -362,7 +362,7 @@ def test_the_machine_ranks_first_and_the_dependency_picks_among_equals() -> None
         },
     )
     files = [f"myext-1.0-py3-none-any-{label}.whl" for label in metadata.labels]
-    index = Index().add("fake.orch", "2.8.0").add("Fake_Orch", "2.9.1")
+    index = Index().add("fake-orch", "2.8.0").add("fake-orch", "2.9.1")
     index.add("myext", "1.0", files=files, metadata=metadata)
     machine = SupportedProperties({"x86_64": {"level": ("v3", "v2", "v1")}})
     result = run(index, "myext", "fake-orch==2.8.0", machine=machine)
