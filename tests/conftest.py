@@ -11,7 +11,8 @@ import pytest
 from hypothesis import settings
 from jsonschema import Draft202012Validator
 
-from paths import CORPUS, VARIANT_SCHEMA
+from paths import CORPUS, DATA, VARIANT_SCHEMA
+from wheelwise.providers.fingerprint import OVERRIDE_VARIABLES
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +31,20 @@ def variant_schema_validator() -> Any:
     schema = json.loads(path.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
+
+
+@pytest.fixture
+def simulated_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An old x86-64 CPU (level v1), no GPU, no ROCm, private cache and config: the
+    providers see nothing of the machine the tests run on."""
+    for name in OVERRIDE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WHEELWISE_CPUINFO", str(DATA / "cpuinfo" / "linux-scientific7-k10"))
+    monkeypatch.setenv("WHEELWISE_NVIDIA_DRIVER", "none")
+    monkeypatch.setenv("WHEELWISE_AMD_ROCM", "none")
+    monkeypatch.setenv("WHEELWISE_AMD_GFX", "none")
+    monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("WHEELWISE_CONFIG", str(tmp_path / "config.toml"))
 
 
 # Property tests run without per-example deadlines (CI machines are small and shared);

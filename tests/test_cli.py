@@ -10,26 +10,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from paths import CORPUS, DATA
+from paths import CORPUS
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.cli.app import cli as main
-from wheelwise.providers.fingerprint import OVERRIDE_VARIABLES
 
 TEST_PACKAGE_JSON = CORPUS / "test-package" / "dist" / "test_package-0-variants.json"
 PLUGIN_MACHINE = {"system": {"installable_plugin": {"feat1": ["val1c", "val1b"]}}}
 
 
-@pytest.fixture(autouse=True)
-def _simulated_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """An old x86-64 CPU (level v1), no GPU, private cache and config."""
-    for name in OVERRIDE_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WHEELWISE_CPUINFO", str(DATA / "cpuinfo" / "linux-scientific7-k10"))
-    monkeypatch.setenv("WHEELWISE_NVIDIA_DRIVER", "none")
-    monkeypatch.setenv("WHEELWISE_AMD_ROCM", "none")
-    monkeypatch.setenv("WHEELWISE_AMD_GFX", "none")
-    monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("WHEELWISE_CONFIG", str(tmp_path / "config.toml"))
+pytestmark = pytest.mark.usefixtures("simulated_machine")
 
 
 def run(*args: str | Path) -> Result:

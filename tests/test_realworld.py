@@ -14,7 +14,6 @@ from click.testing import CliRunner, Result
 
 from paths import DATA
 from wheelwise.cli.app import cli as main
-from wheelwise.providers.fingerprint import OVERRIDE_VARIABLES
 from wheelwise.providers.machine import MachineOptions, machine_for
 from wheelwise.variants import InvalidMetadata, UnsupportedSchema, VariantMetadata
 from wheelwise.variants.ordering import rank_variants
@@ -38,17 +37,7 @@ LINUX = {"platform_system": "Linux", "platform_machine": "x86_64", "sys_platform
 NO_GPU = ("none", "")
 
 
-@pytest.fixture(autouse=True)
-def _simulated_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No GPU unless a test says so, no ROCm, private cache and config."""
-    for name in OVERRIDE_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WHEELWISE_CPUINFO", str(DATA / "cpuinfo" / "linux-scientific7-k10"))
-    monkeypatch.setenv("WHEELWISE_NVIDIA_DRIVER", "none")
-    monkeypatch.setenv("WHEELWISE_AMD_ROCM", "none")
-    monkeypatch.setenv("WHEELWISE_AMD_GFX", "none")
-    monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("WHEELWISE_CONFIG", str(tmp_path / "config.toml"))
+pytestmark = pytest.mark.usefixtures("simulated_machine")
 
 
 def select(path: Path, *args: str, driver: str, gpus: str) -> Result:

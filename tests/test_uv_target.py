@@ -25,7 +25,6 @@ from wheelfactory import make_wheel
 from wheelwise.cli import fast_detect
 from wheelwise.cli.app import cli
 from wheelwise.providers.base import ProviderReport
-from wheelwise.providers.fingerprint import OVERRIDE_VARIABLES
 from wheelwise.providers.uv_target import (
     NotUvTarget,
     UvProvider,
@@ -50,17 +49,7 @@ K10 = DATA / "cpuinfo" / "linux-scientific7-k10"
 HASWELL = DATA / "cpuinfo" / "linux-rhel7-haswell"
 
 
-@pytest.fixture(autouse=True)
-def _simulated_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """An old x86-64 CPU (level v1), no GPU, private cache and config."""
-    for name in OVERRIDE_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WHEELWISE_CPUINFO", str(K10))
-    monkeypatch.setenv("WHEELWISE_NVIDIA_DRIVER", "none")
-    monkeypatch.setenv("WHEELWISE_AMD_ROCM", "none")
-    monkeypatch.setenv("WHEELWISE_AMD_GFX", "none")
-    monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("WHEELWISE_CONFIG", str(tmp_path / "config.toml"))
+pytestmark = pytest.mark.usefixtures("simulated_machine")
 
 
 def run(*args: str | Path) -> Result:
