@@ -7,14 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from indexkit import demo_wheels
+from indexkit import demo_wheels, uvicorn_thread
 from paths import DATA
 from wheelfactory import make_wheel
+from wheelwise.index.server import create_app
 from wheelwise.index.static import build_site
 from wheelwise.variants.merging import merge
 from wheelwise.variants.metadata import VariantMetadata
@@ -399,14 +401,13 @@ order = ["1", "2"]
 """
 
 
-def test_index_build_publishes_provider_information(
-    tmp_path: Path, pep850_validator: Draft202012Validator
-) -> None:
+def provider_wheels(directory: Path, validator: Draft202012Validator) -> Path:
+    """Two variant wheels of pkg 1.0 made with PROJECT: each carries its providers."""
     project = read_pyproject_variant(PROJECT)
-    plain = tmp_path / "plain"
+    plain = directory / "plain"
     plain.mkdir()
     base = make_wheel(plain, "pkg-1.0-py3-none-any.whl", record=True)
-    wheels = tmp_path / "wheels"
+    wheels = directory / "wheels"
     for label, props in {
         "cu128": ["nvidia :: cuda_version_lower_bound :: 12.8", "prio :: order :: 2"],
         "cu130": ["nvidia :: cuda_version_lower_bound :: 13.0", "prio :: order :: 1"],
@@ -420,8 +421,15 @@ def test_index_build_publishes_provider_information(
         )
         with WheelArchive(made) as archive:
             own = json.loads(archive.read(archive.dist_info_path("variant.json")))
-        pep850_validator.validate(own)
+        validator.validate(own)
         assert set(own["providers"]) == {"nvidia", "prio"}
+    return wheels
+
+
+def test_index_build_publishes_provider_information(
+    tmp_path: Path, pep850_validator: Draft202012Validator
+) -> None:
+    wheels = provider_wheels(tmp_path, pep850_validator)
     build_site(wheels, tmp_path / "site")
     published = json.loads((tmp_path / "site/files/pkg/pkg-1.0-variants.json").read_text())
     pep850_validator.validate(published)
@@ -431,3 +439,15 @@ def test_index_build_publishes_provider_information(
         "prio": {"feature-order": ["order"], "static-properties": {"order": ["1", "2"]}},
     }
     assert set(published["variants"]) == {"cu128", "cu130"}
+
+
+def test_index_serve_publishes_the_same_document(
+    tmp_path: Path, pep850_validator: Draft202012Validator
+) -> None:
+    wheels = provider_wheels(tmp_path, pep850_validator)
+    build_site(wheels, tmp_path / "site")
+    built = (tmp_path / "site/files/pkg/pkg-1.0-variants.json").read_bytes()
+    with uvicorn_thread(create_app(wheels)) as base:
+        served = httpx.get(f"{base}/files/pkg/pkg-1.0-variants.json")
+    assert served.status_code == 200
+    assert served.content == built
