@@ -11,7 +11,7 @@ from wheelwise.cli.errors import InputError, input_errors
 
 @click.group()
 def index() -> None:
-    """Publish wheels as a simple repository (PEP 503 / 691 / 658 / 825)."""
+    """Publish wheels as a simple repository (PEP 503 / 691 / 658 / 825 / 850)."""
 
 
 @index.command("build")

@@ -6,7 +6,7 @@ A wheel links its core metadata file, served at the wheel's URL plus
 older clients, ``data-dist-info-metadata`` in HTML; only ``core-metadata`` in
 JSON, as PEP 714 requires (pip 22.3 to 23.1 fail on ``dist-info-metadata``
 there). A release with variant wheels lists its ``{name}-{version}-variants.json``
-as one more file (PEP 825 "Index-level metadata").
+as one more file (PEP 825 "Index-level metadata"; PEP 850 when it carries providers).
 
 The site layout, the same for the static site and the server::
 

@@ -8,7 +8,8 @@ Layout of SITE::
     simple/<project>/index.json        the same page as PEP 691 JSON
     files/<project>/<file>             wheels and sdists (hard links, else copies)
     files/<project>/<wheel>.metadata   core metadata (PEP 658)
-    files/<project>/<name>-<version>-variants.json   merged variant metadata
+    files/<project>/<name>-<version>-variants.json   merged variant metadata (PEP 850
+                                                     where the wheels carry providers)
     .wheelwise-index.json              the builder's state (what it read, per file)
 
 The whole site is written into a temporary directory next to SITE and swapped in
