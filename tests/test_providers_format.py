@@ -23,13 +23,13 @@ from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.ordering import rank_variants
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.providers_format import (
-    PEP850_SCHEMA_URL,
     metadata_bytes,
     metadata_document,
     metadata_json,
     needs_providers_format,
 )
 from wheelwise.variants.pyproject import read_pyproject_variant
+from wheelwise.variants.schema import PEP850_SCHEMA_URL
 from wheelwise.variants.supported import SupportedProperties
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.make import make_variant

@@ -24,7 +24,7 @@ import uvcorpus
 from indexkit import installer_env, site_packages, uv_executable
 from paths import DATA
 from uvcorpus import ENABLE_IF_PACKAGE, INSTALLED_TOGETHER, MACHINES, PACKAGES
-from wheelwise.variants.providers_format import PEP850_SCHEMA_URL
+from wheelwise.variants.schema import PEP850_SCHEMA_URL
 
 TOOLS = ("uv", "wheelwise")
 # The machine the enable-if package is tried on.

@@ -34,8 +34,7 @@ import json
 from typing import Any
 
 from wheelwise.variants.metadata import ProviderInfo, VariantMetadata
-
-PEP850_SCHEMA_URL = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
+from wheelwise.variants.schema import PEP850_SCHEMA_URL
 
 
 def needs_providers_format(metadata: VariantMetadata) -> bool:
