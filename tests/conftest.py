@@ -33,6 +33,14 @@ def variant_schema_validator() -> Any:
     return Draft202012Validator(schema)
 
 
+@pytest.fixture(scope="session")
+def pep850_validator() -> Any:
+    """A Draft 2020-12 validator for the PEP 850 v0.2.0 (providers) schema."""
+    schema = json.loads((DATA / "pep-0850-variant-schema.json").read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
 @pytest.fixture
 def simulated_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """An old x86-64 CPU (level v1), no GPU, no ROCm, private cache and config: the

@@ -43,13 +43,6 @@ NVIDIA_PLUGIN = {
 }
 
 
-@pytest.fixture(scope="module")
-def pep850_validator() -> Draft202012Validator:
-    schema = json.loads((DATA / "pep-0850-variant-schema.json").read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
-
-
 def legacy(doc: dict[str, Any]) -> VariantMetadata:
     return VariantMetadata.from_dict({"$schema": LEGACY_SCHEMA, **doc}, source="legacy.json")
 

@@ -394,15 +394,18 @@ requires = ["test-plugin-package"]
 """
 
 
-def test_pyproject_namespaces(plain: Path, tmp_path: Path, variant_schema_validator: Any) -> None:
+def test_pyproject_namespaces(plain: Path, tmp_path: Path, pep850_validator: Any) -> None:
     project = read_pyproject_variant(PYPROJECT)
-    assert project.providers  # legacy data, not written
+    assert project.providers
     made = make_variant(plain, tmp_path / "a", properties=[CU128], project=project)
-    check_output(made, variant_schema_validator)
+    pep850_validator.validate(variant_json(made))
     assert variant_json(made)["default-priorities"] == {
         "namespace": ["x86_64", "nvidia", "installable_plugin"]
     }
-    assert "providers" not in variant_json(made)
+    # Provider information is kept (PEP 850): installers need it to select the wheel.
+    assert variant_json(made)["providers"] == {
+        "installable_plugin": {"requires": ["test-plugin-package"]}
+    }
     # --namespaces wins over the project.
     made = make_variant(
         plain, tmp_path / "b", properties=[CU128], project=project, namespaces=["nvidia"]
