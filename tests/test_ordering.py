@@ -1001,3 +1001,26 @@ def test_reasons_share_a_clause_and_show_values_naturally_ordered() -> None:
         "nvidia :: sm_arch one of 70_real, 90_real, 100_real; machine has no nvidia support"
     )
     assert ranking.rejected["v4"] == "needs x86_64 :: level :: v4; machine has v3, v2, v1"
+
+
+def test_provider_feature_order_ranks_a_plugin_namespace() -> None:
+    """PEP 850 has no ``default-priorities.feature``: a provider's ``feature-order``
+    orders the features of its namespace, whoever answers it."""
+    variants = {"by_f1": {"ns": {"f1": ["x"]}}, "by_f2": {"ns": {"f2": ["x"]}}}
+    system = {"ns": {"f1": ["x"], "f2": ["x"]}}
+    provider: dict[str, Any] = {"requires": ["ns-provider"], "feature-order": ["f2", "f1"]}
+    doc = {
+        "$schema": "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json",
+        "default-priorities": {"namespace": ["ns"]},
+        "providers": {"ns": provider},
+        "variants": variants,
+    }
+    assert rank_variants(VariantMetadata.from_dict(doc), machine(system)).order == (
+        "by_f2",
+        "by_f1",
+    )
+    del provider["feature-order"]
+    assert rank_variants(VariantMetadata.from_dict(doc), machine(system)).order == (
+        "by_f1",
+        "by_f2",
+    )

@@ -64,9 +64,9 @@ class ProviderInfo:
     def is_static(self) -> bool:
         """An ahead-of-time provider: its supported properties ship in the metadata.
 
-        Each era spells it its own way: ``install-time: false`` (PEP 817, PEP 850),
+        Each era spells it its own way: ``install-time: false`` (PEP 817),
         ``plugin-use: none`` (the v0.0.2 draft) or static properties in the block
-        (variantlib 0.2)."""
+        (variantlib 0.2, PEP 850)."""
         return not self.install_time or self.plugin_use == "none" or bool(self.static_properties)
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,12 +256,19 @@ class VariantMetadata:
                 merged[ns] = dict(self.property_priorities.get(ns, {})) or self._used_values(ns)
         result: OrderedProperties = {}
         for ns, features in merged.items():
-            order = list(self.feature_priorities.get(ns, ()))
-            if ns in self.providers:
-                order += [f for f in self.providers[ns].feature_order if f not in order]
+            order = list(self.feature_order(ns))
             order += [f for f in features if f not in order]
             result[ns] = {f: features[f] for f in order if f in features}
         return result
+
+    def feature_order(self, ns: str) -> tuple[str, ...]:
+        """The features of *ns* the metadata ranks first, in order:
+        ``default-priorities.feature`` (PEP 817), then the provider's
+        ``feature-order`` (variantlib 0.2, PEP 850)."""
+        order = list(self.feature_priorities.get(ns, ()))
+        if ns in self.providers:
+            order += [f for f in self.providers[ns].feature_order if f not in order]
+        return tuple(order)
 
     def _used_values(self, ns: str) -> dict[str, tuple[str, ...]]:
         used: dict[str, set[str]] = {}

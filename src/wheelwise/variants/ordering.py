@@ -106,11 +106,12 @@ def effective_supported(
 ) -> SupportedProperties:
     """The machine's properties reordered by the metadata's legacy priorities."""
     base = supported
-    if not metadata.feature_priorities and not metadata.property_priorities:
+    has_feature_order = any(p.feature_order for p in metadata.providers.values())
+    if not (metadata.feature_priorities or metadata.property_priorities or has_feature_order):
         return base
     ordered: dict[str, dict[str, tuple[str, ...]]] = {}
     for ns, features in base.namespaces.items():
-        first = [f for f in metadata.feature_priorities.get(ns, ()) if f in features]
+        first = [f for f in metadata.feature_order(ns) if f in features]
         feature_order = first + [f for f in features if f not in first]
         ordered[ns] = {}
         for feature in feature_order:
