@@ -26,6 +26,7 @@ import pytest
 
 from indexkit import demo_wheel, http_server, uvicorn_thread, wheelwise_serve
 from installkit import WHEEL, make_venv, pip, run_python
+from wheelwise import __version__ as wheelwise_version
 from wheelwise.index.static import build_site
 
 DATA = Path(__file__).parent / "data" / "cpuinfo"
@@ -255,7 +256,10 @@ def test_dry_run_shows_rejected_labels_and_report(served: str, tmp_path: Path) -
     assert tree_hash(python) == before
     document = json.loads(report.read_text())
     assert document["version"] == "1"
-    assert document["installer"].startswith("wheelwise ")
+    # Not pip: no pip_version (consumers read it as pip's); installer names wheelwise.
+    assert "pip_version" not in document
+    assert document["installer"]["name"] == "wheelwise"
+    assert document["installer"]["version"] == wheelwise_version
     assert set(document["environment"]) >= {"python_version", "sys_platform"}
     items = {item["metadata"]["name"]: item for item in document["install"]}
     assert set(items) == {"app", "gpukit", "cudart"}

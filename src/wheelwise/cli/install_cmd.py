@@ -18,6 +18,7 @@ from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.errors import InstallError
 from wheelwise.install.reqfile import RequirementsFileError, RequirementsSet, read_requirements
+from wheelwise.install.variant_requirement import VariantRequirementError
 
 # The installer's modules load inside the commands: `install` first starts querying
 # the target interpreter, which answers while they load (~0.15 s).
@@ -44,7 +45,7 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
                 raise
             _report_late_interrupt(exc)
             raise click.exceptions.Exit(130) from None
-        except (InstallError, RequirementsFileError) as exc:
+        except (InstallError, RequirementsFileError, VariantRequirementError) as exc:
             raise InputError(str(exc)) from None
         except SourceError as exc:
             raise InputError(exc.message) from None
@@ -123,6 +124,11 @@ class _RichProgress:
             self.progress.update(self.task, description=f"downloaded {self.done}")
 
 
+def _warn(message: str) -> None:
+    """A problem the installer worked around (invalid variant metadata, say)."""
+    click.echo(f"wheelwise: warning: {message}", err=True)
+
+
 def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     choice: dict[str, str] = {}
     for value in values:
@@ -134,7 +140,7 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.command()
-@click.argument("requirements", nargs=-1)
+@click.argument("requirements", nargs=-1, metavar="[REQ[#LABEL]]...")
 @click.option(
     "-r",
     "--requirement",
@@ -178,7 +184,7 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     "variants",
     multiple=True,
     metavar="NAME=LABEL",
-    help="Install this variant of package NAME (repeatable).",
+    help="Install this variant of package NAME (repeatable); or write NAME#LABEL.",
 )
 @click.option(
     "--system",
@@ -271,6 +277,8 @@ def install(
             require_hashes=require_hashes,
             break_system_packages=break_system_packages,
             timeout=timeout,
+            refresh=refresh,
+            warn=_warn,
         )
         interactive = not quiet and sys.stderr.isatty() and sys.stdout.isatty()
         if interactive and not dry_run:

@@ -29,3 +29,8 @@ class ExternallyManagedError(InstallError):
 
 class LockTimeoutError(InstallError):
     """Another run holds the target environment's lock for too long."""
+
+
+class VariantMismatch(InstallError):
+    """A downloaded variant wheel's own ``variant.json`` does not give its label the
+    properties the wheel was chosen for (PEP 825 "Metadata consistency")."""

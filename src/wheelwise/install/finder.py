@@ -10,7 +10,12 @@ from, and only that source's files and variant metadata are used (PEP 825
 A release's variant metadata is its ``*-variants.json``, fetched only when the
 release has variant wheels; when the source lists none, the ``variant.json`` of one
 wheel per label is read (the wheel is downloaded into the cache folder, where the
-installer finds it again) and the documents are merged. Dependencies come from PEP
+installer finds it again) and the documents are merged. Invalid metadata degrades
+gracefully (PEP 825 "Implementation requirements"), each step with a warning: an
+invalid ``*-variants.json`` (bad JSON, schema, unknown major version) gives way to
+the wheels' own ``variant.json``; a wheel whose ``variant.json`` is unusable leaves
+its label out (its wheels count as incompatible); with no usable metadata at all,
+the release has none, and only its non-variant wheels can be chosen. Dependencies come from PEP
 658 metadata when the source serves it, else from the wheel's ``METADATA``; a small
 wheel that is downloaded early (the only one that can satisfy a requirement) is read
 instead of fetching its PEP 658 file.
@@ -25,7 +30,7 @@ import functools
 import os
 import tempfile
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +45,7 @@ from wheelwise.index.client import (
     IndexClient,
     IndexFile,
     IndexSource,
+    InvalidPage,
     ProjectListing,
     SourceListing,
     find_candidates,
@@ -52,7 +58,13 @@ from wheelwise.wheels.archive import WheelArchive
 if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
     from wheelwise.variants.metadata import VariantMetadata
 
-__all__ = ["IndexFinder", "IndexRelease", "Link", "requires_dist"]
+__all__ = ["WHEELS_METADATA", "IndexFinder", "IndexRelease", "Link", "Warn", "requires_dist"]
+
+# Where a release's variant metadata came from when no index file was used.
+WHEELS_METADATA = "the variant.json of its variant wheels"
+
+Warn = Callable[[str], None]
+"""Receives one line for each problem the installer worked around (never raises)."""
 
 # Wheels of one release whose metadata is fetched ahead (platform wheels of a
 # binary project: usually one or two fit the target).
@@ -122,6 +134,11 @@ class IndexRelease:
     finder: IndexFinder = field(repr=False)
     _metadata: VariantMetadata | None = field(default=None, init=False, repr=False)
     _loaded: bool = field(default=False, init=False, repr=False)
+    # Where the variant metadata came from: the ``*-variants.json`` URL, or
+    # WHEELS_METADATA (None until loaded, or without any).
+    variant_source: str | None = field(default=None, init=False)
+    # Why the release has no variant metadata although it has variant wheels.
+    variant_metadata_problem: str | None = field(default=None, init=False)
 
     @property
     def source(self) -> IndexSource:
@@ -140,7 +157,8 @@ class IndexFinder:
     *cache_dir* (a temporary folder when not given; :meth:`close` removes it).
 
     *early*, if given, downloads the wheels that will probably be installed while
-    resolving (see :meth:`pinned`)."""
+    resolving (see :meth:`pinned`). *warn* hears each problem with variant metadata
+    that was worked around (see the module's docstring)."""
 
     def __init__(
         self,
@@ -152,11 +170,13 @@ class IndexFinder:
         cache_dir: Path | None = None,
         prefetcher: ListingPrefetcher | None = None,
         early: EarlyWheels | None = None,
+        warn: Warn | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
         self.prefetcher = prefetcher
         self.early = early
+        self.warn: Warn = warn if warn is not None else _ignore
         self.sources = list(sources)
         self.client = client
         self.tags = frozenset(tags)
@@ -393,14 +413,31 @@ class IndexFinder:
 
     def load_variant_metadata(self, release: IndexRelease) -> VariantMetadata | None:
         """The release's ``*-variants.json``, else the merged ``variant.json`` of one
-        tag-compatible wheel per label; None without variant wheels."""
+        tag-compatible wheel per label; None without variant wheels, or when no
+        usable metadata was found (``release.variant_metadata_problem`` says why)."""
         variant_files = [f for f in release.files if f.filename.is_variant]
         if not variant_files:
             return None
         listed = release.listing.variants_json(release.version)
         if listed is not None:
-            return self.client.fetch_variants_json(listed)
+            try:
+                metadata = self.client.fetch_variants_json(listed)
+            except InvalidPage as exc:  # only the document itself is invalid
+                self.warn(f"{exc.message}; reading each variant wheel's own variant.json instead")
+            else:
+                release.variant_source = listed.url
+                return metadata
+        merged = self._metadata_from_wheels(release, variant_files)
+        if merged is not None:
+            release.variant_source = WHEELS_METADATA
+        return merged
+
+    def _metadata_from_wheels(
+        self, release: IndexRelease, variant_files: Sequence[WheelFile]
+    ) -> VariantMetadata | None:
+        from wheelwise.variants.errors import VariantError
         from wheelwise.variants.merging import merge
+        from wheelwise.wheels.errors import WheelError
         from wheelwise.wheels.variant_info import read_wheel_variant
 
         per_label: dict[str, IndexFile] = {}
@@ -410,12 +447,34 @@ class IndexFinder:
             compatible = any(tag in self.tags for tag in file.filename.tags)
             if label is not None and compatible and label not in per_label:
                 per_label[label] = link.file
+        where = f"{release.listing.name} {release.version}"
         documents = []
-        for index_file in per_label.values():
-            metadata = read_wheel_variant(self.wheel_path(index_file)).metadata
+        for label, index_file in per_label.items():
+            try:
+                metadata = read_wheel_variant(self.wheel_path(index_file)).metadata
+            except WheelError as exc:
+                self.warn(f"{exc}; the variant {label!r} of {where} is treated as incompatible")
+                continue
             if metadata is not None:
                 documents.append(metadata)
-        return merge(documents) if documents else None
+        problem = None
+        if not documents:
+            problem = "no variant wheel has a usable variant.json"
+        else:
+            try:
+                return merge(documents)
+            except VariantError as exc:
+                problem = f"its variant wheels' variant.json disagree ({exc})"
+        release.variant_metadata_problem = problem
+        self.warn(
+            f"{where}: {problem}: its variant wheels are treated as incompatible, and only a "
+            "non-variant wheel can be installed"
+        )
+        return None
+
+
+def _ignore(message: str) -> None:
+    pass
 
 
 def _link(file: WheelFile) -> Link:

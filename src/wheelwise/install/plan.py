@@ -3,8 +3,10 @@
 :func:`run_install` composes the pieces: the target environment (``--python`` or
 this interpreter), what is installed there, the machine's supported properties
 (``--system`` or the providers), the resolver over the package sources, verified
-downloads into a temporary folder, and one atomic transaction. With ``dry_run`` it
-stops after resolving and returns the plan. Nothing here prints.
+downloads into a temporary folder, each variant wheel checked against the variant
+metadata it was chosen by, and one atomic transaction. With ``dry_run`` it stops
+after resolving and returns the plan. Nothing here prints: problems that were worked
+around (invalid variant metadata) go to ``InstallOptions.warn``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from packaging.utils import NormalizedName, canonicalize_name, canonicalize_vers
 
 from wheelwise import __version__
 from wheelwise.index.client import IndexClient, IndexFile, IndexSource
+from wheelwise.install.consistency import check_variant_consistency
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.download import (
     DownloadItem,
@@ -33,7 +36,7 @@ from wheelwise.install.download import (
 )
 from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
 from wheelwise.install.errors import DownloadError, ExternallyManagedError
-from wheelwise.install.finder import IndexFinder, Link, source_label
+from wheelwise.install.finder import IndexFinder, Link, Warn, source_label
 from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, ResolveError, resolve
 from wheelwise.install.transaction import (
@@ -44,6 +47,7 @@ from wheelwise.install.transaction import (
     list_installed,
     verify_wheel,
 )
+from wheelwise.install.variant_requirement import apply_variant_labels
 from wheelwise.variants.supported import SupportedProperties
 from wheelwise.wheels.archive import InMemoryWheel
 
@@ -89,6 +93,10 @@ class InstallOptions:
     timeout: float = 15.0
     cache_dir: Path | None = None
     progress: ProgressSink | None = None
+    # Detect the machine again rather than reading the providers' cache.
+    refresh: bool = False
+    # Hears each problem that was worked around, one line each (from any thread).
+    warn: Warn | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,9 @@ class PlannedPackage:
     skipped: bool
     properties: tuple[str, ...]
     metadata: bytes = field(repr=False)
+    # Where the variant metadata that chose the wheel came from (its URL, or
+    # finder.WHEELS_METADATA); None for a wheel chosen without any.
+    variant_source: str | None = None
 
     @property
     def name(self) -> NormalizedName:
@@ -169,7 +180,12 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
 
     *query*: the query of ``options.python`` (``TargetEnvironment.start_query``), if
     the caller started it already, so that it runs while this module loads; closed
-    here."""
+    here. A requirement may choose its variant, ``torch#cu128``
+    (:func:`~wheelwise.install.variant_requirement.apply_variant_labels`; raises
+    VariantRequirementError)."""
+    requirements, variant_choice = apply_variant_labels(
+        options.requirements, options.variant_choice
+    )
     sources = sources_for(options)
     # The target interpreter answers while the client starts and the requested
     # projects' listings download.
@@ -182,7 +198,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         IndexClient(timeout=options.timeout) as client,
         ListingPrefetcher(sources, client) as prefetcher,
     ):
-        requested = _requested(options.requirements)
+        requested = _requested(requirements)
         prefetcher.want(sorted(requested))  # the metadata comes once the target is known
         env = pending.result()
         if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
@@ -193,6 +209,11 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             )
         installed = {dist.name: dist for dist in list_installed(env)}
         python_version = ".".join(str(part) for part in env.version_info)
+        if options.refresh and options.system is None:
+            # Once, now: every release's detection then reads the fresh cache.
+            from wheelwise.providers.detect import detect_cached
+
+            detect_cached(refresh=True)
         # Small wheels stay in memory: nothing to write, and delete, on disk. Each
         # candidate the resolver pins starts downloading (a dry run downloads
         # nothing), and each wheel is checked as soon as it is complete.
@@ -214,11 +235,12 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 if options.dry_run
                 else _EarlyWheels(speculative, _installed_versions(installed), verified)
             ),
+            warn=options.warn,
         )
         try:
             try:
                 resolution = resolve(
-                    options.requirements,
+                    requirements,
                     finder,
                     supported=_supported_for(options, env.markers),
                     tags=env.tags,
@@ -229,7 +251,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     installed={name: dist.version for name, dist in installed.items()},
                     no_deps=options.no_deps,
                     no_variant=options.no_variant,
-                    variant_choice=options.variant_choice,
+                    variant_choice=variant_choice,
                 )
             except PackageNotFound as exc:
                 searched = ", ".join(source_label(source) for source in sources)
@@ -252,8 +274,11 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 release = finder.release(package.name, package.version)
                 metadata = release.variant_metadata() if release is not None else None
                 properties: tuple[str, ...] = ()
+                variant_source = None
                 if metadata is not None and package.label in metadata.variants:
                     properties = tuple(str(p) for p in metadata.properties(package.label))
+                    assert release is not None
+                    variant_source = release.variant_source
                 plan.append(
                     PlannedPackage(
                         package=package,
@@ -263,6 +288,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         skipped=skipped,
                         properties=properties,
                         metadata=finder.core_metadata(package.file),
+                        variant_source=variant_source,
                     )
                 )
             if options.dry_run:
@@ -298,6 +324,14 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     )
                 finally:
                     speculative.close()  # no thread left running: the installer may fork
+                # Every download path (early, cached while resolving, or now) ends here.
+                for planned, wheel in zip(wanted, found, strict=True):
+                    check_variant_consistency(
+                        verified[wheel],
+                        planned.package.label,
+                        planned.properties,
+                        planned.variant_source,
+                    )
                 report = install_wheels(
                     env,
                     [verified[wheel] for wheel in found],
@@ -387,7 +421,10 @@ def metadata_json(raw: bytes) -> dict[str, Any]:
 
 def installation_report(outcome: InstallOutcome) -> dict[str, Any]:
     """pip's installation report (version ``1``) for *outcome*'s packages to install,
-    with a ``variant`` object per item and ``installer`` naming wheelwise."""
+    with a ``variant`` object per item and ``installer`` naming wheelwise.
+
+    pip's ``pip_version`` is left out: consumers read it as the version of pip that
+    wrote the report, and no pip did; ``installer`` says what did."""
     items = []
     for planned in outcome.to_install:
         hashes = dict(planned.file.hashes)
@@ -411,8 +448,7 @@ def installation_report(outcome: InstallOutcome) -> dict[str, Any]:
         )
     return {
         "version": "1",
-        "pip_version": __version__,
-        "installer": f"wheelwise {__version__}",
+        "installer": {"name": "wheelwise", "version": __version__},
         "install": items,
         "environment": dict(outcome.environment.markers),
     }

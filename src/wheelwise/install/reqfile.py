@@ -4,6 +4,11 @@ Understood: requirement lines, blank lines and ``#`` comments, line continuation
 (``\\``), ``-r``/``--requirement`` and ``-c``/``--constraint`` (relative to the file
 that names them), ``-i``/``--index-url``, ``--extra-index-url`` and
 ``-f``/``--find-links``. Any other option is an error naming the file and line.
+
+A requirement line may choose a variant, ``torch#cu128`` (see
+:mod:`wheelwise.install.variant_requirement`); the line is kept as it is, its label
+checked here so that a bad one is reported with the file and line. As in pip, a
+``#`` after whitespace starts a comment: ``torch #cu128`` is just ``torch``.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
 
 __all__ = ["RequirementsFileError", "RequirementsSet", "read_requirements"]
 
@@ -95,6 +102,15 @@ def read_requirements(
         where = f"{path}:{number}"
         split = _split_option(line)
         if split is None:
+            try:
+                label = split_variant_label(line).label
+            except VariantRequirementError as exc:
+                raise RequirementsFileError(f"{where}: {exc}") from None
+            if label is not None and constraint:
+                raise RequirementsFileError(
+                    f"{where}: {line!r}: a variant label (#{label}) cannot be a constraint; "
+                    "put it on the requirement, or use --variant"
+                )
             (result.constraints if constraint else result.requirements).append(line)
             continue
         option, value = split

@@ -34,7 +34,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import filelock
 from installer.records import RecordEntry
@@ -47,6 +47,9 @@ from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record
+
+if TYPE_CHECKING:
+    from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = [
     "INSTALLER_NAME",
@@ -355,6 +358,8 @@ class VerifiedWheel:
     """The ``Requires-Dist`` values of its ``METADATA`` (parsed once, here)."""
     dist_info: str = field(default="", compare=False, repr=False)
     """The name of its ``.dist-info`` folder."""
+    variant_metadata: VariantMetadata | None = field(default=None, compare=False, repr=False)
+    """Its own ``*.dist-info/variant.json`` (None when it has none)."""
 
     @property
     def work(self) -> int:
@@ -402,6 +407,7 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
         metadata,
         requires,
         dist_info,
+        variant_metadata,
     )
 
 
