@@ -177,9 +177,11 @@ def select_builds(
         plain = [f for f in ranked_files if not f.filename.is_variant]
         if plain and choice is None:
             return (Selection(plain[0]),)
+        problem = getattr(release, "variant_metadata_problem", None)  # an IndexRelease's
+        missing = f"usable variant metadata: {problem}" if problem else "variant metadata"
         return Unavailable(
             f"variant wheels ({', '.join(sorted(map(str, variant_labels)))}) but no "
-            "variant metadata for the release",
+            f"{missing} for the release",
             label=choice,
         )
     from wheelwise.variants.ordering import order_wheels, rank_variants
