@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from packaging.utils import NormalizedName, canonicalize_name
+from packaging.utils import canonicalize_name
 
 from wheelwise.variants.labels import LABEL_RE
 
@@ -43,7 +43,7 @@ class LabelledRequirement(NamedTuple):
     none."""
 
     requirement: str
-    name: NormalizedName | None = None
+    name: str | None = None
     label: str | None = None
 
 
