@@ -474,3 +474,31 @@ def test_hostile_index_leaves_the_environment_unchanged(
     assert "plain-1.0-py3-none-any.whl" in result.stderr
     assert tree_hash(victim) == before
     app.mode = "ok"
+
+
+def test_refresh_detects_the_machine_again(static: str, tmp_path: Path) -> None:
+    """The providers' cache answers unless --refresh: a cache that (wrongly) says
+    x86-64-v3 gets that build; --refresh detects the K10 again and gets null."""
+    cache = tmp_path / "cache"
+    env = machine()
+    detected = wheelwise(["detect", "--json"], cache, env)
+    assert detected.returncode == 0, detected.stderr
+    cache_file = cache / "detect.cache"
+    header, _, rest = cache_file.read_text().partition("\n")
+    size = int(header.rpartition(" ")[2])
+    document = json.loads(rest[size:])
+    assert document["system"]["x86_64"]["level"] == ["v1"]
+    document["system"]["x86_64"]["level"] = ["v3", "v2", "v1"]
+    cache_file.write_text(f"{header}\n{rest[:size]}{json.dumps(document)}")
+    python = make_venv(tmp_path / "venv")
+    cached = install(python, static, cache, env, "gpukit", "--dry-run")
+    assert cached.returncode == 0, cached.stderr
+    assert "x86_64_v3" in cached.stdout.split("gpukit", 1)[1].split("\n")[0]
+    refreshed = install(python, static, cache, env, "gpukit", "--refresh")
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert "installed gpukit 1.0 (variant null" in refreshed.stdout
+    assert build_of(python) == "'null'"
+    # The fresh answer is cached again.
+    assert json.loads(cache_file.read_text().partition("\n")[2][size:])["system"]["x86_64"][
+        "level"
+    ] == ["v1"]
