@@ -168,7 +168,7 @@ def test_unusable_metadata_everywhere_installs_the_non_variant_wheel(tmp_path: P
     assert f"{base}/files/vpkg-1.0-variants.json" in index_file
     assert "vpkg-1.0-py3-none-any-v3.whl" in v3
     assert "the variant 'v3' of vpkg 1.0 is treated as incompatible" in v3
-    assert "vpkg-1.0-py3-none-any-v4.whl" in v4
+    assert f"{base}/files/vpkg-1.0-py3-none-any-v4.whl: variant wheel (label 'v4')" in v4
     assert "has no *.dist-info/variant.json" in v4
     assert last.endswith(
         "vpkg 1.0: no variant wheel has a usable variant.json: its variant wheels are "

@@ -450,10 +450,12 @@ class IndexFinder:
         where = f"{release.listing.name} {release.version}"
         documents = []
         for label, index_file in per_label.items():
+            path = self.wheel_path(index_file)
             try:
-                metadata = read_wheel_variant(self.wheel_path(index_file)).metadata
+                metadata = read_wheel_variant(path).metadata
             except WheelError as exc:
-                self.warn(f"{exc}; the variant {label!r} of {where} is treated as incompatible")
+                reason = str(exc).replace(str(path), index_file.url)  # not the cache folder
+                self.warn(f"{reason}; the variant {label!r} of {where} is treated as incompatible")
                 continue
             if metadata is not None:
                 documents.append(metadata)
