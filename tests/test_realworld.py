@@ -360,3 +360,22 @@ def test_install_evaluates_enable_if_with_the_target_interpreters_markers() -> N
     macos = _supported_for(options, {"platform_system": "Darwin"})(md)
     assert "nvidia" not in macos.namespaces
     assert rank_variants(md, macos).selected == "null"
+
+
+def test_install_warns_once_about_an_ignored_static_claim_on_a_built_in_namespace() -> None:
+    from wheelwise.install.plan import InstallOptions, _supported_for
+
+    doc = era_document("v0.0.3")
+    doc["providers"]["nvidia"] = {"install-time": False}
+    doc["static-properties"]["nvidia"] = {"cuda_version_lower_bound": ["13.0"]}
+    md = VariantMetadata.from_dict(doc, source="pkg-1.0-variants.json")
+    warnings: list[str] = []
+    supported_for = _supported_for(
+        InstallOptions(system=SupportedProperties(), warn=warnings.append), LINUX
+    )
+    for _ in range(2):
+        assert "nvidia" not in supported_for(md).namespaces
+    assert warnings == [
+        "pkg-1.0-variants.json: static properties for the built-in namespace 'nvidia' "
+        "ignored: the machine's own answer is used"
+    ]

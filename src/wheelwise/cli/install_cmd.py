@@ -190,7 +190,7 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     "--system",
     "system_file",
     type=click.Path(path_type=Path),
-    help="JSON file of the target machine's supported properties (instead of detecting).",
+    help="JSON or TOML file of the target machine's supported properties (instead of detecting).",
 )
 @click.option("--dry-run", is_flag=True, help="Resolve and show the plan; install nothing.")
 @click.option(

@@ -149,7 +149,10 @@ def _supported_for(
     options: InstallOptions, markers: Mapping[str, str]
 ) -> Callable[[VariantMetadata], SupportedProperties]:
     """What the target supports, per release's metadata: ``--system`` or detection,
-    with providers' ``enable-if`` evaluated for the target environment (*markers*)."""
+    with providers' ``enable-if`` evaluated for the target environment (*markers*).
+    Notes (a static claim on a built-in namespace ignored) go to ``options.warn``,
+    each once."""
+    noted: set[str] = set()
 
     def detect(metadata: VariantMetadata) -> SupportedProperties:
         # Imported on the first release with variant wheels: most installs have none,
@@ -159,7 +162,12 @@ def _supported_for(
         machine = MachineOptions(
             options.allowed_providers, options.enabled_providers, markers=markers
         )
-        return machine_for(metadata, machine, system=options.system).supported
+        view = machine_for(metadata, machine, system=options.system)
+        for note in view.notes:
+            if options.warn is not None and note not in noted:
+                noted.add(note)
+                options.warn(note)
+        return view.supported
 
     return detect
 
