@@ -21,9 +21,9 @@ import pytest
 from indexkit import http_server
 from installkit import make_venv, tree_hash
 from variantkit import (
+    install_with_system,
     installed_variant,
     level,
-    system_file,
     variants_document,
     vpkg_wheel,
     wheelwise,
@@ -68,20 +68,7 @@ def warnings_in(stderr: str) -> list[str]:
 
 
 def install_cli(tmp_path: Path, python: Path, index: str, *args: str) -> tuple[int, str, str]:
-    result = wheelwise(
-        [
-            "install",
-            "--python",
-            str(python),
-            "--index-url",
-            index,
-            "--system",
-            str(system_file(tmp_path, V3_MACHINE)),
-            *args,
-        ],
-        tmp_path / "cache",
-    )
-    return result.returncode, result.stdout, result.stderr
+    return install_with_system(tmp_path, python, index, *args, levels=V3_MACHINE)
 
 
 # -- an invalid index file ------------------------------------------------------------

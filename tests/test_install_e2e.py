@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ import pytest
 
 from indexkit import demo_wheel, http_server, uvicorn_thread, wheelwise_serve
 from installkit import WHEEL, make_venv, pip, run_python
+from variantkit import wheelwise
 from wheelwise import __version__ as wheelwise_version
 from wheelwise.index.static import build_site
 
@@ -122,25 +121,6 @@ def machine(cpu: Path = K10, driver: str = "none", gpus: str | None = None) -> d
     if gpus is not None:
         env["WHEELWISE_NVIDIA_GPUS"] = gpus
     return env
-
-
-def wheelwise(
-    args: list[str], cache: Path, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    full = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("WHEELWISE_") and k.lower() not in ("http_proxy", "https_proxy")
-    }
-    full.update(WHEELWISE_CACHE_DIR=str(cache), NO_PROXY="*", COLUMNS="300", **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "wheelwise", *args],
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def install(

@@ -13,12 +13,11 @@ from hypothesis import strategies as st
 
 from installkit import make_venv
 from variantkit import (
+    install_with_system,
     installed_variant,
     level,
-    system_file,
     variants_document,
     vpkg_wheel,
-    wheelwise,
     write_site,
 )
 from wheelwise.install.reqfile import RequirementsFileError, read_requirements
@@ -203,20 +202,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> str:
 def install(
     tmp_path: Path, python: Path, index: str, *args: str, levels: tuple[str, ...] = ("v4", "v3")
 ) -> tuple[int, str, str]:
-    result = wheelwise(
-        [
-            "install",
-            "--python",
-            str(python),
-            "--index-url",
-            index,
-            "--system",
-            str(system_file(tmp_path, levels)),
-            *args,
-        ],
-        tmp_path / "cache",
-    )
-    return result.returncode, result.stdout, result.stderr
+    return install_with_system(tmp_path, python, index, *args, levels=levels)
 
 
 def test_label_on_the_command_line(index: str, tmp_path: Path) -> None:

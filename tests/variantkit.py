@@ -136,6 +136,27 @@ def wheelwise(
     )
 
 
+def install_with_system(
+    tmp_path: Path, python: Path, index: str, *args: str, levels: Sequence[str] = ("v4", "v3")
+) -> tuple[int, str, str]:
+    """``wheelwise install`` into *python* from *index* for an x86-64 machine of *levels*:
+    (exit status, stdout, stderr)."""
+    result = wheelwise(
+        [
+            "install",
+            "--python",
+            str(python),
+            "--index-url",
+            index,
+            "--system",
+            str(system_file(tmp_path, levels)),
+            *args,
+        ],
+        tmp_path / "cache",
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
 def installed_variant(python: Path) -> str:
     """``repr(vpkg.VARIANT)`` in *python*, or ``missing`` when vpkg is not installed."""
     result = run_python(python, f"import {PROJECT}; print(repr({PROJECT}.VARIANT))")
