@@ -8,15 +8,14 @@ variant indexes publish them."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from installkit import WHEEL, make_venv, run_python
 from paths import DATA
+from variantkit import wheelwise
 from wheelfactory import make_wheel
 
 REAL_WORLD = DATA / "corpus" / "real-world"
@@ -60,36 +59,17 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def install(
     python: Path, house: Path, requirement: str, cache: Path, **machine: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WHEELWISE_", "NV_", "AMD_"))}
-    env.update(
-        WHEELWISE_CACHE_DIR=str(cache),
-        WHEELWISE_CONFIG=str(cache / "config.toml"),
-        WHEELWISE_CPUINFO=str(DATA / "cpuinfo" / "linux-scientific7-k10"),
-        WHEELWISE_AMD_ROCM="none",
-        WHEELWISE_AMD_GFX="none",
-        COLUMNS="300",
+    """``wheelwise install`` from *house* only, on a CPU without a GPU or ROCm unless
+    *machine* says otherwise."""
+    env = {
+        "WHEELWISE_CONFIG": str(cache / "config.toml"),
+        "WHEELWISE_CPUINFO": str(DATA / "cpuinfo" / "linux-scientific7-k10"),
+        "WHEELWISE_AMD_ROCM": "none",
+        "WHEELWISE_AMD_GFX": "none",
         **machine,
-    )
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wheelwise",
-            "install",
-            "--python",
-            str(python),
-            "--find-links",
-            str(house),
-            "--index-url",
-            str(house / "no-index"),
-            requirement,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    }
+    args = ["install", "--python", str(python), "--find-links", str(house)]
+    return wheelwise([*args, "--index-url", str(house / "no-index"), requirement], cache, env)
 
 
 @pytest.mark.parametrize(

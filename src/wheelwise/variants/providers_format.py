@@ -118,7 +118,7 @@ def _plugin_entry(metadata: VariantMetadata, ns: str, info: ProviderInfo) -> dic
         entry["plugin-api"] = info.plugin_api
     if info.builtin is not None:
         entry["builtin"] = info.builtin
-    order = metadata.feature_priorities.get(ns) or info.feature_order
+    order = metadata.feature_order(ns)
     if order:
         entry["feature-order"] = list(order)
     return entry
