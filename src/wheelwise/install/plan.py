@@ -160,7 +160,10 @@ def _supported_for(
         from wheelwise.providers.machine import MachineOptions, machine_for
 
         machine = MachineOptions(
-            options.allowed_providers, options.enabled_providers, markers=markers
+            options.allowed_providers,
+            options.enabled_providers,
+            markers=markers,
+            abi_from_installed=False,
         )
         view = machine_for(metadata, machine, system=options.system)
         for note in view.notes:

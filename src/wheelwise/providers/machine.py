@@ -38,6 +38,9 @@ class MachineOptions:
     # The target environment's marker values, for providers' ``enable-if``; None:
     # this interpreter's (``wheelwise select``).
     markers: Mapping[str, str] | None = None
+    # False for ``install``: its resolver answers ``abi_dependency`` with the
+    # resolution's versions, so this interpreter's distributions are not read.
+    abi_from_installed: bool = True
 
 
 @dataclass(frozen=True)
@@ -71,9 +74,10 @@ def machine_for(
     for ns in metadata.namespaces:
         if ns == "abi_dependency" and system is None:
             # PEP 817: never a plugin's; the installed distributions answer it.
-            from wheelwise.providers.abi_dependency import abi_dependency_report
+            if options.abi_from_installed:
+                from wheelwise.providers.abi_dependency import abi_dependency_report
 
-            reports[ns] = abi_dependency_report(metadata)
+                reports[ns] = abi_dependency_report(metadata)
             continue
         info = metadata.providers.get(ns)
         switched_off = _switched_off(ns, info, options)
