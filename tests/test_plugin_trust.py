@@ -378,3 +378,26 @@ def test_require_hashes_runs_no_plugin(env: dict[str, str], tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert "60567bd9" in proc.stdout
     assert len(plugin_envs(env)) == 1
+
+
+def test_hijack_through_install_stops_before_anything_runs(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    for wheel in TEST_PACKAGE_DIST.glob("*.whl"):
+        (dist / wheel.name).write_bytes(wheel.read_bytes())
+    hijacked = hijacking_metadata(tmp_path, "evil-plugin", "evil")
+    hijacked.rename(dist / TEST_PACKAGE_JSON.name)
+    (tmp_path / "empty").mkdir()
+    args = ["install", "--dry-run", "--find-links", str(dist), "--index-url"]
+    args += [str(tmp_path / "empty"), "--allow-provider", TRUST, "test_package"]
+    proc = wheelwise(args, env)
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("wheelwise: error: ")
+    assert "asks for evil-plugin (plugin-api evil), but trusted: test-plugin-package" in (
+        proc.stderr
+    )
+    assert plugin_envs(env) == []
+    assert not (tmp_path / "spy.json").exists()

@@ -165,7 +165,7 @@ def _supported_for(
             markers=markers,
             abi_from_installed=False,
             plugins_refused=(
-                "--require-hashes is on, and a plugin's wheels carry no hash you listed"
+                "--require-hashes is on, and pip would install the plugin without hash checks"
                 if options.require_hashes
                 else None
             ),
