@@ -211,6 +211,24 @@ def test_trusting_the_other_plugin_explicitly_runs_it(env: dict[str, str], tmp_p
     assert (tmp_path / "spy.json").exists()
 
 
+def test_a_hash_pins_the_plugin_file(env: dict[str, str], tmp_path: Path, links: Path) -> None:
+    wheel = links / "spy_plugin-1-py3-none-any.whl"
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    spec = PluginSpec("installable_plugin", ("spy-plugin",))
+    wrong = f"installable_plugin=spy-plugin --hash=sha256:{'0' * 64}"
+    with pytest.raises(PluginTrustError) as excinfo:
+        run_plugins([spec], allowed={wrong}, enabled=())
+    message = str(excinfo.value)
+    assert f"spy-plugin 1 from {wheel.as_uri()} has sha256:{digest}" in message
+    assert f"add --hash=sha256:{digest} to the entry" in message
+    assert not (tmp_path / "spy.json").exists()  # installed, never imported
+    # Another entry may list the file's hash (one entry per wheel, as in pip).
+    right = f"installable_plugin=spy-plugin --hash=sha256:{digest.upper()}"
+    report = run_plugins([spec], allowed={wrong, right}, enabled=())["installable_plugin"]
+    assert report.status == "ok", report.detail
+    assert (tmp_path / "spy.json").exists()
+
+
 def test_untrusted_namespace_says_how_to_trust_the_plugin(env: dict[str, str]) -> None:
     spec = PluginSpec("installable_plugin", ("test-plugin-package",))
     report = run_plugins([spec], allowed=(), enabled=())["installable_plugin"]
@@ -232,8 +250,12 @@ def test_parse_trust() -> None:
     assert entry == TrustEntry("installable_plugin", "test-plugin-package", None)
     assert parse_trust("ns:pkg.sub:Plugin=pkg>=1").plugin_api == "pkg.sub:Plugin"
     assert parse_trust("ns").requirement is None
-    with pytest.raises(PluginTrustError):
-        parse_trust("ns=")
+    hashed = parse_trust(f"ns=pkg  --hash=sha256:{'B' * 64} --hash=sha256:{'a' * 64}")
+    assert hashed.hashes == ("a" * 64, "b" * 64)
+    assert parse_trust(hashed.text()) == hashed
+    for bad in ("ns=", "ns=pkg --hash=md5:00", f"ns=pkg --hash=sha256:{'0' * 63}"):
+        with pytest.raises(PluginTrustError):
+            parse_trust(bad)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -378,6 +400,11 @@ def test_require_hashes_runs_no_plugin(env: dict[str, str], tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert "60567bd9" in proc.stdout
     assert len(plugin_envs(env)) == 1
+    # The plan says which plugin answered.
+    assert "'installable_plugin' answered by the third-party plugin test-plugin-package 0" in (
+        proc.stderr
+    )
+    assert f"trusted as {TRUST} (--allow-provider)" in proc.stderr
 
 
 def test_hijack_through_install_stops_before_anything_runs(

@@ -43,7 +43,8 @@ def provider_options(func: _F) -> _F:
         callback=_check_trust,
         help="Trust the third-party plugin REQUIREMENT (as the metadata writes it) to "
         "answer namespace NS; NS:OBJECT=REQUIREMENT also trusts a plugin-api OBJECT "
-        "other than the default (repeatable). Metadata that maps NS to another plugin "
+        "other than the default; a trailing ' --hash=sha256:HEX' pins the plugin's file "
+        "(repeatable). Metadata that maps NS to another plugin "
         "stops the command. Trusted for good: [providers] allow = [...] in "
         "~/.config/wheelwise/config.toml ($WHEELWISE_CONFIG).",
     )(func)

@@ -86,6 +86,8 @@ class InstalledDist:
     name: str
     version: str
     url: str
+    # The SHA-256 of the file installed, as pip reported it ("" if it did not).
+    sha256: str = ""
 
     def describe(self) -> str:
         return (
@@ -106,14 +108,17 @@ class PluginEnv:
     # What pip installed (empty for an environment built before this was recorded).
     installed: tuple[InstalledDist, ...] = ()
 
-    def describe(self) -> str:
-        """The installed distributions that the requirements name, first; for reports."""
+    def named(self) -> list[InstalledDist]:
+        """The installed distributions that the requirements name."""
         from packaging.requirements import Requirement
         from packaging.utils import canonicalize_name
 
-        named = {canonicalize_name(Requirement(r).name) for r in self.requires}
-        wanted = [d for d in self.installed if canonicalize_name(d.name) in named]
-        return ", ".join(d.describe() for d in wanted or self.installed)
+        names = {canonicalize_name(Requirement(r).name) for r in self.requires}
+        return [d for d in self.installed if canonicalize_name(d.name) in names]
+
+    def describe(self) -> str:
+        """The installed distributions that the requirements name; for reports."""
+        return ", ".join(d.describe() for d in self.named() or self.installed)
 
     @property
     def python(self) -> Path:
@@ -160,7 +165,9 @@ def _installed(path: Path) -> tuple[InstalledDist, ...]:
     try:
         marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
         return tuple(
-            InstalledDist(str(d["name"]), str(d["version"]), str(d.get("url", "")))
+            InstalledDist(
+                str(d["name"]), str(d["version"]), str(d.get("url", "")), str(d.get("sha256", ""))
+            )
             for d in marker.get("installed", [])
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
@@ -176,6 +183,12 @@ def _from_report(path: Path) -> list[dict[str, str]]:
                 "name": str(item["metadata"]["name"]),
                 "version": str(item["metadata"]["version"]),
                 "url": str(item.get("download_info", {}).get("url", "")),
+                "sha256": str(
+                    item.get("download_info", {})
+                    .get("archive_info", {})
+                    .get("hashes", {})
+                    .get("sha256", "")
+                ),
             }
             for item in report.get("install", [])
         ]

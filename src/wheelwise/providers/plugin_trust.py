@@ -17,7 +17,9 @@ no plugin: metadata that maps a trusted namespace to another requirement or
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import shlex
 import sys
 from collections.abc import Collection, Sequence
@@ -91,12 +93,16 @@ class TrustEntry:
     requirement: str | None
     # The trusted ``plugin-api``; None: the default derived from the requirement.
     plugin_api: str | None
+    # SHA-256 digests (hex) one of which the installed distribution's file must
+    # have; empty: any file pip installs for the requirement.
+    hashes: tuple[str, ...] = ()
 
     def text(self) -> str:
         if self.requirement is None:
             return self.namespace
         api = f":{self.plugin_api}" if self.plugin_api is not None else ""
-        return f"{self.namespace}{api}={self.requirement}"
+        hashes = "".join(f" --hash=sha256:{digest}" for digest in self.hashes)
+        return f"{self.namespace}{api}={self.requirement}{hashes}"
 
     @property
     def reference(self) -> str | None:
@@ -106,9 +112,27 @@ class TrustEntry:
         return self.plugin_api or default_reference(self.requirement)
 
 
+_HASH_OPTION = re.compile(r"\s+--hash=")
+_SHA256 = re.compile(r"sha256:([0-9a-fA-F]{64})")
+
+
 def parse_trust(text: str) -> TrustEntry:
-    """Parse one ``--allow-provider`` value; raises :class:`PluginTrustError`."""
+    """Parse one ``--allow-provider`` value; raises :class:`PluginTrustError`.
+
+    ``NS[:OBJECT]=REQUIREMENT`` may end with ``--hash=sha256:HEX`` options, as in a
+    pip requirements file.
+    """
     left, equals, right = text.strip().partition("=")
+    right, *hash_options = _HASH_OPTION.split(right)
+    digests = set()
+    for option in hash_options:
+        match = _SHA256.fullmatch(option.strip())
+        if match is None:
+            raise PluginTrustError(
+                f"--allow-provider {text!r}: --hash={option.strip()!r} is not "
+                "sha256:<64 hex digits>"
+            )
+        digests.add(match.group(1).lower())
     namespace, colon, api = left.partition(":")
     namespace = namespace.strip()
     if NAME_RE.fullmatch(namespace) is None:
@@ -117,7 +141,7 @@ def parse_trust(text: str) -> TrustEntry:
             "(lowercase letters, digits and _); write NS=REQUIREMENT"
         )
     if not equals:
-        if colon:
+        if colon or digests:
             raise PluginTrustError(
                 f"--allow-provider {text!r}: name the requirement too: NS:OBJECT=REQUIREMENT"
             )
@@ -135,7 +159,7 @@ def parse_trust(text: str) -> TrustEntry:
         raise PluginTrustError(f"--allow-provider {text!r}: {exc}") from None
     if Requirement(requirement).marker is not None:
         raise PluginTrustError(f"--allow-provider {text!r}: a trusted requirement takes no marker")
-    return TrustEntry(namespace, requirement, plugin_api)
+    return TrustEntry(namespace, requirement, plugin_api, tuple(sorted(digests)))
 
 
 def trust_flags(namespace: str, requires: Sequence[str], reference: str | None) -> str:
@@ -184,7 +208,10 @@ def trusted_plugin(
     allowed_requirements = {t.entry.requirement for t in pinned}
     for candidate in pinned:
         if wanted <= allowed_requirements and candidate.entry.reference == reference:
-            return candidate
+            # Several entries may list hashes for these requirements (one per wheel).
+            digests = {d for t in pinned if t.entry.requirement in wanted for d in t.entry.hashes}
+            entry = dataclasses.replace(candidate.entry, hashes=tuple(sorted(digests)))
+            return Trusted(entry, candidate.origin)
     if pinned:
         what = "; ".join(
             f"{t.entry.requirement} (plugin-api {t.entry.reference}, {t.origin})" for t in pinned

@@ -22,9 +22,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelwise.providers.base import ProviderReport
-from wheelwise.providers.plugin_env import PluginEnvError, ensure_env
+from wheelwise.providers.plugin_env import PluginEnv, PluginEnvError, ensure_env
 from wheelwise.providers.plugin_runner import PluginFailure, run_plugin
 from wheelwise.providers.plugin_trust import (
+    PluginTrustError,
     TrustConfig,
     Trusted,
     check_object_reference,
@@ -210,6 +211,29 @@ def _gate(
     return entry
 
 
+def _check_hashes(ns: str, env: PluginEnv, trusted: Trusted) -> None:
+    """Raise PluginTrustError, before any import, if the installed file is not one
+    whose hash the trust entry lists."""
+    digests = trusted.entry.hashes
+    if not digests:
+        return
+    named = env.named()
+    if not named:
+        raise PluginTrustError(
+            f"third-party provider {ns!r}: pip reported no file for "
+            f"{', '.join(env.requires)} whose hash could be checked; nothing was imported"
+        )
+    for dist in named:
+        if dist.sha256 not in digests:
+            got = f"sha256:{dist.sha256}" if dist.sha256 else "no hash"
+            fix = f" --hash=sha256:{dist.sha256}" if dist.sha256 else " --hash=sha256:..."
+            raise PluginTrustError(
+                f"third-party provider {ns!r}: {dist.describe()} has {got}, not a hash "
+                f"trusted by {trusted.entry.text()!r} ({trusted.origin}); nothing was "
+                f"imported; if you trust that file, add{fix} to the entry"
+            )
+
+
 def _run_one(
     spec: PluginSpec,
     trusted: Trusted,
@@ -222,7 +246,10 @@ def _run_one(
     reference = spec.object_reference
     try:
         env = ensure_env(requires, root=cache_dir, install_timeout=install_timeout)
+        _check_hashes(ns, env, trusted)
         answer = run_plugin(env.python, reference, ns, timeout)
+    except PluginTrustError:
+        raise  # the user must decide: it stops the command
     except PluginEnvError as exc:
         return ProviderReport(ns, "error", spec.source, f"cannot install the plugin: {exc}")
     except PluginFailure as exc:
