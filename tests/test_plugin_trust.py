@@ -358,6 +358,8 @@ def test_plugin_environ_keeps_hardware_overrides() -> None:
         "KEYRING_PASS": "x",
         "HTTPS_PROXY": "http://me:pw@proxy:3128",
         "SSH_AUTH_SOCK": "/tmp/agent",
+        "PIP_CERT": "/etc/ssl/ca.pem",
+        "PIP_CLIENT_CERT": "/home/me/client.pem",
     }
     cleaned = plugin_environ(parent, Path("/nonexistent-home"))
     assert cleaned["PATH"] == "/bin"
@@ -368,6 +370,8 @@ def test_plugin_environ_keeps_hardware_overrides() -> None:
     assert "GH_TOKEN" not in cleaned
     assert "KEYRING_PASS" not in cleaned
     assert "SSH_AUTH_SOCK" not in cleaned
+    assert cleaned["PIP_CERT"] == "/etc/ssl/ca.pem"  # a CA bundle, not a secret
+    assert "PIP_CLIENT_CERT" not in cleaned
     assert cleaned["HOME"] == "/nonexistent-home"
 
 

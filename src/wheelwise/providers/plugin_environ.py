@@ -18,7 +18,7 @@ from pathlib import Path
 
 # Name parts that mark a secret (matched in the upper-cased name).
 _SECRET_PARTS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "APIKEY", "AUTH")
-_SECRET_SUFFIXES = ("_KEY", "_PASS", "_PAT", "_COOKIE", "_CERT")
+_SECRET_SUFFIXES = ("_KEY", "_PASS", "_PAT", "_COOKIE")
 _SECRET_PREFIXES = ("AWS_", "GITHUB_", "GH_", "GITLAB_", "AZURE_", "GOOGLE_", "GCP_", "KEYRING_")
 _SECRET_NAMES = frozenset(
     {
