@@ -340,6 +340,7 @@ def test_config_file_allowlist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         ("[providers\n", "cannot read"),
         ('[providers]\nallow = "installable_plugin"\n', "must be a list"),
         ("providers = 3\n", "must be a list"),
+        ('[providers]\nallow = ["installable_plugin=no such!"]\n', "allow entry"),
     ],
 )
 def test_broken_config_file_trusts_nothing_and_says_why(

@@ -116,11 +116,11 @@ _HASH_OPTION = re.compile(r"\s+--hash=")
 _SHA256 = re.compile(r"sha256:([0-9a-fA-F]{64})")
 
 
-def parse_trust(text: str) -> TrustEntry:
+def parse_trust(text: str, *, where: str = "--allow-provider") -> TrustEntry:
     """Parse one ``--allow-provider`` value; raises :class:`PluginTrustError`.
 
     ``NS[:OBJECT]=REQUIREMENT`` may end with ``--hash=sha256:HEX`` options, as in a
-    pip requirements file.
+    pip requirements file. *where* starts the messages (the option, or the file).
     """
     left, equals, right = text.strip().partition("=")
     right, *hash_options = _HASH_OPTION.split(right)
@@ -129,21 +129,20 @@ def parse_trust(text: str) -> TrustEntry:
         match = _SHA256.fullmatch(option.strip())
         if match is None:
             raise PluginTrustError(
-                f"--allow-provider {text!r}: --hash={option.strip()!r} is not "
-                "sha256:<64 hex digits>"
+                f"{where} {text!r}: --hash={option.strip()!r} is not sha256:<64 hex digits>"
             )
         digests.add(match.group(1).lower())
     namespace, colon, api = left.partition(":")
     namespace = namespace.strip()
     if NAME_RE.fullmatch(namespace) is None:
         raise PluginTrustError(
-            f"--allow-provider {text!r}: {namespace!r} is not a namespace "
+            f"{where} {text!r}: {namespace!r} is not a namespace "
             "(lowercase letters, digits and _); write NS=REQUIREMENT"
         )
     if not equals:
         if colon or digests:
             raise PluginTrustError(
-                f"--allow-provider {text!r}: name the requirement too: NS:OBJECT=REQUIREMENT"
+                f"{where} {text!r}: name the requirement too: NS:OBJECT=REQUIREMENT"
             )
         return TrustEntry(namespace, None, None)
     try:
@@ -152,13 +151,13 @@ def parse_trust(text: str) -> TrustEntry:
     except InvalidRequirement as exc:
         reason = (str(exc).splitlines() or ["invalid"])[0]
         raise PluginTrustError(
-            f"--allow-provider {text!r}: invalid requirement {right.strip()!r} ({reason}); "
+            f"{where} {text!r}: invalid requirement {right.strip()!r} ({reason}); "
             "write NS=REQUIREMENT, e.g. installable_plugin=test-plugin-package"
         ) from None
     except ValueError as exc:
-        raise PluginTrustError(f"--allow-provider {text!r}: {exc}") from None
+        raise PluginTrustError(f"{where} {text!r}: {exc}") from None
     if Requirement(requirement).marker is not None:
-        raise PluginTrustError(f"--allow-provider {text!r}: a trusted requirement takes no marker")
+        raise PluginTrustError(f"{where} {text!r}: a trusted requirement takes no marker")
     return TrustEntry(namespace, requirement, plugin_api, tuple(sorted(digests)))
 
 
@@ -254,10 +253,11 @@ def load_trust_config(path: Path | None = None) -> TrustConfig:
             problem=f"{display_path(path)}: [providers] allow must be a list of "
             '"NS=REQUIREMENT" strings',
         )
+    where = f"{display_path(path)}: [providers] allow entry"
     try:
-        entries = tuple(parse_trust(text) for text in allow)
+        entries = tuple(parse_trust(text, where=where) for text in allow)
     except PluginTrustError as exc:
-        return TrustConfig(path, problem=f"{display_path(path)}: [providers] allow: {exc}")
+        return TrustConfig(path, problem=str(exc))
     return TrustConfig(path, entries)
 
 
