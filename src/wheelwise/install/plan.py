@@ -164,6 +164,11 @@ def _supported_for(
             options.enabled_providers,
             markers=markers,
             abi_from_installed=False,
+            plugins_refused=(
+                "--require-hashes is on, and pip would install the plugin without hash checks"
+                if options.require_hashes
+                else None
+            ),
         )
         view = machine_for(metadata, machine, system=options.system)
         for note in view.notes:
