@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 # Offsets inside the local header (PK\3\4) and the central directory entry (PK\1\2).
@@ -61,3 +62,22 @@ def garble_member(path: Path, member: str, garbage: bytes = b"\xff\xff\xff\xff")
     data[start : start + size] = garbage[:size]
     path.write_bytes(bytes(data))
     return path
+
+
+def raw_zip(entries: list[tuple[bytes, bytes, int, int, int]]) -> bytes:
+    """A zip written by hand: each entry is (name, stored bytes, flags, compression
+    method, version needed to extract), with no check that they agree."""
+    body = bytearray()
+    central = bytearray()
+    for name, data, flags, method, version in entries:
+        crc = zlib.crc32(data)
+        fields = (version, flags, method, 0, 0x21, crc, len(data), len(data), len(name), 0)
+        central += struct.pack(
+            "<4sH5H3L2H3H2L", b"PK\x01\x02", 0x314, *fields, 0, 0, 0, 0o644 << 16, len(body)
+        )
+        central += name
+        body += struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields) + name + data
+    end = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries), len(central), len(body), 0
+    )
+    return bytes(body + central + end)
