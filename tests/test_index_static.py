@@ -219,6 +219,52 @@ def test_base_url_makes_absolute_links(wheels: Path, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "javascript:alert(1)",
+        "JavaScript:alert(document.cookie)//",
+        " javascript:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "file:///etc/",
+        "ftp://example.test/pypi",
+        "https:pypi",
+        "//example.test/pypi",
+        'https://example.test/"><script>',
+        "https://example.test/pypi?x=1",
+        "https://example.test/pypi#top",
+    ],
+)
+def test_base_url_must_be_http_or_relative(wheels: Path, tmp_path: Path, base_url: str) -> None:
+    site = tmp_path / "site"
+    with pytest.raises(IndexBuildError, match="http:// or https:// URL"):
+        build_site(wheels, site, base_url=base_url)
+    result = CliRunner().invoke(
+        cli, ["index", "build", str(wheels), "-o", str(site), "--base-url", base_url]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("wheelwise: error: --base-url ")
+    assert "http:// or https:// URL" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert not site.exists()
+
+
+@pytest.mark.parametrize(
+    ("base_url", "link"),
+    [
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080/simple/demo-pkg/"),
+        ("HTTPS://example.test/a/b/", "HTTPS://example.test/a/b/simple/demo-pkg/"),
+        ("/pypi/", "/pypi/simple/demo-pkg/"),
+        ("../mirror", "../mirror/simple/demo-pkg/"),
+    ],
+)
+def test_base_url_forms_accepted(wheels: Path, tmp_path: Path, base_url: str, link: str) -> None:
+    build_site(wheels, tmp_path / "site", base_url=base_url)
+    root = parse_anchors((tmp_path / "site/simple/index.html").read_bytes())
+    assert root["demo-pkg"]["href"] == link
+
+
 def test_local_version_is_quoted(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
