@@ -624,3 +624,82 @@ def test_uploads_appear_atomically(live: tuple[Path, httpx.Client], outbox: Path
         done.set()
         watcher.join()
     assert seen <= {wheel.stat().st_size}
+
+
+# -- the upload size limit --------------------------------------------------------------
+
+
+def _multipart(path: Path, boundary: str) -> bytes:
+    data = path.read_bytes()
+    name, version = path.name.split("-")[:2]
+    fields = {
+        ":action": "file_upload",
+        "name": name,
+        "version": version,
+        "sha256_digest": hashlib.sha256(data).hexdigest(),
+    }
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
+        for key, value in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="content"; '
+        f'filename="{path.name}"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return b"".join(parts)
+
+
+@pytest.fixture
+def small_limit(tmp_path: Path) -> Iterator[tuple[Path, httpx.Client]]:
+    directory = tmp_path / "limited"
+    directory.mkdir()
+    app = create_app(directory, upload_token=TOKEN, recheck_interval=60, max_upload_bytes=64 << 10)
+    with uvicorn_thread(app) as base, httpx.Client(base_url=base, timeout=30) as http:
+        yield directory, http
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_upload_above_the_limit_is_refused(
+    small_limit: tuple[Path, httpx.Client], outbox: Path, chunked: bool
+) -> None:
+    """The limit holds for the bytes received, with or without a Content-Length."""
+    directory, client = small_limit
+    noise = os.urandom(200 << 10)  # does not deflate: the wheel is > 200 KiB
+    wheel = demo_wheel(outbox, "big-1.0-py3-none-any.whl", extra_members={"big/noise.bin": noise})
+    body = _multipart(wheel, "wheelwise-test-boundary")
+    headers = {"Content-Type": "multipart/form-data; boundary=wheelwise-test-boundary"}
+
+    def pieces() -> Iterator[bytes]:
+        for start in range(0, len(body), 16 << 10):
+            yield body[start : start + 16 << 10]
+
+    response = client.post(
+        "/legacy/",
+        content=pieces() if chunked else body,
+        headers=headers,
+        auth=("__token__", TOKEN),
+    )
+    if chunked:
+        assert response.request.headers.get("transfer-encoding") == "chunked"
+        assert "content-length" not in response.request.headers
+    assert response.status_code == 413, response.text
+    assert f"larger than {64 << 10} bytes" in response.text
+    assert list(directory.iterdir()) == []
+
+
+def test_upload_below_the_limit_is_published(
+    small_limit: tuple[Path, httpx.Client], outbox: Path
+) -> None:
+    directory, client = small_limit
+    wheel = demo_wheel(outbox, "small-1.0-py3-none-any.whl")
+    body = _multipart(wheel, "b0undary")
+    response = client.post(
+        "/legacy/",
+        content=iter([body[:100], body[100:]]),
+        headers={"Content-Type": "multipart/form-data; boundary=b0undary"},
+        auth=("__token__", TOKEN),
+    )
+    assert response.status_code == 200, response.text
+    assert (directory / wheel.name).read_bytes() == wheel.read_bytes()

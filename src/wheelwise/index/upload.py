@@ -15,7 +15,9 @@ An upload is refused with a 4xx status and a message that says why:
   METADATA names another project or version, whose ``variant.json`` does not
   describe its label, or whose variant metadata conflicts with the wheels
   already published for that version (PEP 825 "Metadata consistency");
-* 409: a file of that name exists with other content (the same content: 200).
+* 409: a file of that name exists with other content (the same content: 200);
+* 413: the request body is larger than the server's limit (8 GiB by default),
+  counted as it arrives, so a chunked upload without Content-Length is cut off too.
 
 The file is written under a hidden staging directory inside the served
 directory, checked there, and hard-linked (or renamed) into place, so that it
