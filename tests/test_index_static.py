@@ -13,7 +13,14 @@ from urllib.parse import unquote, urljoin
 import pytest
 from click.testing import CliRunner
 
-from indexkit import DEMO_NAMESPACES, demo_wheel, demo_wheels, parse_anchors, repository_version
+from indexkit import (
+    DEMO_NAMESPACES,
+    demo_sdist,
+    demo_wheel,
+    demo_wheels,
+    parse_anchors,
+    repository_version,
+)
 from wheelwise.cli.app import cli
 from wheelwise.index import distfiles, static, swap
 from wheelwise.index.errors import IndexBuildError
@@ -46,7 +53,7 @@ def wheels(tmp_path: Path) -> Path:
     demo_wheels(directory)
     # Another project, with a name to normalize and an escaped Requires-Python.
     demo_wheel(directory, "Other_Project-0.1-py3-none-any.whl", requires_python="<4,>=3.9")
-    (directory / "demo_pkg-1.0.tar.gz").write_bytes(b"not really an sdist")
+    demo_sdist(directory, "demo_pkg-1.0.tar.gz")
     (directory / "README.txt").write_text("not published")
     (directory / "notes.tar.gz").write_bytes(b"not an sdist name")
     return directory
@@ -567,3 +574,92 @@ def test_unchanged_rebuild_reads_and_writes_nothing(
     # Another base URL means other links: that is a rebuild.
     build_site(wheels, site, base_url="https://example.invalid/")
     assert b"https://example.invalid/" in (site / "simple/demo-pkg/index.html").read_bytes()
+
+
+# -- files that are not what they say ----------------------------------------------------
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A wheel and a real sdist outside the wheel directory."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    demo_wheel(elsewhere, "outer-1.0-py3-none-any.whl")
+    demo_sdist(elsewhere, "outer-1.0.tar.gz")
+    return elsewhere
+
+
+UNSAFE: dict[str, tuple[str, Any, str]] = {
+    "symlink-to-etc-passwd": ("evil-1.0.tar.gz", "/etc/passwd", "symbolic link"),
+    "symlink-to-an-outside-sdist": (
+        "outer-1.0.tar.gz",
+        lambda tmp: tmp / "elsewhere/outer-1.0.tar.gz",
+        "symbolic link",
+    ),
+    "symlink-to-an-outside-wheel": (
+        "outer-1.0-py3-none-any.whl",
+        lambda tmp: tmp / "elsewhere/outer-1.0-py3-none-any.whl",
+        "symbolic link",
+    ),
+    "dangling-symlink": ("gone-1.0.tar.gz", "/nonexistent/gone-1.0.tar.gz", "symbolic link"),
+    "not-gzip": ("evil-1.0.tar.gz", b"root:x:0:0:root:/root:/bin/bash\n", "not a gzip'd tar"),
+    "gzip-not-tar": ("evil-1.0.tar.gz", "gzip", "not a gzip'd tar"),
+    "other-top-folder": ("evil-1.0.tar.gz", {"other-1.0/PKG-INFO": b"x"}, "'evil-1.0/'"),
+    "member-outside-top": (
+        "evil-1.0.tar.gz",
+        {"evil-1.0/PKG-INFO": b"x", "etc/passwd": b"x"},
+        "'etc/passwd'",
+    ),
+    "dotdot-member": (
+        "evil-1.0.tar.gz",
+        {"evil-1.0/PKG-INFO": b"x", "evil-1.0/../../x": b"x"},
+        "'evil-1.0/../../x'",
+    ),
+    "no-pkg-info": ("evil-1.0.tar.gz", {"evil-1.0/setup.py": b"x"}, "no evil-1.0/PKG-INFO"),
+}
+
+
+def make_unsafe(directory: Path, tmp_path: Path, case: str) -> str:
+    """Put the *case* file into *directory*; its name."""
+    import gzip
+
+    filename, what, _ = UNSAFE[case]
+    target = directory / filename
+    if callable(what):
+        _outside(tmp_path)
+        target.symlink_to(what(tmp_path))
+    elif isinstance(what, bytes):
+        target.write_bytes(what)
+    elif isinstance(what, dict):
+        demo_sdist(directory, filename, what)
+    elif what == "gzip":
+        target.write_bytes(gzip.compress(b"plain text, not a tar archive\n" * 40))
+    else:
+        target.symlink_to(what)
+    return filename
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE))
+def test_unsafe_files_fail_the_build(wheels: Path, tmp_path: Path, case: str) -> None:
+    filename = make_unsafe(wheels, tmp_path, case)
+    site = tmp_path / "site"
+    with pytest.raises(IndexBuildError) as info:
+        build_site(wheels, site)
+    assert filename in str(info.value)
+    assert UNSAFE[case][2] in str(info.value)
+    result = CliRunner().invoke(cli, ["index", "build", str(wheels), "-o", str(site)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("wheelwise: error: cannot publish")
+    assert filename in result.stderr
+    assert not site.exists()
+
+
+def test_symlinks_inside_the_folder_are_followed(wheels: Path, tmp_path: Path) -> None:
+    store = wheels / "store"
+    demo_sdist(store, "inner-1.0.tar.gz")
+    demo_wheel(store, "inner-1.0-py3-none-any.whl")
+    (wheels / "inner-1.0.tar.gz").symlink_to(store / "inner-1.0.tar.gz")
+    (wheels / "inner-1.0-py3-none-any.whl").symlink_to("store/inner-1.0-py3-none-any.whl")
+    site = tmp_path / "site"
+    build_site(wheels, site)
+    for name in ("inner-1.0.tar.gz", "inner-1.0-py3-none-any.whl"):
+        assert (site / "files/inner" / name).read_bytes() == (store / name).read_bytes()

@@ -199,7 +199,7 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
             f"(no {STATE_FILE}); refusing to replace it"
         )
     known = known or {}
-    scanned = scan(wheel_dir, known)
+    scanned = scan(wheel_dir, known, refuse_unsafe=True)
     if _up_to_date(site, known, scanned, base_url):
         return BuildReport(
             site=site,
@@ -321,6 +321,8 @@ def _link_if_size(source: Path, target: Path, size: int) -> bool:
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
+    # Resolved: os.link would link a symbolic link itself, not its file (Linux).
+    source = source.resolve()
     try:
         os.link(source, target)
     except OSError:  # another file system, or no hard links there
