@@ -136,6 +136,8 @@ class WheelArchive:
             raise WheelError(f"{self.path}: no such file") from None
         except WheelError:
             raise
+        except OSError as exc:  # the file, not its contents: no point re-downloading
+            raise WheelError(f"{self.path}: cannot read it ({exc.strerror or exc})") from None
         except UnicodeDecodeError:
             raise WheelError(
                 f"{self.path}: not a valid wheel (zip) archive: a member name is not valid "
