@@ -192,3 +192,19 @@ def test_upload_is_refused(tmp_path: Path, served: tuple[Path, httpx.Client], da
     assert wheel.name in response.text
     assert "re-download or rebuild it" in response.text
     assert list(directory.iterdir()) == []
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_served_directory_with_a_damaged_wheel(tmp_path: Path, damage: str) -> None:
+    """The damaged wheel's project cannot be served (500 naming it); the rest is."""
+    directory = tmp_path / "served"
+    wheel = damaged_variant_wheel(directory, damage)
+    simple_wheel(directory, "fine", "1.0")
+    app = create_app(directory, recheck_interval=60)
+    with uvicorn_thread(app) as base, httpx.Client(base_url=base) as client:
+        assert client.get("/simple/").status_code == 200
+        assert client.get("/simple/fine/").status_code == 200
+        page = client.get(f"/simple/{PROJECT}/")
+        assert page.status_code == 500
+        assert wheel.name in page.text
+        assert "re-download or rebuild it" in page.text
