@@ -11,7 +11,6 @@ past it. ``verify_record()`` checks every member against ``RECORD``.
 from __future__ import annotations
 
 import io
-import lzma
 import stat
 import struct
 import zipfile
@@ -51,11 +50,10 @@ SIGNATURES = ("jws", "p7s")
 # to extract" or compression it does not know (NotImplementedError), an encrypted
 # member (RuntimeError), truncated or out-of-range fields (EOFError, struct.error,
 # OverflowError, ValueError) and ZIP64 where it is off (LargeZipFile).
-_DAMAGED = (
+_DAMAGED: tuple[type[Exception], ...] = (
     zipfile.BadZipFile,
     zipfile.LargeZipFile,
     zlib.error,
-    lzma.LZMAError,
     EOFError,
     NotImplementedError,
     RuntimeError,
@@ -64,6 +62,12 @@ _DAMAGED = (
     ValueError,
     OSError,
 )
+try:
+    from lzma import LZMAError
+except ImportError:  # a Python built without lzma reads no lzma members at all
+    pass
+else:
+    _DAMAGED += (LZMAError,)
 _HINT = "re-download or rebuild it"
 # Compression methods zipfile reads (wheels use the first two).
 _METHODS = frozenset(
