@@ -147,6 +147,11 @@ class WheelArchive:
                 f"{self.path}: not a valid wheel (zip) archive: a member name is not valid "
                 f"UTF-8 although flagged so; {_HINT}"
             ) from None
+        except NotImplementedError as exc:
+            raise WheelError(
+                f"{self.path}: not a valid wheel (zip) archive: it needs zip features no "
+                f"wheel uses ({_why(exc)}); {_HINT}"
+            ) from None
         except _DAMAGED as exc:
             raise WheelError(
                 f"{self.path}: not a valid wheel (zip) archive ({_why(exc)}); {_HINT}"
