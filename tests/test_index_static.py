@@ -663,3 +663,17 @@ def test_symlinks_inside_the_folder_are_followed(wheels: Path, tmp_path: Path) -
     build_site(wheels, site)
     for name in ("inner-1.0.tar.gz", "inner-1.0-py3-none-any.whl"):
         assert (site / "files/inner" / name).read_bytes() == (store / name).read_bytes()
+
+
+def test_an_sdist_that_inflates_too_far_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheelwise.index import filecheck
+
+    monkeypatch.setattr(filecheck, "SDIST_FLOOR_BYTES", 256 << 10)
+    wheels = tmp_path / "wheels"
+    demo_sdist(wheels, "bomb-1.0.tar.gz", {"bomb-1.0/PKG-INFO": b"x", "bomb-1.0/z": bytes(1 << 20)})
+    with pytest.raises(
+        IndexBuildError, match=r"bomb-1\.0\.tar\.gz: not a gzip'd tar archive .*bomb"
+    ):
+        build_site(wheels, tmp_path / "site")
