@@ -24,9 +24,11 @@ import time
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -267,7 +269,7 @@ def install(
     full.update(env or {})
     argv = [sys.executable, "-m", "wheelwise", "install", "--python", str(python)]
     argv += ["--index-url", f"{base}/simple/", "--system", str(system_file(tmp_path, ["v3"]))]
-    argv += ["--timeout", TIMEOUT, *args, "vpkg"]
+    argv += ["--timeout", TIMEOUT, "--retries", "1", *args, "vpkg"]
     # Measured in a child of its own: RUSAGE_CHILDREN is the peak of any child so far.
     probe = (
         "import resource, subprocess, sys\n"
@@ -339,33 +341,57 @@ def urls_of(base: str, target: str) -> list[str]:
     return [f"{base}/files/{name}{suffix}" for name in names]
 
 
-@pytest.mark.parametrize(("fault", "target"), CASES, ids=[f"{f}-{t}" for f, t in CASES])
-def test_a_misbehaving_index_fails_cleanly(
-    fault: str, target: str, venv: Path, tmp_path: Path
-) -> None:
-    site = tmp_path / "site"
+class Outcome(NamedTuple):
+    run: Run
+    base: str
+    before: str
+    after: str
+
+
+def run_case(fault: str, target: str, root: Path) -> Outcome:
+    root.mkdir()
+    site = root / "site"
     write_site(
         site,
         lying_metadata=(fault, target) == ("lying", "metadata"),
         lying_variants=(fault, target) == ("lying", "variants"),
     )
-    before = tree_hash(venv.parent.parent)
+    python = make_venv(root / "venv")
+    before = tree_hash(python.parent.parent)
     server = serving(site, None if fault == "lying" else fault, target)
     try:
-        run = install(tmp_path, venv, server.base, "--request-deadline", DEADLINE)
+        run = install(root, python, server.base, "--request-deadline", DEADLINE)
     finally:
         server.stop.set()
         server.shutdown()
         server.server_close()
+    return Outcome(run, server.base, before, tree_hash(python.parent.parent))
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Outcome]:
+    """Every case, run at once: most of their time is spent waiting for timeouts."""
+    root = tmp_path_factory.mktemp("matrix")
+    bomb()  # made before any server needs it
+    with ThreadPoolExecutor(8) as pool:
+        futures = {case: pool.submit(run_case, *case, root / "-".join(case)) for case in CASES}
+        return {case: future.result() for case, future in futures.items()}
+
+
+@pytest.mark.parametrize(("fault", "target"), CASES, ids=[f"{f}-{t}" for f, t in CASES])
+def test_a_misbehaving_index_fails_cleanly(
+    fault: str, target: str, outcomes: dict[tuple[str, str], Outcome]
+) -> None:
+    run, base, before, after = outcomes[fault, target]
     assert run.code == 2, run.err
     lines = run.err.strip().splitlines()
     errors = [line for line in lines if line.startswith("wheelwise: error: ")]
     assert len(errors) == 1, run.err
     [line] = errors
     assert "Traceback" not in run.err
-    assert any(url in line for url in urls_of(server.base, target)), line
+    assert any(url in line for url in urls_of(base, target)), line
     assert SAYS.get(fault, "") in line
-    assert tree_hash(venv.parent.parent) == before
+    assert after == before
 
 
 def test_the_undisturbed_site_installs(tmp_path: Path) -> None:

@@ -226,6 +226,14 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
         "which also gets 1 s per 16 KiB received [env: WHEELWISE_REQUEST_DEADLINE]."
     ),
 )
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    envvar="WHEELWISE_RETRIES",
+    help="Tries after the first on connection errors, timeouts and 5xx answers.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @provider_options
 @input_errors
@@ -250,6 +258,7 @@ def install(
     break_system_packages: bool,
     timeout: float,
     request_deadline: float,
+    retries: int,
     quiet: bool,
     allow_provider: tuple[str, ...],
     enable_provider: tuple[str, ...],
@@ -292,6 +301,7 @@ def install(
             break_system_packages=break_system_packages,
             timeout=timeout,
             request_deadline=request_deadline,
+            retries=retries,
             refresh=refresh,
             warn=_warn,
         )

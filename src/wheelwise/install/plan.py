@@ -26,7 +26,7 @@ from packaging.utils import NormalizedName, canonicalize_name, canonicalize_vers
 
 from wheelwise import __version__
 from wheelwise.index.bounded import DEFAULT_DEADLINE
-from wheelwise.index.client import IndexClient, IndexFile, IndexSource
+from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy
 from wheelwise.install.consistency import check_variant_consistency
 from wheelwise.install.core_metadata import check_core_metadata
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
@@ -96,6 +96,8 @@ class InstallOptions:
     # Seconds for one request: a page or metadata file, or a wheel (which also gets
     # 1 s per 16 KiB received); see wheelwise.index.bounded.
     request_deadline: float = DEFAULT_DEADLINE
+    # More tries after the first, on connection errors, timeouts and 5xx answers.
+    retries: int = 3
     cache_dir: Path | None = None
     progress: ProgressSink | None = None
     # Detect the machine again rather than reading the providers' cache.
@@ -212,7 +214,10 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             else TargetEnvironment.start_query(options.python or sys.executable)
         ) as pending,
         IndexClient(
-            timeout=options.timeout, deadline=options.request_deadline, warn=options.warn
+            timeout=options.timeout,
+            deadline=options.request_deadline,
+            retry=RetryPolicy(retries=options.retries),
+            warn=options.warn,
         ) as client,
         ListingPrefetcher(sources, client) as prefetcher,
     ):
@@ -346,6 +351,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         progress=options.progress,
                         require_hashes=options.require_hashes,
                         timeout=options.timeout,
+                        retries=options.retries + 1,
                         deadline=options.request_deadline,
                         then=check,
                         ready=speculative.take,
