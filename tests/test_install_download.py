@@ -28,7 +28,8 @@ def sha256(data: bytes) -> str:
 
 @functools.cache
 def _zeros_gzip() -> bytes:
-    return zlib.compress(bytes(64 << 20), 1, wbits=31)
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
+    return compressor.compress(bytes(64 << 20)) + compressor.flush()
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
