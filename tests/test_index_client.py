@@ -834,3 +834,21 @@ def test_json_page_that_cannot_be_held_is_an_invalid_page(body: bytes, says: str
         parse_json_page(body, PAGE_URL)
     assert raised.value.message.startswith(f"{PAGE_URL}: not a valid PEP 691 project page: ")
     assert says in raised.value.message
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [(b"[" * 100_000, "nested too deeply"), (b'{"x": ' + b"9" * 5000 + b"}", "digits")],
+    ids=["deep-nesting", "huge-integer"],
+)
+def test_variants_json_that_cannot_be_held_is_invalid(
+    body: bytes, says: str, tmp_path: Path, client: IndexClient
+) -> None:
+    """Like any invalid variant metadata (the installer then reads the wheels'
+    own variant.json), not a traceback."""
+    path = tmp_path / "demo_pkg-1.0-variants.json"
+    path.write_bytes(body)
+    with pytest.raises(InvalidPage) as raised:
+        client.fetch_variants_json(IndexFile(path.name, path.as_uri()))
+    assert raised.value.message.startswith(f"{path.as_uri()}: ")
+    assert says in raised.value.message

@@ -424,6 +424,13 @@ class IndexClient:
             raise InvalidPage(
                 file.url, f"{exc}; the index serves invalid variant metadata: report it"
             ) from None
+        except (RecursionError, ValueError) as exc:  # what json cannot hold
+            what = "its JSON is nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise InvalidPage(
+                file.url,
+                f"{file.url}: not valid variant metadata: {what}; the index serves invalid "
+                "variant metadata: report it",
+            ) from None
 
     def fetch_metadata(self, file: IndexFile) -> bytes:
         """*file*'s PEP 658 core metadata, checked against the hash the page gave."""
