@@ -852,3 +852,25 @@ def test_variants_json_that_cannot_be_held_is_invalid(
         client.fetch_variants_json(IndexFile(path.name, path.as_uri()))
     assert raised.value.message.startswith(f"{path.as_uri()}: ")
     assert says in raised.value.message
+
+
+def test_a_wheel_is_streamed_to_disk_and_verified(
+    live: tuple[str, Recorder], client: IndexClient, tmp_path: Path
+) -> None:
+    base, _ = live
+    listing = client.fetch_project(IndexSource.index(f"{base}/simple/"), "demo-pkg")
+    wheel = next(f for f in listing.files if f.kind == "wheel")
+    dest = tmp_path / wheel.filename
+    client.fetch_file_to(wheel, dest)
+    assert hashlib.sha256(dest.read_bytes()).hexdigest() == wheel.hashes["sha256"]
+    # A wrong hash, or a size smaller than the body: nothing is left behind.
+    lying = dataclasses.replace(wheel, hashes={"sha256": "0" * 64})
+    other = tmp_path / "other" / wheel.filename
+    other.parent.mkdir()
+    with pytest.raises(HashMismatch):
+        client.fetch_file_to(lying, other)
+    too_small = dataclasses.replace(wheel, size=10)
+    with pytest.raises(SourceError) as raised:
+        client.fetch_file_to(too_small, other)
+    assert "bigger than 10 bytes once decoded" in raised.value.message
+    assert list(other.parent.iterdir()) == []
