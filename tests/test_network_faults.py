@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import socket
 import struct
 import subprocess
@@ -450,12 +449,7 @@ def test_a_gzip_bomb_page_is_refused_in_little_memory(venv: Path, tmp_path: Path
     [line] = run.err.strip().splitlines()
     assert line.startswith(f"wheelwise: error: {server.base}{PAGE}: ")
     assert "64 MiB" in line
-    assert run.peak_rss_kib < 400 << 10
-
-
-def test_rss_probe_measures(tmp_path: Path) -> None:
-    """The memory probe sees what a child uses (so a low figure above means something)."""
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+    assert 0 < run.peak_rss_kib < 400 << 10  # the probe saw the child, which stayed small
 
 
 @pytest.fixture
