@@ -17,7 +17,7 @@ from wheelwise.index.errors import InvalidPage
 from wheelwise.index.simple_parse import IndexFile, parse_html_page, parse_json_page, parse_page
 
 URL = "https://example.test/simple/demo/"
-FUZZ = settings(max_examples=150, deadline=None, derandomize=True)
+FUZZ = settings(max_examples=100, deadline=None, derandomize=True)
 
 links = st.one_of(
     st.text(max_size=40),

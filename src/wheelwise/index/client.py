@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
@@ -376,37 +376,49 @@ class IndexClient:
 
     def fetch_file_to(self, file: IndexFile, dest: Path) -> None:
         """*file* streamed into *dest* (never held in memory), hash checked; nothing is
-        left at *dest* unless it is complete and verified."""
+        left at *dest* unless it is complete and verified. Over HTTP, the body may not
+        exceed the size the page gives, and has the deadline of a wheel."""
         url = file.url
-        if urlsplit(url).scheme.lower() == "file":
-            data = self._fetch_checked(url, file.hashes)
-            dest.write_bytes(data)
-            return
         part = dest.with_name(dest.name + ".part")
         hashers = _hashers(file.hashes)
         cap = file.size if file.size is not None else sys.maxsize
+
+        def write(out: IO[bytes], pieces: Iterable[bytes]) -> None:
+            out.seek(0)
+            out.truncate()  # a retry starts again
+            for name in hashers:
+                hashers[name] = hashlib.new(name)
+            for piece in pieces:
+                out.write(piece)
+                for hasher in hashers.values():
+                    hasher.update(piece)
+
         try:
             with part.open("wb") as out:
+                if urlsplit(url).scheme.lower() == "file":
+                    path = _file_path(url)
+                    try:
+                        with path.open("rb") as source:
+                            write(out, iter(lambda: source.read(1 << 20), b""))
+                    except OSError as exc:
+                        raise SourceError(url, f"{path}: cannot be read ({exc})") from None
+                else:
 
-                def read(response: httpx.Response, deadline: Deadline) -> bytes:
-                    out.seek(0)
-                    out.truncate()
-                    for name in hashers:
-                        hashers[name] = hashlib.new(name)
-                    pieces = read_body(
-                        response,
-                        cap=cap,
-                        what=f"this wheel (the {cap} bytes its index page gives)",
-                        deadline=deadline,
-                        expansion=_WHEEL_EXPANSION,
+                    def read(response: httpx.Response, deadline: Deadline) -> bytes:
+                        what = f"this wheel (the {cap} bytes its index page gives)"
+                        body = read_body(
+                            response,
+                            cap=cap,
+                            what=what,
+                            deadline=deadline,
+                            expansion=_WHEEL_EXPANSION,
+                        )
+                        write(out, body)
+                        return b""
+
+                    self._get(
+                        url, _FILE_ACCEPT, _INDEX_HINT, cached=False, read=read, rate=WHEEL_RATE
                     )
-                    for piece in pieces:
-                        out.write(piece)
-                        for hasher in hashers.values():
-                            hasher.update(piece)
-                    return b""
-
-                self._get(url, _FILE_ACCEPT, _INDEX_HINT, cached=False, read=read, rate=WHEEL_RATE)
             _check_digests(url, {name: h.hexdigest() for name, h in hashers.items()}, file.hashes)
             part.replace(dest)
         finally:
