@@ -332,6 +332,7 @@ SAYS = {
     "drip": f"{DEADLINE} s",
     "gzip-bomb": "once decoded",
     "oversize": "",
+    "hang": f"{TIMEOUT} s",
 }
 
 

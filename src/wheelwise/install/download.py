@@ -359,7 +359,11 @@ class _Fetcher:
         except httpx.TimeoutException as exc:
             if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
                 raise _Retryable(f"connection timed out ({exc})") from None
-            raise DownloadError(url, f"timed out ({type(exc).__name__})") from None
+            waited = self.client.timeout.read
+            within = f" within {waited:g} s (--timeout)" if waited is not None else ""
+            raise DownloadError(
+                url, f"timed out: no data{within} ({type(exc).__name__}); check the network"
+            ) from None
         except httpx.RemoteProtocolError as exc:
             if expected is not None and received < expected:
                 raise _Retryable(
