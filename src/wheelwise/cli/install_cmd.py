@@ -14,6 +14,7 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors
 from wheelwise.cli.options import provider_options
+from wheelwise.index.bounded import DEFAULT_DEADLINE
 from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.errors import InstallError
@@ -211,7 +212,27 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     default=15.0,
     show_default=True,
     metavar="SECONDS",
-    help="Network timeout.",
+    help="Network timeout: seconds to connect, and between bytes read.",
+)
+@click.option(
+    "--request-deadline",
+    type=click.FloatRange(min=0.1),
+    default=DEFAULT_DEADLINE,
+    show_default=True,
+    envvar="WHEELWISE_REQUEST_DEADLINE",
+    metavar="SECONDS",
+    help=(
+        "Seconds one request may take in all: an index page, a metadata file, or a wheel, "
+        "which also gets 1 s per 16 KiB received [env: WHEELWISE_REQUEST_DEADLINE]."
+    ),
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    envvar="WHEELWISE_RETRIES",
+    help="Tries after the first on connection errors, timeouts and 5xx answers.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @provider_options
@@ -236,6 +257,8 @@ def install(
     require_hashes: bool,
     break_system_packages: bool,
     timeout: float,
+    request_deadline: float,
+    retries: int,
     quiet: bool,
     allow_provider: tuple[str, ...],
     enable_provider: tuple[str, ...],
@@ -277,6 +300,8 @@ def install(
             require_hashes=require_hashes,
             break_system_packages=break_system_packages,
             timeout=timeout,
+            request_deadline=request_deadline,
+            retries=retries,
             refresh=refresh,
             warn=_warn,
         )

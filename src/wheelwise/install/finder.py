@@ -356,10 +356,9 @@ class IndexFinder:
         """*file* downloaded (hash checked) into the cache folder."""
         found = self._wheels.get(file.url)
         if found is None:
-            data = self.client.fetch_file(file)
             folder = Path(tempfile.mkdtemp(prefix="w-", dir=self.cache_dir))
             found = folder / file.filename
-            found.write_bytes(data)
+            self.client.fetch_file_to(file, found)  # streamed: a wheel may be big
             self._wheels[file.url] = found
         return found
 

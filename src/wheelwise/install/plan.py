@@ -25,8 +25,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 
 from wheelwise import __version__
-from wheelwise.index.client import IndexClient, IndexFile, IndexSource
+from wheelwise.index.bounded import DEFAULT_DEADLINE
+from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy
 from wheelwise.install.consistency import check_variant_consistency
+from wheelwise.install.core_metadata import check_core_metadata
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.download import (
     DownloadItem,
@@ -91,6 +93,11 @@ class InstallOptions:
     require_hashes: bool = False
     break_system_packages: bool = False
     timeout: float = 15.0
+    # Seconds for one request: a page or metadata file, or a wheel (which also gets
+    # 1 s per 16 KiB received); see wheelwise.index.bounded.
+    request_deadline: float = DEFAULT_DEADLINE
+    # More tries after the first, on connection errors, timeouts and 5xx answers.
+    retries: int = 3
     cache_dir: Path | None = None
     progress: ProgressSink | None = None
     # Detect the machine again rather than reading the providers' cache.
@@ -211,7 +218,12 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             if query is not None
             else TargetEnvironment.start_query(options.python or sys.executable)
         ) as pending,
-        IndexClient(timeout=options.timeout) as client,
+        IndexClient(
+            timeout=options.timeout,
+            deadline=options.request_deadline,
+            retry=RetryPolicy(retries=options.retries),
+            warn=options.warn,
+        ) as client,
         ListingPrefetcher(sources, client) as prefetcher,
     ):
         requested = _requested(requirements)
@@ -238,7 +250,12 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         def check(wheel: Path | InMemoryWheel) -> None:
             verified[wheel] = verify_wheel(wheel)
 
-        speculative = SpeculativeDownloads(client.http, budget=IN_MEMORY_DOWNLOADS, then=check)
+        speculative = SpeculativeDownloads(
+            client.http,
+            budget=IN_MEMORY_DOWNLOADS,
+            then=check,
+            deadline=options.request_deadline,
+        )
         finder = IndexFinder(
             sources,
             client,
@@ -325,7 +342,11 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 for planned in wanted:
                     cached = finder.cached_wheel(planned.file)
                     url = cached.as_uri() if cached is not None else planned.file.url
-                    items.append(DownloadItem(url, planned.file.hashes, planned.file.filename))
+                    items.append(
+                        DownloadItem(
+                            url, planned.file.hashes, planned.file.filename, planned.file.size
+                        )
+                    )
                 try:
                     found = download_wheels(
                         items,
@@ -335,6 +356,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         progress=options.progress,
                         require_hashes=options.require_hashes,
                         timeout=options.timeout,
+                        retries=options.retries + 1,
+                        deadline=options.request_deadline,
                         then=check,
                         ready=speculative.take,
                     )
@@ -342,6 +365,13 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     speculative.close()  # no thread left running: the installer may fork
                 # Every download path (early, cached while resolving, or now) ends here.
                 for planned, wheel in zip(wanted, found, strict=True):
+                    if planned.file.core_metadata:
+                        check_core_metadata(
+                            planned.file.metadata_url,
+                            planned.metadata,
+                            planned.file.filename,
+                            verified[wheel].metadata,
+                        )
                     check_variant_consistency(
                         verified[wheel],
                         planned.package.label,
@@ -395,7 +425,7 @@ class _EarlyWheels(NamedTuple):
 
 
 def _item(file: IndexFile) -> DownloadItem:
-    return DownloadItem(file.url, file.hashes, file.filename)
+    return DownloadItem(file.url, file.hashes, file.filename, file.size)
 
 
 # -- the installation report (pip's format, version 1) --------------------------------
