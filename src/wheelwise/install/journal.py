@@ -75,11 +75,15 @@ def candidate_paths(prefix: Path) -> list[StatePaths]:
     return [StatePaths(prefix / LOCK_NAME, prefix / JOURNAL_NAME), _fallback(prefix)]
 
 
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK)
+
+
 def state_paths(prefix: Path) -> StatePaths:
     """The environment's root (as uv keeps ``.lock`` there), outside the folders an
     install changes; a folder in the cache when the root is not writable."""
     preferred, fallback = candidate_paths(prefix)
-    if os.access(prefix, os.W_OK):
+    if _writable(prefix):
         return preferred
     fallback.lock.parent.mkdir(parents=True, exist_ok=True)
     return fallback
