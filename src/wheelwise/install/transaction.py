@@ -466,11 +466,16 @@ def recover(
     if not pending(env.prefix):
         return []
     lock, _ = _locked(env, lock_timeout)
+    interrupted: list[bool] = []
     try:
-        with _interrupts_deferred(lambda: None):  # recovering is never left half done
-            return _recover(env, warn)
+        # Recovering is never left half done; Ctrl-C meanwhile counts once it is over.
+        with _interrupts_deferred(lambda: interrupted.append(True)):
+            found = _recover(env, warn)
     finally:
         lock.release()
+    if interrupted:
+        raise KeyboardInterrupt
+    return found
 
 
 def _check_managed(env: TargetEnvironment, break_system_packages: bool) -> None:
