@@ -8,7 +8,8 @@ opened there, ``os.mkdir``, ``os.rename``, ``os.replace``, ``os.unlink``,
 ``os.rmdir``, ``os.fsync``), each counted twice: just before and just after it, so
 that a kill can land between creating a file and writing it. ``N = 0`` only
 counts; the count is written to COUNT_FILE at exit. Unpacking runs in this
-process, one wheel after another, so that the steps come in the same order.
+process, one wheel after another, so that the steps come in the same order
+(``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork).
 """
 
 from __future__ import annotations
@@ -100,6 +101,6 @@ def _report() -> None:
 
 import wheelwise.install.parallel  # noqa: E402
 
-wheelwise.install.parallel.STRATEGY = "serial"
+wheelwise.install.parallel.STRATEGY = os.environ.get("KILL_STRATEGY", "serial")
 sys.argv = ["wheelwise", *arguments]
 runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)
