@@ -8,18 +8,22 @@ environment exactly as it was before, or exactly as a complete run leaves it.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import random
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from installkit import LOCK_NAME, alpha_wheel, make_venv, run_python, simple_wheel, tree_hash
 from wheelwise.install import InstallError, TargetEnvironment, install_wheels
@@ -292,3 +296,37 @@ def test_scratch_folders_live_in_the_cache_and_stale_ones_are_cleared(tmp_path: 
     remaining = sorted(path.name for path in scratch.iterdir())
     assert remaining == [live.name]
     assert list(bench.temp.iterdir()) == []
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=40),
+            _JSON.map(lambda value: json.dumps(value).encode()),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_reading_any_journal_never_fails(pieces: list[bytes], cut: bool) -> None:
+    """A journal is read whole or in part (a kill may cut its last line): only
+    a header object and lists of strings come out, and nothing raises."""
+    from wheelwise.install import journal
+
+    data = b"\n".join(pieces) + (b"" if cut else b"\n")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "j"
+        path.write_bytes(data)
+        read = journal._read(path)
+    assert read is not None
+    header, records = read
+    assert isinstance(header, dict)
+    assert all(record and all(isinstance(v, str) for v in record) for record in records)

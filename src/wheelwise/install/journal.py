@@ -205,7 +205,8 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
     if read is None:
         return None, []
     header, records = read
-    roots = [str(root) for root in header.get("roots", [])]
+    listed = header.get("roots")
+    roots = [str(root) for root in listed] if isinstance(listed, list) else []
     backup = header.get("backup")
     committed = any(record[0] == "commit" for record in records)
     problems: list[str] = []
@@ -225,7 +226,7 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
         operation=str(header.get("operation", "install")),
         target=str(header.get("target", path.parent)),
         started=str(header.get("started", "?")),
-        pid=int(header.get("pid", 0)),
+        pid=pid if isinstance(pid := header.get("pid"), int) else 0,
         rolled_forward=committed,
     )
     return recovered, problems
