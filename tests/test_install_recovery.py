@@ -7,12 +7,14 @@ environment exactly as it was before, or exactly as a complete run leaves it.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -286,15 +288,19 @@ def test_scratch_folders_live_in_the_cache_and_stale_ones_are_cleared(tmp_path: 
     scratch = bench.cache / "scratch"
     left = sorted(path.name for path in scratch.iterdir())
     assert left, "the killed run's scratch folders should be in the cache"
-    stale = scratch / f"download-{_dead_pid()}-abc"
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    dead = _dead_pid()
+    stale = scratch / f"download-{dead}-{host}-abc"
     stale.mkdir()
     (stale / "half.whl").write_bytes(b"x")
-    live = scratch / f"download-{os.getpid()}-def"
+    live = scratch / f"download-{os.getpid()}-{host}-def"
     live.mkdir()
+    elsewhere = scratch / f"wheels-{dead}-{'0' * 8 if host != '0' * 8 else '1' * 8}-ghi"
+    elsewhere.mkdir()  # another host's: its pid means nothing here
     result = bench.wheelwise(*args)
     assert result.returncode == 0, result.stderr
     remaining = sorted(path.name for path in scratch.iterdir())
-    assert remaining == [live.name]
+    assert remaining == sorted([live.name, elsewhere.name])
     assert list(bench.temp.iterdir()) == []
 
 
