@@ -144,7 +144,9 @@ def _check_distributions(venv: Path) -> None:
             assert Path(str(file.locate())).exists(), f"{file} of {dist.metadata['Name']}"
 
 
-def _kill_and_recover(bench: Bench, args: list[str], points: int, seed: int) -> None:
+def _kill_and_recover(
+    bench: Bench, args: list[str], points: int, seed: int, operation: str = "install"
+) -> None:
     bench.reset()
     before = tree_hash(bench.venv)
     steps = bench.count(args)
@@ -152,7 +154,7 @@ def _kill_and_recover(bench: Bench, args: list[str], points: int, seed: int) -> 
     assert before != after
     chosen = sorted(random.Random(seed).sample(range(1, steps + 1), min(points, steps)))
     journal = bench.venv / ".wheelwise-journal"
-    recoveries_killed = 0
+    recoveries_killed = recoveries_tried = 0
     for index, step in enumerate(chosen):
         bench.reset()
         killed = bench.driven(args, step)
@@ -165,6 +167,7 @@ def _kill_and_recover(bench: Bench, args: list[str], points: int, seed: int) -> 
         pending = journal.exists()
         if index % 3 == 2 and pending:
             # A kill while recovering is recovered by the run after it.
+            recoveries_tried += 1
             rng = random.Random(seed + step)
             cut = bench.driven(["recover", "--python", str(bench.python)], rng.randint(1, 16))
             recoveries_killed += cut.returncode == -signal.SIGKILL
@@ -175,20 +178,23 @@ def _kill_and_recover(bench: Bench, args: list[str], points: int, seed: int) -> 
             state = tree_hash(bench.venv)
             assert state in (before, after), f"step {step} of {steps}: {result.stdout}"
             if pending:
-                assert "an interrupted install in" in result.stdout
+                assert f"an interrupted {operation} in" in result.stdout
             else:
                 assert "nothing to recover in" in result.stdout
         else:
             result = bench.wheelwise(*args)
-            assert result.returncode == 0, (step, result.stderr)
+            if "finished an interrupted uninstall" in result.stderr:
+                assert "alpha: it is not installed" in result.stderr  # it was removed
+            else:
+                assert result.returncode == 0, (step, result.stderr)
             assert tree_hash(bench.venv) == after, f"step {step} of {steps}"
             if pending:
                 assert "wheelwise: warning: " in result.stderr
-                assert "an interrupted install in" in result.stderr
+                assert f"an interrupted {operation} in" in result.stderr
                 assert f"in {_purelib(bench.venv)}" in result.stderr
         assert _leftovers(bench.venv) == [], f"step {step} of {steps}"
         _check_distributions(bench.venv)
-    assert recoveries_killed > 0 or points < 3
+    assert recoveries_killed > 0 or recoveries_tried == 0
 
 
 def test_killed_fresh_installs_are_recovered_by_the_next_run(tmp_path: Path) -> None:
@@ -205,7 +211,13 @@ def test_killed_forked_installs_are_recovered_by_the_next_run(tmp_path: Path) ->
     """Wheels unpacked by forked workers: the parent or a worker is killed."""
     bench = _bench(tmp_path, with_alpha=True)
     bench.strategy = "fork"
-    _kill_and_recover(bench, bench.install_args("alpha==2.0", "beta"), points=5, seed=3)
+    _kill_and_recover(bench, bench.install_args("alpha==2.0", "beta"), points=4, seed=3)
+
+
+def test_killed_uninstalls_are_recovered_by_the_next_run(tmp_path: Path) -> None:
+    bench = _bench(tmp_path, with_alpha=True)
+    args = ["uninstall", "-y", "--python", str(bench.python), "alpha"]
+    _kill_and_recover(bench, args, points=4, seed=4, operation="uninstall")
 
 
 def test_recover_with_nothing_to_do(tmp_path: Path) -> None:
