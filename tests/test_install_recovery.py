@@ -283,6 +283,21 @@ def test_the_lock_and_journal_go_to_the_cache_when_the_root_is_read_only(
     assert not paths.journal.exists()
 
 
+def test_no_writable_place_for_the_lock_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheelwise.install import journal
+
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    (tmp_path / "file").write_bytes(b"")
+    monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    monkeypatch.setattr(journal, "_writable", lambda folder: False)
+    before = tree_hash(env.prefix)
+    with pytest.raises(InstallError, match=r"cannot take the lock of .*nor the wheelwise cache"):
+        install_wheels(env, [simple_wheel(tmp_path / "wheels", "beta", "1.0")])
+    assert tree_hash(env.prefix) == before
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

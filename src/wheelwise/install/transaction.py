@@ -425,14 +425,19 @@ def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[Veri
 
 
 def _locked(env: TargetEnvironment, timeout: float) -> tuple[filelock.BaseFileLock, StatePaths]:
-    paths = state_paths(env.prefix)
-    lock = filelock.FileLock(str(paths.lock), timeout=timeout)
     try:
+        paths = state_paths(env.prefix)
+        lock = filelock.FileLock(str(paths.lock), timeout=timeout)
         lock.acquire()
     except filelock.Timeout:
         raise LockTimeoutError(
             f"another run holds the lock {paths.lock} for more than "
             f"{timeout:g} s; is another install into {env.prefix} in progress?"
+        ) from None
+    except OSError as exc:
+        raise InstallError(
+            f"cannot take the lock of {env.prefix}: {exc}; neither the environment's "
+            "root nor the wheelwise cache (WHEELWISE_CACHE_DIR) can be written"
         ) from None
     return lock, paths
 
