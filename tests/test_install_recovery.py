@@ -298,6 +298,24 @@ def test_no_writable_place_for_the_lock_is_one_clear_error(
     assert tree_hash(env.prefix) == before
 
 
+def test_a_journal_naming_paths_outside_the_environment_touches_none(tmp_path: Path) -> None:
+    from wheelwise.install import recover
+
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep")
+    header = {"operation": "install", "pid": 1, "started": "then", "target": str(env.purelib)}
+    header |= {"roots": [str(env.purelib)], "backup": str(tmp_path)}
+    lines = [header, ["file", str(outside)], ["file", f"{env.purelib}/../../../../outside.txt"]]
+    journal = env.prefix / ".wheelwise-journal"
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (found,) = recover(env)
+    assert found.describe().startswith(f"rolled back an interrupted install in {env.purelib}")
+    assert outside.read_bytes() == b"keep"
+    assert tmp_path.is_dir()
+    assert not journal.exists()
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

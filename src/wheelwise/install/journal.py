@@ -179,6 +179,9 @@ class Recovered:
         )
 
 
+_ARITY = {"file": 2, "dir": 2, "skip": 2, "move": 3, "moved": 2, "commit": 1, "undone": 1}
+
+
 def _read(path: Path) -> tuple[dict[str, Any], list[list[str]]] | None:
     try:
         raw = path.read_bytes()
@@ -193,7 +196,12 @@ def _read(path: Path) -> tuple[dict[str, Any], list[list[str]]] | None:
             continue
         if header is None:
             header = value if isinstance(value, dict) else {}
-        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        elif (
+            isinstance(value, list)
+            and value
+            and all(isinstance(v, str) for v in value)
+            and _ARITY.get(value[0]) == len(value)
+        ):
             records.append(value)
     return (header or {}), records
 
@@ -208,15 +216,22 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
     listed = header.get("roots")
     roots = [str(root) for root in listed] if isinstance(listed, list) else []
     backup = header.get("backup")
+    # Never trust a path outside the environment (a damaged or foreign journal).
+    if not isinstance(backup, str) or not (
+        os.path.basename(backup).startswith(".wheelwise-backup-")  # noqa: PTH119
+        and any(_inside(backup, root) for root in roots)
+    ):
+        backup = None
+    records = [r for r in records if all(any(_inside(p, t) for t in roots) for p in r[1:])]
     committed = any(record[0] == "commit" for record in records)
     problems: list[str] = []
     if committed:
-        if isinstance(backup, str):
+        if backup is not None:
             shutil.rmtree(backup, ignore_errors=True)
         prune([record[1] for record in records if record[0] == "moved"], roots)
     else:
         problems = _roll_back(path, records)
-        if not problems and isinstance(backup, str):
+        if not problems and backup is not None:
             shutil.rmtree(backup, ignore_errors=True)
     if not problems:
         with contextlib.suppress(FileNotFoundError):
@@ -305,7 +320,7 @@ def prune(originals: list[str], roots: list[str]) -> None:
 
 def _inside(path: str, root: str) -> bool:
     try:
-        return os.path.commonpath([path, root]) == root
+        return os.path.commonpath([os.path.normpath(path), root]) == root
     except ValueError:
         return False
 
