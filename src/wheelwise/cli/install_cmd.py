@@ -1,4 +1,4 @@
-"""``wheelwise install``, ``wheelwise list`` and ``wheelwise uninstall``."""
+"""``wheelwise install``, ``list``, ``uninstall`` and ``recover``."""
 
 from __future__ import annotations
 
@@ -42,9 +42,14 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
         except KeyboardInterrupt as exc:
             from wheelwise.install.transaction import InterruptedAfterCommit
 
-            if not isinstance(exc, InterruptedAfterCommit):
-                raise
-            _report_late_interrupt(exc)
+            if isinstance(exc, InterruptedAfterCommit):
+                _report_late_interrupt(exc)
+            else:  # every change was rolled back (or none was made yet)
+                python = kwargs.get("python") or sys.executable
+                click.echo(
+                    f"wheelwise: interrupted; {python}'s environment was left as it was",
+                    err=True,
+                )
             raise click.exceptions.Exit(130) from None
         except (InstallError, RequirementsFileError, VariantRequirementError) as exc:
             raise InputError(str(exc)) from None
@@ -453,5 +458,27 @@ def uninstall(
     env = _environment(python)
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
         raise InputError("nothing uninstalled")
-    for name in remove(env, list(names), break_system_packages=break_system_packages):
+    for name in remove(env, list(names), break_system_packages=break_system_packages, warn=_warn):
         click.echo(f"uninstalled {name}")
+
+
+@click.command()
+@click.option(
+    "--python",
+    type=click.Path(path_type=Path),
+    help="Recover this interpreter's environment (default: the running one).",
+)
+@input_errors
+@install_errors
+def recover(python: Path | None) -> None:
+    """Undo (or finish) an install or uninstall that was killed midway.
+
+    Every install and uninstall does this first; this command does only that."""
+    from wheelwise.install.transaction import recover as replay_journal
+
+    env = _environment(python)
+    found = replay_journal(env)
+    for recovered in found:
+        click.echo(recovered.describe())
+    if not found:
+        click.echo(f"nothing to recover in {env.purelib}")

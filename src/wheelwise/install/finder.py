@@ -53,6 +53,7 @@ from wheelwise.index.client import (
 )
 from wheelwise.install.candidates import WheelFile
 from wheelwise.install.prefetch import ListingPrefetcher
+from wheelwise.install.scratch import make_scratch
 from wheelwise.wheels.archive import WheelArchive
 
 if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
@@ -183,7 +184,7 @@ class IndexFinder:
         self.python_version = python_version
         self._temp: tempfile.TemporaryDirectory[str] | None = None
         if cache_dir is None:
-            self._temp = tempfile.TemporaryDirectory(prefix="wheelwise-wheels-")
+            self._temp = make_scratch("wheels")
             cache_dir = Path(self._temp.name)
         cache_dir.mkdir(parents=True, exist_ok=True)
         self.cache_dir = cache_dir

@@ -14,7 +14,6 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -41,12 +40,14 @@ from wheelwise.install.errors import DownloadError, ExternallyManagedError
 from wheelwise.install.finder import IndexFinder, Link, Warn, source_label
 from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, ResolveError, resolve
+from wheelwise.install.scratch import make_scratch
 from wheelwise.install.transaction import (
     InstalledDist,
     InstallReport,
     VerifiedWheel,
     install_wheels,
     list_installed,
+    recover,
     verify_wheel,
 )
 from wheelwise.install.variant_requirement import apply_variant_labels
@@ -235,6 +236,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
                 "--break-system-packages to override"
             )
+        if not options.dry_run:  # what a killed run left must not count as installed
+            recover(env, warn=options.warn)
         installed = {dist.name: dist for dist in list_installed(env)}
         python_version = ".".join(str(part) for part in env.version_info)
         if options.refresh and options.system is None:
@@ -337,7 +340,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         "the source gives no sha256 (or stronger) hash for it, and "
                         "--require-hashes is on",
                     )
-            with tempfile.TemporaryDirectory(prefix="wheelwise-download-") as folder:
+            with make_scratch("download", options.cache_dir) as folder:
                 items = []
                 for planned in wanted:
                     cached = finder.cached_wheel(planned.file)
@@ -382,6 +385,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     env,
                     [verified[wheel] for wheel in found],
                     break_system_packages=options.break_system_packages,
+                    warn=options.warn,
                 )
         finally:
             speculative.close()
