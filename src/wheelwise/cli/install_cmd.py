@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
-from wheelwise.cli.errors import InputError, input_errors
+from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.options import provider_options
 from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
@@ -126,7 +126,7 @@ class _RichProgress:
 
 def _warn(message: str) -> None:
     """A problem the installer worked around (invalid variant metadata, say)."""
-    click.echo(f"wheelwise: warning: {message}", err=True)
+    warn(message)
 
 
 def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
@@ -175,7 +175,7 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
 @click.option(
     "--python",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
     help="Install into this interpreter's environment (default: the running one).",
 )
 @click.option("--no-variant", is_flag=True, help="Install non-variant wheels only.")
@@ -227,7 +227,7 @@ def install(
     upgrade: bool,
     pre: bool,
     no_deps: bool,
-    python: Path | None,
+    python: str | None,
     no_variant: bool,
     variants: tuple[str, ...],
     system_file: Path | None,
@@ -267,7 +267,7 @@ def install(
             upgrade=upgrade,
             pre=pre,
             no_deps=no_deps,
-            python=python,
+            python=Path(python) if python is not None else None,
             no_variant=no_variant,
             variant_choice=_variant_option(variants),
             system=load_system(system_file) if system_file is not None else None,
@@ -361,7 +361,7 @@ def _render_plan(outcome: InstallOutcome) -> None:
 # -- list, uninstall -------------------------------------------------------------------
 
 
-def _environment(python: Path | None) -> Any:
+def _environment(python: str | None) -> Any:
     from wheelwise.install.environment import TargetEnvironment
 
     return TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
@@ -370,13 +370,13 @@ def _environment(python: Path | None) -> Any:
 @click.command(name="list")
 @click.option(
     "--python",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
     help="List this interpreter's environment (default: the running one).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @input_errors
 @install_errors
-def list_cmd(python: Path | None, as_json: bool) -> None:
+def list_cmd(python: str | None, as_json: bool) -> None:
     """List installed distributions with their variant label."""
     from wheelwise.install.transaction import list_installed
 
@@ -408,7 +408,7 @@ def list_cmd(python: Path | None, as_json: bool) -> None:
 @click.argument("names", nargs=-1, required=True)
 @click.option(
     "--python",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
     help="Uninstall from this interpreter's environment (default: the running one).",
 )
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -420,7 +420,7 @@ def list_cmd(python: Path | None, as_json: bool) -> None:
 @input_errors
 @install_errors
 def uninstall(
-    names: tuple[str, ...], python: Path | None, yes: bool, break_system_packages: bool
+    names: tuple[str, ...], python: str | None, yes: bool, break_system_packages: bool
 ) -> None:
     """Uninstall distributions NAME... (all or nothing)."""
     from wheelwise.install.transaction import uninstall as remove

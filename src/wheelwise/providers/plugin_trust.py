@@ -14,16 +14,12 @@ user's configuration file::
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10
-    import tomli as tomllib
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 
 CONFIG_ENV = "WHEELWISE_CONFIG"
 
@@ -58,10 +54,10 @@ def load_trust_config(path: Path | None = None) -> TrustConfig:
     """Read the allowlist; a missing file allows nothing, a broken one is reported."""
     path = config_path() if path is None else path
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = loads_toml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return TrustConfig(path)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, UntrustedDocumentError) as exc:
         return TrustConfig(path, problem=f"cannot read {display_path(path)}: {exc}")
     table = data.get("providers", {})
     allow = table.get("allow", []) if isinstance(table, dict) else None

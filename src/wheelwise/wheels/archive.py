@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from installer.records import RecordEntry
 
+from wheelwise.userfiles import NotARegularFile, open_regular_zip
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.wheels.errors import WheelError
@@ -80,7 +81,7 @@ def open_zip(wheel: str | Path | InMemoryWheel) -> zipfile.ZipFile:
         archive = zipfile.ZipFile(io.BytesIO(wheel.data))
         archive.filename = wheel.name  # readers (installer) take the wheel's name from it
         return archive
-    return zipfile.ZipFile(wheel)
+    return open_regular_zip(wheel)
 
 
 class WheelArchive:
@@ -97,6 +98,8 @@ class WheelArchive:
             self._zip = open_zip(path)
         except FileNotFoundError:
             raise WheelError(f"{self.path}: no such file") from None
+        except NotARegularFile as exc:
+            raise WheelError(f"{self.path}: {exc.strerror}") from None
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise WheelError(f"{self.path}: not a valid wheel (zip) archive: {exc}") from None
         try:
