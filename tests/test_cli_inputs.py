@@ -266,3 +266,11 @@ def test_hostile_text_in_errors_is_escaped(tmp_path: Path) -> None:
 def test_requirement_error_keeps_the_first_line_and_the_requirement() -> None:
     text = assert_one_clean_error(wheelwise("install", "--dry-run", "foo >= "), "'foo >= '")
     assert "^" not in text
+
+
+def test_deeply_nested_marker_is_an_invalid_requirement(tmp_path: Path) -> None:
+    requirement = "alpha ; " + "(" * 3000 + "python_version > '3'" + ")" * 3000
+    reqs = tmp_path / "reqs.txt"
+    reqs.write_text(requirement + "\n", encoding="utf-8")
+    for command in (["install", "--dry-run", requirement], ["install", "--dry-run", "-r", reqs]):
+        assert_one_clean_error(wheelwise(*command), "invalid requirement", "nested too deeply")
