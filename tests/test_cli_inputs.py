@@ -274,3 +274,31 @@ def test_deeply_nested_marker_is_an_invalid_requirement(tmp_path: Path) -> None:
     reqs.write_text(requirement + "\n", encoding="utf-8")
     for command in (["install", "--dry-run", requirement], ["install", "--dry-run", "-r", reqs]):
         assert_one_clean_error(wheelwise(*command), "invalid requirement", "nested too deeply")
+
+
+def test_corrupt_index_state_file_is_rebuilt(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    alpha_wheel(wheels, "1.0")
+    site = tmp_path / "site"
+    first = wheelwise("index", "build", wheels, "-o", site)
+    assert first.returncode == 0, first.stderr
+    for document in (DEEP_JSON, HUGE_INT):
+        (site / ".wheelwise-index.json").write_bytes(document)
+        again = wheelwise("index", "build", wheels, "-o", site)
+        assert again.returncode == 0, again.stderr
+        assert b"1 file(s) (1 read" in again.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["install", "--bogus\x1b[31m-option"],
+        ["frob\nnicate"],
+        ["select"],
+        ["install", "--timeout", "x\ny"],
+    ],
+)
+def test_usage_errors_are_one_line(command: list[str]) -> None:
+    text = assert_one_clean_error(wheelwise(*command))
+    assert "--help" in text
