@@ -302,3 +302,16 @@ def test_corrupt_index_state_file_is_rebuilt(tmp_path: Path) -> None:
 def test_usage_errors_are_one_line(command: list[str]) -> None:
     text = assert_one_clean_error(wheelwise(*command))
     assert "--help" in text
+
+
+def test_bare_python_name_without_such_file_is_looked_up_on_path(tmp_path: Path) -> None:
+    venv_python = make_venv(tmp_path / "venv")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "venv-python"
+    wrapper.write_text(f'#!/bin/sh\nexec "{venv_python}" "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    listed = wheelwise("list", "--python", "venv-python", "--json", cwd=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []

@@ -176,7 +176,8 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--python",
     type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
-    help="Install into this interpreter's environment (default: the running one).",
+    help="Install into this interpreter's environment (default: the running one). "
+    "A path, or a bare name looked up on PATH when no such file is here.",
 )
 @click.option("--no-variant", is_flag=True, help="Install non-variant wheels only.")
 @click.option(
@@ -371,7 +372,8 @@ def _environment(python: str | None) -> Any:
 @click.option(
     "--python",
     type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
-    help="List this interpreter's environment (default: the running one).",
+    help="List this interpreter's environment (default: the running one). "
+    "A path, or a bare name looked up on PATH when no such file is here.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @input_errors
@@ -409,7 +411,8 @@ def list_cmd(python: str | None, as_json: bool) -> None:
 @click.option(
     "--python",
     type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
-    help="Uninstall from this interpreter's environment (default: the running one).",
+    help="Uninstall from this interpreter's environment (default: the running one). "
+    "A path, or a bare name looked up on PATH when no such file is here.",
 )
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
