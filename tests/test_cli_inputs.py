@@ -315,3 +315,15 @@ def test_bare_python_name_without_such_file_is_looked_up_on_path(tmp_path: Path)
     listed = wheelwise("list", "--python", "venv-python", "--json", cwd=tmp_path, env=env)
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == []
+
+
+def test_regular_file_reader_caps_the_size(tmp_path: Path) -> None:
+    from wheelwise.userfiles import NotARegularFile, read_regular_file
+
+    path = tmp_path / "doc.json"
+    path.write_bytes(b"12345")
+    assert read_regular_file(path, limit=5) == b"12345"
+    with pytest.raises(NotARegularFile, match="larger than 4 bytes"):
+        read_regular_file(path, limit=4)
+    with pytest.raises(NotARegularFile, match="directory"):
+        read_regular_file(tmp_path)

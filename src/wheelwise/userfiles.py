@@ -55,9 +55,7 @@ def read_regular_file(path: str | os.PathLike[str], *, limit: int = MAX_DOCUMENT
         data = stream.read(limit + 1)
     if len(data) > limit:
         raise NotARegularFile(
-            errno.EFBIG,
-            f"larger than {limit // (1024 * 1024)} MiB (not a document)",
-            os.fspath(path),
+            errno.EFBIG, f"larger than {limit} bytes (too large for a document)", os.fspath(path)
         )
     return data
 
@@ -79,6 +77,10 @@ class _OwnedZipFile(zipfile.ZipFile):
             super().close()
         finally:
             self._owned_stream.close()
+
+    def __del__(self) -> None:
+        # As a ZipFile opened from a name: collected unclosed, its file is closed.
+        self.close()
 
 
 def open_regular_zip(path: str | os.PathLike[str]) -> zipfile.ZipFile:
