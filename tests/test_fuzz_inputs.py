@@ -27,6 +27,7 @@ from wheelwise.install.variant_requirement import (
     VariantRequirementError,
     split_variant_label,
 )
+from wheelwise.providers.plugin_runner import PluginAnswer, PluginFailure, parse_answer
 from wheelwise.providers.uv_target import parse_uv_target
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_json, loads_toml
 from wheelwise.variants.errors import InvalidMetadata, InvalidSystem
@@ -288,3 +289,22 @@ def test_variant_markers_parse_or_raise(text: str) -> None:
     for outcome in (marker, requirement):
         if isinstance(outcome, Exception):
             assert "\n" not in str(outcome)
+
+
+# -- a provider plugin's answer ---------------------------------------------------------
+
+ANSWER_KEYS = st.sampled_from(["all", "supported", "namespace", "name", "values", "x"])
+ANSWERS = st.recursive(
+    LEAVES,
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(ANSWER_KEYS, children, max_size=4)
+    ),
+    max_leaves=20,
+).map(_document)
+
+
+@FUZZ
+@given(ANSWERS | RAW)
+def test_plugin_answers_parse_or_raise_plugin_failure(raw: bytes) -> None:
+    outcome = attempt(lambda: parse_answer(raw, "ns"), PluginFailure)
+    assert isinstance(outcome, (PluginAnswer, PluginFailure))
