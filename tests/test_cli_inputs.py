@@ -327,3 +327,16 @@ def test_regular_file_reader_caps_the_size(tmp_path: Path) -> None:
         read_regular_file(path, limit=4)
     with pytest.raises(NotARegularFile, match="directory"):
         read_regular_file(tmp_path)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_detect_cache_that_is_no_regular_file_is_detected_again(tmp_path: Path, fast: bool) -> None:
+    from wheelwise.providers.cache import cache_path
+
+    path = Path(cache_path())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    proc = wheelwise("detect", "--json") if fast else wheelwise("detect")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    assert path.is_file()  # replaced by a fresh cache
