@@ -340,3 +340,9 @@ def test_detect_cache_that_is_no_regular_file_is_detected_again(tmp_path: Path, 
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == b""
     assert path.is_file()  # replaced by a fresh cache
+
+
+def test_no_command_still_shows_the_help() -> None:
+    proc = wheelwise()
+    assert b"Commands:" in proc.stdout + proc.stderr
+    assert b"wheelwise: error" not in proc.stderr

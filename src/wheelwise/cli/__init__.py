@@ -33,9 +33,11 @@ def _run() -> None:
     from wheelwise.cli.app import cli
     from wheelwise.cli.errors import one_line
 
+    # click >= 8.2 raises this for a bare `wheelwise`; older versions print the help.
+    help_error = getattr(click.exceptions, "NoArgsIsHelpError", ())
     try:
         status = cli.main(standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
+    except help_error as exc:
         exc.show()  # the help text, as click prints it
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
