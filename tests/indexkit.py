@@ -275,3 +275,27 @@ def installed_build(python: Path, project: str = "demo_pkg") -> str:
         check=True,
     )
     return result.stdout.strip()
+
+
+def demo_sdist(directory: Path, filename: str, members: dict[str, bytes] | None = None) -> Path:
+    """A real sdist *filename* (``{name}-{version}.tar.gz``): a gzip'd tar of
+    ``{name}-{version}/`` holding PKG-INFO, or exactly *members* (path -> bytes)."""
+    import io
+    import tarfile
+
+    top = filename.removesuffix(".tar.gz")
+    name, version = top.rsplit("-", 1)
+    if members is None:
+        pkg_info = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        members = {
+            f"{top}/PKG-INFO": pkg_info.encode(),
+            f"{top}/pyproject.toml": b"[project]\n",
+        }
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / filename
+    with tarfile.open(path, "w:gz") as archive:
+        for member, data in members.items():
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path

@@ -201,7 +201,13 @@ def test_select_with_a_trusted_plugin(machine_env: dict[str, str]) -> None:
         "PIP_FIND_LINKS": str(CORPUS / "test-plugin-package" / "dist"),
         "PIP_CONFIG_FILE": os.devnull,
     }
-    args = ["select", str(TEST_PACKAGE), "--json", "--allow-provider", "installable_plugin"]
+    args = [
+        "select",
+        str(TEST_PACKAGE),
+        "--json",
+        "--allow-provider",
+        "installable_plugin=test-plugin-package",
+    ]
     proc = wheelwise(args, env)
     assert proc.returncode == 0, proc.stderr
     document = json.loads(proc.stdout)

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from indexkit import demo_wheel, demo_wheels, free_port, http_server, uvicorn_thread
+from indexkit import demo_sdist, demo_wheel, demo_wheels, free_port, http_server, uvicorn_thread
 from wheelfactory import variant_doc
 from wheelwise.index.client import (
     PAGE_ACCEPT,
@@ -38,6 +38,7 @@ from wheelwise.index.client import (
     first_viable_source,
 )
 from wheelwise.index.server import create_app
+from wheelwise.index.simple_parse import parse_html_page, parse_json_page
 from wheelwise.index.static import build_site
 from wheelwise.index.tls import client_tls_context
 from wheelwise.variants.metadata import VariantMetadata
@@ -84,7 +85,7 @@ def wheel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("wheels")
     demo_wheels(directory)
     demo_wheel(directory, "Other_Project-0.1-py3-none-any.whl", requires_python="<4,>=3.9")
-    (directory / "demo_pkg-1.0.tar.gz").write_bytes(b"sdist bytes")
+    demo_sdist(directory, "demo_pkg-1.0.tar.gz")
     return directory
 
 
@@ -774,3 +775,102 @@ def test_ca_certificates_load_at_the_first_tls_connection() -> None:
     assert context.cert_store_stats()["x509_ca"] == 0
     context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="example.invalid")
     assert context.cert_store_stats()["x509_ca"] > 0
+
+
+# -- links that cannot be read, JSON that cannot be held -----------------------------
+
+PAGE_URL = "https://example.test/simple/demo/"
+GOOD_LINK = "demo_pkg-1.0-py3-none-any.whl"
+BAD_LINKS = [
+    "http://[::1/demo_pkg-0.9-py3-none-any.whl",  # an IPv6 host never closed
+    "//[::1/demo_pkg-0.8-py3-none-any.whl",  # relative, but cannot be joined
+    "http://host:port/demo_pkg-0.7-py3-none-any.whl",  # a port that is no number
+]
+
+
+def test_html_link_that_is_no_url_is_skipped_with_a_warning() -> None:
+    anchors = "".join(f'<a href="{link}">x</a>' for link in [*BAD_LINKS, GOOD_LINK])
+    warnings: list[str] = []
+    body = f"<html><body>{anchors}</body></html>".encode()
+    files = parse_html_page(body, PAGE_URL, warn=warnings.append)
+    assert [f.filename for f in files] == [GOOD_LINK]
+    assert len(warnings) == len(BAD_LINKS)
+    for link, warning in zip(BAD_LINKS, warnings, strict=True):
+        assert warning.startswith(PAGE_URL)
+        assert repr(link) in warning
+
+
+def test_html_base_that_is_no_url_is_ignored_with_a_warning() -> None:
+    body = f'<html><head><base href="http://[::1/"></head><a href="{GOOD_LINK}">x</a></html>'
+    warnings: list[str] = []
+    [file] = parse_html_page(body.encode(), PAGE_URL, warn=warnings.append)
+    assert file.url == PAGE_URL + GOOD_LINK
+    [warning] = warnings
+    assert "'http://[::1/'" in warning
+
+
+def test_json_link_that_is_no_url_is_skipped_with_a_warning() -> None:
+    entries = [{"filename": link.rsplit("/", 1)[1], "url": link} for link in BAD_LINKS]
+    entries.append({"filename": GOOD_LINK, "url": GOOD_LINK})
+    document = {"meta": {"api-version": "1.0"}, "name": "demo", "files": entries}
+    warnings: list[str] = []
+    files = parse_json_page(json.dumps(document).encode(), PAGE_URL, warn=warnings.append)
+    assert [f.filename for f in files] == [GOOD_LINK]
+    assert [w.split(": skipped")[0] for w in warnings] == [
+        f"{PAGE_URL}: files[{i}]" for i in range(len(BAD_LINKS))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"meta": {"api-version": "1.0"}, "files": ' + b"[" * 100_000, "nested too deeply"),
+        (b'{"meta": {"api-version": "1.0"}, "files": [], "x": ' + b"9" * 5000 + b"}", "digits"),
+    ],
+    ids=["deep-nesting", "huge-integer"],
+)
+def test_json_page_that_cannot_be_held_is_an_invalid_page(body: bytes, says: str) -> None:
+    with pytest.raises(InvalidPage) as raised:
+        parse_json_page(body, PAGE_URL)
+    assert raised.value.message.startswith(f"{PAGE_URL}: not a valid PEP 691 project page: ")
+    assert says in raised.value.message
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [(b"[" * 100_000, "nested too deeply"), (b'{"x": ' + b"9" * 5000 + b"}", "digits")],
+    ids=["deep-nesting", "huge-integer"],
+)
+def test_variants_json_that_cannot_be_held_is_invalid(
+    body: bytes, says: str, tmp_path: Path, client: IndexClient
+) -> None:
+    """Like any invalid variant metadata (the installer then reads the wheels'
+    own variant.json), not a traceback."""
+    path = tmp_path / "demo_pkg-1.0-variants.json"
+    path.write_bytes(body)
+    with pytest.raises(InvalidPage) as raised:
+        client.fetch_variants_json(IndexFile(path.name, path.as_uri()))
+    assert raised.value.message.startswith(f"{path.as_uri()}: ")
+    assert says in raised.value.message
+
+
+def test_a_wheel_is_streamed_to_disk_and_verified(
+    live: tuple[str, Recorder], client: IndexClient, tmp_path: Path
+) -> None:
+    base, _ = live
+    listing = client.fetch_project(IndexSource.index(f"{base}/simple/"), "demo-pkg")
+    wheel = next(f for f in listing.files if f.kind == "wheel")
+    dest = tmp_path / wheel.filename
+    client.fetch_file_to(wheel, dest)
+    assert hashlib.sha256(dest.read_bytes()).hexdigest() == wheel.hashes["sha256"]
+    # A wrong hash, or a size smaller than the body: nothing is left behind.
+    lying = dataclasses.replace(wheel, hashes={"sha256": "0" * 64})
+    other = tmp_path / "other" / wheel.filename
+    other.parent.mkdir()
+    with pytest.raises(HashMismatch):
+        client.fetch_file_to(lying, other)
+    too_small = dataclasses.replace(wheel, size=10)
+    with pytest.raises(SourceError) as raised:
+        client.fetch_file_to(too_small, other)
+    assert "bigger than 10 bytes once decoded" in raised.value.message
+    assert list(other.parent.iterdir()) == []

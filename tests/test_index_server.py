@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from indexkit import demo_wheel, demo_wheels, parse_anchors, uvicorn_thread
+from indexkit import demo_sdist, demo_wheel, demo_wheels, parse_anchors, uvicorn_thread
 from wheelwise.index.http import ByteRange, none_match, parse_range
 from wheelwise.index.negotiation import HTML_V1, JSON_V1, TEXT_HTML, choose
 from wheelwise.index.server import create_app
@@ -36,7 +36,7 @@ def wheel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("served")
     demo_wheels(directory)
     demo_wheel(directory, "Other_Project-0.1-py3-none-any.whl", requires_python="<4,>=3.9")
-    (directory / "demo_pkg-1.0.tar.gz").write_bytes(b"sdist bytes")
+    demo_sdist(directory, "demo_pkg-1.0.tar.gz")
     (directory / "secret.txt").write_text("not published")
     return directory
 
@@ -624,3 +624,150 @@ def test_uploads_appear_atomically(live: tuple[Path, httpx.Client], outbox: Path
         done.set()
         watcher.join()
     assert seen <= {wheel.stat().st_size}
+
+
+# -- the upload size limit --------------------------------------------------------------
+
+
+def _multipart(path: Path, boundary: str) -> bytes:
+    data = path.read_bytes()
+    name, version = path.name.split("-")[:2]
+    fields = {
+        ":action": "file_upload",
+        "name": name,
+        "version": version,
+        "sha256_digest": hashlib.sha256(data).hexdigest(),
+    }
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
+        for key, value in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="content"; '
+        f'filename="{path.name}"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return b"".join(parts)
+
+
+@pytest.fixture
+def small_limit(tmp_path: Path) -> Iterator[tuple[Path, httpx.Client]]:
+    directory = tmp_path / "limited"
+    directory.mkdir()
+    app = create_app(directory, upload_token=TOKEN, recheck_interval=60, max_upload_bytes=64 << 10)
+    with uvicorn_thread(app) as base, httpx.Client(base_url=base, timeout=30) as http:
+        yield directory, http
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_upload_above_the_limit_is_refused(
+    small_limit: tuple[Path, httpx.Client], outbox: Path, chunked: bool
+) -> None:
+    """The limit holds for the bytes received, with or without a Content-Length."""
+    directory, client = small_limit
+    noise = os.urandom(200 << 10)  # does not deflate: the wheel is > 200 KiB
+    wheel = demo_wheel(outbox, "big-1.0-py3-none-any.whl", extra_members={"big/noise.bin": noise})
+    body = _multipart(wheel, "wheelwise-test-boundary")
+    headers = {"Content-Type": "multipart/form-data; boundary=wheelwise-test-boundary"}
+
+    def pieces() -> Iterator[bytes]:
+        for start in range(0, len(body), 16 << 10):
+            yield body[start : start + 16 << 10]
+
+    response = client.post(
+        "/legacy/",
+        content=pieces() if chunked else body,
+        headers=headers,
+        auth=("__token__", TOKEN),
+    )
+    if chunked:
+        assert response.request.headers.get("transfer-encoding") == "chunked"
+        assert "content-length" not in response.request.headers
+    assert response.status_code == 413, response.text
+    assert f"larger than {64 << 10} bytes" in response.text
+    assert list(directory.iterdir()) == []
+
+
+def test_upload_below_the_limit_is_published(
+    small_limit: tuple[Path, httpx.Client], outbox: Path
+) -> None:
+    directory, client = small_limit
+    wheel = demo_wheel(outbox, "small-1.0-py3-none-any.whl")
+    body = _multipart(wheel, "b0undary")
+    response = client.post(
+        "/legacy/",
+        content=iter([body[:100], body[100:]]),
+        headers={"Content-Type": "multipart/form-data; boundary=b0undary"},
+        auth=("__token__", TOKEN),
+    )
+    assert response.status_code == 200, response.text
+    assert (directory / wheel.name).read_bytes() == wheel.read_bytes()
+
+
+# -- files that are not what they say ----------------------------------------------------
+
+
+def test_unsafe_files_are_not_served(
+    tmp_path: Path, outbox: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "served"
+    demo_wheels(directory)
+    (directory / "evil-1.0.tar.gz").symlink_to("/etc/passwd")
+    demo_wheel(outbox, "outer-1.0-py3-none-any.whl")
+    (directory / "outer-1.0-py3-none-any.whl").symlink_to(outbox / "outer-1.0-py3-none-any.whl")
+    (directory / "fake-1.0.tar.gz").write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+    demo_sdist(directory, "demo_pkg-1.0.tar.gz")
+    with (
+        caplog.at_level("WARNING"),
+        uvicorn_thread(create_app(directory)) as base,
+        httpx.Client(base_url=base) as client,
+    ):
+        listed = parse_anchors(client.get("/simple/").content)
+        assert "demo-pkg" in listed
+        assert not {"evil", "outer", "fake"} & set(listed)
+        page = client.get("/simple/demo-pkg/")
+        assert page.status_code == 200
+        assert "demo_pkg-1.0.tar.gz" in parse_anchors(page.content)
+        for url in (
+            "/simple/evil/",
+            "/files/evil/evil-1.0.tar.gz",
+            "/files/outer/outer-1.0-py3-none-any.whl",
+            "/files/fake/fake-1.0.tar.gz",
+        ):
+            assert client.get(url).status_code == 404, url
+    warnings = "\n".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    for name in ("evil-1.0.tar.gz", "outer-1.0-py3-none-any.whl", "fake-1.0.tar.gz"):
+        assert f"not serving {name}: " in warnings
+
+
+@pytest.mark.parametrize(
+    ("members", "message"),
+    [
+        (b"root:x:0:0:root:/root:/bin/bash\n", "not a gzip'd tar archive"),
+        ({"other-3.0/PKG-INFO": b"x"}, "not under the top folder 'demo_pkg-3.0/'"),
+        ({"demo_pkg-3.0/setup.py": b"x"}, "no demo_pkg-3.0/PKG-INFO"),
+    ],
+)
+def test_upload_of_a_false_sdist_is_refused(
+    live: tuple[Path, httpx.Client], outbox: Path, members: Any, message: str
+) -> None:
+    directory, client = live
+    before = sorted(p.name for p in directory.iterdir())
+    if isinstance(members, bytes):
+        sdist = outbox / "demo_pkg-3.0.tar.gz"
+        sdist.write_bytes(members)
+    else:
+        sdist = demo_sdist(outbox, "demo_pkg-3.0.tar.gz", members)
+    response = upload(client, sdist, overrides={"filetype": "sdist", "version": "3.0"})
+    assert response.status_code == 400, response.text
+    assert message in response.text
+    assert sorted(p.name for p in directory.iterdir()) == before
+
+
+def test_upload_of_an_sdist(live: tuple[Path, httpx.Client], outbox: Path) -> None:
+    directory, client = live
+    sdist = demo_sdist(outbox, "demo_pkg-3.0.tar.gz")
+    response = upload(client, sdist, overrides={"filetype": "sdist", "version": "3.0"})
+    assert response.status_code == 200, response.text
+    assert (directory / sdist.name).read_bytes() == sdist.read_bytes()

@@ -13,7 +13,14 @@ from urllib.parse import unquote, urljoin
 import pytest
 from click.testing import CliRunner
 
-from indexkit import DEMO_NAMESPACES, demo_wheel, demo_wheels, parse_anchors, repository_version
+from indexkit import (
+    DEMO_NAMESPACES,
+    demo_sdist,
+    demo_wheel,
+    demo_wheels,
+    parse_anchors,
+    repository_version,
+)
 from wheelwise.cli.app import cli
 from wheelwise.index import distfiles, static, swap
 from wheelwise.index.errors import IndexBuildError
@@ -46,7 +53,7 @@ def wheels(tmp_path: Path) -> Path:
     demo_wheels(directory)
     # Another project, with a name to normalize and an escaped Requires-Python.
     demo_wheel(directory, "Other_Project-0.1-py3-none-any.whl", requires_python="<4,>=3.9")
-    (directory / "demo_pkg-1.0.tar.gz").write_bytes(b"not really an sdist")
+    demo_sdist(directory, "demo_pkg-1.0.tar.gz")
     (directory / "README.txt").write_text("not published")
     (directory / "notes.tar.gz").write_bytes(b"not an sdist name")
     return directory
@@ -217,6 +224,52 @@ def test_base_url_makes_absolute_links(wheels: Path, tmp_path: Path) -> None:
     assert href.startswith(
         "https://example.test/pypi/files/demo-pkg/demo_pkg-1.0-py3-none-any.whl#sha256="
     )
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "javascript:alert(1)",
+        "JavaScript:alert(document.cookie)//",
+        " javascript:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "file:///etc/",
+        "ftp://example.test/pypi",
+        "https:pypi",
+        "//example.test/pypi",
+        'https://example.test/"><script>',
+        "https://example.test/pypi?x=1",
+        "https://example.test/pypi#top",
+    ],
+)
+def test_base_url_must_be_http_or_relative(wheels: Path, tmp_path: Path, base_url: str) -> None:
+    site = tmp_path / "site"
+    with pytest.raises(IndexBuildError, match="http:// or https:// URL"):
+        build_site(wheels, site, base_url=base_url)
+    result = CliRunner().invoke(
+        cli, ["index", "build", str(wheels), "-o", str(site), "--base-url", base_url]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("wheelwise: error: --base-url ")
+    assert "http:// or https:// URL" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert not site.exists()
+
+
+@pytest.mark.parametrize(
+    ("base_url", "link"),
+    [
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080/simple/demo-pkg/"),
+        ("HTTPS://example.test/a/b/", "HTTPS://example.test/a/b/simple/demo-pkg/"),
+        ("/pypi/", "/pypi/simple/demo-pkg/"),
+        ("../mirror", "../mirror/simple/demo-pkg/"),
+    ],
+)
+def test_base_url_forms_accepted(wheels: Path, tmp_path: Path, base_url: str, link: str) -> None:
+    build_site(wheels, tmp_path / "site", base_url=base_url)
+    root = parse_anchors((tmp_path / "site/simple/index.html").read_bytes())
+    assert root["demo-pkg"]["href"] == link
 
 
 def test_local_version_is_quoted(tmp_path: Path) -> None:
@@ -521,3 +574,106 @@ def test_unchanged_rebuild_reads_and_writes_nothing(
     # Another base URL means other links: that is a rebuild.
     build_site(wheels, site, base_url="https://example.invalid/")
     assert b"https://example.invalid/" in (site / "simple/demo-pkg/index.html").read_bytes()
+
+
+# -- files that are not what they say ----------------------------------------------------
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A wheel and a real sdist outside the wheel directory."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    demo_wheel(elsewhere, "outer-1.0-py3-none-any.whl")
+    demo_sdist(elsewhere, "outer-1.0.tar.gz")
+    return elsewhere
+
+
+UNSAFE: dict[str, tuple[str, Any, str]] = {
+    "symlink-to-etc-passwd": ("evil-1.0.tar.gz", "/etc/passwd", "symbolic link"),
+    "symlink-to-an-outside-sdist": (
+        "outer-1.0.tar.gz",
+        lambda tmp: tmp / "elsewhere/outer-1.0.tar.gz",
+        "symbolic link",
+    ),
+    "symlink-to-an-outside-wheel": (
+        "outer-1.0-py3-none-any.whl",
+        lambda tmp: tmp / "elsewhere/outer-1.0-py3-none-any.whl",
+        "symbolic link",
+    ),
+    "dangling-symlink": ("gone-1.0.tar.gz", "/nonexistent/gone-1.0.tar.gz", "symbolic link"),
+    "not-gzip": ("evil-1.0.tar.gz", b"root:x:0:0:root:/root:/bin/bash\n", "not a gzip'd tar"),
+    "gzip-not-tar": ("evil-1.0.tar.gz", "gzip", "not a gzip'd tar"),
+    "other-top-folder": ("evil-1.0.tar.gz", {"other-1.0/PKG-INFO": b"x"}, "'evil-1.0/'"),
+    "member-outside-top": (
+        "evil-1.0.tar.gz",
+        {"evil-1.0/PKG-INFO": b"x", "etc/passwd": b"x"},
+        "'etc/passwd'",
+    ),
+    "dotdot-member": (
+        "evil-1.0.tar.gz",
+        {"evil-1.0/PKG-INFO": b"x", "evil-1.0/../../x": b"x"},
+        "'evil-1.0/../../x'",
+    ),
+    "no-pkg-info": ("evil-1.0.tar.gz", {"evil-1.0/setup.py": b"x"}, "no evil-1.0/PKG-INFO"),
+}
+
+
+def make_unsafe(directory: Path, tmp_path: Path, case: str) -> str:
+    """Put the *case* file into *directory*; its name."""
+    import gzip
+
+    filename, what, _ = UNSAFE[case]
+    target = directory / filename
+    if callable(what):
+        _outside(tmp_path)
+        target.symlink_to(what(tmp_path))
+    elif isinstance(what, bytes):
+        target.write_bytes(what)
+    elif isinstance(what, dict):
+        demo_sdist(directory, filename, what)
+    elif what == "gzip":
+        target.write_bytes(gzip.compress(b"plain text, not a tar archive\n" * 40))
+    else:
+        target.symlink_to(what)
+    return filename
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE))
+def test_unsafe_files_fail_the_build(wheels: Path, tmp_path: Path, case: str) -> None:
+    filename = make_unsafe(wheels, tmp_path, case)
+    site = tmp_path / "site"
+    with pytest.raises(IndexBuildError) as info:
+        build_site(wheels, site)
+    assert filename in str(info.value)
+    assert UNSAFE[case][2] in str(info.value)
+    result = CliRunner().invoke(cli, ["index", "build", str(wheels), "-o", str(site)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("wheelwise: error: cannot publish")
+    assert filename in result.stderr
+    assert not site.exists()
+
+
+def test_symlinks_inside_the_folder_are_followed(wheels: Path, tmp_path: Path) -> None:
+    store = wheels / "store"
+    demo_sdist(store, "inner-1.0.tar.gz")
+    demo_wheel(store, "inner-1.0-py3-none-any.whl")
+    (wheels / "inner-1.0.tar.gz").symlink_to(store / "inner-1.0.tar.gz")
+    (wheels / "inner-1.0-py3-none-any.whl").symlink_to("store/inner-1.0-py3-none-any.whl")
+    site = tmp_path / "site"
+    build_site(wheels, site)
+    for name in ("inner-1.0.tar.gz", "inner-1.0-py3-none-any.whl"):
+        assert (site / "files/inner" / name).read_bytes() == (store / name).read_bytes()
+
+
+def test_an_sdist_that_inflates_too_far_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheelwise.index import filecheck
+
+    monkeypatch.setattr(filecheck, "SDIST_FLOOR_BYTES", 256 << 10)
+    wheels = tmp_path / "wheels"
+    demo_sdist(wheels, "bomb-1.0.tar.gz", {"bomb-1.0/PKG-INFO": b"x", "bomb-1.0/z": bytes(1 << 20)})
+    with pytest.raises(
+        IndexBuildError, match=r"bomb-1\.0\.tar\.gz: not a gzip'd tar archive .*bomb"
+    ):
+        build_site(wheels, tmp_path / "site")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import http.server
 import sys
 import threading
+import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +24,12 @@ FILES = {f"pkg{i}-1.0-py3-none-any.whl": bytes([i]) * (100_000 + i) for i in ran
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+@functools.cache
+def _zeros_gzip() -> bytes:
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
+    return compressor.compress(bytes(64 << 20)) + compressor.flush()
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -57,6 +66,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             elif path.startswith("/hang/"):
                 self.release.wait(10)
                 self._send(200, b"late")
+            elif path.startswith("/gzip/"):
+                # 64 MiB of zeros, gzip-encoded: far more than any size given for it.
+                body = _zeros_gzip()
+                self.send_response(200)
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif path.startswith("/brotli/"):
+                self.send_response(200)
+                self.send_header("Content-Encoding", "br")
+                self.send_header("Content-Length", "4")
+                self.end_headers()
+                self.wfile.write(b"\x0b\x00\x80\x03")
+            elif path.startswith("/drip/"):
+                self.close_connection = True
+                self.send_response(200)
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                for _ in range(400):  # 1 byte every 0.25 s, never complete
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    if self.release.wait(0.25):
+                        return
             else:
                 self._send(404, b"not found")
         except OSError:  # the client gave up
@@ -441,3 +474,53 @@ def test_closing_waits_for_every_thread_and_ends_speculation(
         assert early.start(items[0]) is None  # closed: ignored
         assert early.take(items[0]) is None
         assert _download_threads() == []
+
+
+# -- limits: decoded size, encodings, deadline ------------------------------------------
+
+
+def test_a_compressed_body_is_bounded_by_the_size_the_index_gives(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, _ = server
+    item = DownloadItem(f"{base}/gzip/w-1.0-py3-none-any.whl", size=100_000)
+    with pytest.raises(DownloadError) as raised:
+        download_all([item], tmp_path / "dl", retries=1)
+    assert raised.value.url == item.url
+    assert "bigger than 100000 bytes once decoded" in raised.value.reason
+    assert list((tmp_path / "dl").iterdir()) == []
+
+
+def test_a_compressed_wheel_of_unknown_size_cannot_expand_without_bound(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, _ = server
+    item = DownloadItem(f"{base}/gzip/w-1.0-py3-none-any.whl")
+    with pytest.raises(DownloadError) as raised:
+        download_all([item], tmp_path / "dl", retries=1)
+    assert "decodes to more than 16 times" in raised.value.reason
+    assert list((tmp_path / "dl").iterdir()) == []
+
+
+def test_an_encoding_not_asked_for_is_refused(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, _ = server
+    item = DownloadItem(f"{base}/brotli/w-1.0-py3-none-any.whl")
+    with pytest.raises(DownloadError) as raised:
+        download_all([item], tmp_path / "dl", retries=1)
+    assert "Content-Encoding 'br'" in raised.value.reason
+
+
+def test_a_dripping_download_stops_at_its_deadline(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    """Each byte comes well within the read timeout, but the whole never does."""
+    base, _ = server
+    item = DownloadItem(f"{base}/drip/w-1.0-py3-none-any.whl")
+    started = time.monotonic()
+    with pytest.raises(DownloadError) as raised:
+        download_all([item], tmp_path / "dl", retries=1, timeout=5, deadline=1)
+    assert time.monotonic() - started < 60  # the drip would go on for 100 s
+    assert "slower than the deadline of 1 s plus 1 s per 16 KiB" in raised.value.reason
+    assert "--request-deadline" in raised.value.reason

@@ -293,7 +293,7 @@ def test_externally_managed_refused(tmp_path: Path, wheels: Path) -> None:
 
 
 def test_concurrent_runs_wait_for_the_lock(env: TargetEnvironment, wheels: Path) -> None:
-    lock = filelock.FileLock(str(env.purelib / LOCK_NAME), thread_local=False)
+    lock = filelock.FileLock(str(env.prefix / LOCK_NAME), thread_local=False)
     lock.acquire()
     try:
         with pytest.raises(LockTimeoutError, match="another run holds the lock"):

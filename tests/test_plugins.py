@@ -189,6 +189,17 @@ def suite_spec(module: str, *, attr: str = "", **kwargs: object) -> PluginSpec:
     return PluginSpec(namespace, (SUITE,), plugin_api=api, **kwargs)  # type: ignore[arg-type]
 
 
+def trust(*specs: PluginSpec) -> set[str]:
+    """The ``--allow-provider`` values that trust exactly these plugins."""
+    return {
+        f"{s.namespace}{':' + s.plugin_api if s.plugin_api else ''}={s.requires[0]}" for s in specs
+    }
+
+
+INSTALLABLE = "installable_plugin=test-plugin-package"
+NON_EXISTING = "non_existing_plugin=do-not-install-me"
+
+
 def build_suite_wheel(directory: Path) -> Path:
     """A real, installable wheel holding every module of SUITE_MODULES."""
     dist_info = "wwtest_plugins-1.dist-info"
@@ -238,9 +249,10 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory, suite_links: Path) ->
         mp.setenv("WHEELWISE_CACHE_DIR", str(cache))
         mp.setenv("WHEELWISE_CONFIG", str(cache / "no-config.toml"))
         set_offline_pip(mp, PLUGIN_DIST, suite_links)
+        specs = [corpus_specs()[0], suite_spec("ww_class_plugin", attr="Plugin")]
         reports = run_plugins(
-            [corpus_specs()[0], suite_spec("ww_class_plugin", attr="Plugin")],
-            allowed={"installable_plugin", "class_plugin"},
+            specs,
+            allowed=trust(*specs),
             enabled=(),
         )
     assert [r.status for r in reports.values()] == ["ok", "ok"], reports
@@ -277,7 +289,7 @@ def test_untrusted_corpus_plugin_is_refused_with_how_to_opt_in() -> None:
 
 
 def test_trusted_corpus_plugin_ranks_the_test_package(shared_cache: Path) -> None:
-    reports = run_plugins(corpus_specs(), allowed={"installable_plugin"}, enabled=())
+    reports = run_plugins(corpus_specs(), allowed={INSTALLABLE}, enabled=())
     report = reports["installable_plugin"]
     assert report.status == "ok", report.detail
     assert report.features == {"feat1": ("val1c", "val1b")}
@@ -290,9 +302,7 @@ def test_trusted_corpus_plugin_ranks_the_test_package(shared_cache: Path) -> Non
 
 def test_optional_provider_stays_off_and_is_never_installed(shared_cache: Path) -> None:
     before = env_dirs(shared_cache)
-    reports = run_plugins(
-        corpus_specs(), allowed={"installable_plugin", "non_existing_plugin"}, enabled=()
-    )
+    reports = run_plugins(corpus_specs(), allowed={INSTALLABLE, NON_EXISTING}, enabled=())
     report = reports["non_existing_plugin"]
     assert report.status == "unavailable"
     assert report.source == "plugin do-not-install-me"
@@ -315,7 +325,9 @@ def test_enabled_optional_provider_must_still_be_trusted() -> None:
 
 def test_config_file_allowlist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[providers]\nallow = ["installable_plugin"]\n', encoding="utf-8")
+    config.write_text(
+        '[providers]\nallow = ["installable_plugin=test-plugin-package"]\n', encoding="utf-8"
+    )
     monkeypatch.setenv("WHEELWISE_CONFIG", str(config))
     reports = run_plugins(corpus_specs(), allowed=(), enabled=())
     assert reports["installable_plugin"].status == "ok"
@@ -328,6 +340,7 @@ def test_config_file_allowlist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         ("[providers\n", "cannot read"),
         ('[providers]\nallow = "installable_plugin"\n', "must be a list"),
         ("providers = 3\n", "must be a list"),
+        ('[providers]\nallow = ["installable_plugin=no such!"]\n', "allow entry"),
     ],
 )
 def test_broken_config_file_trusts_nothing_and_says_why(
@@ -336,7 +349,7 @@ def test_broken_config_file_trusts_nothing_and_says_why(
     config = tmp_path / "config.toml"
     config.write_text(text, encoding="utf-8")
     monkeypatch.setenv("WHEELWISE_CONFIG", str(config))
-    assert load_trust_config().allow == frozenset()
+    assert load_trust_config().entries == ()
     report = run_plugins(corpus_specs(), allowed=(), enabled=())["installable_plugin"]
     assert report.status == "unavailable"
     assert problem in report.detail
@@ -403,7 +416,7 @@ def test_bad_plugins_are_contained(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         suite_spec("ww_silent_exit"),
         suite_spec("ww_nothing"),
     ]
-    allowed = {spec.namespace for spec in specs}
+    allowed = trust(*specs)
     start = time.monotonic()
     reports = run_plugins(specs, allowed=allowed, enabled=(), timeout=2.0)
     elapsed = time.monotonic() - start
@@ -429,7 +442,8 @@ def test_bad_plugins_are_contained(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert reports["installable_plugin"].features == {"feat1": ("val1c", "val1b")}
     # Class-style: instantiated, and both lists kept in the plugin's order.
     assert reports["class_plugin"].features == {"arch": ("b", "a"), "level": ("2", "1")}
-    assert reports["class_plugin"].detail.startswith("ww_class_plugin:Plugin in ")
+    assert reports["class_plugin"].detail.startswith("wwtest-plugins 1 from file://")
+    assert ", ww_class_plugin:Plugin in " in reports["class_plugin"].detail
     assert reports["chatty"].features == {"mode": ("y",)}
     assert all(r.features == {} for r in reports.values() if r.status != "ok")
 
@@ -489,7 +503,7 @@ def test_environment_is_reused_without_pip(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(cache))
     set_offline_pip(monkeypatch, links)
     spec = corpus_specs()[0]
-    first = run_plugins([spec], allowed={"installable_plugin"}, enabled=())
+    first = run_plugins([spec], allowed={INSTALLABLE}, enabled=())
     assert first["installable_plugin"].status == "ok"
     (env,) = env_dirs(cache)
     assert env.name == env_key(("test-plugin-package",))
@@ -498,7 +512,7 @@ def test_environment_is_reused_without_pip(tmp_path: Path, monkeypatch: pytest.M
     shutil.rmtree(links)  # pip could not install it again
     calls: list[object] = []
     monkeypatch.setattr(plugin_env, "_create_and_install", lambda *a: calls.append(a))
-    second = run_plugins([spec], allowed={"installable_plugin"}, enabled=())
+    second = run_plugins([spec], allowed={INSTALLABLE}, enabled=())
     assert second == first
     assert calls == []
     assert env_dirs(cache) == [env]
@@ -511,7 +525,7 @@ def test_failed_install_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     (tmp_path / "empty").mkdir()
     reports = run_plugins(
         corpus_specs(),
-        allowed={"non_existing_plugin"},
+        allowed={NON_EXISTING},
         enabled={"non_existing_plugin"},
     )
     report = reports["non_existing_plugin"]
@@ -530,7 +544,7 @@ def test_incomplete_environment_is_rebuilt(tmp_path: Path, monkeypatch: pytest.M
     # What a killed process could leave: a final folder without marker, a temp folder.
     (cache / "plugins" / key / "bin").mkdir(parents=True)
     (cache / "plugins" / f".{key}-abc.tmp").mkdir()
-    report = run_plugins(corpus_specs(), allowed={"installable_plugin"}, enabled=())
+    report = run_plugins(corpus_specs(), allowed={INSTALLABLE}, enabled=())
     assert report["installable_plugin"].status == "ok"
     assert [p.name for p in env_dirs(cache)] == [key]
     assert (cache / "plugins" / key / MARKER).is_file()
@@ -553,7 +567,7 @@ def test_one_environment_is_built_once_for_concurrent_plugins(
         suite_spec("ww_chatty"),
         suite_spec("ww_nothing"),
     ]
-    reports = run_plugins(specs, allowed={s.namespace for s in specs}, enabled=())
+    reports = run_plugins(specs, allowed=trust(*specs), enabled=())
     assert [r.status for r in reports.values()] == ["ok", "ok", "unavailable"]
     assert builds == [env_key((SUITE,))]
     assert [p.name for p in env_dirs(tmp_path)] == builds
@@ -565,7 +579,7 @@ def test_environment_without_host_pip_uses_ensurepip(
     """Where wheelwise's own environment has no pip, the venv gets its own."""
     monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(plugin_env, "_host_pip_usable", lambda: False)
-    report = run_plugins(corpus_specs(), allowed={"installable_plugin"}, enabled=())
+    report = run_plugins(corpus_specs(), allowed={INSTALLABLE}, enabled=())
     assert report["installable_plugin"].features == {"feat1": ("val1c", "val1b")}
     (env,) = env_dirs(tmp_path)
     assert list((env / "lib").glob("python*/site-packages/pip"))

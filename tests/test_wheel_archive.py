@@ -24,6 +24,7 @@ from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.make import make_variant
 from wheelwise.wheels.record import RecordEntry, file_entry, parse_record, write_record
 from wheelwise.wheels.strip import strip_variant
+from zipcraft import garble_member, patch_member
 
 NAME = "pkg-1.0-py3-none-any.whl"
 DIST_INFO = "pkg-1.0.dist-info"
@@ -114,6 +115,18 @@ def _simple(
     return build
 
 
+def _damaged(**changes: int | bytes) -> Builder:
+    """A well-formed wheel whose ``pkg/__init__.py`` entry is then damaged."""
+
+    def build(directory: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        path = write_zip(directory, base_members())
+        if changes.get("garble"):
+            return garble_member(path, "pkg/__init__.py")
+        return patch_member(path, "pkg/__init__.py", **changes)  # type: ignore[arg-type]
+
+    return build
+
+
 GOOD_RECORD = write_record([file_entry(_name(m), d) for m, d in base_members()], record_path=RECORD)
 
 HOSTILE: dict[str, tuple[Builder, str]] = {
@@ -172,6 +185,18 @@ HOSTILE: dict[str, tuple[Builder, str]] = {
     "oversized": (_oversized, "declares 8192 bytes (limit 4096)"),
     "bomb": (_bomb, "decompression bomb"),
     "lying-header": (_lying_header, "'pkg/data.bin'"),
+    "unlisted-record-suffix": (
+        _simple([(f"{DIST_INFO}/RECORD.evil", b"x")], record=GOOD_RECORD),
+        f"'{DIST_INFO}/RECORD.evil' is not listed in RECORD",
+    ),
+    "corrupt-deflate": (_damaged(garble=1), "'pkg/__init__.py'"),
+    "utf8-flag-invalid-name": (
+        _damaged(flags=0x800, name=b"pkg/__init_\xff.py"),
+        "member name is not valid UTF-8",
+    ),
+    "version-needed-6.7": (_damaged(version=67), "zip file version 6.7"),
+    "unknown-compression": (_damaged(method=99), "compression method 99"),
+    "encrypted": (_damaged(flags=1), "'pkg/__init__.py' is encrypted"),
     "several-dist-info": (
         _simple([("other-2.0.dist-info/METADATA", b"Name: other\n")]),
         "several .dist-info directories",
@@ -209,6 +234,18 @@ def test_reading_refuses(
     assert expected in message
     assert NAME in message
     assert "\n" not in message
+
+
+CORRUPT = ["corrupt-deflate", "utf8-flag-invalid-name", "version-needed-6.7", "unknown-compression"]
+
+
+@pytest.mark.parametrize("case", CORRUPT)
+def test_damaged_archives_say_what_to_do(
+    case: str, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = HOSTILE[case][0](dirs[0], monkeypatch)
+    with pytest.raises(WheelError, match="re-download or rebuild it"):
+        _open_and_verify(path)
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))

@@ -27,15 +27,18 @@ def index() -> None:
 @click.option(
     "--base-url",
     default=None,
-    help="URL the site will be served at; links are absolute then (default: relative).",
+    help="URL the site will be served at (http:// or https://, or a relative path); "
+    "links start with it then (default: relative).",
 )
 @input_errors
 def build(wheel_dir: Path, site: Path, base_url: str | None) -> None:
     """Build a static index of the wheels and sdists in WHEEL_DIR."""
     from wheelwise.index.errors import IndexBuildError
-    from wheelwise.index.static import build_site
+    from wheelwise.index.static import build_site, check_base_url
 
     try:
+        if base_url is not None:
+            check_base_url(base_url, what="--base-url")
         report = build_site(wheel_dir, site, base_url=base_url)
     except IndexBuildError as exc:
         raise InputError(str(exc)) from None

@@ -1,4 +1,4 @@
-"""``wheelwise install``, ``wheelwise list`` and ``wheelwise uninstall``."""
+"""``wheelwise install``, ``list``, ``uninstall`` and ``recover``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.options import provider_options
+from wheelwise.index.bounded import DEFAULT_DEADLINE
 from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.errors import InstallError
@@ -41,9 +42,14 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
         except KeyboardInterrupt as exc:
             from wheelwise.install.transaction import InterruptedAfterCommit
 
-            if not isinstance(exc, InterruptedAfterCommit):
-                raise
-            _report_late_interrupt(exc)
+            if isinstance(exc, InterruptedAfterCommit):
+                _report_late_interrupt(exc)
+            else:  # every change was rolled back (or none was made yet)
+                python = kwargs.get("python") or sys.executable
+                click.echo(
+                    f"wheelwise: interrupted; {python}'s environment was left as it was",
+                    err=True,
+                )
             raise click.exceptions.Exit(130) from None
         except (InstallError, RequirementsFileError, VariantRequirementError) as exc:
             raise InputError(str(exc)) from None
@@ -212,7 +218,27 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     default=15.0,
     show_default=True,
     metavar="SECONDS",
-    help="Network timeout.",
+    help="Network timeout: seconds to connect, and between bytes read.",
+)
+@click.option(
+    "--request-deadline",
+    type=click.FloatRange(min=0.1),
+    default=DEFAULT_DEADLINE,
+    show_default=True,
+    envvar="WHEELWISE_REQUEST_DEADLINE",
+    metavar="SECONDS",
+    help=(
+        "Seconds one request may take in all: an index page, a metadata file, or a wheel, "
+        "which also gets 1 s per 16 KiB received [env: WHEELWISE_REQUEST_DEADLINE]."
+    ),
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    envvar="WHEELWISE_RETRIES",
+    help="Tries after the first on connection errors, timeouts and 5xx answers.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @provider_options
@@ -237,6 +263,8 @@ def install(
     require_hashes: bool,
     break_system_packages: bool,
     timeout: float,
+    request_deadline: float,
+    retries: int,
     quiet: bool,
     allow_provider: tuple[str, ...],
     enable_provider: tuple[str, ...],
@@ -278,6 +306,8 @@ def install(
             require_hashes=require_hashes,
             break_system_packages=break_system_packages,
             timeout=timeout,
+            request_deadline=request_deadline,
+            retries=retries,
             refresh=refresh,
             warn=_warn,
         )
@@ -431,5 +461,27 @@ def uninstall(
     env = _environment(python)
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
         raise InputError("nothing uninstalled")
-    for name in remove(env, list(names), break_system_packages=break_system_packages):
+    for name in remove(env, list(names), break_system_packages=break_system_packages, warn=_warn):
         click.echo(f"uninstalled {name}")
+
+
+@click.command()
+@click.option(
+    "--python",
+    type=click.Path(path_type=Path),
+    help="Recover this interpreter's environment (default: the running one).",
+)
+@input_errors
+@install_errors
+def recover(python: Path | None) -> None:
+    """Undo (or finish) an install or uninstall that was killed midway.
+
+    Every install and uninstall does this first; this command does only that."""
+    from wheelwise.install.transaction import recover as replay_journal
+
+    env = _environment(python)
+    found = replay_journal(env)
+    for recovered in found:
+        click.echo(recovered.describe())
+    if not found:
+        click.echo(f"nothing to recover in {env.purelib}")

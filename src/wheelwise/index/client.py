@@ -24,14 +24,16 @@ with the URL, what happened and what to check.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
@@ -39,6 +41,16 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelwise import __version__
+from wheelwise.index.bounded import (
+    ACCEPT_ENCODING,
+    DEFAULT_DEADLINE,
+    FILE_CAP,
+    PAGE_CAP,
+    WHEEL_RATE,
+    BodyLimit,
+    Deadline,
+    read_body,
+)
 from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
 from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir
 from wheelwise.index.simple_parse import (
@@ -238,9 +250,12 @@ class _Fetched(NamedTuple):
 class IndexClient:
     """Fetches pages and files of sources over one HTTP connection pool.
 
-    *timeout*: seconds to connect and between bytes read. *cache_dir*: where pages
-    are cached (default ``<user cache dir>/http``); ``cache=False`` disables the cache.
-    Use as a context manager, or call :meth:`close`.
+    *timeout*: seconds to connect and between bytes read; *deadline*: seconds for a
+    whole request (a wheel gets more time as bytes arrive, see
+    :mod:`wheelwise.index.bounded`). *cache_dir*: where pages are cached (default
+    ``<user cache dir>/http``); ``cache=False`` disables the cache. *warn* hears each
+    link of a page that was skipped because it cannot be read. Use as a context
+    manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -252,8 +267,12 @@ class IndexClient:
         cache: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         transport: httpx.BaseTransport | None = None,
+        deadline: float = DEFAULT_DEADLINE,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.timeout = timeout
+        self.deadline = deadline
+        self.warn = warn
         self.retry = retry if retry is not None else RetryPolicy()
         self.cache = HttpCache(cache_dir or default_cache_dir()) if cache else None
         self._sleep = sleep
@@ -261,7 +280,8 @@ class IndexClient:
             trust_env=True,
             timeout=httpx.Timeout(timeout),
             follow_redirects=True,
-            headers={"User-Agent": f"wheelwise/{__version__}"},
+            # Only the encodings read_body decodes in bounded steps.
+            headers={"User-Agent": f"wheelwise/{__version__}", "Accept-Encoding": ACCEPT_ENCODING},
             transport=transport,
             verify=client_tls_context() if transport is None else True,
         )
@@ -299,7 +319,7 @@ class IndexClient:
         fetched = self._get(url, PAGE_ACCEPT, source.hint, cached=True, missing_ok=True)
         if fetched is None:
             return ProjectListing(normalized, source, (), url, found=False)
-        files = parse_page(fetched.body, fetched.url, fetched.content_type)
+        files = parse_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
         return ProjectListing(normalized, source, tuple(files), fetched.url)
 
     def _local_index(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
@@ -314,7 +334,7 @@ class IndexClient:
             except OSError as exc:
                 raise SourceError(page, f"{path}: cannot be read ({exc}); {source.hint}") from None
             url = path.as_uri()
-            return ProjectListing(name, source, tuple(parse(body, url)), url)
+            return ProjectListing(name, source, tuple(parse(body, url, warn=self.warn)), url)
         if not _file_path(source.url).is_dir():
             raise SourceError(source.url, f"{source.url}: no such directory; {source.hint}")
         return ProjectListing(name, source, (), page, found=False)
@@ -339,12 +359,12 @@ class IndexClient:
                         source.url, f"{source.url}: cannot be read ({exc}); {source.hint}"
                     ) from None
                 url = source.url
-                files = parse_html_page(body, url)
+                files = parse_html_page(body, url, warn=self.warn)
         else:
             fetched = self._get(source.url, _FIND_LINKS_ACCEPT, source.hint, cached=True)
             assert fetched is not None
             url = fetched.url
-            files = parse_html_page(fetched.body, url, fetched.content_type)
+            files = parse_html_page(fetched.body, url, fetched.content_type, warn=self.warn)
         mine = tuple(file for file in files if file.project == name)
         return ProjectListing(name, source, mine, url, found=bool(mine))
 
@@ -353,6 +373,57 @@ class IndexClient:
     def fetch_file(self, file: IndexFile, *, hashes: Mapping[str, str] | None = None) -> bytes:
         """The bytes at *file*'s URL, checked against *hashes* (default: its own)."""
         return self._fetch_checked(file.url, file.hashes if hashes is None else hashes)
+
+    def fetch_file_to(self, file: IndexFile, dest: Path) -> None:
+        """*file* streamed into *dest* (never held in memory), hash checked; nothing is
+        left at *dest* unless it is complete and verified. Over HTTP, the body may not
+        exceed the size the page gives, and has the deadline of a wheel."""
+        url = file.url
+        part = dest.with_name(dest.name + ".part")
+        hashers = _hashers(file.hashes)
+        cap = file.size if file.size is not None else sys.maxsize
+
+        def write(out: IO[bytes], pieces: Iterable[bytes]) -> None:
+            out.seek(0)
+            out.truncate()  # a retry starts again
+            for name in hashers:
+                hashers[name] = hashlib.new(name)
+            for piece in pieces:
+                out.write(piece)
+                for hasher in hashers.values():
+                    hasher.update(piece)
+
+        try:
+            with part.open("wb") as out:
+                if urlsplit(url).scheme.lower() == "file":
+                    path = _file_path(url)
+                    try:
+                        with path.open("rb") as source:
+                            write(out, iter(lambda: source.read(1 << 20), b""))
+                    except OSError as exc:
+                        raise SourceError(url, f"{path}: cannot be read ({exc})") from None
+                else:
+
+                    def read(response: httpx.Response, deadline: Deadline) -> bytes:
+                        what = f"this wheel (the {cap} bytes its index page gives)"
+                        body = read_body(
+                            response,
+                            cap=cap,
+                            what=what,
+                            deadline=deadline,
+                            expansion=_WHEEL_EXPANSION,
+                        )
+                        write(out, body)
+                        return b""
+
+                    self._get(
+                        url, _FILE_ACCEPT, _INDEX_HINT, cached=False, read=read, rate=WHEEL_RATE
+                    )
+            _check_digests(url, {name: h.hexdigest() for name, h in hashers.items()}, file.hashes)
+            part.replace(dest)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                part.unlink()
 
     def fetch_variants_json(self, file: IndexFile) -> VariantMetadata:
         """A release's ``*-variants.json``, hash checked where the page gave a hash."""
@@ -364,6 +435,13 @@ class IndexClient:
         except InvalidMetadata as exc:
             raise InvalidPage(
                 file.url, f"{exc}; the index serves invalid variant metadata: report it"
+            ) from None
+        except (RecursionError, ValueError) as exc:  # what json cannot hold
+            what = "its JSON is nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise InvalidPage(
+                file.url,
+                f"{file.url}: not valid variant metadata: {what}; the index serves invalid "
+                "variant metadata: report it",
             ) from None
 
     def fetch_metadata(self, file: IndexFile) -> bytes:
@@ -384,7 +462,7 @@ class IndexClient:
             except OSError as exc:
                 raise SourceError(url, f"{path}: cannot be read ({exc})") from None
         else:
-            fetched = self._get(url, _FILE_ACCEPT, _INDEX_HINT, cached=cached)
+            fetched = self._get(url, _FILE_ACCEPT, _INDEX_HINT, cached=cached, cap=FILE_CAP)
             assert fetched is not None
             data = fetched.body
         verify_hashes(url, data, hashes)
@@ -393,13 +471,30 @@ class IndexClient:
     # -- HTTP ------------------------------------------------------------------------
 
     def _get(
-        self, url: str, accept: str, hint: str, *, cached: bool, missing_ok: bool = False
+        self,
+        url: str,
+        accept: str,
+        hint: str,
+        *,
+        cached: bool,
+        missing_ok: bool = False,
+        cap: int = PAGE_CAP,
+        read: _Reader | None = None,
+        rate: int | None = None,
     ) -> _Fetched | None:
+        """A 2xx answer's body, read within *cap* and the deadline (or by *read*,
+        which then gets the deadline, grown by *rate*); None for a 404 when
+        *missing_ok*."""
         entry = self.cache.get(url, accept) if (cached and self.cache is not None) else None
         headers = {"Accept": accept}
         if entry is not None:
             headers.update(entry.validators())
-        response = self._request(url, headers, hint)
+        what = "an index page" if cap == PAGE_CAP else "an index file"
+
+        def whole(response: httpx.Response, deadline: Deadline) -> bytes:
+            return b"".join(read_body(response, cap=cap, what=what, deadline=deadline))
+
+        response, body = self._request(url, headers, hint, read or whole, rate)
         if response.status_code == 304 and entry is not None:
             return _Fetched(entry.url, entry.content_type, entry.body)
         if response.status_code == 404 and missing_ok:
@@ -411,11 +506,7 @@ class IndexClient:
                 f"{url}: the server answered {response.status_code} {reason}".rstrip()
                 + f"; {hint}",
             )
-        fetched = _Fetched(
-            str(response.url),
-            response.headers.get("content-type"),
-            response.content,
-        )
+        fetched = _Fetched(str(response.url), response.headers.get("content-type"), body)
         if cached and self.cache is not None:
             self.cache.put(
                 url,
@@ -430,12 +521,36 @@ class IndexClient:
             )
         return fetched
 
-    def _request(self, url: str, headers: Mapping[str, str], hint: str) -> httpx.Response:
+    def _request(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        hint: str,
+        read: _Reader,
+        rate: int | None,
+    ) -> tuple[httpx.Response, bytes]:
+        """The answer (a 2xx one with its body read by *read*), after retries."""
         tries = self.retry.retries + 1
         for attempt in range(tries):
             last = attempt == tries - 1
+            deadline = Deadline(self.deadline, rate)
             try:
-                response = self._http.get(url, headers=dict(headers))
+                with self._http.stream("GET", url, headers=dict(headers)) as response:
+                    if response.status_code >= 500 and not last:
+                        pass  # retried below
+                    elif response.status_code >= 500:
+                        raise SourceError(
+                            url,
+                            f"{url}: the server answered {response.status_code} "
+                            f"{response.reason_phrase} ({_tries(tries)}); the index is failing: "
+                            f"try again later, or {hint}",
+                        )
+                    elif 200 <= response.status_code < 300:
+                        return response, read(response, deadline)
+                    else:
+                        return response, b""
+            except BodyLimit as exc:
+                raise SourceError(url, f"{url}: {exc.reason}; {hint}") from None
             except httpx.TimeoutException:
                 if last:
                     raise SourceError(
@@ -458,18 +573,33 @@ class IndexClient:
             except httpx.RequestError as exc:  # too many redirects, undecodable body
                 what = str(exc) or type(exc).__name__
                 raise SourceError(url, f"{url}: {what}; {hint}") from None
-            else:
-                if response.status_code < 500 or last:
-                    if response.status_code >= 500:
-                        raise SourceError(
-                            url,
-                            f"{url}: the server answered {response.status_code} "
-                            f"{response.reason_phrase} ({_tries(tries)}); the index is failing: "
-                            f"try again later, or {hint}",
-                        )
-                    return response
             self._sleep(self.retry.delay(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+_Reader = Callable[[httpx.Response, Deadline], bytes]
+# A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
+_WHEEL_EXPANSION = 16
+
+
+def _hashers(hashes: Mapping[str, str]) -> dict[str, hashlib._Hash]:
+    return {
+        name: hashlib.new(name)
+        for name in hashes
+        if name in hashlib.algorithms_guaranteed and not name.startswith("shake_")
+    }
+
+
+def _check_digests(url: str, digests: Mapping[str, str], hashes: Mapping[str, str]) -> None:
+    for algorithm, actual in digests.items():
+        expected = hashes[algorithm]
+        if actual != expected.lower():
+            raise HashMismatch(
+                url,
+                f"{url}: {algorithm} is {actual}, but the index page says {expected}: the file "
+                "changed after the page was made, or was tampered with; try again, and "
+                "report it to the index if it persists",
+            )
 
 
 def _tries(tries: int) -> str:
@@ -482,17 +612,10 @@ def _file_path(url: str) -> Path:
 
 def verify_hashes(url: str, data: bytes, hashes: Mapping[str, str]) -> None:
     """Raise :class:`HashMismatch` unless *data* has every known hash in *hashes*."""
-    for algorithm, expected in hashes.items():
-        if algorithm not in hashlib.algorithms_guaranteed or algorithm.startswith("shake_"):
-            continue
-        actual = hashlib.new(algorithm, data).hexdigest()
-        if actual != expected.lower():
-            raise HashMismatch(
-                url,
-                f"{url}: {algorithm} is {actual}, but the index page says {expected}: the file "
-                "changed after the page was made, or was tampered with; try again, and "
-                "report it to the index if it persists",
-            )
+    hashers = _hashers(hashes)
+    for hasher in hashers.values():
+        hasher.update(data)
+    _check_digests(url, {name: h.hexdigest() for name, h in hashers.items()}, hashes)
 
 
 # -- several sources -------------------------------------------------------------------

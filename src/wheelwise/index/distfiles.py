@@ -3,7 +3,8 @@
 A wheel is read through :class:`~wheelwise.wheels.archive.WheelArchive`: the zip
 central directory, ``*.dist-info/METADATA`` and, for a variant wheel,
 ``*.dist-info/variant.json``; never the payload. The file itself is hashed
-(sha256) for the links. An sdist (``.tar.gz``) is listed from its name alone.
+(sha256) for the links. An sdist (``.tar.gz``) is listed from its name, once its
+member list shows it is one (:mod:`wheelwise.index.filecheck`).
 
 What is read is kept in a :class:`DistFile`, a small value that the static builder
 stores in its state file, so that an unchanged file (same name, size and mtime)
@@ -26,6 +27,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from wheelwise.index.filecheck import check_sdist
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
@@ -177,7 +179,8 @@ def read_dist(path: Path, *, sha256: str | None = None) -> ReadDist:
 
     Raises WheelError for a broken wheel, one whose METADATA disagrees with its
     filename, or a variant wheel whose ``variant.json`` is missing or does not
-    describe its label; NotADistribution for a ``.tar.gz`` not named as an sdist.
+    describe its label; NotADistribution for a ``.tar.gz`` not named as an sdist;
+    UnsafeFile for one that is not an sdist inside.
     """
     st = path.stat()
     kind = file_kind(path.name)
@@ -186,6 +189,7 @@ def read_dist(path: Path, *, sha256: str | None = None) -> ReadDist:
             name, version = parse_sdist_filename(path.name)
         except (InvalidSdistFilename, InvalidVersion) as exc:
             raise NotADistribution(f"{path.name}: not an sdist filename ({exc})") from None
+        check_sdist(path)
         dist = DistFile(
             filename=path.name,
             kind=SDIST,

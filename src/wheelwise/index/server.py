@@ -30,6 +30,7 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Message, Receive
 
 from wheelwise.index.distfiles import WHEEL, DistFile
 from wheelwise.index.errors import UploadRejected
@@ -46,6 +47,27 @@ _PAGE_CACHE = "no-cache"
 _FILE_CACHE = "public, max-age=31536000, immutable"
 
 
+class _BodyTooLarge(Exception):
+    """More request body than the upload limit."""
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    """*receive*, raising _BodyTooLarge once more than *limit* body bytes came: a
+    chunked upload has no Content-Length to check beforehand."""
+    received = 0
+
+    async def counting() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise _BodyTooLarge
+        return message
+
+    return counting
+
+
 def _text(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     return PlainTextResponse(message.rstrip("\n") + "\n", status_code=status, headers=headers)
 
@@ -58,10 +80,16 @@ class IndexApp:
     """The endpoints, around one :class:`LiveCatalog`."""
 
     def __init__(
-        self, directory: Path, *, upload_token: str | None, recheck_interval: float
+        self,
+        directory: Path,
+        *,
+        upload_token: str | None,
+        recheck_interval: float,
+        max_upload_bytes: int = MAX_UPLOAD_BYTES,
     ) -> None:
         self.live = LiveCatalog(directory, recheck_interval=recheck_interval)
         self.upload_token = upload_token
+        self.max_upload_bytes = max_upload_bytes
         self.upload_lock = threading.Lock()
 
     async def snapshot(self) -> Snapshot:
@@ -210,9 +238,11 @@ class IndexApp:
             return _text(exc.status, exc.message, headers)
         if not request.headers.get("content-type", "").startswith("multipart/form-data"):
             return _text(400, "expected a multipart/form-data upload (as twine sends)")
+        too_large = _text(413, f"upload larger than {self.max_upload_bytes} bytes")
         length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > MAX_UPLOAD_BYTES:
-            return _text(413, f"upload larger than {MAX_UPLOAD_BYTES} bytes")
+        if length.isdigit() and int(length) > self.max_upload_bytes:
+            return too_large
+        request = Request(request.scope, _limited(request.receive, self.max_upload_bytes))
         try:
             async with request.form(max_files=8, max_fields=1000) as form:
                 content = form.get("content")
@@ -228,6 +258,8 @@ class IndexApp:
                     lock=self.upload_lock,
                 )
                 uploaded = await anyio.to_thread.run_sync(store)
+        except _BodyTooLarge:
+            return too_large  # the parts received so far were spooled, never published
         except MultiPartException as exc:
             return _text(400, f"malformed multipart upload: {exc.message}")
         except UploadRejected as exc:
@@ -256,12 +288,22 @@ def _read(stream: BinaryIO, start: int, length: int) -> Iterator[bytes]:
 
 
 def create_app(
-    directory: Path, *, upload_token: str | None = None, recheck_interval: float = 2.0
+    directory: Path,
+    *,
+    upload_token: str | None = None,
+    recheck_interval: float = 2.0,
+    max_upload_bytes: int = MAX_UPLOAD_BYTES,
 ) -> Starlette:
-    """The ASGI application serving *directory*."""
+    """The ASGI application serving *directory*; uploads (request bodies) above
+    *max_upload_bytes* are refused (413)."""
     if not directory.is_dir():
         raise NotADirectoryError(f"{directory}: not a directory")
-    app = IndexApp(directory, upload_token=upload_token, recheck_interval=recheck_interval)
+    app = IndexApp(
+        directory,
+        upload_token=upload_token,
+        recheck_interval=recheck_interval,
+        max_upload_bytes=max_upload_bytes,
+    )
     read = ["GET", "HEAD"]
     routes = [
         Route("/", app.root, methods=[*read, "POST"]),

@@ -7,7 +7,9 @@ links resolved against the page's URL, or its ``<base href>``), hashes,
 fallback) and size (PEP 700) where given.
 
 A page that cannot be read as what it claims to be raises
-:class:`~wheelwise.index.errors.InvalidPage`.
+:class:`~wheelwise.index.errors.InvalidPage`. A single link whose URL cannot be
+parsed (``http://[::1/x.whl``) or joined to the page's is skipped, as pip does; the
+*warn* callback, if given, hears one line for each.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
@@ -38,6 +40,8 @@ HTML_V1 = "application/vnd.pypi.simple.v1+html"
 _VARIANTS_JSON_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-variants\.json$")
 _HEX_RE = re.compile(r"^[0-9a-fA-F]+$")
 _SDIST_SUFFIXES = (".tar.gz", ".zip")
+
+Warn = Callable[[str], None]
 
 WHEEL = "wheel"
 SDIST = "sdist"
@@ -187,7 +191,7 @@ def _metadata_field(value: object, where: str, url: str) -> tuple[bool, dict[str
     raise InvalidPage(url, f"{where}: core-metadata must be a boolean or a hash table")
 
 
-def parse_json_page(body: bytes, url: str) -> list[IndexFile]:
+def parse_json_page(body: bytes, url: str, *, warn: Warn | None = None) -> list[IndexFile]:
     """The files of a PEP 691 JSON project page fetched from *url*."""
     bad = f"{url}: not a valid PEP 691 project page"
     try:
@@ -198,6 +202,10 @@ def parse_json_page(body: bytes, url: str) -> list[IndexFile]:
         raise InvalidPage(
             url, f"{bad}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise InvalidPage(url, f"{bad}: its JSON is nested too deeply") from None
+    except ValueError as exc:  # an integer beyond the interpreter's digit limit
+        raise InvalidPage(url, f"{bad}: {exc}") from None
     if not isinstance(document, dict):
         raise InvalidPage(url, f"{bad}: the document is not a JSON object")
     meta = document.get("meta")
@@ -207,10 +215,16 @@ def parse_json_page(body: bytes, url: str) -> list[IndexFile]:
     files = document.get("files")
     if not isinstance(files, list):
         raise InvalidPage(url, f"{bad}: no 'files' list")
-    return [_json_file(entry, index, url) for index, entry in enumerate(files)]
+    found = (_json_file(entry, index, url, warn) for index, entry in enumerate(files))
+    return [file for file in found if file is not None]
 
 
-def _json_file(entry: object, index: int, url: str) -> IndexFile:
+def _skipped(url: str, where: str, link: str, warn: Warn | None) -> None:
+    if warn is not None:
+        warn(f"{where}: skipped the link {link!r}: it is not a valid URL")
+
+
+def _json_file(entry: object, index: int, url: str, warn: Warn | None) -> IndexFile | None:
     where = f"{url}: files[{index}]"
     if not isinstance(entry, dict):
         raise InvalidPage(url, f"{where} is not an object")
@@ -235,7 +249,11 @@ def _json_file(entry: object, index: int, url: str) -> IndexFile:
     size = entry.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
         raise InvalidPage(url, f"{where}: 'size' must be a non-negative integer")
-    absolute, fragment_hashes = _resolve(url, link, where)
+    resolved = _resolve(url, link, where)
+    if resolved is None:
+        _skipped(url, where, link, warn)
+        return None
+    absolute, fragment_hashes = resolved
     return IndexFile(
         filename=filename,
         url=absolute,
@@ -249,9 +267,14 @@ def _json_file(entry: object, index: int, url: str) -> IndexFile:
     )
 
 
-def _resolve(base: str, link: str, where: str) -> tuple[str, dict[str, str]]:
-    """The absolute URL of *link* without its fragment, and a ``#algo=hex`` hash from it."""
-    absolute, fragment = urldefrag(urljoin(base, link))
+def _resolve(base: str, link: str, where: str) -> tuple[str, dict[str, str]] | None:
+    """The absolute URL of *link* without its fragment, and a ``#algo=hex`` hash from
+    it; None when *link* is not a URL that can be parsed (or joined to *base*)."""
+    try:
+        absolute, fragment = urldefrag(urljoin(base, link))
+        urlsplit(absolute).port  # noqa: B018 - raises for a port that is not a number
+    except ValueError:
+        return None
     hashes: dict[str, str] = {}
     if fragment:
         algorithm, sep, value = fragment.partition("=")
@@ -271,7 +294,9 @@ def _charset(content_type: str | None) -> str:
     return "utf-8"
 
 
-def parse_html_page(body: bytes, url: str, content_type: str | None = None) -> list[IndexFile]:
+def parse_html_page(
+    body: bytes, url: str, content_type: str | None = None, *, warn: Warn | None = None
+) -> list[IndexFile]:
     """The files linked from a PEP 503 HTML page fetched from *url* (also a find-links
     page): the file name is the last path segment of each link."""
     bad = f"{url}: not a valid PEP 503 HTML page"
@@ -296,19 +321,31 @@ def parse_html_page(body: bytes, url: str, content_type: str | None = None) -> l
     if parser.tags == 0:
         raise InvalidPage(url, f"{bad}: it has no HTML markup at all")
     _api_major(parser.version, url)
-    base = urljoin(url, parser.base) if parser.base else url
+    base = url
+    if parser.base:
+        joined = _resolve(url, parser.base, url)
+        if joined is None:
+            _skipped(url, f"{url}: <base>", parser.base, warn)
+        else:
+            base = joined[0]
     files: list[IndexFile] = []
     for attrs in parser.anchors:
-        file = _html_file(attrs, base, url)
-        if file.filename:  # not a link to a directory ("../", "sub/")
+        file = _html_file(attrs, base, url, warn)
+        if file is not None and file.filename:  # not a link to a directory ("../", "sub/")
             files.append(file)
     return files
 
 
-def _html_file(attrs: Mapping[str, str | None], base: str, url: str) -> IndexFile:
+def _html_file(
+    attrs: Mapping[str, str | None], base: str, url: str, warn: Warn | None
+) -> IndexFile | None:
     href = attrs["href"] or ""
     where = f"{url}: link {href!r}"
-    absolute, hashes = _resolve(base, href, where)
+    resolved = _resolve(base, href, where)
+    if resolved is None:
+        _skipped(url, url, href, warn)
+        return None
+    absolute, hashes = resolved
     filename = unquote(urlsplit(absolute).path.rsplit("/", 1)[-1])
     metadata_attr = attrs.get("data-core-metadata")
     if metadata_attr is None:
@@ -344,13 +381,15 @@ def page_kind(content_type: str | None) -> str | None:
     return None
 
 
-def parse_page(body: bytes, url: str, content_type: str | None) -> list[IndexFile]:
+def parse_page(
+    body: bytes, url: str, content_type: str | None, *, warn: Warn | None = None
+) -> list[IndexFile]:
     """A project page of either form, by its ``Content-Type``."""
     kind = page_kind(content_type)
     if kind == "json":
-        return parse_json_page(body, url)
+        return parse_json_page(body, url, warn=warn)
     if kind == "html":
-        return parse_html_page(body, url, content_type)
+        return parse_html_page(body, url, content_type, warn=warn)
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media.startswith("application/vnd.pypi.simple."):
         raise InvalidPage(

@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from wheelwise import __version__
 from wheelwise.index.catalog import Catalog, ScanResult, build_catalog, scan
@@ -57,6 +59,33 @@ _ROOT_PAGE = (
     b"<!DOCTYPE html>\n<html>\n  <head><title>Simple index</title></head>\n  <body>\n"
     b'    <a href="simple/">simple/</a>\n  </body>\n</html>\n'
 )
+
+
+# Browsers drop whitespace and control characters from URLs ("java\tscript:" is
+# "javascript:"); quotes, angle brackets and backslashes have no place in a base.
+_UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f\"'<>\\`]")
+
+
+def check_base_url(value: str, *, what: str = "base URL") -> None:
+    """Refuse a base URL other than an http(s) URL or a relative path: links built
+    from it end up in ``href`` attributes (``javascript:`` would run there)."""
+    parts = urlsplit(value)
+    problem = None
+    if not value or _UNSAFE_URL_CHARS.search(value):
+        problem = "is empty or holds spaces, control characters, quotes, '<', '>' or '\\'"
+    elif parts.query or parts.fragment:
+        problem = "has a query or a fragment"
+    elif parts.scheme and parts.scheme.lower() not in ("http", "https"):
+        problem = f"uses the scheme {parts.scheme!r}"
+    elif parts.scheme and not parts.netloc:
+        problem = "names no host"
+    elif not parts.scheme and value.startswith("//"):
+        problem = "has no scheme"
+    if problem is not None:
+        raise IndexBuildError(
+            f"{what} {value!r} {problem}: give an http:// or https:// URL "
+            "(https://example.org/pypi) or a relative path (/pypi, ../mirror)"
+        )
 
 
 @dataclass(frozen=True)
@@ -159,6 +188,8 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
     metadata is inconsistent (the message names the wheels and the label); the
     existing site is then left as it was.
     """
+    if base_url is not None:
+        check_base_url(base_url)
     wheel_dir = wheel_dir.resolve()
     site = site.resolve()
     _check_paths(wheel_dir, site)
@@ -169,7 +200,7 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
             f"(no {STATE_FILE}); refusing to replace it"
         )
     known = known or {}
-    scanned = scan(wheel_dir, known)
+    scanned = scan(wheel_dir, known, refuse_unsafe=True)
     if _up_to_date(site, known, scanned, base_url):
         return BuildReport(
             site=site,
@@ -291,6 +322,8 @@ def _link_if_size(source: Path, target: Path, size: int) -> bool:
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
+    # Resolved: os.link would link a symbolic link itself, not its file (Linux).
+    source = source.resolve()
     try:
         os.link(source, target)
     except OSError:  # another file system, or no hard links there

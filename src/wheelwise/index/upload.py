@@ -14,8 +14,11 @@ An upload is refused with a 4xx status and a message that says why:
   match, a wheel that fails the archive checks or ``RECORD`` verification, whose
   METADATA names another project or version, whose ``variant.json`` does not
   describe its label, or whose variant metadata conflicts with the wheels
-  already published for that version (PEP 825 "Metadata consistency");
-* 409: a file of that name exists with other content (the same content: 200).
+  already published for that version (PEP 825 "Metadata consistency"); an sdist
+  that is not a gzip'd tar of ``{name}-{version}/`` with a ``PKG-INFO``;
+* 409: a file of that name exists with other content (the same content: 200);
+* 413: the request body is larger than the server's limit (8 GiB by default),
+  counted as it arrives, so a chunked upload without Content-Length is cut off too.
 
 The file is written under a hidden staging directory inside the served
 directory, checked there, and hard-linked (or renamed) into place, so that it
@@ -47,6 +50,7 @@ from packaging.version import InvalidVersion, Version
 from wheelwise.index.consistency import merge_release
 from wheelwise.index.distfiles import SDIST, WHEEL, file_kind, read_dist, sha256_file
 from wheelwise.index.errors import UploadRejected
+from wheelwise.index.filecheck import UnsafeFile, check_sdist
 from wheelwise.index.live import LiveCatalog
 from wheelwise.variants.errors import MetadataConflict, VariantError
 from wheelwise.variants.filenames import WheelFilename
@@ -180,6 +184,11 @@ def store_upload(
         staged = staging / filename
         sha256 = _receive(content, staged, fields)
         new_variant = None
+        if kind == SDIST:
+            try:
+                check_sdist(staged)
+            except UnsafeFile as exc:
+                raise _bad(str(exc)) from None
         if kind == WHEEL:
             try:
                 read = read_dist(staged, sha256=sha256)

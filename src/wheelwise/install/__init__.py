@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         InstallError,
         LockTimeoutError,
     )
+    from wheelwise.install.journal import Recovered
     from wheelwise.install.transaction import (
         InstalledDist,
         InstallReport,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         VerifiedWheel,
         install_wheels,
         list_installed,
+        recover,
         uninstall,
         verify_wheel,
     )
@@ -47,12 +49,14 @@ _HOMES = {
     "ExternallyManagedError": "errors",
     "InstallError": "errors",
     "LockTimeoutError": "errors",
+    "Recovered": "journal",
     "InstalledDist": "transaction",
     "InstallReport": "transaction",
     "InterruptedAfterCommit": "transaction",
     "VerifiedWheel": "transaction",
     "install_wheels": "transaction",
     "list_installed": "transaction",
+    "recover": "transaction",
     "uninstall": "transaction",
     "verify_wheel": "transaction",
 }
@@ -78,12 +82,14 @@ __all__ = [
     "InterruptedAfterCommit",
     "LockTimeoutError",
     "ProgressSink",
+    "Recovered",
     "TargetEnvironment",
     "VerifiedWheel",
     "download_all",
     "download_wheels",
     "install_wheels",
     "list_installed",
+    "recover",
     "uninstall",
     "verify_wheel",
 ]

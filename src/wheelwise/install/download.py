@@ -7,7 +7,9 @@ in memory instead (an :class:`InMemoryWheel`), within a budget. ``file://`` URLs
 and local paths are copied the same way (and verified).
 
 Connection errors and 5xx answers are retried with exponential backoff; a hash
-mismatch, a body shorter than its ``Content-Length``, any other HTTP error or a
+mismatch, a body shorter than its ``Content-Length`` or longer than the size its
+index gives, a compressed body that decodes to implausibly much, a download slower
+than its deadline (see :mod:`wheelwise.index.bounded`), any other HTTP error or a
 read timeout fails the item. When an item fails, the others are cancelled and
 :func:`download_all` raises :class:`DownloadError` for the first failing item (in
 the order given); files that were completely downloaded and verified stay in the
@@ -19,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -32,6 +35,14 @@ from typing import IO, NamedTuple, Protocol
 
 import httpx
 
+from wheelwise.index.bounded import (
+    ACCEPT_ENCODING,
+    DEFAULT_DEADLINE,
+    WHEEL_RATE,
+    BodyLimit,
+    Deadline,
+    read_body,
+)
 from wheelwise.install.errors import DownloadError
 from wheelwise.wheels.archive import InMemoryWheel
 
@@ -45,6 +56,8 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 16
+# A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
+_EXPANSION = 16
 # Hash names accepted from an index, strongest first.
 _HASHES = ("sha512", "sha384", "sha256", "sha3_512", "sha3_384", "sha3_256", "blake2b")
 
@@ -73,12 +86,14 @@ class DownloadItem:
     """One file to fetch: an ``http(s)://`` or ``file://`` URL, or a local path.
 
     *hashes* maps hash names (``sha256``...) to hex digests, as an index gives them;
-    *filename* defaults to the last segment of the URL's path.
+    *filename* defaults to the last segment of the URL's path; *size*, the size the
+    index gives (PEP 700), bounds what the download may bring.
     """
 
     url: str
     hashes: Mapping[str, str] = field(default_factory=dict)
     filename: str | None = None
+    size: int | None = None
 
     @property
     def name(self) -> str:
@@ -203,7 +218,9 @@ class _Fetcher:
         cancel: threading.Event,
         sleep: Callable[[float], None],
         budget: _Budget | None = None,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
+        self.deadline = deadline
         self.budget = budget
         self.dest_dir = dest_dir
         self.client = client
@@ -296,6 +313,7 @@ class _Fetcher:
         url = item.url
         expected: int | None = None
         received = 0
+        deadline = Deadline(self.deadline, WHEEL_RATE)
         try:
             with self.client.stream("GET", url) as response:
                 if response.status_code >= 500:
@@ -306,23 +324,46 @@ class _Fetcher:
                     )
                 length = response.headers.get("content-length")
                 expected = int(length) if length and length.isdigit() else None
-                if response.headers.get("content-encoding", "identity") != "identity":
+                encoded = response.headers.get("content-encoding", "identity") != "identity"
+                if encoded:
                     expected = None  # the length is the encoded one
+                if expected is not None and item.size is not None and expected > item.size:
+                    raise DownloadError(
+                        url,
+                        f"the server announces {expected} bytes, but the index gives its "
+                        f"size as {item.size} bytes",
+                    )
+                cap = min(
+                    item.size if item.size is not None else sys.maxsize,
+                    expected if expected is not None else sys.maxsize,
+                )
                 out.begin(expected)
                 if self.progress is not None:
                     self.progress.start(expected, item.name)
 
                 def counted() -> Iterator[bytes]:
                     nonlocal received
-                    for chunk in response.iter_bytes():
+                    for chunk in read_body(
+                        response,
+                        cap=cap,
+                        what=_capped(item, expected),
+                        deadline=deadline,
+                        expansion=_EXPANSION if encoded else None,
+                    ):
                         received += len(chunk)
                         yield chunk
 
                 digests, _ = self._chunks_into(item, counted(), out)
+        except BodyLimit as exc:
+            raise DownloadError(url, exc.reason) from None
         except httpx.TimeoutException as exc:
             if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
                 raise _Retryable(f"connection timed out ({exc})") from None
-            raise DownloadError(url, f"timed out ({type(exc).__name__})") from None
+            waited = self.client.timeout.read
+            within = f" within {waited:g} s (--timeout)" if waited is not None else ""
+            raise DownloadError(
+                url, f"timed out: no data{within} ({type(exc).__name__}); check the network"
+            ) from None
         except httpx.RemoteProtocolError as exc:
             if expected is not None and received < expected:
                 raise _Retryable(
@@ -336,6 +377,12 @@ class _Fetcher:
         if expected is not None and received != expected:
             raise _Retryable(f"truncated body: got {received} of {expected} bytes")
         return digests
+
+
+def _capped(item: DownloadItem, expected: int | None) -> str:
+    if item.size is not None and (expected is None or item.size <= expected):
+        return f"this file (the size its index page gives, {item.size} bytes)"
+    return f"this file (its Content-Length, {expected} bytes)"
 
 
 class SpeculativeDownloads:
@@ -357,6 +404,7 @@ class SpeculativeDownloads:
         per_file: int = 32 << 20,
         max_workers: int = 4,
         then: Callable[[Path | InMemoryWheel], object] | None = None,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         self._budget = _Budget(budget, per_file)
         self._total = budget
@@ -370,6 +418,7 @@ class SpeculativeDownloads:
             cancel=self._cancel,
             sleep=time.sleep,
             budget=self._budget,
+            deadline=deadline,
         )
         self._then = then
         self._workers = max_workers
@@ -492,6 +541,7 @@ def download_all(
     retries: int = 3,
     backoff: float = 0.5,
     timeout: float = 30.0,
+    deadline: float = DEFAULT_DEADLINE,
 ) -> list[Path]:
     """Download *items* into *dest_dir*; the paths, in the order of *items*.
 
@@ -509,6 +559,7 @@ def download_all(
         retries=retries,
         backoff=backoff,
         timeout=timeout,
+        deadline=deadline,
     )
     return [path for path in found if isinstance(path, Path)]
 
@@ -526,6 +577,7 @@ def download_wheels(
     retries: int = 3,
     backoff: float = 0.5,
     timeout: float = 30.0,
+    deadline: float = DEFAULT_DEADLINE,
     then: Callable[[Path | InMemoryWheel], object] | None = None,
     ready: Callable[[DownloadItem], Path | InMemoryWheel | None] | None = None,
 ) -> list[Path | InMemoryWheel]:
@@ -553,7 +605,9 @@ def download_wheels(
     if not items:
         return []
     own_client = client is None
-    http = client or httpx.Client(timeout=timeout, follow_redirects=True)
+    http = client or httpx.Client(
+        timeout=timeout, follow_redirects=True, headers={"Accept-Encoding": ACCEPT_ENCODING}
+    )
     cancel = threading.Event()
     fetcher = _Fetcher(
         dest,
@@ -564,6 +618,7 @@ def download_wheels(
         cancel=cancel,
         budget=_Budget(in_memory, in_memory_per_file) if in_memory > 0 else None,
         sleep=time.sleep,
+        deadline=deadline,
     )
 
     def run(item: DownloadItem) -> Path | InMemoryWheel:

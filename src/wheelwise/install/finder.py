@@ -53,6 +53,7 @@ from wheelwise.index.client import (
 )
 from wheelwise.install.candidates import WheelFile
 from wheelwise.install.prefetch import ListingPrefetcher
+from wheelwise.install.scratch import make_scratch
 from wheelwise.wheels.archive import WheelArchive
 
 if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
@@ -183,7 +184,7 @@ class IndexFinder:
         self.python_version = python_version
         self._temp: tempfile.TemporaryDirectory[str] | None = None
         if cache_dir is None:
-            self._temp = tempfile.TemporaryDirectory(prefix="wheelwise-wheels-")
+            self._temp = make_scratch("wheels")
             cache_dir = Path(self._temp.name)
         cache_dir.mkdir(parents=True, exist_ok=True)
         self.cache_dir = cache_dir
@@ -356,10 +357,9 @@ class IndexFinder:
         """*file* downloaded (hash checked) into the cache folder."""
         found = self._wheels.get(file.url)
         if found is None:
-            data = self.client.fetch_file(file)
             folder = Path(tempfile.mkdtemp(prefix="w-", dir=self.cache_dir))
             found = folder / file.filename
-            found.write_bytes(data)
+            self.client.fetch_file_to(file, found)  # streamed: a wheel may be big
             self._wheels[file.url] = found
         return found
 

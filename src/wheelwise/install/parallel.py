@@ -147,8 +147,8 @@ class _Notes:
 class _ReportingJournal(Journal):
     """A child's journal: every creation is noted for the parent at once."""
 
-    def __init__(self, pipe: int, flag: mmap.mmap, notes: _Notes) -> None:
-        super().__init__()
+    def __init__(self, pipe: int, flag: mmap.mmap, notes: _Notes, parent: Journal) -> None:
+        super().__init__(parent.wal)  # the parent's open journal file, inherited
         self._pipe = pipe
         self._flag = flag
         self._notes = notes
@@ -198,9 +198,11 @@ def _work(
     return None
 
 
-def _child(tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap, notes: _Notes) -> int:
+def _child(
+    tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap, notes: _Notes, parent: Journal
+) -> int:
     try:
-        failure = _work(tasks, queue, flag, _ReportingJournal(pipe, flag, notes))
+        failure = _work(tasks, queue, flag, _ReportingJournal(pipe, flag, notes, parent))
     except BaseException as exc:  # interrupted: the parent says so
         flag[0] = 1
         failure = (-1, exc)
@@ -268,7 +270,7 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
                 try:
                     os.close(read_end)
                     _stop_on_ctrl_c(flag)
-                    code = _child(tasks, queue, write_end, flag, notes)
+                    code = _child(tasks, queue, write_end, flag, notes, journal)
                 finally:
                     os._exit(code)
             os.close(write_end)

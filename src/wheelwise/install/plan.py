@@ -14,7 +14,6 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -25,8 +24,10 @@ from packaging.requirements import InvalidRequirement
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 
 from wheelwise import __version__
-from wheelwise.index.client import IndexClient, IndexFile, IndexSource
+from wheelwise.index.bounded import DEFAULT_DEADLINE
+from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy
 from wheelwise.install.consistency import check_variant_consistency
+from wheelwise.install.core_metadata import check_core_metadata
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.download import (
     DownloadItem,
@@ -39,12 +40,14 @@ from wheelwise.install.errors import DownloadError, ExternallyManagedError
 from wheelwise.install.finder import IndexFinder, Link, Warn, source_label
 from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, ResolveError, resolve
+from wheelwise.install.scratch import make_scratch
 from wheelwise.install.transaction import (
     InstalledDist,
     InstallReport,
     VerifiedWheel,
     install_wheels,
     list_installed,
+    recover,
     verify_wheel,
 )
 from wheelwise.install.variant_requirement import apply_variant_labels
@@ -92,6 +95,11 @@ class InstallOptions:
     require_hashes: bool = False
     break_system_packages: bool = False
     timeout: float = 15.0
+    # Seconds for one request: a page or metadata file, or a wheel (which also gets
+    # 1 s per 16 KiB received); see wheelwise.index.bounded.
+    request_deadline: float = DEFAULT_DEADLINE
+    # More tries after the first, on connection errors, timeouts and 5xx answers.
+    retries: int = 3
     cache_dir: Path | None = None
     progress: ProgressSink | None = None
     # Detect the machine again rather than reading the providers' cache.
@@ -165,6 +173,11 @@ def _supported_for(
             options.enabled_providers,
             markers=markers,
             abi_from_installed=False,
+            plugins_refused=(
+                "--require-hashes is on, and pip would install the plugin without hash checks"
+                if options.require_hashes
+                else None
+            ),
         )
         view = machine_for(metadata, machine, system=options.system)
         for note in view.notes:
@@ -207,7 +220,12 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             if query is not None
             else TargetEnvironment.start_query(options.python or sys.executable)
         ) as pending,
-        IndexClient(timeout=options.timeout) as client,
+        IndexClient(
+            timeout=options.timeout,
+            deadline=options.request_deadline,
+            retry=RetryPolicy(retries=options.retries),
+            warn=options.warn,
+        ) as client,
         ListingPrefetcher(sources, client) as prefetcher,
     ):
         requested = _requested(requirements)
@@ -219,6 +237,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
                 "--break-system-packages to override"
             )
+        if not options.dry_run:  # what a killed run left must not count as installed
+            recover(env, warn=options.warn)
         installed = {dist.name: dist for dist in list_installed(env)}
         python_version = ".".join(str(part) for part in env.version_info)
         if options.refresh and options.system is None:
@@ -234,7 +254,12 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         def check(wheel: Path | InMemoryWheel) -> None:
             verified[wheel] = verify_wheel(wheel)
 
-        speculative = SpeculativeDownloads(client.http, budget=IN_MEMORY_DOWNLOADS, then=check)
+        speculative = SpeculativeDownloads(
+            client.http,
+            budget=IN_MEMORY_DOWNLOADS,
+            then=check,
+            deadline=options.request_deadline,
+        )
         finder = IndexFinder(
             sources,
             client,
@@ -316,12 +341,16 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         "the source gives no sha256 (or stronger) hash for it, and "
                         "--require-hashes is on",
                     )
-            with tempfile.TemporaryDirectory(prefix="wheelwise-download-") as folder:
+            with make_scratch("download", options.cache_dir) as folder:
                 items = []
                 for planned in wanted:
                     cached = finder.cached_wheel(planned.file)
                     url = cached.as_uri() if cached is not None else planned.file.url
-                    items.append(DownloadItem(url, planned.file.hashes, planned.file.filename))
+                    items.append(
+                        DownloadItem(
+                            url, planned.file.hashes, planned.file.filename, planned.file.size
+                        )
+                    )
                 try:
                     found = download_wheels(
                         items,
@@ -331,6 +360,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         progress=options.progress,
                         require_hashes=options.require_hashes,
                         timeout=options.timeout,
+                        retries=options.retries + 1,
+                        deadline=options.request_deadline,
                         then=check,
                         ready=speculative.take,
                     )
@@ -338,6 +369,13 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     speculative.close()  # no thread left running: the installer may fork
                 # Every download path (early, cached while resolving, or now) ends here.
                 for planned, wheel in zip(wanted, found, strict=True):
+                    if planned.file.core_metadata:
+                        check_core_metadata(
+                            planned.file.metadata_url,
+                            planned.metadata,
+                            planned.file.filename,
+                            verified[wheel].metadata,
+                        )
                     check_variant_consistency(
                         verified[wheel],
                         planned.package.label,
@@ -348,6 +386,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     env,
                     [verified[wheel] for wheel in found],
                     break_system_packages=options.break_system_packages,
+                    warn=options.warn,
                 )
         finally:
             speculative.close()
@@ -391,7 +430,7 @@ class _EarlyWheels(NamedTuple):
 
 
 def _item(file: IndexFile) -> DownloadItem:
-    return DownloadItem(file.url, file.hashes, file.filename)
+    return DownloadItem(file.url, file.hashes, file.filename, file.size)
 
 
 # -- the installation report (pip's format, version 1) --------------------------------

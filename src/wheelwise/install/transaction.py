@@ -2,7 +2,10 @@
 
 A transaction first verifies every wheel (:func:`verify_wheel`: structure, a RECORD
 listing every member with a strong hash, METADATA), then takes the target's lock
-(``.wheelwise.lock`` in its purelib folder). Every installed distribution that is
+(``.wheelwise.lock`` in the environment's root, or in the cache when that is not
+writable), replays the journal a killed run left, if any, and starts its own
+(:mod:`wheelwise.install.journal`): every step below is written down before it is
+made. Every installed distribution that is
 replaced or removed has its files (those its ``RECORD`` lists, their
 ``__pycache__`` bytecode and the rest of its ``.dist-info`` folder) *moved* into a
 backup folder ``.wheelwise-backup-*`` inside purelib; then the new wheels are
@@ -10,7 +13,7 @@ unpacked, several at once (:mod:`wheelwise.install.parallel`), by the ``installe
 library through a destination that journals every file and folder it creates
 (:mod:`wheelwise.install.unpack`). When anything fails, the journal is undone and
 the backups are moved back, so the environment is left as it was; on success the
-backup folder is deleted and folders left empty are pruned.
+backup folder is deleted and folders left empty are pruned. The journal goes last.
 
 Wheels are installed without byte-compiling, with ``INSTALLER`` set to
 ``wheelwise``; every ``.dist-info`` file of the wheel is kept (``variant.json``
@@ -26,9 +29,9 @@ import email.policy
 import functools
 import json
 import os
+import secrets
 import shutil
 import signal
-import tempfile
 import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,6 +45,18 @@ from packaging.utils import canonicalize_name
 
 from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.errors import ExternallyManagedError, InstallError, LockTimeoutError
+from wheelwise.install.journal import (
+    LOCK_NAME,
+    Recovered,
+    StatePaths,
+    WriteAhead,
+    pending,
+    prune,
+    recover_pending,
+    replay,
+    state_paths,
+)
+from wheelwise.install.journal import header as journal_header
 from wheelwise.install.parallel import run_tasks
 from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
@@ -51,6 +66,8 @@ from wheelwise.wheels.record import parse_record
 if TYPE_CHECKING:
     from wheelwise.variants.metadata import VariantMetadata
 
+Warn = Callable[[str], None]
+
 __all__ = [
     "INSTALLER_NAME",
     "LOCK_NAME",
@@ -59,12 +76,12 @@ __all__ = [
     "VerifiedWheel",
     "install_wheels",
     "list_installed",
+    "recover",
     "uninstall",
     "verify_wheel",
 ]
 
 INSTALLER_NAME = "wheelwise"
-LOCK_NAME = ".wheelwise.lock"
 BACKUP_PREFIX = ".wheelwise-backup-"
 DEFAULT_LOCK_TIMEOUT = 300.0
 
@@ -206,21 +223,25 @@ def _inside(path: str, root: Path) -> bool:
 class _Transaction:
     def __init__(self, env: TargetEnvironment) -> None:
         self.env = env
+        self.wal: WriteAhead | None = None
         self.journal = Journal()
         self.moved: list[tuple[Path, Path]] = []
-        self._backup_root: Path | None = None
+        self.backup_root = env.purelib / f"{BACKUP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        self._backup_made = False
         self.interrupted = False
+
+    def begin(self, journal_path: Path, operation: str) -> None:
+        """Write the journal's header: from here on every change is recorded first."""
+        header = journal_header(
+            operation, self.env.purelib, self.env.scheme_roots, self.backup_root
+        )
+        self.wal = WriteAhead.begin(journal_path, header)
+        self.journal.wal = self.wal
 
     def interrupt(self) -> None:
         """Ctrl-C: stop at the next file (every worker), then roll back."""
         self.interrupted = True
         self.journal.cancel()
-
-    @property
-    def backup_root(self) -> Path:
-        if self._backup_root is None:
-            self._backup_root = Path(tempfile.mkdtemp(prefix=BACKUP_PREFIX, dir=self.env.purelib))
-        return self._backup_root
 
     # -- removal ----------------------------------------------------------------
 
@@ -258,12 +279,18 @@ class _Transaction:
         return [p for p in files.values() if p.is_file() or p.is_symlink()]
 
     def remove(self, dist: InstalledDist) -> None:
+        assert self.wal is not None
         files = self._files_of(dist)  # every check before the first move
         for path in files:
             if self.interrupted:
                 raise KeyboardInterrupt
+            if not self._backup_made:  # its path is in the journal's header
+                os.mkdir(self.backup_root)  # noqa: PTH102
+                self._backup_made = True
             backup = self.backup_root / str(len(self.moved))
+            self.wal.note("move", str(path), str(backup))
             shutil.move(str(path), str(backup))
+            self.wal.note("moved", str(path))
             self.moved.append((path, backup))
 
     # -- installing -------------------------------------------------------------
@@ -297,46 +324,20 @@ class _Transaction:
     # -- ending -----------------------------------------------------------------
 
     def rollback(self) -> list[str]:
-        problems: list[str] = []
-        for file in reversed(self.journal.files):
-            try:
-                os.unlink(file)  # noqa: PTH108
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                problems.append(f"cannot remove {file}: {exc}")
-        # Deepest first: folders made by several workers may be journaled out of order.
-        for directory in sorted(self.journal.dirs, key=len, reverse=True):
-            try:
-                os.rmdir(directory)  # noqa: PTH106
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                problems.append(f"cannot remove {directory}: {exc}")
-        for original, backup in reversed(self.moved):
-            try:
-                original.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(backup), str(original))
-            except OSError as exc:
-                problems.append(f"cannot restore {original} from {backup}: {exc}")
-        if self._backup_root is not None and not problems:
-            shutil.rmtree(self._backup_root, ignore_errors=True)
-        return problems
+        """Undo every change the journal records (the same replay as a recovery's)."""
+        if self.wal is None:
+            return []
+        self.wal.close()
+        return replay(self.wal.path)[1]
 
     def commit(self) -> None:
-        if self._backup_root is not None:
-            shutil.rmtree(self._backup_root, ignore_errors=True)
-        roots = {os.path.abspath(root) for root in self.env.scheme_roots}  # noqa: PTH100
-        for original, _ in self.moved:
-            directory = original.parent
-            while str(directory) not in roots and any(
-                _inside(str(directory), Path(root)) for root in roots
-            ):
-                try:
-                    directory.rmdir()
-                except OSError:
-                    break
-                directory = directory.parent
+        assert self.wal is not None
+        self.wal.mark("commit")  # past this point a recovery finishes, never undoes
+        if self._backup_made:
+            shutil.rmtree(self.backup_root, ignore_errors=True)
+        roots = [str(root) for root in self.env.scheme_roots]
+        prune([str(original) for original, _ in self.moved], roots)
+        self.wal.finish()
 
 
 @dataclass(frozen=True)
@@ -423,16 +424,63 @@ def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[Veri
     return list(checked.values())
 
 
-def _locked(env: TargetEnvironment, timeout: float) -> filelock.BaseFileLock:
-    lock = filelock.FileLock(str(env.purelib / LOCK_NAME), timeout=timeout)
+def _locked(env: TargetEnvironment, timeout: float) -> tuple[filelock.BaseFileLock, StatePaths]:
     try:
+        paths = state_paths(env.prefix)
+        lock = filelock.FileLock(str(paths.lock), timeout=timeout)
         lock.acquire()
     except filelock.Timeout:
         raise LockTimeoutError(
-            f"another run holds the lock {env.purelib / LOCK_NAME} for more than "
+            f"another run holds the lock {paths.lock} for more than "
             f"{timeout:g} s; is another install into {env.prefix} in progress?"
         ) from None
-    return lock
+    except OSError as exc:
+        raise InstallError(
+            f"cannot take the lock of {env.prefix}: {exc}; neither the environment's "
+            "root nor the wheelwise cache (WHEELWISE_CACHE_DIR) can be written"
+        ) from None
+    return lock, paths
+
+
+def _recover(env: TargetEnvironment, warn: Warn | None) -> list[Recovered]:
+    """Replay what a killed run left (the caller holds the lock)."""
+    found, problems = recover_pending(env.prefix)
+    if problems:
+        raise InstallError(
+            f"an interrupted run left {env.prefix} half-changed and undoing it failed: "
+            + "; ".join(problems)
+            + "; fix that, then run `wheelwise recover`"
+        )
+    if warn is not None:
+        for recovered in found:
+            warn(recovered.describe())
+    return found
+
+
+def recover(
+    env: TargetEnvironment,
+    *,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    warn: Warn | None = None,
+) -> list[Recovered]:
+    """Undo (or finish) what an interrupted run left in *env*; what it found (each
+    also told to *warn*). Takes the lock only when a journal is there.
+
+    Every install and uninstall does this first, after taking the lock; an install
+    also before it reads what is installed."""
+    if not pending(env.prefix):
+        return []
+    lock, _ = _locked(env, lock_timeout)
+    interrupted: list[bool] = []
+    try:
+        # Recovering is never left half done; Ctrl-C meanwhile counts once it is over.
+        with _interrupts_deferred(lambda: interrupted.append(True)):
+            found = _recover(env, warn)
+    finally:
+        lock.release()
+    if interrupted:
+        raise KeyboardInterrupt
+    return found
 
 
 def _check_managed(env: TargetEnvironment, break_system_packages: bool) -> None:
@@ -465,12 +513,16 @@ def _interrupts_deferred(on_interrupt: Callable[[], None]) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
-def _run(env: TargetEnvironment, lock_timeout: float, body: _Body) -> InstallReport:
-    lock = _locked(env, lock_timeout)
+def _run(
+    env: TargetEnvironment, lock_timeout: float, body: _Body, warn: Warn | None
+) -> InstallReport:
+    lock, paths = _locked(env, lock_timeout)
     try:
         transaction = _Transaction(env)
         with _interrupts_deferred(transaction.interrupt):
             try:
+                _recover(env, warn)
+                transaction.begin(paths.journal, "uninstall" if not body.wheels else "install")
                 report = body(transaction)
                 if transaction.interrupted:  # Ctrl-C after the last file: still undone
                     raise KeyboardInterrupt
@@ -480,7 +532,9 @@ def _run(env: TargetEnvironment, lock_timeout: float, body: _Body) -> InstallRep
                 if problems:
                     what = "interrupted" if interrupted else str(exc)
                     raise InstallError(
-                        f"{what}; rolling back also failed: " + "; ".join(problems)
+                        f"{what}; rolling back also failed: "
+                        + "; ".join(problems)
+                        + "; fix that, then run `wheelwise recover`"
                     ) from exc
                 if interrupted:
                     raise KeyboardInterrupt from None
@@ -541,6 +595,7 @@ def install_wheels(
     remove: Sequence[str] = (),
     break_system_packages: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    warn: Warn | None = None,
 ) -> InstallReport:
     """Install *wheels* into *env* (replacing installed versions), removing *remove*.
 
@@ -548,10 +603,11 @@ def install_wheels(
     :class:`InstallError` raised (Ctrl-C: restored, then ``KeyboardInterrupt``; once
     every change is made, :class:`InterruptedAfterCommit` with the report). Waits up
     to *lock_timeout* seconds for another run to finish (:class:`LockTimeoutError`).
+    What an interrupted earlier run left is recovered first, and told to *warn*.
     """
     _check_managed(env, break_system_packages)
     checked = _verify(wheels)
-    return _run(env, lock_timeout, _Body(env, checked, remove))
+    return _run(env, lock_timeout, _Body(env, checked, remove), warn)
 
 
 def uninstall(
@@ -561,6 +617,7 @@ def uninstall(
     break_system_packages: bool = False,
     missing_ok: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    warn: Warn | None = None,
 ) -> list[str]:
     """Remove the distributions *names* from *env*; their normalized names.
 
@@ -572,5 +629,5 @@ def uninstall(
     if missing_ok:
         installed = {dist.name for dist in list_installed(env)}
         wanted = [name for name in wanted if name in installed]
-    report = _run(env, lock_timeout, _Body(env, (), wanted))
+    report = _run(env, lock_timeout, _Body(env, (), wanted), warn)
     return [dist.name for dist in report.removed]

@@ -9,7 +9,9 @@ installed ``RECORD``); this module gives it
   ``pathlib`` several times per file), refuses to replace any file
   (``O_EXCL``: a clash is found by the write itself, even between two wheels
   written at the same time), and notes every file and folder it creates in a
-  :class:`Journal`, so that a failed transaction removes exactly those.
+  :class:`Journal`, so that a failed transaction removes exactly those. With a
+  :class:`~wheelwise.install.journal.WriteAhead`, each creation is also written
+  down on disk *before* it is made, for a run killed midway to be undone.
 
 Several wheels may be unpacked at once, in threads sharing one journal: file
 creation, decompression and hashing all release the GIL.
@@ -34,6 +36,7 @@ from installer.sources import WheelContentElement, WheelFile
 from installer.utils import Scheme
 
 from wheelwise.install.errors import InstallError
+from wheelwise.install.journal import WriteAhead
 from wheelwise.wheels.archive import InMemoryWheel, open_zip
 from wheelwise.wheels.members import MemberReader
 
@@ -64,7 +67,8 @@ class Journal:
     folder two threads both create is journaled by the one whose ``mkdir`` won.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, wal: WriteAhead | None = None) -> None:
+        self.wal = wal
         self.files: list[str] = []
         self.dirs: list[str] = []
         self._cancelled = threading.Event()
@@ -102,9 +106,13 @@ class Journal:
                 break
             current = parent
         for folder in reversed(missing):
+            if self.wal is not None:
+                self.wal.note("dir", folder)
             try:
                 os.mkdir(folder)
             except FileExistsError:
+                if self.wal is not None:
+                    self.wal.note("skip", folder)
                 continue  # made by another worker (or a file is there: open() will say)
             self.note_dir(folder)
         self._known_dirs.add(directory)
@@ -127,9 +135,13 @@ class Journal:
         if self.is_cancelled():
             raise Cancelled
         self.ensure_dir(os.path.dirname(target))
+        if self.wal is not None:
+            self.wal.note("file", target)
         try:
             fd = os.open(target, _CREATE_FLAGS, 0o777 if executable else 0o666)
         except FileExistsError:
+            if self.wal is not None:
+                self.wal.note("skip", target)
             raise InstallError(
                 f"{target} already exists and belongs to no distribution being replaced"
             ) from None

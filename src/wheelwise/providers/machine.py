@@ -12,7 +12,10 @@ namespace the metadata uses is answered by exactly one source, in this order:
    properties that the metadata claims for such a namespace are ignored (with a
    note), so that metadata cannot claim a GPU the machine lacks;
 3. the metadata's static properties: ahead-of-time namespaces, used as listed;
-4. a third-party plugin named by the metadata, only if trusted;
+4. a third-party plugin named by the metadata, only if trusted for exactly the
+   requirement and ``plugin-api`` the metadata names (else the whole lookup
+   stops), and not when plugins are refused (``install --require-hashes``); each
+   plugin that answers is named in a note;
 5. otherwise the namespace is unsupported, with the reason.
 """
 
@@ -41,6 +44,8 @@ class MachineOptions:
     # False for ``install``: its resolver answers ``abi_dependency`` with the
     # resolution's versions, so this interpreter's distributions are not read.
     abi_from_installed: bool = True
+    # Why no plugin may be installed or run (``install --require-hashes``); None: they may.
+    plugins_refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,11 @@ def machine_for(
     system_source: str = "the system file",
     detection: Detection | None = None,
 ) -> MachineView:
-    """Ask the right source for every namespace of *metadata*; never raises.
+    """Ask the right source for every namespace of *metadata*.
+
+    Raises :class:`~wheelwise.providers.plugin_trust.PluginTrustError` (before any
+    plugin is installed) where the metadata maps a trusted namespace to another
+    plugin than the one trusted; a failing provider is a report, never an error.
 
     *system*: the ``--system FILE`` description of the target, if given.
     """
@@ -119,7 +128,13 @@ def machine_for(
         elif info is not None and info.requires and not info.is_static:
             from wheelwise.providers.plugins import PluginSpec
 
-            plugin_specs.append(PluginSpec.from_provider(ns, info))
+            spec = PluginSpec.from_provider(ns, info)
+            if options.plugins_refused is None:
+                plugin_specs.append(spec)
+            else:
+                detail = f"plugin {', '.join(info.requires)} not run: {options.plugins_refused}"
+                reports[ns] = ProviderReport(ns, "unavailable", spec.source, detail)
+                notes.append(f"{metadata.source}: {ns!r} counts as unsupported: {detail}")
         else:
             reports[ns] = ProviderReport(
                 ns,
@@ -136,16 +151,24 @@ def machine_for(
                 ns, "error", "built-in", "provider did not run"
             )
     if plugin_specs:
+        from wheelwise.providers.plugin_trust import PluginTrustError
         from wheelwise.providers.plugins import run_plugins
 
-        reports.update(
-            run_plugins(
+        try:
+            answers = run_plugins(
                 plugin_specs,
                 allowed=options.allowed,
                 enabled=options.enabled,
                 timeout=options.plugin_timeout,
             )
-        )
+        except PluginTrustError as exc:
+            raise PluginTrustError(f"{metadata.source}: {exc}") from None
+        reports.update(answers)
+        notes += [
+            f"{ns!r} answered by the third-party plugin {r.detail}"
+            for ns, r in answers.items()
+            if r.status == "ok"
+        ]
     ordered = {ns: reports[ns] for ns in metadata.namespaces if ns in reports}
     supported = SupportedProperties(
         {ns: dict(r.features) for ns, r in ordered.items() if r.status == "ok"}

@@ -2,8 +2,12 @@
 
 One environment per requirement set and interpreter, under
 ``user_cache_dir("wheelwise")/plugins/<key>/`` (``$WHEELWISE_CACHE_DIR`` replaces
-the cache folder). pip installs the requirements with the user's own pip
-configuration (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, ``pip.conf``...).
+the cache folder). pip installs the requirements with the user's pip settings
+from the environment (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``...) and the global
+``pip.conf``, but without credentials: see
+:mod:`~wheelwise.providers.plugin_environ` (HOME is an empty folder, so the user's
+own ``pip.conf``, ``~/.netrc`` and keyring are not read). pip's installation report
+records which distribution, version and file it installed, for the user to see.
 
 Creation is atomic: the environment is built in a temporary folder beside its
 final place, a marker file is written last, and the folder is renamed into
@@ -33,6 +37,8 @@ from pathlib import Path
 import filelock
 import platformdirs
 from packaging.version import InvalidVersion, Version
+
+from wheelwise.providers.plugin_environ import plugin_environ
 
 CACHE_ENV = "WHEELWISE_CACHE_DIR"
 MARKER = "wheelwise-plugin-env.json"
@@ -74,6 +80,24 @@ def env_python(path: Path) -> Path:
 
 
 @dataclass(frozen=True)
+class InstalledDist:
+    """One distribution pip installed into a plugin environment, and from where."""
+
+    name: str
+    version: str
+    url: str
+    # The SHA-256 of the file installed, as pip reported it ("" if it did not).
+    sha256: str = ""
+
+    def describe(self) -> str:
+        return (
+            f"{self.name} {self.version} from {self.url}"
+            if self.url
+            else (f"{self.name} {self.version}")
+        )
+
+
+@dataclass(frozen=True)
 class PluginEnv:
     """A complete environment with *requires* installed."""
 
@@ -81,6 +105,20 @@ class PluginEnv:
     requires: tuple[str, ...]
     # True when this call built it, False when it was reused.
     created: bool
+    # What pip installed (empty for an environment built before this was recorded).
+    installed: tuple[InstalledDist, ...] = ()
+
+    def named(self) -> list[InstalledDist]:
+        """The installed distributions that the requirements name."""
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+
+        names = {canonicalize_name(Requirement(r).name) for r in self.requires}
+        return [d for d in self.installed if canonicalize_name(d.name) in names]
+
+    def describe(self) -> str:
+        """The installed distributions that the requirements name; for reports."""
+        return ", ".join(d.describe() for d in self.named() or self.installed)
 
     @property
     def python(self) -> Path:
@@ -106,20 +144,56 @@ def ensure_env(
     key = env_key(requires)
     final = root / key
     if is_complete(final):
-        return PluginEnv(final, requires, created=False)
+        return PluginEnv(final, requires, created=False, installed=_installed(final))
     try:
         root.mkdir(parents=True, exist_ok=True)
         lock = filelock.FileLock(str(root / f"{key}.lock"), timeout=install_timeout + 60)
         with lock:
             if is_complete(final):  # another process finished it while we waited
-                return PluginEnv(final, requires, created=False)
+                return PluginEnv(final, requires, created=False, installed=_installed(final))
             _remove_leftovers(root, key)
             _build(root, key, requires, install_timeout)
     except filelock.Timeout:
         raise PluginEnvError(f"timed out waiting for another process to create {final}") from None
     except OSError as exc:
         raise PluginEnvError(f"cannot create an environment in {root}: {exc}") from None
-    return PluginEnv(final, requires, created=True)
+    return PluginEnv(final, requires, created=True, installed=_installed(final))
+
+
+def _installed(path: Path) -> tuple[InstalledDist, ...]:
+    """What the marker of the environment at *path* records as installed."""
+    try:
+        marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
+        return tuple(
+            InstalledDist(
+                str(d["name"]), str(d["version"]), str(d.get("url", "")), str(d.get("sha256", ""))
+            )
+            for d in marker.get("installed", [])
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return ()
+
+
+def _from_report(path: Path) -> list[dict[str, str]]:
+    """name, version and URL of each item of pip's ``--report`` at *path*."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        return [
+            {
+                "name": str(item["metadata"]["name"]),
+                "version": str(item["metadata"]["version"]),
+                "url": str(item.get("download_info", {}).get("url", "")),
+                "sha256": str(
+                    item.get("download_info", {})
+                    .get("archive_info", {})
+                    .get("hashes", {})
+                    .get("sha256", "")
+                ),
+            }
+            for item in report.get("install", [])
+        ]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return []
 
 
 def _remove_leftovers(root: Path, key: str) -> None:
@@ -134,8 +208,14 @@ def _remove_leftovers(root: Path, key: str) -> None:
 def _build(root: Path, key: str, requires: tuple[str, ...], install_timeout: float) -> None:
     building = Path(tempfile.mkdtemp(prefix=f".{key}-", suffix=".tmp", dir=root))
     try:
-        _create_and_install(building, requires, install_timeout)
-        marker = {"requires": list(requires), "python": sys.version}
+        report = building / "pip-report.json"
+        _create_and_install(building, requires, install_timeout, report)
+        marker = {
+            "requires": list(requires),
+            "python": sys.version,
+            "installed": _from_report(report),
+        }
+        report.unlink(missing_ok=True)
         (building / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         building.rename(root / key)
     except BaseException:
@@ -153,9 +233,12 @@ def _host_pip_usable() -> bool:
         return False
 
 
-def _create_and_install(path: Path, requires: tuple[str, ...], timeout: float) -> None:
-    """A fresh venv at *path* with *requires* installed by pip."""
-    pip_args = ["install", "--no-input", "--disable-pip-version-check", *requires]
+def _create_and_install(
+    path: Path, requires: tuple[str, ...], timeout: float, report: Path
+) -> None:
+    """A fresh venv at *path* with *requires* installed by pip, which reports to *report*."""
+    pip_args = ["install", "--no-input", "--disable-pip-version-check"]
+    pip_args += ["--report", str(report), *requires]
     # Fast: no ensurepip when this interpreter's pip can install into the new venv.
     host_pip = _host_pip_usable()
     try:
@@ -166,10 +249,11 @@ def _create_and_install(path: Path, requires: tuple[str, ...], timeout: float) -
         command = [sys.executable, "-m", "pip", "--python", str(env_python(path)), *pip_args]
     else:
         command = [str(env_python(path)), "-m", "pip", *pip_args]
-    env = {k: v for k, v in os.environ.items() if k not in _PIP_REDIRECTS}
-    env.pop("PYTHONPATH", None)
-    env.pop("PYTHONHOME", None)
-    returncode, output = _run(command, env, timeout)
+    with tempfile.TemporaryDirectory(prefix="wheelwise-plugin-home-") as home:
+        env = plugin_environ(os.environ, Path(home))
+        for name in (*_PIP_REDIRECTS, "PYTHONPATH", "PYTHONHOME"):
+            env.pop(name, None)
+        returncode, output = _run(command, env, timeout)
     if returncode is None:
         raise PluginEnvError(f"pip install {' '.join(requires)} timed out after {timeout:g} s")
     if returncode != 0:

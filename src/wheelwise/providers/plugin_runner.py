@@ -2,9 +2,10 @@
 
 The child is ``VENV/bin/python -I -c <_plugin_child.py> OBJECT_REFERENCE``: isolated
 mode (no ``PYTHON*`` variables, no user site, no current folder on ``sys.path``),
-in its own process group, with no standard input. The parent enforces a time
-limit (the whole group is killed) and a size limit on the output, then parses
-and validates the JSON document. Every failure is a :class:`PluginFailure`
+in its own process group, with no standard input, and with an environment
+without credentials and an empty HOME (:mod:`~wheelwise.providers.plugin_environ`).
+The parent enforces a time limit (the whole group is killed) and a size limit on
+the output, then parses and validates the JSON document. Every failure is a :class:`PluginFailure`
 whose message is one line for the user.
 """
 
@@ -14,6 +15,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from wheelwise.providers.base import FeatureConfig
+from wheelwise.providers.plugin_environ import plugin_environ
 from wheelwise.providers.validation import ProviderOutputError, supported_features
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
 
@@ -113,12 +116,20 @@ class _Outcome:
 
 
 def _run_child(python: Path, reference: str, timeout: float) -> _Outcome:
+    with tempfile.TemporaryDirectory(
+        prefix="wheelwise-plugin-home-", ignore_cleanup_errors=True
+    ) as home:
+        return _run_child_in(python, reference, timeout, Path(home))
+
+
+def _run_child_in(python: Path, reference: str, timeout: float, home: Path) -> _Outcome:
     proc = subprocess.Popen(
         [str(python), "-I", "-c", child_source(), reference],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=str(python.parent),
+        env=plugin_environ(os.environ, home),
         start_new_session=os.name == "posix",
     )
     assert proc.stdout is not None

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import io
 import stat
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +42,45 @@ MAX_METADATA_BYTES = 16 << 20
 # The binary distribution format forbids md5 and sha1 in RECORD.
 ACCEPTED_HASHES = frozenset({"sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512"})
 _CHUNK = 1 << 20
+# Signatures over RECORD (``RECORD.jws``, ``RECORD.p7s``): the only members RECORD
+# need not list besides itself.
+SIGNATURES = ("jws", "p7s")
+# What zipfile lets through from a damaged or crafted archive, besides BadZipFile:
+# a corrupt deflate/lzma stream (zlib.error, LZMAError; bz2 raises OSError), a name
+# flagged UTF-8 that is not (UnicodeDecodeError, a ValueError), a "version needed
+# to extract" or compression it does not know (NotImplementedError), an encrypted
+# member (RuntimeError), truncated or out-of-range fields (EOFError, struct.error,
+# OverflowError, ValueError) and ZIP64 where it is off (LargeZipFile).
+_DAMAGED: tuple[type[Exception], ...] = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    struct.error,
+    OverflowError,
+    ValueError,
+    OSError,
+)
+try:
+    from lzma import LZMAError
+except ImportError:  # a Python built without lzma reads no lzma members at all
+    pass
+else:
+    _DAMAGED += (LZMAError,)
+_HINT = "re-download or rebuild it"
+# Compression methods zipfile reads (wheels use the first two).
+_METHODS = frozenset(
+    {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+)
+_ENCRYPTED = 0x1
+
+
+def _why(exc: BaseException) -> str:
+    """*exc* as a short phrase on one line."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
 
 
 def _is_symlink(info: zipfile.ZipInfo) -> bool:
@@ -98,10 +139,26 @@ class WheelArchive:
             self._zip = open_zip(path)
         except FileNotFoundError:
             raise WheelError(f"{self.path}: no such file") from None
+        except WheelError:
+            raise
         except NotARegularFile as exc:
             raise WheelError(f"{self.path}: {exc.strerror}") from None
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise WheelError(f"{self.path}: not a valid wheel (zip) archive: {exc}") from None
+        except OSError as exc:  # the file, not its contents: no point re-downloading
+            raise WheelError(f"{self.path}: cannot read it ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise WheelError(
+                f"{self.path}: not a valid wheel (zip) archive: a member name is not valid "
+                f"UTF-8 although flagged so; {_HINT}"
+            ) from None
+        except NotImplementedError as exc:
+            raise WheelError(
+                f"{self.path}: not a valid wheel (zip) archive: it needs zip features no "
+                f"wheel uses ({_why(exc)}); {_HINT}"
+            ) from None
+        except _DAMAGED as exc:
+            raise WheelError(
+                f"{self.path}: not a valid wheel (zip) archive ({_why(exc)}); {_HINT}"
+            ) from None
         try:
             self._members = self._check_members()
             self.dist_info = self._find_dist_info()
@@ -148,6 +205,14 @@ class WheelArchive:
                 raise self._fail(f"duplicate member {name!r}; refusing the wheel")
             if _is_symlink(info):
                 raise self._fail(f"member {name!r} is a symbolic link; refusing the wheel")
+            # Checked here, not when read: an installer reads members without this class.
+            if info.compress_type not in _METHODS:
+                raise self._fail(
+                    f"member {name!r} uses compression method {info.compress_type}, which "
+                    f"zip readers do not support; {_HINT}"
+                )
+            if info.flag_bits & _ENCRYPTED:
+                raise self._fail(f"member {name!r} is encrypted; refusing the wheel")
             if info.file_size > MAX_MEMBER_BYTES:
                 raise self._fail(
                     f"member {name!r} declares {info.file_size} bytes "
@@ -204,10 +269,12 @@ class WheelArchive:
                     if remaining < 0:
                         raise self._fail(f"member {name!r} is larger than its header says")
                     yield chunk
-        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
-            # NotImplementedError: an unsupported compression method; RuntimeError:
-            # an encrypted member.
-            raise self._fail(f"cannot read member {name!r}: {exc}") from None
+        except WheelError:
+            raise
+        except _DAMAGED as exc:
+            raise self._fail(
+                f"cannot read member {name!r} ({_why(exc)}): the archive is damaged; {_HINT}"
+            ) from None
 
     def read(self, name: str, *, limit: int = MAX_METADATA_BYTES) -> bytes:
         """A whole member; refused above *limit* bytes (metadata files are small)."""
@@ -253,12 +320,14 @@ class WheelArchive:
         installer) checks each one against the returned entries as it goes.
         """
         record_name = self.dist_info_path("RECORD")
-        signatures = f"{self.dist_info}/RECORD."
+        # The binary distribution format lets only these go unlisted (a RECORD.pth
+        # or RECORD.anything else is a file like any other).
+        signatures = {f"{record_name}.{ext}" for ext in SIGNATURES}
         entries = {entry.path: entry for entry in self.record()}
         for name in self._members:
             entry = entries.get(name)
-            if name == record_name or (name.startswith(signatures) and entry is None):
-                continue  # RECORD itself, and signatures (RECORD.jws / RECORD.p7s)
+            if name == record_name or (name in signatures and entry is None):
+                continue  # RECORD itself, and its signatures
             if entry is None:
                 raise self._fail(f"member {name!r} is not listed in RECORD")
             if entry.hash_ is None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.archive import SIGNATURES, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import RecordEntry, RecordHasher, file_entry, write_record
 
@@ -28,7 +28,7 @@ from wheelwise.wheels.record import RecordEntry, RecordHasher, file_entry, write
 DEFAULT_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 NEW_MEMBER_MODE = 0o644
 # Signatures over RECORD: invalid once RECORD changes, so they are not copied.
-SIGNATURE_FILES = ("RECORD.jws", "RECORD.p7s")
+SIGNATURE_FILES = tuple(f"RECORD.{ext}" for ext in SIGNATURES)
 _UNIX = 3  # ZipInfo.create_system for Unix (external_attr holds the st_mode)
 
 

@@ -1,0 +1,369 @@
+"""The write-ahead journal of a transaction, and the recovery that replays it.
+
+Before a transaction changes anything it writes a journal file (a JSON header:
+who, when, which environment, where its backups go) next to the environment's
+lock, atomically (temporary file, fsync, rename, fsync of the folder). Then every
+change is recorded *before* it is made, one JSON line appended per step:
+
+* ``["file", PATH]`` / ``["dir", PATH]``: about to create this file or folder
+  (``["skip", PATH]`` follows when it turned out to exist: not ours to remove);
+* ``["move", ORIGINAL, BACKUP]``: about to move an old file into the backup
+  folder (``["moved", ORIGINAL]`` once it is there);
+* ``["commit"]``: every change is made (fsynced); only clean-up is left;
+* ``["undone"]``: a rollback has removed every created file and folder.
+
+A run killed at any point leaves the journal behind. The next run that takes the
+lock replays it (:func:`recover_pending`): without ``commit`` it removes what was
+created and moves the backups back; with it, it finishes the clean-up. Either way
+the journal is deleted last, and replaying is idempotent, so a run killed while
+recovering is recovered by the next. A line cut short by a kill is ignored: it
+recorded no change yet. Lines are not fsynced one by one (the kernel keeps what a
+killed process wrote); the header and ``commit`` are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wheelwise.cachedir import user_cache_dir
+
+__all__ = [
+    "JOURNAL_NAME",
+    "LOCK_NAME",
+    "Recovered",
+    "StatePaths",
+    "WriteAhead",
+    "candidate_paths",
+    "pending",
+    "recover_pending",
+    "replay",
+    "state_paths",
+]
+
+LOCK_NAME = ".wheelwise.lock"
+JOURNAL_NAME = ".wheelwise-journal"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class StatePaths:
+    """Where an environment's lock and journal live."""
+
+    lock: Path
+    journal: Path
+
+
+def _fallback(prefix: Path) -> StatePaths:
+    """For an environment whose root is not writable: files in the cache, keyed by
+    the environment's path."""
+    key = hashlib.sha256(os.fsencode(os.path.abspath(prefix))).hexdigest()[:20]  # noqa: PTH100
+    folder = Path(user_cache_dir()) / "environments"
+    return StatePaths(folder / f"{key}.lock", folder / f"{key}.journal")
+
+
+def candidate_paths(prefix: Path) -> list[StatePaths]:
+    """Every place a journal of the environment at *prefix* may be, preferred first."""
+    return [StatePaths(prefix / LOCK_NAME, prefix / JOURNAL_NAME), _fallback(prefix)]
+
+
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK)
+
+
+def state_paths(prefix: Path) -> StatePaths:
+    """The environment's root (as uv keeps ``.lock`` there), outside the folders an
+    install changes; a folder in the cache when the root is not writable."""
+    preferred, fallback = candidate_paths(prefix)
+    if _writable(prefix):
+        return preferred
+    fallback.lock.parent.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # not possible everywhere (Windows): the rename is what matters
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _line(fields: list[str] | dict[str, Any]) -> bytes:
+    return (json.dumps(fields) + "\n").encode("ascii")
+
+
+class WriteAhead:
+    """An open journal: :meth:`note` a step before making it."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+
+    @classmethod
+    def begin(cls, path: Path, header: dict[str, Any]) -> WriteAhead:
+        """Write the header atomically and durably; the journal, open for appending."""
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, _line({"format": FORMAT, **header}))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)  # noqa: PTH105
+        _fsync_dir(path.parent)
+        return cls(path, os.open(path, os.O_WRONLY | os.O_APPEND))
+
+    def note(self, *fields: str) -> None:
+        # One write per line: O_APPEND keeps lines whole, from threads and forked
+        # workers alike.
+        _write_all(self._fd, _line(list(fields)))
+
+    def mark(self, kind: str) -> None:
+        """A phase change, on disk before what follows it."""
+        self.note(kind)
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def finish(self) -> None:
+        """The transaction is over (done, or undone): the journal goes."""
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)  # noqa: PTH108
+        _fsync_dir(self.path.parent)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+# -- replaying ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """A journal found and replayed."""
+
+    operation: str
+    target: str
+    started: str
+    pid: int
+    rolled_forward: bool
+    """True: the transaction had made every change, its clean-up was finished;
+    False: it was rolled back."""
+
+    def describe(self) -> str:
+        done = "finished" if self.rolled_forward else "rolled back"
+        return (
+            f"{done} an interrupted {self.operation} in {self.target} "
+            f"(started {self.started}, pid {self.pid})"
+        )
+
+
+_ARITY = {"file": 2, "dir": 2, "skip": 2, "move": 3, "moved": 2, "commit": 1, "undone": 1}
+
+
+def _read(path: Path) -> tuple[dict[str, Any], list[list[str]]] | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    header: dict[str, Any] | None = None
+    records: list[list[str]] = []
+    for line in raw.split(b"\n")[:-1]:  # the last piece has no newline: cut short
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if header is None:
+            header = value if isinstance(value, dict) else {}
+        elif (
+            isinstance(value, list)
+            and value
+            and all(isinstance(v, str) for v in value)
+            and _ARITY.get(value[0]) == len(value)
+        ):
+            records.append(value)
+    return (header or {}), records
+
+
+def replay(path: Path) -> tuple[Recovered | None, list[str]]:
+    """Undo (or finish) the transaction of the journal at *path*, then delete it:
+    what it was, and the problems met (the journal is kept when there are any)."""
+    read = _read(path)
+    if read is None:
+        return None, []
+    header, records = read
+    listed = header.get("roots")
+    roots = [str(root) for root in listed] if isinstance(listed, list) else []
+    backup = header.get("backup")
+    # Never trust a path outside the environment (a damaged or foreign journal).
+    if not isinstance(backup, str) or not (
+        os.path.basename(backup).startswith(".wheelwise-backup-")  # noqa: PTH119
+        and any(_inside(backup, root) for root in roots)
+    ):
+        backup = None
+    records = [r for r in records if all(any(_inside(p, t) for t in roots) for p in r[1:])]
+    committed = any(record[0] == "commit" for record in records)
+    problems: list[str] = []
+    if committed:
+        if backup is not None:
+            shutil.rmtree(backup, ignore_errors=True)
+        prune([record[1] for record in records if record[0] == "moved"], roots)
+    else:
+        problems = _roll_back(path, records)
+        if not problems and backup is not None:
+            shutil.rmtree(backup, ignore_errors=True)
+    if not problems:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # noqa: PTH108
+        _fsync_dir(path.parent)
+    recovered = Recovered(
+        operation=str(header.get("operation", "install")),
+        target=str(header.get("target", path.parent)),
+        started=str(header.get("started", "?")),
+        pid=pid if isinstance(pid := header.get("pid"), int) else 0,
+        rolled_forward=committed,
+    )
+    return recovered, problems
+
+
+def _roll_back(path: Path, records: list[list[str]]) -> list[str]:
+    problems: list[str] = []
+    if not any(record[0] == "undone" for record in records):
+        # A path intended more often than skipped was created by this transaction.
+        intended = Counter((r[0], r[1]) for r in records if r[0] in ("file", "dir"))
+        skipped = Counter(r[1] for r in records if r[0] == "skip")
+        created = [
+            (kind, name) for (kind, name), count in intended.items() if count > skipped[name]
+        ]
+        for kind, name in reversed(created):
+            if kind != "file":
+                continue
+            try:
+                os.unlink(name)  # noqa: PTH108
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                problems.append(f"cannot remove {name}: {exc}")
+        folders = [name for kind, name in created if kind == "dir"]
+        for name in sorted(folders, key=len, reverse=True):  # deepest first
+            try:
+                os.rmdir(name)  # noqa: PTH106
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                problems.append(f"cannot remove {name}: {exc}")
+        if problems:
+            return problems
+        # From here on a file at a moved-out path is not a new one: never remove
+        # it as such again.
+        with open(path, "ab") as journal:  # noqa: PTH123
+            journal.write(_line(["undone"]))
+            journal.flush()
+            os.fsync(journal.fileno())
+    done = {r[1] for r in records if r[0] == "moved"}
+    for record in reversed(records):
+        if record[0] != "move" or len(record) < 3:
+            continue
+        original, backup = record[1], record[2]
+        try:
+            _restore(original, backup, moved=original in done)
+        except OSError as exc:
+            problems.append(f"cannot restore {original} from {backup}: {exc}")
+    return problems
+
+
+def _restore(original: str, backup: str, *, moved: bool) -> None:
+    if not os.path.lexists(backup):
+        return  # never moved, or already back
+    if os.path.lexists(original):
+        if not moved:  # a move across file systems cut short: the original is whole
+            os.unlink(backup)  # noqa: PTH108
+            return
+        os.unlink(original)  # noqa: PTH108 - a restoring copy cut short
+    os.makedirs(os.path.dirname(original), exist_ok=True)  # noqa: PTH103, PTH120
+    shutil.move(backup, original)
+
+
+def prune(originals: list[str], roots: list[str]) -> None:
+    """Remove the folders that moving *originals* out left empty, up to *roots*."""
+    absolute = {os.path.abspath(root) for root in roots}  # noqa: PTH100
+    for original in originals:
+        directory = os.path.dirname(original)  # noqa: PTH120 - plain strings throughout
+        while directory not in absolute and any(_inside(directory, r) for r in absolute):
+            try:
+                os.rmdir(directory)  # noqa: PTH106
+            except OSError:
+                break
+            directory = os.path.dirname(directory)  # noqa: PTH120
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([os.path.normpath(path), root]) == root
+    except ValueError:
+        return False
+
+
+def pending(prefix: Path) -> bool:
+    """Whether a run left a journal (or the start of one) for *prefix*."""
+    for paths in candidate_paths(prefix):
+        if paths.journal.exists() or any(_temporaries(paths.journal)):
+            return True
+    return False
+
+
+def _temporaries(journal: Path) -> list[Path]:
+    try:
+        return list(journal.parent.glob(f"{journal.name}.*.tmp"))
+    except OSError:
+        return []
+
+
+def recover_pending(prefix: Path) -> tuple[list[Recovered], list[str]]:
+    """Replay every journal left for the environment at *prefix* (the caller holds
+    its lock): what was recovered, and the problems met."""
+    found: list[Recovered] = []
+    problems: list[str] = []
+    for paths in candidate_paths(prefix):
+        # A header being written when the run was killed: nothing was changed yet.
+        for temporary in _temporaries(paths.journal):
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+        recovered, met = replay(paths.journal)
+        if recovered is not None:
+            found.append(recovered)
+        problems += met
+    return found, problems
+
+
+def header(operation: str, target: Path, roots: list[Path], backup: Path) -> dict[str, Any]:
+    """A journal header for :meth:`WriteAhead.begin`."""
+    return {
+        "operation": operation,
+        "pid": os.getpid(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "target": str(target),
+        "roots": [os.path.abspath(root) for root in roots],  # noqa: PTH100
+        "backup": str(backup),
+    }

@@ -1,0 +1,106 @@
+"""Run ``python -m wheelwise ARGS``, sending this process a signal at the N-th
+file-system step it takes inside a folder.
+
+    python killdriver.py ROOT N SIGNAL COUNT_FILE -- ARGS...
+
+The steps are the calls a transaction makes (``os.open``, ``os.write`` to a file
+opened there, ``os.mkdir``, ``os.rename``, ``os.replace``, ``os.unlink``,
+``os.rmdir``, ``os.fsync``), each counted twice: just before and just after it, so
+that a kill can land between creating a file and writing it. ``N = 0`` only
+counts; the count is written to COUNT_FILE at exit. Unpacking runs in this
+process, one wheel after another, so that the steps come in the same order
+(``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import runpy
+import signal
+import sys
+from typing import Any
+
+root = os.path.abspath(sys.argv[1])
+target = int(sys.argv[2])
+signum = getattr(signal, sys.argv[3])
+count_file = sys.argv[4]
+arguments = sys.argv[sys.argv.index("--") + 1 :]
+steps = 0
+opened: set[int] = set()
+
+
+def _step() -> None:
+    global steps
+    steps += 1
+    if steps == target:
+        os.kill(os.getpid(), signum)
+
+
+def _inside(path: Any, dir_fd: int | None) -> bool:
+    if isinstance(path, int):
+        return path in opened
+    try:
+        text = os.fsdecode(path)
+    except TypeError:
+        return False
+    if dir_fd is not None and not os.path.isabs(text):
+        return True  # shutil.rmtree, inside a folder it opened
+    full = os.path.abspath(text)
+    return full == root or full.startswith(root + os.sep)
+
+
+def _wrap(name: str, paths: int) -> None:
+    real = getattr(os, name)
+
+    @functools.wraps(real)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        dir_fd = kwargs.get("dir_fd", kwargs.get("src_dir_fd"))
+        counted = any(_inside(arg, dir_fd) for arg in args[:paths])
+        if counted:
+            _step()
+        result = real(*args, **kwargs)
+        if counted:
+            if name == "open":
+                opened.add(result)
+            _step()
+        return result
+
+    setattr(os, name, wrapper)
+
+
+_real_close = os.close
+
+
+def _close(fd: int) -> None:
+    opened.discard(fd)
+    _real_close(fd)
+
+
+os.close = _close
+for _name, _paths in [
+    ("open", 1),
+    ("write", 1),
+    ("mkdir", 1),
+    ("rename", 2),
+    ("replace", 2),
+    ("unlink", 1),
+    ("rmdir", 1),
+    ("fsync", 1),
+]:
+    _wrap(_name, _paths)
+
+
+@atexit.register
+def _report() -> None:
+    if target == 0:
+        with open(count_file, "w") as out:
+            out.write(str(steps))
+
+
+import wheelwise.install.parallel  # noqa: E402
+
+wheelwise.install.parallel.STRATEGY = os.environ.get("KILL_STRATEGY", "serial")
+sys.argv = ["wheelwise", *arguments]
+runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)

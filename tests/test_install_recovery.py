@@ -1,0 +1,383 @@
+"""Interrupted installs: SIGKILL at many points, Ctrl-C, failures, scratch folders.
+
+``killdriver.py`` runs the real CLI and signals it at the N-th file-system step it
+takes inside the target environment; the next wheelwise run must leave the
+environment exactly as it was before, or exactly as a complete run leaves it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from installkit import LOCK_NAME, alpha_wheel, make_venv, run_python, simple_wheel, tree_hash
+from wheelwise.install import InstallError, TargetEnvironment, install_wheels
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and venv layout")
+
+DRIVER = Path(__file__).with_name("killdriver.py")
+LEFTOVERS = (".wheelwise-backup-", ".wheelwise-journal")
+
+
+@dataclass
+class Bench:
+    """A venv whose pristine copy is put back before every run, and the runner."""
+
+    tmp: Path
+    venv: Path
+    python: Path
+    pristine: Path
+    wheels: Path
+    cache: Path
+    temp: Path
+
+    def reset(self) -> None:
+        shutil.rmtree(self.venv)
+        shutil.copytree(self.pristine, self.venv, symlinks=True)
+
+    strategy: str = "serial"
+
+    def env(self) -> dict[str, str]:
+        full = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("WHEELWISE_") and k.lower() not in ("http_proxy", "https_proxy")
+        }
+        full.update(WHEELWISE_CACHE_DIR=str(self.cache), TMPDIR=str(self.temp), NO_PROXY="*")
+        full.update(KILL_STRATEGY=self.strategy)
+        return full
+
+    def install_args(self, *requirements: str) -> list[str]:
+        return [
+            "install",
+            "--python",
+            str(self.python),
+            "--index-url",
+            str(self.tmp / "empty"),
+            "--find-links",
+            str(self.wheels),
+            "-q",
+            *requirements,
+        ]
+
+    def driven(
+        self, args: Sequence[str], step: int, sig: str = "SIGKILL"
+    ) -> subprocess.CompletedProcess[str]:
+        count = self.tmp / "count"
+        argv = [sys.executable, str(DRIVER), str(self.venv), str(step), sig, str(count), "--"]
+        return subprocess.run(
+            [*argv, *args], capture_output=True, text=True, env=self.env(), timeout=120
+        )
+
+    def count(self, args: Sequence[str]) -> int:
+        result = self.driven(args, 0)
+        assert result.returncode == 0, result.stderr
+        return int((self.tmp / "count").read_text())
+
+    def wheelwise(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "wheelwise", *args],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            timeout=120,
+        )
+
+
+def _bench(tmp_path: Path, *, with_alpha: bool) -> Bench:
+    wheels = tmp_path / "wheels"
+    alpha_wheel(wheels, "1.0")
+    alpha_wheel(wheels, "2.0")
+    simple_wheel(wheels, "beta", "1.0")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "temp").mkdir()
+    venv = tmp_path / "venv"
+    python = make_venv(venv)
+    if with_alpha:
+        install_wheels(TargetEnvironment.from_python(python), [wheels / _name("alpha", "1.0")])
+        # Bytecode of the old version, as a run of the target leaves it.
+        assert run_python(python, "import alpha.old_only").returncode == 0
+        (venv / LOCK_NAME).unlink(missing_ok=True)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(venv, pristine, symlinks=True)
+    cache = tmp_path / "cache"
+    return Bench(tmp_path, venv, python, pristine, wheels, cache, tmp_path / "temp")
+
+
+def _name(project: str, version: str) -> str:
+    return f"{project}-{version}-py3-none-any.whl"
+
+
+def _leftovers(root: Path) -> list[str]:
+    return sorted(str(path) for path in root.rglob("*") if path.name.startswith(LEFTOVERS))
+
+
+def _purelib(venv: Path) -> Path:
+    return next(venv.glob("lib/python*/site-packages"))
+
+
+def _check_distributions(venv: Path) -> None:
+    """Every distribution importlib.metadata finds is named and has all its files."""
+    purelib = _purelib(venv)
+    for dist in importlib.metadata.distributions(path=[str(purelib)]):
+        assert dist.metadata["Name"], f"a distribution without a name in {purelib}"
+        files = dist.files
+        assert files is not None, f"{dist.metadata['Name']} has no RECORD"
+        for file in files:
+            assert Path(str(file.locate())).exists(), f"{file} of {dist.metadata['Name']}"
+
+
+def _kill_and_recover(
+    bench: Bench, args: list[str], points: int, seed: int, operation: str = "install"
+) -> None:
+    bench.reset()
+    before = tree_hash(bench.venv)
+    steps = bench.count(args)
+    after = tree_hash(bench.venv)
+    assert before != after
+    chosen = sorted(random.Random(seed).sample(range(1, steps + 1), min(points, steps)))
+    journal = bench.venv / ".wheelwise-journal"
+    recoveries_killed = recoveries_tried = 0
+    for index, step in enumerate(chosen):
+        bench.reset()
+        killed = bench.driven(args, step)
+        if bench.strategy == "fork" and killed.returncode == 2:  # a worker was killed
+            assert "a worker process unpacking wheels died" in killed.stderr
+            assert tree_hash(bench.venv) == before
+        else:
+            assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
+        assert list(bench.temp.iterdir()) == [], f"scratch left in the temp dir (step {step})"
+        pending = journal.exists()
+        if index % 3 == 2 and pending:
+            # A kill while recovering is recovered by the run after it.
+            recoveries_tried += 1
+            rng = random.Random(seed + step)
+            cut = bench.driven(["recover", "--python", str(bench.python)], rng.randint(1, 16))
+            recoveries_killed += cut.returncode == -signal.SIGKILL
+            pending = journal.exists()
+        if index % 2 == 0:
+            result = bench.wheelwise("recover", "--python", str(bench.python))
+            assert result.returncode == 0, result.stderr
+            state = tree_hash(bench.venv)
+            assert state in (before, after), f"step {step} of {steps}: {result.stdout}"
+            if pending:
+                assert f"an interrupted {operation} in" in result.stdout
+            else:
+                assert "nothing to recover in" in result.stdout
+        else:
+            result = bench.wheelwise(*args)
+            if "finished an interrupted uninstall" in result.stderr:
+                assert "alpha: it is not installed" in result.stderr  # it was removed
+            else:
+                assert result.returncode == 0, (step, result.stderr)
+            assert tree_hash(bench.venv) == after, f"step {step} of {steps}"
+            if pending:
+                assert "wheelwise: warning: " in result.stderr
+                assert f"an interrupted {operation} in" in result.stderr
+                assert f"in {_purelib(bench.venv)}" in result.stderr
+        assert _leftovers(bench.venv) == [], f"step {step} of {steps}"
+        _check_distributions(bench.venv)
+    assert recoveries_killed > 0 or recoveries_tried == 0
+
+
+def test_killed_fresh_installs_are_recovered_by_the_next_run(tmp_path: Path) -> None:
+    bench = _bench(tmp_path, with_alpha=False)
+    _kill_and_recover(bench, bench.install_args("alpha==1.0", "beta"), points=12, seed=1)
+
+
+def test_killed_upgrades_are_recovered_by_the_next_run(tmp_path: Path) -> None:
+    bench = _bench(tmp_path, with_alpha=True)
+    _kill_and_recover(bench, bench.install_args("alpha==2.0"), points=12, seed=2)
+
+
+def test_killed_forked_installs_are_recovered_by_the_next_run(tmp_path: Path) -> None:
+    """Wheels unpacked by forked workers: the parent or a worker is killed."""
+    bench = _bench(tmp_path, with_alpha=True)
+    bench.strategy = "fork"
+    _kill_and_recover(bench, bench.install_args("alpha==2.0", "beta"), points=4, seed=3)
+
+
+def test_killed_uninstalls_are_recovered_by_the_next_run(tmp_path: Path) -> None:
+    bench = _bench(tmp_path, with_alpha=True)
+    args = ["uninstall", "-y", "--python", str(bench.python), "alpha"]
+    _kill_and_recover(bench, args, points=4, seed=4, operation="uninstall")
+
+
+def test_recover_with_nothing_to_do(tmp_path: Path) -> None:
+    bench = _bench(tmp_path, with_alpha=False)
+    before = tree_hash(bench.venv)
+    result = bench.wheelwise("recover", "--python", str(bench.python))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("nothing to recover in ")
+    assert tree_hash(bench.venv) == before
+
+
+def test_ctrl_c_during_an_upgrade_restores_and_exits_130(tmp_path: Path) -> None:
+    bench = _bench(tmp_path, with_alpha=True)
+    args = bench.install_args("alpha==2.0")
+    steps = bench.count(args)
+    bench.reset()
+    before = tree_hash(bench.venv)
+    result = bench.driven(args, steps // 2, "SIGINT")
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"wheelwise: interrupted; {bench.python}'s environment was left as it was"
+    )
+    assert "Aborted" not in result.stderr
+    assert tree_hash(bench.venv) == before
+    assert _leftovers(bench.venv) == []
+
+
+def test_a_failed_install_leaves_site_packages_byte_identical(tmp_path: Path) -> None:
+    """Nothing at all is left in site-packages, not even a lock file."""
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    good = simple_wheel(tmp_path / "good", "beta", "1.0")
+    with zipfile.ZipFile(good) as source:
+        members = {info.filename: source.read(info) for info in source.infolist()}
+    members["beta/__init__.py"] += b"# tampered\n"
+    tampered = tmp_path / "bad" / good.name
+    tampered.parent.mkdir()
+    with zipfile.ZipFile(tampered, "w") as target:
+        for name, data in members.items():
+            target.writestr(name, data)
+    before = sorted(os.listdir(env.purelib)), tree_hash(env.purelib), tree_hash(env.scripts)
+    with pytest.raises(InstallError, match="does not match its RECORD"):
+        install_wheels(env, [tampered])
+    assert not (env.purelib / LOCK_NAME).exists()
+    after = sorted(os.listdir(env.purelib)), tree_hash(env.purelib), tree_hash(env.scripts)
+    assert after == before
+
+
+def test_the_lock_and_journal_go_to_the_cache_when_the_root_is_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheelwise.install import journal
+
+    monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "cache"))
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    monkeypatch.setattr(journal, "_writable", lambda folder: False)
+    before = sorted(os.listdir(env.prefix))
+    install_wheels(env, [simple_wheel(tmp_path / "wheels", "beta", "1.0")])
+    assert sorted(os.listdir(env.prefix)) == before
+    assert not (env.purelib / LOCK_NAME).exists()
+    paths = journal.state_paths(env.prefix)
+    assert paths.lock.parent == tmp_path / "cache" / "environments"
+    assert paths.lock.exists()
+    assert not paths.journal.exists()
+
+
+def test_no_writable_place_for_the_lock_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheelwise.install import journal
+
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    (tmp_path / "file").write_bytes(b"")
+    monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    monkeypatch.setattr(journal, "_writable", lambda folder: False)
+    before = tree_hash(env.prefix)
+    with pytest.raises(InstallError, match=r"cannot take the lock of .*nor the wheelwise cache"):
+        install_wheels(env, [simple_wheel(tmp_path / "wheels", "beta", "1.0")])
+    assert tree_hash(env.prefix) == before
+
+
+def test_a_journal_naming_paths_outside_the_environment_touches_none(tmp_path: Path) -> None:
+    from wheelwise.install import recover
+
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep")
+    header = {"operation": "install", "pid": 1, "started": "then", "target": str(env.purelib)}
+    header |= {"roots": [str(env.purelib)], "backup": str(tmp_path)}
+    lines = [header, ["file", str(outside)], ["file", f"{env.purelib}/../../../../outside.txt"]]
+    journal = env.prefix / ".wheelwise-journal"
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (found,) = recover(env)
+    assert found.describe().startswith(f"rolled back an interrupted install in {env.purelib}")
+    assert outside.read_bytes() == b"keep"
+    assert tmp_path.is_dir()
+    assert not journal.exists()
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_scratch_folders_live_in_the_cache_and_stale_ones_are_cleared(tmp_path: Path) -> None:
+    bench = _bench(tmp_path, with_alpha=False)
+    args = bench.install_args("alpha==1.0", "beta")
+    steps = bench.count(args)
+    bench.reset()
+    killed = bench.driven(args, steps // 2)
+    assert killed.returncode == -signal.SIGKILL
+    assert list(bench.temp.iterdir()) == []
+    scratch = bench.cache / "scratch"
+    left = sorted(path.name for path in scratch.iterdir())
+    assert left, "the killed run's scratch folders should be in the cache"
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    dead = _dead_pid()
+    stale = scratch / f"download-{dead}-{host}-abc"
+    stale.mkdir()
+    (stale / "half.whl").write_bytes(b"x")
+    live = scratch / f"download-{os.getpid()}-{host}-def"
+    live.mkdir()
+    elsewhere = scratch / f"wheels-{dead}-{'0' * 8 if host != '0' * 8 else '1' * 8}-ghi"
+    elsewhere.mkdir()  # another host's: its pid means nothing here
+    result = bench.wheelwise(*args)
+    assert result.returncode == 0, result.stderr
+    remaining = sorted(path.name for path in scratch.iterdir())
+    assert remaining == sorted([live.name, elsewhere.name])
+    assert list(bench.temp.iterdir()) == []
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=40),
+            _JSON.map(lambda value: json.dumps(value).encode()),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_reading_any_journal_never_fails(pieces: list[bytes], cut: bool) -> None:
+    """A journal is read whole or in part (a kill may cut its last line): only
+    a header object and lists of strings come out, and nothing raises."""
+    from wheelwise.install import journal
+
+    data = b"\n".join(pieces) + (b"" if cut else b"\n")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "j"
+        path.write_bytes(data)
+        read = journal._read(path)
+    assert read is not None
+    header, records = read
+    assert isinstance(header, dict)
+    assert all(record and all(isinstance(v, str) for v in record) for record in records)
