@@ -32,6 +32,16 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+def _python_option(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """``--python``, kept as typed: "./python" is that file, not a PATH lookup."""
+    return click.option(
+        "--python",
+        type=click.Path(path_type=str),
+        help=f"{verb} this interpreter's environment (default: the running one). "
+        "A path, or a bare name looked up on PATH when no such file is here.",
+    )
+
+
 def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
     """Resolver, source, install and requirements-file errors: one clear error, exit 2."""
 
@@ -179,12 +189,7 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade installed packages to the newest.")
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
-@click.option(
-    "--python",
-    type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
-    help="Install into this interpreter's environment (default: the running one). "
-    "A path, or a bare name looked up on PATH when no such file is here.",
-)
+@_python_option("Install")
 @click.option("--no-variant", is_flag=True, help="Install non-variant wheels only.")
 @click.option(
     "--variant",
@@ -399,12 +404,7 @@ def _environment(python: str | None) -> Any:
 
 
 @click.command(name="list")
-@click.option(
-    "--python",
-    type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
-    help="List this interpreter's environment (default: the running one). "
-    "A path, or a bare name looked up on PATH when no such file is here.",
-)
+@_python_option("List")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @input_errors
 @install_errors
@@ -438,12 +438,7 @@ def list_cmd(python: str | None, as_json: bool) -> None:
 
 @click.command()
 @click.argument("names", nargs=-1, required=True)
-@click.option(
-    "--python",
-    type=click.Path(path_type=str),  # kept as typed: "./python" is not "python"
-    help="Uninstall from this interpreter's environment (default: the running one). "
-    "A path, or a bare name looked up on PATH when no such file is here.",
-)
+@_python_option("Uninstall")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "--break-system-packages",
@@ -466,14 +461,10 @@ def uninstall(
 
 
 @click.command()
-@click.option(
-    "--python",
-    type=click.Path(path_type=Path),
-    help="Recover this interpreter's environment (default: the running one).",
-)
+@_python_option("Recover")
 @input_errors
 @install_errors
-def recover(python: Path | None) -> None:
+def recover(python: str | None) -> None:
     """Undo (or finish) an install or uninstall that was killed midway.
 
     Every install and uninstall does this first; this command does only that."""

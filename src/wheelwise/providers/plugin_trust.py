@@ -29,10 +29,9 @@ import platformdirs
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.grammar import NAME_RE
-
-from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 
 CONFIG_ENV = "WHEELWISE_CONFIG"
 
