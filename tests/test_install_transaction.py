@@ -400,3 +400,15 @@ def test_cli_reports_ctrl_c_after_the_change_and_exits_130(
     assert "removed beta 1.0" in result.stdout
     assert "too late to undo" in result.stderr
     assert list_installed(env) == []
+
+
+@pytest.mark.parametrize(
+    "document", [b"[" * 100_000, b'{"variants": {"x": ' + b"9" * 5000 + b"}}"], ids=["deep", "big"]
+)
+def test_a_hostile_installed_variant_json_is_no_label(
+    env: TargetEnvironment, wheels: Path, document: bytes
+) -> None:
+    install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    (env.purelib / "alpha-1.0.dist-info" / "variant.json").write_bytes(document)
+    [alpha] = list_installed(env)
+    assert (alpha.name, alpha.version, alpha.variant) == ("alpha", "1.0", None)

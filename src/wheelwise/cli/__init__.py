@@ -28,9 +28,32 @@ def _run() -> None:
     # On import, httpx loads its own command line (click, rich and pygments) whenever
     # those are installed; this process never runs it, and skipping it saves ~40 ms.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    from wheelwise.cli.app import cli
+    import click
 
-    cli()
+    from wheelwise.cli.app import cli
+    from wheelwise.cli.errors import one_line
+
+    # click >= 8.2 raises this for a bare `wheelwise`; older versions print the help.
+    help_error = getattr(click.exceptions, "NoArgsIsHelpError", ())
+    try:
+        status = cli.main(standalone_mode=False)
+    except help_error as exc:
+        exc.show()  # the help text, as click prints it
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        # One line, as every other error: click's usage errors quote what was typed.
+        message = exc.format_message()
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            message = f"{message.rstrip('.')} (see {exc.ctx.command_path} --help)"
+        print(f"wheelwise: error: {one_line(message)}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        print("Aborted!", file=sys.stderr)
+        sys.exit(1)
+    # standalone_mode=False returns the status of `click.exceptions.Exit` (--help,
+    # --version, an interrupted install) and the command's own return value (None).
+    if isinstance(status, int):
+        sys.exit(status)
 
 
 def _exit_now(code: object) -> None:

@@ -22,7 +22,21 @@ class InputError(click.ClickException):
     exit_code = INPUT_ERROR_EXIT
 
     def show(self, file: object = None) -> None:
-        click.echo(f"wheelwise: error: {self.format_message()}", err=True)
+        click.echo(f"wheelwise: error: {one_line(self.format_message())}", err=True)
+
+
+def one_line(text: str) -> str:
+    """*text* as one printable line: control characters (newlines, terminal escapes)
+    and line separators from names and files the user gave are escaped as Python
+    writes them (``\\n``, ``\\x1b``), so an error is one line a terminal shows as is."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+
+
+def warn(message: str) -> None:
+    """``wheelwise: warning: ...`` on stderr, one line."""
+    click.echo(f"wheelwise: warning: {one_line(message)}", err=True)
 
 
 def input_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from wheelwise.cli.errors import InputError, input_errors
+from wheelwise.cli.errors import InputError, input_errors, one_line
 
 
 @click.group()
@@ -43,7 +43,7 @@ def build(wheel_dir: Path, site: Path, base_url: str | None) -> None:
     except IndexBuildError as exc:
         raise InputError(str(exc)) from None
     for reason in report.skipped:
-        click.echo(f"wheelwise: skipped {reason}", err=True)
+        click.echo(f"wheelwise: skipped {one_line(reason)}", err=True)
     click.echo(
         f"{report.site}: {report.projects} project(s), {report.files} file(s) "
         f"({report.read} read, {report.unchanged} unchanged), "

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelwise.cli.errors import InputError
+from wheelwise.userfiles import NotARegularFile, read_regular_file
 from wheelwise.variants.errors import InvalidSystem
 from wheelwise.variants.supported import SupportedProperties
 
@@ -17,11 +19,15 @@ if TYPE_CHECKING:  # `install` reads no variant metadata file: it loads this whe
 
 
 def read_bytes(path: Path, what: str) -> bytes:
-    if not path.exists():
-        raise InputError(f"{path}: {what} not found")
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, expected a {what}")
-    return path.read_bytes()
+    """The whole file (a regular file of sane size: never a device or a FIFO)."""
+    try:
+        return read_regular_file(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except NotARegularFile as exc:
+        if exc.errno == errno.EISDIR:
+            raise InputError(f"{path}: is a directory, expected a {what}") from None
+        raise InputError(f"{path}: {exc.strerror}") from None
 
 
 def load_metadata(path: Path) -> VariantMetadata:

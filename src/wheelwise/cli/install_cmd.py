@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
-from wheelwise.cli.errors import InputError, input_errors
+from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.options import provider_options
 from wheelwise.index.bounded import DEFAULT_DEADLINE
 from wheelwise.index.errors import SourceError
@@ -30,6 +30,16 @@ if TYPE_CHECKING:
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+
+def _python_option(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """``--python``, kept as typed: "./python" is that file, not a PATH lookup."""
+    return click.option(
+        "--python",
+        type=click.Path(path_type=str),
+        help=f"{verb} this interpreter's environment (default: the running one). "
+        "A path, or a bare name looked up on PATH when no such file is here.",
+    )
 
 
 def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -132,7 +142,7 @@ class _RichProgress:
 
 def _warn(message: str) -> None:
     """A problem the installer worked around (invalid variant metadata, say)."""
-    click.echo(f"wheelwise: warning: {message}", err=True)
+    warn(message)
 
 
 def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
@@ -179,11 +189,7 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade installed packages to the newest.")
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
-@click.option(
-    "--python",
-    type=click.Path(path_type=Path),
-    help="Install into this interpreter's environment (default: the running one).",
-)
+@_python_option("Install")
 @click.option("--no-variant", is_flag=True, help="Install non-variant wheels only.")
 @click.option(
     "--variant",
@@ -253,7 +259,7 @@ def install(
     upgrade: bool,
     pre: bool,
     no_deps: bool,
-    python: Path | None,
+    python: str | None,
     no_variant: bool,
     variants: tuple[str, ...],
     system_file: Path | None,
@@ -295,7 +301,7 @@ def install(
             upgrade=upgrade,
             pre=pre,
             no_deps=no_deps,
-            python=python,
+            python=Path(python) if python is not None else None,
             no_variant=no_variant,
             variant_choice=_variant_option(variants),
             system=load_system(system_file) if system_file is not None else None,
@@ -391,22 +397,18 @@ def _render_plan(outcome: InstallOutcome) -> None:
 # -- list, uninstall -------------------------------------------------------------------
 
 
-def _environment(python: Path | None) -> Any:
+def _environment(python: str | None) -> Any:
     from wheelwise.install.environment import TargetEnvironment
 
     return TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
 
 
 @click.command(name="list")
-@click.option(
-    "--python",
-    type=click.Path(path_type=Path),
-    help="List this interpreter's environment (default: the running one).",
-)
+@_python_option("List")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @input_errors
 @install_errors
-def list_cmd(python: Path | None, as_json: bool) -> None:
+def list_cmd(python: str | None, as_json: bool) -> None:
     """List installed distributions with their variant label."""
     from wheelwise.install.transaction import list_installed
 
@@ -436,11 +438,7 @@ def list_cmd(python: Path | None, as_json: bool) -> None:
 
 @click.command()
 @click.argument("names", nargs=-1, required=True)
-@click.option(
-    "--python",
-    type=click.Path(path_type=Path),
-    help="Uninstall from this interpreter's environment (default: the running one).",
-)
+@_python_option("Uninstall")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "--break-system-packages",
@@ -450,7 +448,7 @@ def list_cmd(python: Path | None, as_json: bool) -> None:
 @input_errors
 @install_errors
 def uninstall(
-    names: tuple[str, ...], python: Path | None, yes: bool, break_system_packages: bool
+    names: tuple[str, ...], python: str | None, yes: bool, break_system_packages: bool
 ) -> None:
     """Uninstall distributions NAME... (all or nothing)."""
     from wheelwise.install.transaction import uninstall as remove
@@ -463,14 +461,10 @@ def uninstall(
 
 
 @click.command()
-@click.option(
-    "--python",
-    type=click.Path(path_type=Path),
-    help="Recover this interpreter's environment (default: the running one).",
-)
+@_python_option("Recover")
 @input_errors
 @install_errors
-def recover(python: Path | None) -> None:
+def recover(python: str | None) -> None:
     """Undo (or finish) an install or uninstall that was killed midway.
 
     Every install and uninstall does this first; this command does only that."""

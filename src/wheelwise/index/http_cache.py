@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from wheelwise.cachedir import user_cache_dir
+from wheelwise.untrusted_json import loads_json
 
 _log = logging.getLogger(__name__)
 _FORMAT = 1
@@ -65,7 +66,7 @@ class HttpCache:
         if not sep:
             return None
         try:
-            meta = json.loads(header)
+            meta = loads_json(header)
             if meta.get("format") != _FORMAT or meta.get("request") != url:
                 return None
             return CachedResponse(

@@ -51,6 +51,7 @@ from wheelwise.index.pages import (
     root_json,
 )
 from wheelwise.index.swap import replace_directory
+from wheelwise.untrusted_json import loads_json
 
 STATE_FILE = ".wheelwise-index.json"
 STATE_FORMAT = 1
@@ -111,7 +112,7 @@ def load_state(site: Path) -> dict[str, DistFile] | None:
     except FileNotFoundError:
         return None
     try:
-        document = json.loads(raw)
+        document = loads_json(raw)
         if document.get("format") != STATE_FORMAT:
             return {}
         return {name: DistFile.from_state(name, entry) for name, entry in document["files"].items()}
@@ -139,7 +140,7 @@ def _up_to_date(
     if {d.filename for d in scanned.files} != set(known):
         return False
     try:
-        header = json.loads((site / STATE_FILE).read_bytes())
+        header = loads_json((site / STATE_FILE).read_bytes())
     except (OSError, ValueError):
         return False
     if not (

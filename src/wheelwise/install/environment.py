@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -38,7 +40,21 @@ from wheelwise.install.errors import EnvironmentQueryError
 if TYPE_CHECKING:
     from installer.scripts import LauncherKind
 
-__all__ = ["QUERY_SCRIPT", "PendingEnvironment", "TargetEnvironment", "compute_tags"]
+__all__ = [
+    "DEFAULT_QUERY_TIMEOUT",
+    "QUERY_SCRIPT",
+    "TIMEOUT_VARIABLE",
+    "PendingEnvironment",
+    "TargetEnvironment",
+    "compute_tags",
+    "find_python",
+    "query_timeout",
+]
+
+# How long the target interpreter may take to answer: a cold start on a slow disk
+# takes seconds, a wrapper that never answers must not hang the command.
+DEFAULT_QUERY_TIMEOUT = 30.0
+TIMEOUT_VARIABLE = "WHEELWISE_PYTHON_TIMEOUT"
 
 # Runs in the target interpreter: stdlib only, Python 3.8+ syntax.
 QUERY_SCRIPT = r"""
@@ -270,18 +286,21 @@ class TargetEnvironment:
 
     @classmethod
     def from_python(
-        cls, python: str | os.PathLike[str], *, timeout: float = 60
+        cls, python: str | os.PathLike[str], *, timeout: float | None = None
     ) -> TargetEnvironment:
         """Query the interpreter at *python* (for example ``VENV/bin/python``)."""
         return cls.start_query(python, timeout=timeout).result()
 
     @classmethod
     def start_query(
-        cls, python: str | os.PathLike[str], *, timeout: float = 60
+        cls, python: str | os.PathLike[str], *, timeout: float | None = None
     ) -> PendingEnvironment:
         """Start querying *python* and return at once; ``result()`` waits for the
-        answer (the interpreter starts while the caller does other work)."""
-        return PendingEnvironment(Path(python), timeout)
+        answer (the interpreter starts while the caller does other work).
+
+        *python* is found as :func:`find_python` says; *timeout* defaults to
+        :func:`query_timeout`."""
+        return PendingEnvironment(python, timeout)
 
     @classmethod
     def from_info(cls, info: Mapping[str, Any], *, python: Path) -> TargetEnvironment:
@@ -357,27 +376,74 @@ class TargetEnvironment:
         return list(dict.fromkeys([self.purelib, self.platlib]))
 
 
+def find_python(python: str | os.PathLike[str]) -> Path:
+    """The interpreter *python* names, as an absolute path.
+
+    A path with a directory separator (``./python``, ``venv/bin/python``) or the name
+    of an existing file is that file, never a ``PATH`` lookup; only a bare name that
+    is no file here (``python3.12``) is looked up on ``PATH``, as a shell would.
+    Raises :class:`EnvironmentQueryError` when there is no such interpreter."""
+    text = os.fspath(python)
+    separators = [os.sep] + ([os.altsep] if os.altsep else [])
+    if any(sep in text for sep in separators) or os.path.lexists(text):
+        given = Path(text)  # made absolute: a relative name must not reach PATH
+        if not given.exists():
+            raise EnvironmentQueryError(f"{text}: no such Python executable")
+        return given if given.is_absolute() else Path.cwd() / given
+    found = shutil.which(text)
+    if found is None:
+        raise EnvironmentQueryError(
+            f"{text}: no such Python executable (no file of that name here, and none on PATH)"
+        )
+    return Path(found)
+
+
+def query_timeout() -> float:
+    """Seconds to wait for the target interpreter's answer: ``$WHEELWISE_PYTHON_TIMEOUT``,
+    or :data:`DEFAULT_QUERY_TIMEOUT`."""
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_QUERY_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise EnvironmentQueryError(
+            f"{TIMEOUT_VARIABLE}={text!r}: expected a positive number of seconds"
+        )
+    return value
+
+
 class PendingEnvironment:
     """A query of a target interpreter that is running; see
     :meth:`TargetEnvironment.start_query`."""
 
-    def __init__(self, executable: Path, timeout: float) -> None:
-        self.executable = executable
-        self.timeout = timeout
+    def __init__(self, python: str | os.PathLike[str], timeout: float | None = None) -> None:
+        self.executable = Path(python)
+        self.timeout = DEFAULT_QUERY_TIMEOUT if timeout is None else timeout
         self._error: EnvironmentQueryError | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        if not executable.exists():
-            self._error = EnvironmentQueryError(f"{executable}: no such Python executable")
+        try:
+            self.executable = find_python(python)
+            self.timeout = query_timeout() if timeout is None else timeout
+        except EnvironmentQueryError as exc:
+            self._error = exc
             return
         try:
             self._process = subprocess.Popen(
-                [str(executable), "-I", "-c", QUERY_SCRIPT],
+                [str(self.executable), "-I", "-c", QUERY_SCRIPT],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                # Its own process group: a stuck interpreter is stopped with every
+                # child it started (a shell wrapper's `sleep` would hold the pipes).
+                start_new_session=os.name == "posix",
             )
         except OSError as exc:
-            self._error = EnvironmentQueryError(f"{executable}: cannot run the interpreter: {exc}")
+            self._error = EnvironmentQueryError(
+                f"{self.executable}: cannot run the interpreter: {exc}"
+            )
 
     def __enter__(self) -> PendingEnvironment:
         return self
@@ -389,8 +455,22 @@ class PendingEnvironment:
         """Stop the query if its answer was never taken (no process is left behind)."""
         process = self._process
         if process is not None and process.returncode is None:
-            process.kill()
-            process.communicate()
+            self._stop(process)
+
+    @staticmethod
+    def _stop(process: subprocess.Popen[bytes]) -> None:
+        """Kill the interpreter and its process group; do not wait for its pipes."""
+        try:
+            if os.name == "posix":
+                os.killpg(process.pid, signal.SIGKILL)
+            else:  # pragma: no cover - Windows
+                process.kill()
+        except OSError:
+            pass  # already gone
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+        process.wait()
 
     def result(self) -> TargetEnvironment:
         """The environment; raises :class:`EnvironmentQueryError` when the query failed."""
@@ -401,10 +481,10 @@ class PendingEnvironment:
         try:
             stdout, stderr = self._process.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.communicate()
+            self._stop(self._process)
             raise EnvironmentQueryError(
-                f"{executable}: cannot run the interpreter: no answer in {self.timeout:g} s"
+                f"{executable}: the interpreter did not answer in {self.timeout:g} s "
+                f"(set {TIMEOUT_VARIABLE} to wait longer)"
             ) from None
         if self._process.returncode != 0:
             detail = stderr.decode(errors="replace").strip().splitlines()[-1:]

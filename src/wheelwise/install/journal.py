@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelwise.cachedir import user_cache_dir
+from wheelwise.untrusted_json import loads_json
 
 __all__ = [
     "JOURNAL_NAME",
@@ -191,7 +192,7 @@ def _read(path: Path) -> tuple[dict[str, Any], list[list[str]]] | None:
     records: list[list[str]] = []
     for line in raw.split(b"\n")[:-1]:  # the last piece has no newline: cut short
         try:
-            value = json.loads(line)
+            value = loads_json(line)
         except ValueError:
             continue
         if header is None:

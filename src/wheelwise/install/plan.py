@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 
 from wheelwise import __version__
@@ -51,6 +51,7 @@ from wheelwise.install.transaction import (
     verify_wheel,
 )
 from wheelwise.install.variant_requirement import apply_variant_labels
+from wheelwise.variants.markers import parse_requirement
 from wheelwise.variants.supported import SupportedProperties
 from wheelwise.wheels.archive import InMemoryWheel
 
@@ -192,7 +193,7 @@ def _requested(requirements: Sequence[str]) -> set[str]:
     names: set[str] = set()
     for text in requirements:
         try:
-            names.add(canonicalize_name(Requirement(text).name))
+            names.add(canonicalize_name(parse_requirement(text).name))
         except InvalidRequirement:
             continue  # the resolver reports it
     return names

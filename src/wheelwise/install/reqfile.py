@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
+from wheelwise.userfiles import NotARegularFile, read_regular_file
 
 __all__ = ["RequirementsFileError", "RequirementsSet", "read_requirements"]
 
@@ -53,9 +54,11 @@ class RequirementsSet:
 
 def _lines(path: Path) -> list[tuple[int, str]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path).decode("utf-8")
     except FileNotFoundError:
         raise RequirementsFileError(f"{path}: requirements file not found") from None
+    except NotARegularFile as exc:
+        raise RequirementsFileError(f"{path}: {exc.strerror}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RequirementsFileError(f"{path}: cannot be read ({exc})") from None
     joined: list[tuple[int, str]] = []

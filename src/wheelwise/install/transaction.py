@@ -27,7 +27,6 @@ import contextlib
 import email.parser
 import email.policy
 import functools
-import json
 import os
 import secrets
 import shutil
@@ -59,6 +58,7 @@ from wheelwise.install.journal import (
 from wheelwise.install.journal import header as journal_header
 from wheelwise.install.parallel import run_tasks
 from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
+from wheelwise.untrusted_json import loads_json
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record
@@ -136,7 +136,7 @@ def _read_dist(dist_info: Path) -> InstalledDist | None:
         installer_name = None
     variant: str | None = None
     try:
-        doc = json.loads((dist_info / "variant.json").read_bytes())
+        doc = loads_json((dist_info / "variant.json").read_bytes())
     except (OSError, ValueError):
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("variants"), dict) and doc["variants"]:

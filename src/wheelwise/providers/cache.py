@@ -9,6 +9,7 @@ verbatim (no hashing, no JSON parsing) and prints the document as stored.
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from wheelwise.cachedir import user_cache_dir
@@ -24,13 +25,11 @@ def cache_path() -> str:
 
 def load(fingerprint: str) -> str | None:
     """The cached document for *fingerprint*, or None (missing, stale, other machine)."""
-    path = cache_path()
     try:
-        if time.time() - os.stat(path).st_mtime > MAX_AGE_SECONDS:
-            return None
-        with open(path, encoding="utf-8") as handle:
-            data = handle.read()
+        data = _read_cache_file(cache_path())
     except (OSError, UnicodeDecodeError):
+        return None
+    if data is None:
         return None
     header, _, rest = data.partition("\n")
     prefix, _, length = header.rpartition(" ")
@@ -40,6 +39,17 @@ def load(fingerprint: str) -> str | None:
     if rest[:size] != fingerprint:
         return None
     return rest[size:]
+
+
+def _read_cache_file(path: str) -> str | None:
+    """The text of the cache file; None when it is old or no regular file (a FIFO
+    would block the reader, a device would never end)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as handle:  # owns fd from here on
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode) or time.time() - status.st_mtime > MAX_AGE_SECONDS:
+            return None
+        return handle.read().decode("utf-8")
 
 
 def store(fingerprint: str, document: str) -> None:

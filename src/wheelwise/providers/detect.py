@@ -19,6 +19,7 @@ from wheelwise.providers.base import BuiltinProvider, Environment, ProviderRepor
 from wheelwise.providers.fingerprint import machine_fingerprint
 from wheelwise.providers.runner import run_builtin
 from wheelwise.record import Record
+from wheelwise.untrusted_json import loads_json
 from wheelwise.variants.supported import SupportedProperties
 
 # namespace -> "module:class" of its built-in provider, in report order.
@@ -116,8 +117,8 @@ def detect_cached(*, refresh: bool = False) -> tuple[Detection, str]:
         text = cache.load(fingerprint)
         if text is not None:
             try:
-                return Detection.from_dict(json.loads(text)), text
-            except (ValueError, TypeError):
+                return Detection.from_dict(loads_json(text)), text
+            except (ValueError, TypeError, KeyError, AttributeError):
                 pass  # a damaged cache file: detect again and overwrite it
     detection = detect()
     text = detection.to_json()

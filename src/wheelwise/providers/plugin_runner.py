@@ -12,7 +12,6 @@ whose message is one line for the user.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from typing import IO, Any
 from wheelwise.providers.base import FeatureConfig
 from wheelwise.providers.plugin_environ import plugin_environ
 from wheelwise.providers.validation import ProviderOutputError, supported_features
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
 
 MAX_OUTPUT = 1024 * 1024
 # How much of the child's standard error is kept (the end of it).
@@ -189,8 +189,8 @@ def run_plugin(python: Path, reference: str, namespace: str, timeout: float) -> 
 def parse_answer(raw: bytes, namespace: str) -> PluginAnswer:
     """Parse and validate the child's document; raises :class:`PluginFailure`."""
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = loads_json(raw)
+    except UntrustedDocumentError as exc:
         raise PluginFailure(f"invalid output, not a JSON document: {exc}") from None
     if not isinstance(doc, dict) or not {"all", "supported"} <= doc.keys():
         raise PluginFailure("invalid output: expected an object with 'all' and 'supported'")

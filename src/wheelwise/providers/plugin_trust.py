@@ -21,7 +21,6 @@ import dataclasses
 import os
 import re
 import shlex
-import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,13 +29,9 @@ import platformdirs
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.grammar import NAME_RE
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10
-    import tomli as tomllib
 
 CONFIG_ENV = "WHEELWISE_CONFIG"
 
@@ -240,10 +235,10 @@ def load_trust_config(path: Path | None = None) -> TrustConfig:
     """Read the allowlist; a missing file allows nothing, a broken one is reported."""
     path = config_path() if path is None else path
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = loads_toml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return TrustConfig(path)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, UntrustedDocumentError) as exc:
         return TrustConfig(path, problem=f"cannot read {display_path(path)}: {exc}")
     table = data.get("providers", {})
     allow = table.get("allow", []) if isinstance(table, dict) else None

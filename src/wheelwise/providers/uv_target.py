@@ -28,7 +28,6 @@ the PEP 825 grammar, so the writer below never needs more than plain quoting.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping, Sequence
 
 from wheelwise.record import Record
@@ -120,10 +119,7 @@ def parse_uv_target(text: bytes | str, *, source: str = "<system>") -> Supported
 
 def read_uv_target(text: bytes | str, *, source: str = "<system>") -> UvTarget:
     # Imported here: `detect --format uv` only writes, on a path kept short.
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on Python 3.10 only
-        import tomli as tomllib
+    from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 
     if isinstance(text, bytes):
         try:
@@ -131,9 +127,9 @@ def read_uv_target(text: bytes | str, *, source: str = "<system>") -> UvTarget:
         except UnicodeDecodeError as exc:
             raise NotUvTarget(f"{source}: not valid UTF-8 (byte {exc.start})") from None
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise NotUvTarget(f"{source}: invalid TOML: {exc}") from None
+        raw = loads_toml(text)
+    except UntrustedDocumentError as exc:
+        raise NotUvTarget(f"{source}: {exc}") from None
     return uv_target_from_dict(raw, source=source)
 
 

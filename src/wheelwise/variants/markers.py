@@ -73,12 +73,25 @@ def _marker_from_tree(tree: _parser.MarkerList) -> Marker:
     return marker
 
 
+# packaging's parser recurses once per parenthesis.
+_TOO_DEEP = "parentheses nested too deeply"
+
+
+def _first_line(exc: Exception) -> str:
+    """packaging's reason without the copy of the text and the caret line under it
+    (callers quote the text; an error is one line)."""
+    lines = str(exc).splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def parse_marker(text: str) -> Marker:
     """A packaging Marker that also accepts the four variant markers."""
     try:
         tree = _parser._parse_full_marker(_tokenizer.Tokenizer(text, rules=_RULES))
     except _tokenizer.ParserSyntaxError as exc:
-        raise InvalidMarker(str(exc)) from None
+        raise InvalidMarker(_first_line(exc)) from None
+    except RecursionError:
+        raise InvalidMarker(_TOO_DEEP) from None
     return _marker_from_tree(tree)
 
 
@@ -87,7 +100,9 @@ def parse_requirement(text: str) -> Requirement:
     try:
         parsed = _parser._parse_requirement(_tokenizer.Tokenizer(text, rules=_RULES))
     except _tokenizer.ParserSyntaxError as exc:
-        raise InvalidRequirement(str(exc)) from None
+        raise InvalidRequirement(_first_line(exc)) from None
+    except RecursionError:
+        raise InvalidRequirement(_TOO_DEEP) from None
     # Built from the parse as Requirement() builds itself (its attributes are public):
     # parsing the text a second time made resolving spend a fifth of its time here.
     requirement = Requirement.__new__(Requirement)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
 from wheelwise.variants.errors import InvalidMetadata, VariantError
 from wheelwise.variants.labels import (
     NULL_LABEL,
@@ -182,20 +183,12 @@ class VariantMetadata:
     @classmethod
     def from_json(cls, data: bytes | str, *, source: str = "<metadata>") -> VariantMetadata:
         """Parse JSON text or UTF-8 bytes."""
-        if isinstance(data, bytes):
-            try:
-                data = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InvalidMetadata(
-                    f"{source}: not valid UTF-8 (byte {exc.start}): variant metadata "
-                    "must be UTF-8 encoded JSON"
-                ) from None
         try:
-            obj = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise InvalidMetadata(
-                f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
+            obj = loads_json(data)
+        except UntrustedDocumentError as exc:
+            reason = str(exc)
+            hint = ": variant metadata must be UTF-8 encoded JSON" if "UTF-8" in reason else ""
+            raise InvalidMetadata(f"{source}: {reason}{hint}") from None
         return cls.from_dict(obj, source=source)
 
     @classmethod

@@ -10,10 +10,10 @@ Dict order carries preference: features and values are listed best first.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 
 from wheelwise.record import Record
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
 from wheelwise.variants.errors import InvalidSystem, VariantError
 from wheelwise.variants.grammar import validate_name, validate_value
 
@@ -80,8 +80,8 @@ class SupportedProperties(Record):
     @classmethod
     def from_json(cls, text: bytes | str, *, source: str = "<system>") -> SupportedProperties:
         try:
-            raw = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raw = loads_json(text)
+        except UntrustedDocumentError as exc:
             raise InvalidSystem(f"{source}: invalid JSON: {exc}") from None
         return cls.from_dict(raw, source=source)
 

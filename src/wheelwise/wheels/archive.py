@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from installer.records import RecordEntry
 
+from wheelwise.userfiles import NotARegularFile, open_regular_zip
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.wheels.errors import WheelError
@@ -121,7 +122,7 @@ def open_zip(wheel: str | Path | InMemoryWheel) -> zipfile.ZipFile:
         archive = zipfile.ZipFile(io.BytesIO(wheel.data))
         archive.filename = wheel.name  # readers (installer) take the wheel's name from it
         return archive
-    return zipfile.ZipFile(wheel)
+    return open_regular_zip(wheel)
 
 
 class WheelArchive:
@@ -140,6 +141,8 @@ class WheelArchive:
             raise WheelError(f"{self.path}: no such file") from None
         except WheelError:
             raise
+        except NotARegularFile as exc:
+            raise WheelError(f"{self.path}: {exc.strerror}") from None
         except OSError as exc:  # the file, not its contents: no point re-downloading
             raise WheelError(f"{self.path}: cannot read it ({exc.strerror or exc})") from None
         except UnicodeDecodeError:

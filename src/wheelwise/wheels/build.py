@@ -20,12 +20,12 @@ import collections
 import contextlib
 import os
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 from wheelwise.variants.errors import InvalidMetadata
 from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.variants.metadata import VariantMetadata
@@ -36,11 +36,6 @@ from wheelwise.wheels.validate import validate_properties
 
 if TYPE_CHECKING:
     from build.env import DefaultIsolatedEnv
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 # Lines of backend output kept for error messages, and how many of them the
 # one-line error quotes.
@@ -122,11 +117,11 @@ def load_project_variant(source_dir: Path) -> VariantMetadata | None:
         )
     source = str(pyproject)
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        data = loads_toml(pyproject.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise InvalidMetadata(f"{source}: not valid UTF-8") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidMetadata(f"{source}: invalid TOML: {exc}") from None
+    except UntrustedDocumentError as exc:
+        raise InvalidMetadata(f"{source}: {exc}") from None
     if "variant" not in data:
         return None
     return VariantMetadata.from_pyproject(data, source=source)
@@ -224,7 +219,7 @@ def build_plain_wheel(
 def _backend_name(source_dir: Path) -> str:
     """``build-system.build-backend`` for messages (PEP 517's default when unset)."""
     try:
-        data = tomllib.loads((source_dir / "pyproject.toml").read_text(encoding="utf-8"))
+        data = loads_toml((source_dir / "pyproject.toml").read_text(encoding="utf-8"))
         name = data["build-system"]["build-backend"]
     except (OSError, ValueError, KeyError, TypeError):
         return "setuptools.build_meta:__legacy__"

@@ -52,7 +52,8 @@ def read_wheel_variant(path: str | Path) -> WheelVariant:
     except VariantError as exc:
         raise WheelError(str(exc)) from None
     if not path.is_file():
-        raise WheelError(f"{path}: no such file")
+        what = "not a regular file (expected a file)" if path.exists() else "no such file"
+        raise WheelError(f"{path}: {what}")
     if filename.variant_label is None:
         return WheelVariant(filename, None)
     with WheelArchive(path) as archive:

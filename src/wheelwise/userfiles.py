@@ -1,0 +1,88 @@
+"""Open the files a user names, refusing anything that is not a regular file.
+
+``/dev/zero`` never ends and a FIFO blocks the reader until a writer comes, so a
+path is opened without blocking (``O_NONBLOCK``) and the *open descriptor* is
+checked with ``fstat`` (no window between a check and the open). Inputs that are
+read whole (JSON, TOML, requirements files) also have a size cap.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import zipfile
+from typing import BinaryIO
+
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "NotARegularFile",
+    "open_regular",
+    "open_regular_zip",
+    "read_regular_file",
+]
+
+# Far above any real variants.json, system document or requirements file.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+
+
+class NotARegularFile(OSError):
+    """The path names a device, a FIFO, a socket or a directory; or it is too large."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """*path* opened for binary reading; :class:`NotARegularFile` unless it is a
+    regular file (other OSErrors as ``open`` raises them)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+            raise NotARegularFile(code, f"{what} (expected a file)", os.fspath(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_file(path: str | os.PathLike[str], *, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of the regular file *path*, at most *limit* of them."""
+    with open_regular(path) as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise NotARegularFile(
+            errno.EFBIG, f"larger than {limit} bytes (too large for a document)", os.fspath(path)
+        )
+    return data
+
+
+class _OwnedZipFile(zipfile.ZipFile):
+    """A ZipFile over a stream it owns: closing the archive closes the stream."""
+
+    def __init__(self, stream: BinaryIO, name: str) -> None:
+        self._owned_stream = stream
+        try:
+            super().__init__(stream)
+        except BaseException:
+            stream.close()
+            raise
+        self.filename = name  # readers (installer) take the wheel's name from it
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._owned_stream.close()
+
+    def __del__(self) -> None:
+        # As a ZipFile opened from a name: collected unclosed, its file is closed.
+        self.close()
+
+
+def open_regular_zip(path: str | os.PathLike[str]) -> zipfile.ZipFile:
+    """The zip archive at *path*, which must be a regular file (see :func:`open_regular`)."""
+    return _OwnedZipFile(open_regular(path), os.fspath(path))
