@@ -5,7 +5,7 @@ byte now and then keeps a request alive forever, and a small gzip body can decod
 to gigabytes in one step. Here the body is read raw and decoded in steps of at most
 :data:`STEP` bytes, so that no more than the cap (plus one step) is ever held, and
 the deadline is checked as each piece arrives (between pieces, the per-read
-timeout applies).
+timeout applies, shortened to the time left by the deadline transport).
 
 * Pages, PEP 658 metadata and ``*-variants.json``: the whole request (connecting
   included) must end within the deadline (``--request-deadline``,
