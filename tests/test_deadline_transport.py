@@ -6,6 +6,7 @@ The servers are raw sockets on 127.0.0.1, so that a test controls every byte."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import ssl
 import threading
@@ -13,9 +14,12 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
+from httpx._utils import get_environment_proxies  # what httpx itself does, to compare
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wheelwise.index.bounded import Deadline, current_deadline
-from wheelwise.index.deadline_transport import deadline_client
+from wheelwise.index.deadline_transport import _proxy_mounts, deadline_client
 
 # Bounds a server's loop: a client that never gives up still ends the test.
 DRIP_BYTES = 40
@@ -198,3 +202,28 @@ def test_proxies_from_the_environment_are_kept(
         assert client.get(f"{direct.url}/x").content == b"hello /x"
     assert len(proxy.requests) == 1
     assert len(direct.requests) == 1
+
+
+ENTRY = st.one_of(
+    st.sampled_from(["*", "localhost", "127.0.0.1", "::1", "10.0.0.0/8", "http://a.example"]),
+    st.text(alphabet="abc.-:/[]*0123456789 ", max_size=12),
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(proxy=st.sampled_from(["", "127.0.0.1:3128", "http://127.0.0.1:3128"]), no=st.lists(ENTRY))
+def test_proxy_mounts_are_those_httpx_makes(proxy: str, no: list[str]) -> None:
+    """The same patterns as httpx's own reading of the environment (which a client
+    with a transport of its own does not do), proxied or not alike."""
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(HTTP_PROXY=proxy, NO_PROXY=",".join(no))
+    try:
+        ours = {key: value is None for key, value in _proxy_mounts(False).items()}
+        theirs = {key: value is None for key, value in get_environment_proxies().items()}
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+    assert ours == theirs
