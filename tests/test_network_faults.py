@@ -3,10 +3,10 @@
 One threaded HTTP server on 127.0.0.1 serves a PEP 691 site (a plain ``vpkg`` wheel,
 two variant wheels, PEP 658 metadata, a ``*-variants.json``) and breaks one kind
 of file in one way: a wrong hash, a truncated body, persistent 5xx answers, no
-answer, a body that drips, a reset connection, a gzip bomb, a body over its size
-or over a cap, metadata that lies about the wheel. Every case must end with exit
-status 2, one ``wheelwise: error:`` line naming the broken URL, within a bounded
-time, and the target environment exactly as it was.
+answer, response headers or a body that drip, a reset connection, a gzip bomb, a
+body over its size or over a cap, metadata that lies about the wheel. Every case
+must end with exit status 2, one ``wheelwise: error:`` line naming the broken URL,
+within a bounded time, and the target environment exactly as it was.
 """
 
 from __future__ import annotations
@@ -168,6 +168,21 @@ class FaultHandler(BaseHTTPRequestHandler):
             except OSError:
                 return
 
+    def fault_header_drip(self, body: bytes, kind: str) -> None:
+        # The status line, then one header byte every 0.5 s: each read gets a byte well
+        # within --timeout, so only the request deadline can end it.
+        self.close_connection = True
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            self.wfile.flush()
+            for byte in b"X-Drip: " + b"a" * (BOUND * 2):
+                if self.server.stop.wait(0.5):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        except OSError:
+            return
+
     def fault_reset(self, body: bytes, kind: str) -> None:
         self.close_connection = True
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -315,6 +330,8 @@ CASES = [
     ("drip", "metadata"),
     ("drip", "variants"),
     ("drip", "wheel"),
+    ("header-drip", "page"),
+    ("header-drip", "wheel"),
     ("reset", "page"),
     ("reset", "wheel"),
     ("gzip-bomb", "page"),
@@ -330,6 +347,7 @@ CASES = [
 # What the one error line says besides the URL (the limit, where there is one).
 SAYS = {
     "drip": f"{DEADLINE} s",
+    "header-drip": f"{DEADLINE} s",
     "gzip-bomb": "once decoded",
     "oversize": "",
     "hang": f"{TIMEOUT} s",
@@ -396,6 +414,8 @@ def test_a_misbehaving_index_fails_cleanly(
     assert "Traceback" not in run.err
     assert any(url in line for url in urls_of(base, target)), line
     assert SAYS.get(fault, "") in line
+    if "drip" in fault:
+        assert "--request-deadline" in line
     assert after == before
 
 
@@ -414,13 +434,15 @@ def test_the_undisturbed_site_installs(tmp_path: Path) -> None:
     assert "VARIANT = 'v3'" in (site_packages(python) / "vpkg" / "__init__.py").read_text()
 
 
-def test_a_dripping_page_stops_at_the_deadline(venv: Path, tmp_path: Path) -> None:
-    """1 byte every 0.5 s, never ending: the deadline (here from the environment) ends
-    it with one line naming the URL, the limit and how to raise it."""
+@pytest.mark.parametrize("fault", ["drip", "header-drip"])
+def test_a_dripping_page_stops_at_the_deadline(fault: str, venv: Path, tmp_path: Path) -> None:
+    """1 byte every 0.5 s (of the body, or of the response headers), never ending: the
+    deadline (here from the environment) ends it with one line naming the URL, the
+    limit and how to raise it."""
     site = tmp_path / "site"
     write_site(site)
     before = tree_hash(venv.parent.parent)
-    server = serving(site, "drip", "page")
+    server = serving(site, fault, "page")
     started = time.monotonic()
     try:
         run = install(tmp_path, venv, server.base, env={"WHEELWISE_REQUEST_DEADLINE": "1.5"})

@@ -5,7 +5,7 @@ byte now and then keeps a request alive forever, and a small gzip body can decod
 to gigabytes in one step. Here the body is read raw and decoded in steps of at most
 :data:`STEP` bytes, so that no more than the cap (plus one step) is ever held, and
 the deadline is checked as each piece arrives (between pieces, the per-read
-timeout applies).
+timeout applies, shortened to the time left by the deadline transport).
 
 * Pages, PEP 658 metadata and ``*-variants.json``: the whole request (connecting
   included) must end within the deadline (``--request-deadline``,
@@ -13,6 +13,11 @@ timeout applies).
   Decoded size caps: :data:`PAGE_CAP` for a page, :data:`FILE_CAP` for the others.
 * Wheels: the deadline plus one second for every :data:`WHEEL_RATE` bytes received,
   so that a big wheel on a slow but steady link finishes while a drip does not.
+
+A :class:`Deadline` used as a context manager is also the deadline of the requests
+made in that block: :mod:`wheelwise.index.deadline_transport` caps each socket
+operation (connecting, TLS, sending, reading the status line and headers) by the time
+it has left.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Iterator
+from contextvars import ContextVar, Token
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI reads the defaults here without loading httpx
@@ -34,6 +41,7 @@ __all__ = [
     "WHEEL_RATE",
     "BodyLimit",
     "Deadline",
+    "current_deadline",
     "read_body",
 ]
 
@@ -63,27 +71,67 @@ def _mib(size: int) -> str:
 
 
 class Deadline:
-    """*seconds* from now, plus one second per *rate* bytes received if given."""
+    """*seconds* from now, plus one second per *rate* bytes received if given.
+
+    Within ``with deadline:``, it is the :func:`current_deadline` of this thread (of
+    this context): the transport then ends any socket operation once it passes, and
+    sets :attr:`passed`."""
 
     def __init__(self, seconds: float, rate: int | None = None) -> None:
         self.seconds = seconds
         self.rate = rate
         self.start = time.monotonic()
+        self.received = 0
+        self.passed = False
+        self._token: Token[Deadline | None] | None = None
+
+    def remaining(self) -> float:
+        """Seconds left, for the bytes received so far."""
+        allowed = self.seconds + (self.received / self.rate if self.rate else 0.0)
+        return self.start + allowed - time.monotonic()
 
     def check(self, received: int) -> None:
-        elapsed = time.monotonic() - self.start
-        allowed = self.seconds + (received / self.rate if self.rate else 0.0)
-        if elapsed <= allowed:
-            return
+        self.received = received
+        if self.remaining() < 0:
+            self.passed = True
+            raise BodyLimit(self.reason())
+
+    def reason(self) -> str:
+        """What the error says once the deadline has passed."""
         if self.rate is None:
-            raise BodyLimit(
+            return (
                 f"not complete within {self.seconds:g} s, the deadline for one request "
                 + _DEADLINE_HINT
             )
-        raise BodyLimit(
-            f"only {received} bytes in {elapsed:.0f} s, slower than the deadline of "
+        elapsed = time.monotonic() - self.start
+        return (
+            f"only {self.received} bytes in {elapsed:.0f} s, slower than the deadline of "
             f"{self.seconds:g} s plus 1 s per {self.rate >> 10} KiB received " + _DEADLINE_HINT
         )
+
+    def __enter__(self) -> Deadline:
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+
+
+# httpx's sync client makes a request in the calling thread: a context variable
+# carries its deadline down to the socket operations.
+_current: ContextVar[Deadline | None] = ContextVar("wheelwise_deadline", default=None)
+
+
+def current_deadline() -> Deadline | None:
+    """The deadline of the request being made, if any (see :class:`Deadline`)."""
+    return _current.get()
 
 
 class _Identity:

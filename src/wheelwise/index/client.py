@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
@@ -51,6 +51,7 @@ from wheelwise.index.bounded import (
     Deadline,
     read_body,
 )
+from wheelwise.index.deadline_transport import deadline_client
 from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
 from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir
 from wheelwise.index.simple_parse import (
@@ -276,14 +277,20 @@ class IndexClient:
         self.retry = retry if retry is not None else RetryPolicy()
         self.cache = HttpCache(cache_dir or default_cache_dir()) if cache else None
         self._sleep = sleep
-        self._http = httpx.Client(
-            trust_env=True,
-            timeout=httpx.Timeout(timeout),
-            follow_redirects=True,
+        options: dict[str, Any] = {
+            "timeout": httpx.Timeout(timeout),
+            "follow_redirects": True,
             # Only the encodings read_body decodes in bounded steps.
-            headers={"User-Agent": f"wheelwise/{__version__}", "Accept-Encoding": ACCEPT_ENCODING},
-            transport=transport,
-            verify=client_tls_context() if transport is None else True,
+            "headers": {
+                "User-Agent": f"wheelwise/{__version__}",
+                "Accept-Encoding": ACCEPT_ENCODING,
+            },
+        }
+        self._http = (
+            # The deadline bounds the whole request, headers and TLS included.
+            deadline_client(verify=client_tls_context(), **options)
+            if transport is None
+            else httpx.Client(trust_env=True, transport=transport, **options)
         )
 
     @property
@@ -535,7 +542,7 @@ class IndexClient:
             last = attempt == tries - 1
             deadline = Deadline(self.deadline, rate)
             try:
-                with self._http.stream("GET", url, headers=dict(headers)) as response:
+                with deadline, self._http.stream("GET", url, headers=dict(headers)) as response:
                     if response.status_code >= 500 and not last:
                         pass  # retried below
                     elif response.status_code >= 500:
@@ -552,6 +559,8 @@ class IndexClient:
             except BodyLimit as exc:
                 raise SourceError(url, f"{url}: {exc.reason}; {hint}") from None
             except httpx.TimeoutException:
+                if deadline.passed:  # the deadline, not --timeout, ended it
+                    raise SourceError(url, f"{url}: {deadline.reason()}; {hint}") from None
                 if last:
                     raise SourceError(
                         url,

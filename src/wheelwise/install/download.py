@@ -43,6 +43,7 @@ from wheelwise.index.bounded import (
     Deadline,
     read_body,
 )
+from wheelwise.index.deadline_transport import deadline_client
 from wheelwise.install.errors import DownloadError
 from wheelwise.wheels.archive import InMemoryWheel
 
@@ -315,7 +316,7 @@ class _Fetcher:
         received = 0
         deadline = Deadline(self.deadline, WHEEL_RATE)
         try:
-            with self.client.stream("GET", url) as response:
+            with deadline, self.client.stream("GET", url) as response:
                 if response.status_code >= 500:
                     raise _Retryable(f"HTTP {response.status_code} {response.reason_phrase}")
                 if response.status_code >= 400:
@@ -357,6 +358,8 @@ class _Fetcher:
         except BodyLimit as exc:
             raise DownloadError(url, exc.reason) from None
         except httpx.TimeoutException as exc:
+            if deadline.passed:  # the deadline, not --timeout, ended it
+                raise DownloadError(url, deadline.reason()) from None
             if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
                 raise _Retryable(f"connection timed out ({exc})") from None
             waited = self.client.timeout.read
@@ -605,7 +608,7 @@ def download_wheels(
     if not items:
         return []
     own_client = client is None
-    http = client or httpx.Client(
+    http = client or deadline_client(
         timeout=timeout, follow_redirects=True, headers={"Accept-Encoding": ACCEPT_ENCODING}
     )
     cancel = threading.Event()

@@ -1,0 +1,229 @@
+"""The deadline transport: ordinary requests as httpx makes them, and a request
+deadline that ends a status line, headers or TLS handshake that never completes.
+
+The servers are raw sockets on 127.0.0.1, so that a test controls every byte."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from httpx._utils import get_environment_proxies  # what httpx itself does, to compare
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wheelwise.index.bounded import Deadline, current_deadline
+from wheelwise.index.deadline_transport import _proxy_mounts, deadline_client
+
+# Bounds a server's loop: a client that never gives up still ends the test.
+DRIP_BYTES = 40
+DRIP_EVERY = 0.2
+
+
+class RawServer:
+    """Accepts connections on 127.0.0.1 and runs *serve* on each, in a thread."""
+
+    def __init__(self, serve: Callable[[socket.socket, RawServer], None]) -> None:
+        self.serve = serve
+        self.stop = threading.Event()
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._run, args=(conn,), daemon=True).start()
+
+    def _run(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            self.serve(conn, self)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+def read_request(conn: socket.socket) -> bytes:
+    """One request's head (GETs only: no body), or b"" at the end of the connection."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = conn.recv(4096)
+        if not data:
+            return b""
+        head += data
+    return head
+
+
+def keep_alive(conn: socket.socket, server: RawServer) -> None:
+    """Answers every request on the connection, keeping it open."""
+    while head := read_request(conn):
+        server.requests.append(head)
+        body = b"hello " + head.split(b" ", 2)[1]
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nX-Test: yes\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+
+
+def status_drip(conn: socket.socket, server: RawServer) -> None:
+    """The status line, one byte at a time, each well within the read timeout."""
+    read_request(conn)
+    for byte in (b"HTTP/1.1 200 OK\r\nX-Drip: " + b"a" * DRIP_BYTES)[:DRIP_BYTES]:
+        if server.stop.wait(DRIP_EVERY):
+            return
+        conn.sendall(bytes([byte]))
+
+
+def silent(conn: socket.socket, server: RawServer) -> None:
+    """Reads what the client sends (a TLS ClientHello) and never answers."""
+    conn.settimeout(0.1)
+    for _ in range(int(DRIP_BYTES * DRIP_EVERY / 0.1)):
+        if server.stop.is_set():
+            return
+        try:
+            if conn.recv(4096) == b"":
+                return
+        except TimeoutError:
+            continue
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Callable[[socket.socket, RawServer], None]], RawServer]]:
+    servers: list[RawServer] = []
+
+    def start(handler: Callable[[socket.socket, RawServer], None]) -> RawServer:
+        servers.append(RawServer(handler))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("all_proxy", raising=False)
+    monkeypatch.setenv("NO_PROXY", "*")
+
+
+def test_requests_work_and_reuse_the_connection(serve: Callable[..., RawServer]) -> None:
+    server = serve(keep_alive)
+    with deadline_client(timeout=5) as client:
+        with Deadline(30):
+            first = client.get(f"{server.url}/one")
+        second = client.get(f"{server.url}/two")  # no deadline: as httpx does
+        with Deadline(30), client.stream("GET", f"{server.url}/three") as third:
+            body = b"".join(third.iter_raw())
+    assert (first.status_code, first.headers["x-test"]) == (200, "yes")
+    assert first.content == b"hello /one"
+    assert second.content == b"hello /two"
+    assert body == b"hello /three"
+    assert server.connections == 1
+    assert len(server.requests) == 3
+    assert current_deadline() is None
+
+
+def test_a_deadline_ends_a_dripping_status_line(serve: Callable[..., RawServer]) -> None:
+    """Each byte comes well within the 2 s read timeout; the 0.5 s deadline ends it."""
+    server = serve(status_drip)
+    deadline = Deadline(0.5)
+    with deadline, deadline_client(timeout=2) as client, pytest.raises(httpx.ReadTimeout):
+        client.get(server.url)
+    assert deadline.passed
+    assert "--request-deadline" in deadline.reason()
+
+
+def test_a_deadline_ends_a_stalled_tls_handshake(serve: Callable[..., RawServer]) -> None:
+    server = serve(silent)
+    url = server.url.replace("http://", "https://")
+    deadline = Deadline(0.3)
+    context = ssl.create_default_context()
+    client = deadline_client(verify=context, timeout=5)
+    with deadline, client, pytest.raises(httpx.ConnectTimeout):
+        client.get(url)
+    assert deadline.passed
+
+
+def test_a_passed_deadline_does_not_connect(serve: Callable[..., RawServer]) -> None:
+    server = serve(keep_alive)
+    deadline = Deadline(-1)
+    with deadline, deadline_client(timeout=5) as client, pytest.raises(httpx.ConnectTimeout):
+        client.get(server.url)
+    assert deadline.passed
+    assert server.requests == []
+
+
+def test_a_read_timeout_outside_the_deadline_is_not_the_deadline(
+    serve: Callable[..., RawServer],
+) -> None:
+    """The per-read timeout (shorter than the deadline) ends it: not marked."""
+    server = serve(silent)
+    deadline = Deadline(30)
+    with deadline, deadline_client(timeout=0.3) as client, pytest.raises(httpx.ReadTimeout):
+        client.get(server.url)
+    assert not deadline.passed
+
+
+def test_proxies_from_the_environment_are_kept(
+    serve: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTP_PROXY`` is used (the proxy sees the absolute URL), except for the hosts
+    of ``NO_PROXY``, reached directly."""
+    proxy, direct = serve(keep_alive), serve(keep_alive)
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", "localhost")
+    with deadline_client(timeout=5) as client:
+        proxied = client.get("http://pypi.invalid/simple/")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert proxied.content == b"hello http://pypi.invalid/simple/"
+    with deadline_client(timeout=5) as client:
+        assert client.get(f"{direct.url}/x").content == b"hello /x"
+    assert len(proxy.requests) == 1
+    assert len(direct.requests) == 1
+
+
+ENTRY = st.one_of(
+    st.sampled_from(["*", "localhost", "127.0.0.1", "::1", "10.0.0.0/8", "http://a.example"]),
+    st.text(alphabet="abc.-:/[]*0123456789 ", max_size=12),
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(proxy=st.sampled_from(["", "127.0.0.1:3128", "http://127.0.0.1:3128"]), no=st.lists(ENTRY))
+def test_proxy_mounts_are_those_httpx_makes(proxy: str, no: list[str]) -> None:
+    """The same patterns as httpx's own reading of the environment (which a client
+    with a transport of its own does not do), proxied or not alike."""
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(HTTP_PROXY=proxy, NO_PROXY=",".join(no))
+    try:
+        ours = {key: value is None for key, value in _proxy_mounts(False).items()}
+        theirs = {key: value is None for key, value in get_environment_proxies().items()}
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+    assert ours == theirs
