@@ -351,6 +351,7 @@ SAYS = {
     "gzip-bomb": "once decoded",
     "oversize": "",
     "hang": f"{TIMEOUT} s",
+    "truncated": "complete message body",
 }
 
 
@@ -369,6 +370,7 @@ class Outcome(NamedTuple):
     base: str
     before: str
     after: str
+    seconds: float
 
 
 def run_case(fault: str, target: str, root: Path) -> Outcome:
@@ -382,13 +384,15 @@ def run_case(fault: str, target: str, root: Path) -> Outcome:
     python = make_venv(root / "venv")
     before = tree_hash(python.parent.parent)
     server = serving(site, None if fault == "lying" else fault, target)
+    started = time.monotonic()
     try:
         run = install(root, python, server.base, "--request-deadline", DEADLINE)
     finally:
+        seconds = time.monotonic() - started
         server.stop.set()
         server.shutdown()
         server.server_close()
-    return Outcome(run, server.base, before, tree_hash(python.parent.parent))
+    return Outcome(run, server.base, before, tree_hash(python.parent.parent), seconds)
 
 
 @pytest.fixture(scope="module")
@@ -398,14 +402,30 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     bomb()  # made before any server needs it
     with ThreadPoolExecutor(8) as pool:
         futures = {case: pool.submit(run_case, *case, root / "-".join(case)) for case in CASES}
-        return {case: future.result() for case, future in futures.items()}
+        results = {case: future.result() for case, future in futures.items()}
+    report = os.environ.get("FAULT_MATRIX_REPORT")  # docs/reliability.md's table
+    if report:
+        rows = [
+            {
+                "fault": fault,
+                "target": target,
+                "exit": outcome.run.code,
+                "stderr": outcome.run.err.strip(),
+                "seconds": round(outcome.seconds, 1),
+                "peak_rss_mib": outcome.run.peak_rss_kib // 1024,
+                "tree_unchanged": outcome.before == outcome.after,
+            }
+            for (fault, target), outcome in results.items()
+        ]
+        Path(report).write_text(json.dumps(rows, indent=1))
+    return results
 
 
 @pytest.mark.parametrize(("fault", "target"), CASES, ids=[f"{f}-{t}" for f, t in CASES])
 def test_a_misbehaving_index_fails_cleanly(
     fault: str, target: str, outcomes: dict[tuple[str, str], Outcome]
 ) -> None:
-    run, base, before, after = outcomes[fault, target]
+    run, base, before, after, _ = outcomes[fault, target]
     assert run.code == 2, run.err
     lines = run.err.strip().splitlines()
     errors = [line for line in lines if line.startswith("wheelwise: error: ")]
@@ -416,6 +436,8 @@ def test_a_misbehaving_index_fails_cleanly(
     assert SAYS.get(fault, "") in line
     if "drip" in fault:
         assert "--request-deadline" in line
+    if fault == "truncated":
+        assert "cannot connect" not in line  # it connected: the body was cut short
     assert after == before
 
 

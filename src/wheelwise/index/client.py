@@ -574,10 +574,15 @@ class IndexClient:
             except httpx.TransportError as exc:
                 if last:
                     what = str(exc) or type(exc).__name__
+                    # A body cut short or a reset after connecting is no failure to connect.
+                    failed = (
+                        "cannot connect"
+                        if isinstance(exc, httpx.ConnectError)
+                        else "the connection broke off"
+                    )
                     raise SourceError(
                         url,
-                        f"{url}: cannot connect ({what}; {_tries(tries)}); "
-                        f"{hint}, or {_NETWORK_HINT}",
+                        f"{url}: {failed} ({what}; {_tries(tries)}); {hint}, or {_NETWORK_HINT}",
                     ) from None
             except httpx.RequestError as exc:  # too many redirects, undecodable body
                 what = str(exc) or type(exc).__name__
