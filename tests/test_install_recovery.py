@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -317,6 +318,25 @@ def test_a_journal_naming_paths_outside_the_environment_touches_none(tmp_path: P
     assert outside.read_bytes() == b"keep"
     assert tmp_path.is_dir()
     assert not journal.exists()
+
+
+def test_a_file_older_than_the_journal_is_never_removed_as_created(tmp_path: Path) -> None:
+    """A kill between the intent to create a file and finding that it already
+    exists leaves an intent without its ``skip``: the file predates the run."""
+    from wheelwise.install import recover
+
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    old, new = env.purelib / "clash.py", env.purelib / "made.py"
+    old.write_bytes(b"someone else's")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    new.write_bytes(b"ours")
+    header = {"operation": "install", "pid": 1, "started": "then", "target": str(env.purelib)}
+    header |= {"roots": [str(env.purelib)], "backup": str(tmp_path), "started_ns": time.time_ns()}
+    lines = [header, ["file", str(new)], ["file", str(old)]]
+    (env.prefix / ".wheelwise-journal").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    recover(env)
+    assert old.read_bytes() == b"someone else's"
+    assert not new.exists()
 
 
 def _dead_pid() -> int:

@@ -231,7 +231,8 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
             shutil.rmtree(backup, ignore_errors=True)
         prune([record[1] for record in records if record[0] == "moved"], roots)
     else:
-        problems = _roll_back(path, records)
+        started = header.get("started_ns")
+        problems = _roll_back(path, records, started if isinstance(started, int) else None)
         if not problems and backup is not None:
             shutil.rmtree(backup, ignore_errors=True)
     if not problems:
@@ -248,7 +249,23 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
     return recovered, problems
 
 
-def _roll_back(path: Path, records: list[list[str]]) -> list[str]:
+# File-system clocks are coarse: a file made just after the header may look a
+# little older than it.
+_CLOCK_SLACK_NS = 2_000_000_000
+
+
+def _older_than(name: str, started_ns: int | None) -> bool:
+    """Whether the file at *name* was last changed before the transaction began: a
+    kill between an intent and its ``skip`` leaves a file that was never ours."""
+    if started_ns is None:
+        return False
+    try:
+        return os.lstat(name).st_mtime_ns < started_ns - _CLOCK_SLACK_NS
+    except OSError:
+        return False
+
+
+def _roll_back(path: Path, records: list[list[str]], started_ns: int | None) -> list[str]:
     problems: list[str] = []
     if not any(record[0] == "undone" for record in records):
         # A path intended more often than skipped was created by this transaction.
@@ -258,7 +275,7 @@ def _roll_back(path: Path, records: list[list[str]]) -> list[str]:
             (kind, name) for (kind, name), count in intended.items() if count > skipped[name]
         ]
         for kind, name in reversed(created):
-            if kind != "file":
+            if kind != "file" or _older_than(name, started_ns):
                 continue
             try:
                 os.unlink(name)  # noqa: PTH108
@@ -364,6 +381,7 @@ def header(operation: str, target: Path, roots: list[Path], backup: Path) -> dic
         "operation": operation,
         "pid": os.getpid(),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "started_ns": time.time_ns(),
         "target": str(target),
         "roots": [os.path.abspath(root) for root in roots],  # noqa: PTH100
         "backup": str(backup),
