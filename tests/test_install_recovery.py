@@ -339,6 +339,34 @@ def test_a_file_older_than_the_journal_is_never_removed_as_created(tmp_path: Pat
     assert not new.exists()
 
 
+def test_list_warns_of_an_interrupted_run_until_it_is_recovered(tmp_path: Path) -> None:
+    from wheelwise.install import recover
+
+    python = make_venv(tmp_path / "venv")
+    env = TargetEnvironment.from_python(python)
+    header = {"operation": "install", "pid": 1, "started": "then", "target": str(env.purelib)}
+    header |= {"roots": [str(env.purelib)], "backup": str(tmp_path)}
+    (env.prefix / ".wheelwise-journal").write_text(json.dumps(header) + "\n")
+    listed = subprocess.run(
+        [sys.executable, "-m", "wheelwise", "list", "--python", str(python)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    [line] = listed.stderr.splitlines()
+    assert line.startswith("wheelwise: warning: an install or uninstall in ")
+    assert line.endswith(f"run: wheelwise recover --python {python}")
+    recover(env)
+    again = subprocess.run(
+        [sys.executable, "-m", "wheelwise", "list", "--python", str(python)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.stderr == ""
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

@@ -410,9 +410,17 @@ def _environment(python: str | None) -> Any:
 @install_errors
 def list_cmd(python: str | None, as_json: bool) -> None:
     """List installed distributions with their variant label."""
+    from wheelwise.install.journal import pending
     from wheelwise.install.transaction import list_installed
 
-    dists = list_installed(_environment(python))
+    env = _environment(python)
+    if pending(env.prefix):  # listing takes no lock, so it does not recover
+        warn(
+            f"an install or uninstall in {env.purelib} was interrupted and is not recovered "
+            f"yet, so this list may show it half done; run: wheelwise recover --python "
+            f"{env.python}"
+        )
+    dists = list_installed(env)
     if as_json:
         document = [
             {
