@@ -187,7 +187,9 @@ def _kill_and_recover(
                 assert "nothing to recover in" in result.stdout
         else:
             result = bench.wheelwise(*args)
-            if "finished an interrupted uninstall" in result.stderr:
+            if "finished an interrupted uninstall" in result.stderr or (
+                operation == "uninstall" and not pending
+            ):
                 assert "alpha: it is not installed" in result.stderr  # it was removed
             else:
                 assert result.returncode == 0, (step, result.stderr)
@@ -365,6 +367,18 @@ def test_list_warns_of_an_interrupted_run_until_it_is_recovered(tmp_path: Path) 
         check=False,
     )
     assert again.stderr == ""
+
+
+def test_pruning_goes_on_past_folders_a_killed_run_already_removed(tmp_path: Path) -> None:
+    """A run killed while pruning has removed the deepest folders only: replaying
+    goes on up to the root (found by killing an uninstall at every step)."""
+    from wheelwise.install.journal import prune
+
+    root = tmp_path / "venv"
+    (root / "share" / "alpha").mkdir(parents=True)
+    (root / "share" / "alpha").rmdir()  # the killed run got this far
+    prune([str(root / "share" / "alpha" / "readme.txt")], [str(root)])
+    assert list(root.iterdir()) == []
 
 
 def _dead_pid() -> int:

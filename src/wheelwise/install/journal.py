@@ -331,6 +331,8 @@ def prune(originals: list[str], roots: list[str]) -> None:
         while directory not in absolute and any(_inside(directory, r) for r in absolute):
             try:
                 os.rmdir(directory)  # noqa: PTH106
+            except FileNotFoundError:
+                pass  # pruned by a run killed before it reached the parents
             except OSError:
                 break
             directory = os.path.dirname(directory)  # noqa: PTH120
