@@ -201,6 +201,12 @@ def _kill_and_recover(
         assert _leftovers(bench.venv) == [], f"step {step} of {steps}"
         _check_distributions(bench.venv)
     assert recoveries_killed > 0 or recoveries_tried == 0
+    report = os.environ.get("KILL_MATRIX_REPORT")  # docs/reliability.md's table
+    if report:
+        row = {"args": args[0], "strategy": bench.strategy, "steps": steps, "killed": len(chosen)}
+        row |= {"recoveries_killed": recoveries_killed, "recoveries_tried": recoveries_tried}
+        with open(report, "a") as out:
+            out.write(json.dumps(row) + "\n")
 
 
 def test_killed_fresh_installs_are_recovered_by_the_next_run(tmp_path: Path) -> None:
