@@ -521,7 +521,9 @@ def test_install_fails_clearly_when_no_build_matches(index_url: str, tmp_path: P
     python = make_venv(tmp_path / "venv")
     result = install(python, index_url, tmp_path / "cache", "fakeorch==2.7.0", "myext")
     assert result.returncode == 2, result.stdout
-    assert result.stderr.startswith("wheelwise: error: the requirements conflict:")
+    assert result.stderr.startswith("wheelwise: error: the requirements conflict: ")
+    [line] = result.stderr.splitlines()  # one line, and no escaped line break in it
+    assert "\\n" not in line
     assert "fakeorch==2.7.0 requested" in result.stderr
     assert "(abi_dependency :: fakeorch :: 2.9) required by myext 1.0 (variant torch29)" in (
         result.stderr

@@ -473,14 +473,14 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                     if unavailable.label is not None:
                         return VariantChoiceError(name, unavailable.label, unavailable.reason)
                 return NoCompatibleWheel(name, {v: u.reason for v, u in reasons.items()})
-        lines = ["the requirements conflict:"]
+        clashes = []
         for name, infos in by_name.items():
             versions = ", ".join(str(r.version) for r in self.releases(name))
             origins = _origins(infos)
             if name in self.constraints:
                 origins += f"; constraint {name}{self.constraints[name]}"
-            lines.append(f"  {name} ({origins}); available: {versions}")
-        return ResolutionConflict("\n".join(lines))
+            clashes.append(f"{name} ({origins}); available: {versions}")
+        return ResolutionConflict(f"the requirements conflict: {'; '.join(clashes)}")
 
 
 def _abi_requirements(candidate: Candidate) -> list[Requirement]:

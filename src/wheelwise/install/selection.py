@@ -53,9 +53,10 @@ class NoCompatibleWheel(ResolveError):
     def __init__(self, name: str, reasons: Mapping[Version, str]) -> None:
         self.name = name
         self.reasons = dict(reasons)
-        lines = [f"no compatible wheel for {name} (source distributions are never built):"]
-        lines += [f"  {name} {version}: {reason}" for version, reason in self.reasons.items()]
-        super().__init__("\n".join(lines))
+        releases = "; ".join(f"{name} {version}: {reason}" for version, reason in reasons.items())
+        super().__init__(
+            f"no compatible wheel for {name} (source distributions are never built): {releases}"
+        )
 
 
 class VariantChoiceError(ResolveError):
