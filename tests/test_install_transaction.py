@@ -202,6 +202,28 @@ def test_member_whose_local_header_names_another_file_is_refused(
     assert _version(env) == "1.0"
 
 
+def test_an_archive_damaged_where_only_unpacking_reads_is_one_short_line(
+    env: TargetEnvironment, wheels: Path
+) -> None:
+    """A local header whose name length is wrong: zipfile quotes the whole header it
+    read in its message; the error keeps a short, one-line reason."""
+    install_wheels(env, [alpha_wheel(wheels, "1.0")])
+    before = tree_hash(env.prefix)
+    path = simple_wheel(wheels / "damaged", "beta", "1.0")
+    data = bytearray(path.read_bytes())
+    at = data.find(b"beta/__init__.py") - 4  # the local header's name length
+    data[at : at + 2] = (len(data) - at - 40).to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(InstallError) as caught:
+        install_wheels(env, [alpha_wheel(wheels / "new", "2.0"), path])
+    message = str(caught.value)
+    assert message.startswith("installing beta-1.0-py3-none-any.whl failed: the archive is damaged")
+    assert message.endswith("re-download or rebuild it; the environment was restored")
+    assert "\n" not in message
+    assert len(message) < 500
+    assert tree_hash(env.prefix) == before
+
+
 def test_failure_midway_rolls_back_everything(
     env: TargetEnvironment, wheels: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -33,6 +33,7 @@ import shutil
 import signal
 import threading
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +61,7 @@ from wheelwise.install.parallel import run_tasks
 from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
 from wheelwise.untrusted_json import loads_json
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
-from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.errors import WheelError, describe
 from wheelwise.wheels.record import parse_record
 
 if TYPE_CHECKING:
@@ -315,9 +316,14 @@ class _Transaction:
             )
         except (InstallError, Cancelled):
             raise
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise InstallError(
+                f"installing {wheel.path.name} failed: the archive is damaged "
+                f"({describe(exc)}); re-download or rebuild it; the environment was restored"
+            ) from exc
         except Exception as exc:
             raise InstallError(
-                f"installing {wheel.path.name} failed ({type(exc).__name__}: {exc}); "
+                f"installing {wheel.path.name} failed ({type(exc).__name__}: {describe(exc)}); "
                 "the environment was restored"
             ) from exc
 

@@ -25,7 +25,7 @@ from installer.records import RecordEntry
 from wheelwise.userfiles import NotARegularFile, open_regular_zip
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
-from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.errors import WheelError, describe
 from wheelwise.wheels.record import parse_record
 
 if TYPE_CHECKING:  # loaded by the first wheel that has a variant.json
@@ -75,12 +75,6 @@ _METHODS = frozenset(
     {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 )
 _ENCRYPTED = 0x1
-
-
-def _why(exc: BaseException) -> str:
-    """*exc* as a short phrase on one line."""
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
 
 
 def _is_symlink(info: zipfile.ZipInfo) -> bool:
@@ -153,11 +147,11 @@ class WheelArchive:
         except NotImplementedError as exc:
             raise WheelError(
                 f"{self.path}: not a valid wheel (zip) archive: it needs zip features no "
-                f"wheel uses ({_why(exc)}); {_HINT}"
+                f"wheel uses ({describe(exc)}); {_HINT}"
             ) from None
         except _DAMAGED as exc:
             raise WheelError(
-                f"{self.path}: not a valid wheel (zip) archive ({_why(exc)}); {_HINT}"
+                f"{self.path}: not a valid wheel (zip) archive ({describe(exc)}); {_HINT}"
             ) from None
         try:
             self._members = self._check_members()
@@ -273,7 +267,7 @@ class WheelArchive:
             raise
         except _DAMAGED as exc:
             raise self._fail(
-                f"cannot read member {name!r} ({_why(exc)}): the archive is damaged; {_HINT}"
+                f"cannot read member {name!r} ({describe(exc)}): the archive is damaged; {_HINT}"
             ) from None
 
     def read(self, name: str, *, limit: int = MAX_METADATA_BYTES) -> bytes:

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+# Some zipfile messages quote a whole damaged header: an error line keeps this much.
+MAX_REASON_CHARS = 300
+
+
+def describe(exc: BaseException) -> str:
+    """*exc* as a short phrase on one line."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
 
 class WheelError(ValueError):
     """A wheel file is missing, unreadable or inconsistent."""
