@@ -351,3 +351,28 @@ def test_no_command_still_shows_the_help() -> None:
     proc = wheelwise()
     assert b"Commands:" in proc.stdout + proc.stderr
     assert b"wheelwise: error" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "url", "says"),
+    [
+        ("--index-url", "http://[::1", "not a valid URL"),
+        ("--extra-index-url", "http://h:port/", "not a valid URL"),
+        ("--find-links", "http://[::1/x/", "not a valid URL"),
+    ],
+)
+def test_a_source_that_is_no_valid_url_is_one_line(
+    tmp_path: Path, option: str, url: str, says: str
+) -> None:
+    (tmp_path / "empty").mkdir()
+    index = [] if option == "--index-url" else ["--index-url", str(tmp_path / "empty")]
+    proc = wheelwise("install", "--dry-run", *index, option, url, "alpha")
+    assert_one_clean_error(proc, url, says)
+
+
+def test_a_requirements_file_source_with_a_nul_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    requirements = tmp_path / "r.txt"
+    requirements.write_bytes(b"--find-links a\x00b\nalpha\n")
+    proc = wheelwise("install", "--dry-run", "-i", tmp_path / "empty", "-r", requirements)
+    assert_one_clean_error(proc, "a\\x00b: not a usable local path")

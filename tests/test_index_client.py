@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -874,3 +876,30 @@ def test_a_wheel_is_streamed_to_disk_and_verified(
         client.fetch_file_to(too_small, other)
     assert "bigger than 10 bytes once decoded" in raised.value.message
     assert list(other.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1", "http://[::1/simple/", "http://host:99999/simple/", "http://h:port/"]
+)
+@pytest.mark.parametrize("make", [IndexSource.index, IndexSource.find_links])
+def test_a_location_that_is_no_valid_url_is_a_source_error(url: str, make: Any) -> None:
+    with pytest.raises(SourceError, match=r"not a valid URL \(.+\); "):
+        make(url)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.one_of(
+        st.text(max_size=40),
+        st.builds(
+            "{}://{}".format, st.sampled_from(["http", "https", "file", "ftp", ""]), st.text()
+        ),
+    ),
+    st.sampled_from([IndexSource.index, IndexSource.find_links]),
+)
+def test_any_location_gives_a_source_or_a_source_error(text: str, make: Any) -> None:
+    try:
+        source = make(text)
+    except SourceError:
+        return
+    assert source.url.startswith(("http://", "https://", "file://"))

@@ -102,11 +102,15 @@ INDEX = "index"
 FIND_LINKS = "find-links"
 
 
-def _to_url(location: str | Path) -> str:
+def _to_url(location: str | Path, kind: str) -> str:
     text = str(location)
     if "://" in text:
         return text
-    return Path(text).expanduser().resolve().as_uri()
+    try:
+        return Path(text).expanduser().resolve().as_uri()
+    except (ValueError, OSError, RuntimeError) as exc:  # a NUL byte, a symlink loop
+        hint = _INDEX_HINT if kind == INDEX else _FIND_LINKS_HINT
+        raise SourceError(text, f"{text}: not a usable local path ({exc}); {hint}") from None
 
 
 @dataclass(frozen=True)
@@ -123,9 +127,13 @@ class IndexSource:
     kind: str = INDEX
 
     def __post_init__(self) -> None:
-        scheme = urlsplit(self.url).scheme.lower()
-        if scheme not in ("http", "https", "file"):
-            hint = _INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
+        hint = _INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
+        try:
+            parts = urlsplit(self.url)
+            parts.port  # noqa: B018 - raises on a port that is no number or out of range
+        except ValueError as exc:
+            raise SourceError(self.url, f"{self.url}: not a valid URL ({exc}); {hint}") from None
+        if parts.scheme.lower() not in ("http", "https", "file"):
             raise SourceError(
                 self.url,
                 f"{self.url}: not an http://, https:// or file:// URL or a local path; {hint}",
@@ -137,11 +145,11 @@ class IndexSource:
 
     @classmethod
     def index(cls, location: str | Path) -> IndexSource:
-        return cls(_to_url(location), INDEX)
+        return cls(_to_url(location, INDEX), INDEX)
 
     @classmethod
     def find_links(cls, location: str | Path) -> IndexSource:
-        return cls(_to_url(location), FIND_LINKS)
+        return cls(_to_url(location, FIND_LINKS), FIND_LINKS)
 
     @property
     def is_local(self) -> bool:
