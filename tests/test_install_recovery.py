@@ -389,6 +389,25 @@ def test_pruning_goes_on_past_folders_a_killed_run_already_removed(tmp_path: Pat
     assert list(root.iterdir()) == []
 
 
+def test_a_cache_dir_that_is_a_file_does_not_stop_installs(tmp_path: Path) -> None:
+    """The cache is only a fallback for the lock and journal: a WHEELWISE_CACHE_DIR
+    that names a file is no journal to recover, and installs go on without it."""
+    bench = _bench(tmp_path, with_alpha=False)
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("")
+    env = {**bench.env(), "WHEELWISE_CACHE_DIR": str(not_a_folder)}
+    result = subprocess.run(
+        [sys.executable, "-m", "wheelwise", *bench.install_args("alpha==1.0")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert run_python(bench.python, "import alpha; print(alpha.VERSION)").stdout == "1.0\n"
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

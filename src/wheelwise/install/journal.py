@@ -186,7 +186,7 @@ _ARITY = {"file": 2, "dir": 2, "skip": 2, "move": 3, "moved": 2, "commit": 1, "u
 def _read(path: Path) -> tuple[dict[str, Any], list[list[str]]] | None:
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no journal (a cache that is a file)
         return None
     header: dict[str, Any] | None = None
     records: list[list[str]] = []
