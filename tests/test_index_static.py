@@ -558,6 +558,8 @@ def test_cli_build_reports_inconsistency(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.startswith("wheelwise: error: cannot publish")
     assert "label 'fast'" in result.stderr
+    assert result.stderr.count("\n") == 1  # one line, every problem on it
+    assert "\\n" not in result.stderr
 
 
 def test_unchanged_rebuild_reads_and_writes_nothing(

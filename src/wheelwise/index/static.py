@@ -214,7 +214,7 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
     catalog = build_catalog(scanned.files, scanned.problems)
     problems = catalog.all_problems()
     if problems:
-        raise IndexBuildError(f"cannot publish {wheel_dir}:\n  " + "\n  ".join(sorted(problems)))
+        raise IndexBuildError(f"cannot publish {wheel_dir}: " + "; ".join(sorted(problems)))
     site.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{site.name}.", suffix=".tmp", dir=site.parent))
     try:

@@ -258,9 +258,9 @@ def _create_and_install(
         raise PluginEnvError(f"pip install {' '.join(requires)} timed out after {timeout:g} s")
     if returncode != 0:
         lines = [line for line in output.splitlines() if line.strip()][-PIP_TAIL_LINES:]
-        tail = "\n".join(lines) or "(no output)"
+        tail = "; ".join(line.strip() for line in lines) or "(no output)"
         raise PluginEnvError(
-            f"pip install {' '.join(requires)} failed (exit status {returncode}):\n{tail}"
+            f"pip install {' '.join(requires)} failed (exit status {returncode}): {tail}"
         )
 
 
