@@ -300,13 +300,14 @@ def test_externally_managed_refused(tmp_path: Path, wheels: Path) -> None:
     )
     stdlib = tmp_path / "stdlib"
     stdlib.mkdir()
-    (stdlib / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use apt\n")
+    (stdlib / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use apt\n  or pipx\n")
     info["paths"]["stdlib"] = str(stdlib)
     info["base_prefix"] = info["prefix"]  # as if it were a system interpreter
     env = TargetEnvironment.from_info(info, python=python)
     assert env.is_externally_managed
-    with pytest.raises(ExternallyManagedError, match="use apt"):
+    with pytest.raises(ExternallyManagedError, match=r"it says: use apt or pipx$") as refused:
         install_wheels(env, [simple_wheel(wheels, "beta", "1.0")])
+    assert "\n" not in str(refused.value)  # one line, like every error
     assert list_installed(env) == []
     install_wheels(env, [simple_wheel(wheels, "beta", "1.0")], break_system_packages=True)
     with pytest.raises(ExternallyManagedError):
