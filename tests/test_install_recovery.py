@@ -357,23 +357,14 @@ def test_list_warns_of_an_interrupted_run_until_it_is_recovered(tmp_path: Path) 
     header = {"operation": "install", "pid": 1, "started": "then", "target": str(env.purelib)}
     header |= {"roots": [str(env.purelib)], "backup": str(tmp_path)}
     (env.prefix / ".wheelwise-journal").write_text(json.dumps(header) + "\n")
-    listed = subprocess.run(
-        [sys.executable, "-m", "wheelwise", "list", "--python", str(python)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    argv = [sys.executable, "-m", "wheelwise", "list", "--python", str(python)]
+    listed = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert listed.returncode == 0, listed.stderr
     [line] = listed.stderr.splitlines()
     assert line.startswith("wheelwise: warning: an install or uninstall in ")
     assert line.endswith(f"run: wheelwise recover --python {python}")
     recover(env)
-    again = subprocess.run(
-        [sys.executable, "-m", "wheelwise", "list", "--python", str(python)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    again = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert again.stderr == ""
 
 

@@ -19,13 +19,18 @@ class UntrustedDocumentError(ValueError):
     """The text is not a usable JSON or TOML document; ``str()`` says why."""
 
 
+def _text(data: bytes | str) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UntrustedDocumentError(f"not valid UTF-8 (byte {exc.start})") from None
+
+
 def loads_json(data: bytes | str) -> Any:
     """The decoded JSON document *data* (UTF-8 when bytes)."""
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise UntrustedDocumentError(f"not valid UTF-8 (byte {exc.start})") from None
+    data = _text(data)
     try:
         return json.loads(data)
     except json.JSONDecodeError as exc:
@@ -38,12 +43,13 @@ def loads_json(data: bytes | str) -> Any:
         raise UntrustedDocumentError(f"invalid JSON: {_first_line(exc)}") from None
 
 
-def loads_toml(text: str) -> dict[str, Any]:
-    """The decoded TOML document *text*."""
+def loads_toml(text: bytes | str) -> dict[str, Any]:
+    """The decoded TOML document *text* (UTF-8 when bytes)."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
+    text = _text(text)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -30,6 +30,7 @@ import os
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -274,23 +275,13 @@ def _roll_back(path: Path, records: list[list[str]], started_ns: int | None) -> 
         created = [
             (kind, name) for (kind, name), count in intended.items() if count > skipped[name]
         ]
-        for kind, name in reversed(created):
-            if kind != "file" or _older_than(name, started_ns):
-                continue
-            try:
-                os.unlink(name)  # noqa: PTH108
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                problems.append(f"cannot remove {name}: {exc}")
-        folders = [name for kind, name in created if kind == "dir"]
-        for name in sorted(folders, key=len, reverse=True):  # deepest first
-            try:
-                os.rmdir(name)  # noqa: PTH106
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                problems.append(f"cannot remove {name}: {exc}")
+        files = [name for kind, name in reversed(created) if kind == "file"]
+        folders = sorted((name for kind, name in created if kind == "dir"), key=len, reverse=True)
+        for name in files:
+            if not _older_than(name, started_ns):
+                _remove(os.unlink, name, problems)
+        for name in folders:  # deepest first
+            _remove(os.rmdir, name, problems)
         if problems:
             return problems
         # From here on a file at a moved-out path is not a new one: never remove
@@ -309,6 +300,15 @@ def _roll_back(path: Path, records: list[list[str]], started_ns: int | None) -> 
         except OSError as exc:
             problems.append(f"cannot restore {original} from {backup}: {exc}")
     return problems
+
+
+def _remove(remove: Callable[[str], None], name: str, problems: list[str]) -> None:
+    try:
+        remove(name)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        problems.append(f"cannot remove {name}: {exc}")
 
 
 def _restore(original: str, backup: str, *, moved: bool) -> None:

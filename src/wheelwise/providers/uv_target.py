@@ -121,11 +121,6 @@ def read_uv_target(text: bytes | str, *, source: str = "<system>") -> UvTarget:
     # Imported here: `detect --format uv` only writes, on a path kept short.
     from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise NotUvTarget(f"{source}: not valid UTF-8 (byte {exc.start})") from None
     try:
         raw = loads_toml(text)
     except UntrustedDocumentError as exc:
