@@ -7,14 +7,23 @@ is not a URL is skipped with a warning.
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaging.utils import canonicalize_name
 
 from wheelwise.index.errors import InvalidPage
-from wheelwise.index.simple_parse import IndexFile, parse_html_page, parse_json_page, parse_page
+from wheelwise.index.page_files import PageFiles
+from wheelwise.index.simple_parse import (
+    IndexFile,
+    parse_html_page,
+    parse_json_page,
+    parse_page,
+    read_html_page,
+)
 
 URL = "https://example.test/simple/demo/"
 FUZZ = settings(max_examples=100, deadline=None, derandomize=True)
@@ -162,3 +171,55 @@ def test_deep_json_nesting_is_an_invalid_page() -> None:
     """The one shape random documents do not reach: nesting past the recursion limit."""
     warnings = _parse(parse_json_page, b'{"files": ' + b"[" * 200_000, URL)
     assert warnings == []
+
+
+# -- pages read lazily --------------------------------------------------------------
+
+filenames = st.one_of(
+    st.text(max_size=30),
+    st.builds(
+        "-".join,
+        st.lists(
+            st.sampled_from(["demo", "Demo_Pkg", "1.0", "2.0rc1", "1!2", "x", ""]), max_size=7
+        ),
+    ).flatmap(
+        lambda stem: st.sampled_from(
+            [stem + ".whl", stem + ".tar.gz", stem + ".zip", stem + "-variants.json", stem]
+        )
+    ),
+)
+
+
+@FUZZ
+@given(filenames)
+def test_a_lazy_page_groups_a_file_where_its_name_puts_it(filename: str) -> None:
+    """The cheap split of a file name gives the version IndexFile reads from it."""
+    file = IndexFile(filename, URL + "f")
+    page = PageFiles.of([file])
+    if file.version is None:
+        assert all(file not in page.files_for(v) for v in page.versions())
+    else:
+        assert page.versions() == [file.version]
+        assert page.files_for(file.version) == [file]
+        assert page.only(canonicalize_name(str(file.project))).files_for(file.version) == [file]
+
+
+@FUZZ
+@given(st.lists(links, max_size=6), st.one_of(st.none(), links))
+def test_a_lazy_html_page_names_each_link_as_the_full_read_does(
+    hrefs: list[str], base: str | None
+) -> None:
+    head = f'<base href="{html.escape(base)}">' if base is not None else ""
+    body = "".join(f'<a href="{html.escape(href)}">x</a>' for href in hrefs)
+    page = f"<html><head>{head}</head><body>{body}</body></html>".encode()
+    try:
+        lazy = read_html_page(page, URL)
+    except InvalidPage:
+        return
+    for link in lazy._links:
+        try:
+            file = lazy._build(link)
+        except InvalidPage:  # a bad hash, raised when the link is read in full
+            continue
+        # The name it was grouped by is the name its full read gives.
+        assert file is None or file.filename == link.filename

@@ -514,11 +514,12 @@ def test_an_unparseable_link_is_skipped_with_a_warning(
     form: str, served_page: tuple[FaultServer, Path], tmp_path: Path
 ) -> None:
     """``http://[::1/x.whl`` (and a link that cannot be joined to the page) is left
-    out with a warning, as pip does; the other files install."""
+    out with a warning, as pip does, when its version is looked at; the other files
+    install."""
     server, site = served_page
     page = site / "simple" / "vpkg" / "index.json"
     document = json.loads(page.read_text())
-    bad = ["http://[::1/vpkg-0.9-py3-none-any.whl", "//[::1/vpkg-0.8-py3-none-any.whl"]
+    bad = ["http://[::1/vpkg-1.0-py2-none-any.whl", "//[::1/vpkg-1.0-py2.py3-none-any.whl"]
     if form == "json":
         bad_files = [{"filename": link.rsplit("/", 1)[1], "url": link} for link in bad]
         document["files"][:0] = bad_files

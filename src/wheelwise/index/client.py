@@ -54,14 +54,15 @@ from wheelwise.index.bounded import (
 from wheelwise.index.deadline_transport import deadline_client
 from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
 from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir
+from wheelwise.index.page_files import PageFiles
 from wheelwise.index.simple_parse import (
     SDIST,
     VARIANTS_JSON,
     WHEEL,
     IndexFile,
-    parse_html_page,
-    parse_json_page,
-    parse_page,
+    read_html_page,
+    read_json_page,
+    read_page,
 )
 from wheelwise.index.tls import client_tls_context
 from wheelwise.variants.errors import InvalidMetadata
@@ -92,6 +93,7 @@ PAGE_ACCEPT = (
 _FIND_LINKS_ACCEPT = "text/html, */*;q=0.1"
 _FILE_ACCEPT = "*/*"
 _DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", "-variants.json")
+_RELEASE_SUFFIXES = (".whl", ".tar.gz", ".zip")
 _INDEX_HINT = "check --index-url and that the index is up"
 _FIND_LINKS_HINT = "check --find-links"
 _NETWORK_HINT = (
@@ -164,32 +166,66 @@ class IndexSource:
         return urljoin(self.url, quote(canonicalize_name(name)) + "/")
 
 
-class ProjectListing(NamedTuple):
-    """The files one source lists for one project (its own files only)."""
+class ProjectListing:
+    """The files one source lists for one project (its own files only).
 
-    name: NormalizedName
-    source: IndexSource
-    files: tuple[IndexFile, ...]
-    page_url: str | None = None
-    found: bool = True  # False: the source does not have the project (404, no page)
+    *files*: the files, or a page read lazily (:class:`PageFiles`: each version's
+    links are read in full when that version is asked for). *found* is False when
+    the source does not have the project (404, no page).
+    """
 
-    def versions(self) -> list[Version]:
-        """The versions of its wheels and sdists, oldest first."""
-        found = {
-            file.version
-            for file in self.files
-            if file.kind in (WHEEL, SDIST) and file.version is not None
-        }
-        return sorted(v for v in found if v is not None)
+    __slots__ = ("found", "name", "page", "page_url", "source")
+
+    def __init__(
+        self,
+        name: NormalizedName,
+        source: IndexSource,
+        files: Iterable[IndexFile] | PageFiles = (),
+        page_url: str | None = None,
+        found: bool = True,
+    ) -> None:
+        self.name = name
+        self.source = source
+        self.page = files if isinstance(files, PageFiles) else PageFiles.of(files)
+        self.page_url = page_url
+        self.found = found
+
+    def __repr__(self) -> str:
+        return f"ProjectListing({self.name!r}, {self.source!r}, {len(self.page)} links)"
+
+    def __eq__(self, other: object) -> bool:  # every file read: for tests, not hot paths
+        if not isinstance(other, ProjectListing):
+            return NotImplemented
+        return (self.name, self.source, self.files, self.page_url, self.found) == (
+            other.name,
+            other.source,
+            other.files,
+            other.page_url,
+            other.found,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def files(self) -> tuple[IndexFile, ...]:
+        """Every file, in page order (all read in full: prefer the methods below)."""
+        return self.page.all()
+
+    def versions(self, suffixes: tuple[str, ...] = _RELEASE_SUFFIXES) -> list[Version]:
+        """The versions with a file whose name ends with one of *suffixes* (default:
+        wheels and sdists), oldest first, as the file names give them."""
+        return [
+            version
+            for version in self.page.versions()
+            if any(name.endswith(suffixes) for name in self.page.filenames(version))
+        ]
 
     def files_for(self, version: str | Version) -> list[IndexFile]:
         """Its wheels and sdists of *version* (in page order)."""
         wanted = _version(version)
-        return [
-            file
-            for file in self.files
-            if file.kind in (WHEEL, SDIST) and wanted is not None and file.version == wanted
-        ]
+        if wanted is None:
+            return []
+        return [file for file in self.page.files_for(wanted) if file.kind in (WHEEL, SDIST)]
 
     def wheels_for(self, version: str | Version) -> list[IndexFile]:
         return [file for file in self.files_for(version) if file.kind == WHEEL]
@@ -204,15 +240,10 @@ class ProjectListing(NamedTuple):
             return None
         expected = variants_json_filename(self.name, wanted)
         fallback: IndexFile | None = None
-        for file in self.files:
+        for file in self.page.files_for(wanted):
             if file.filename == expected:
                 return file
-            if (
-                fallback is None
-                and file.kind == VARIANTS_JSON
-                and file.project == self.name
-                and file.version == wanted
-            ):
+            if fallback is None and file.kind == VARIANTS_JSON and file.project == self.name:
                 fallback = file
         return fallback
 
@@ -334,13 +365,13 @@ class IndexClient:
         fetched = self._get(url, PAGE_ACCEPT, source.hint, cached=True, missing_ok=True)
         if fetched is None:
             return ProjectListing(normalized, source, (), url, found=False)
-        files = parse_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
-        return ProjectListing(normalized, source, tuple(files), fetched.url)
+        files = read_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
+        return ProjectListing(normalized, source, files, fetched.url)
 
     def _local_index(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
         page = source.project_url(name)
         directory = _file_path(page)
-        for filename, parse in (("index.json", parse_json_page), ("index.html", parse_html_page)):
+        for filename, read in (("index.json", read_json_page), ("index.html", read_html_page)):
             path = directory / filename
             try:
                 body = path.read_bytes()
@@ -349,7 +380,7 @@ class IndexClient:
             except OSError as exc:
                 raise SourceError(page, f"{path}: cannot be read ({exc}); {source.hint}") from None
             url = path.as_uri()
-            return ProjectListing(name, source, tuple(parse(body, url, warn=self.warn)), url)
+            return ProjectListing(name, source, read(body, url, warn=self.warn), url)
         if not _file_path(source.url).is_dir():
             raise SourceError(source.url, f"{source.url}: no such directory; {source.hint}")
         return ProjectListing(name, source, (), page, found=False)
@@ -358,13 +389,13 @@ class IndexClient:
         if source.is_local:
             path = _file_path(source.url)
             if path.is_dir():
-                files = [
+                files = PageFiles.of(
                     IndexFile(filename=entry.name, url=entry.resolve().as_uri())
                     for entry in sorted(path.iterdir())
                     if entry.name.endswith(_DIST_SUFFIXES)
                     and not entry.name.startswith(".")
                     and entry.is_file()
-                ]
+                )
                 url = source.url
             else:
                 try:
@@ -374,14 +405,14 @@ class IndexClient:
                         source.url, f"{source.url}: cannot be read ({exc}); {source.hint}"
                     ) from None
                 url = source.url
-                files = parse_html_page(body, url, warn=self.warn)
+                files = read_html_page(body, url, warn=self.warn)
         else:
             fetched = self._get(source.url, _FIND_LINKS_ACCEPT, source.hint, cached=True)
             assert fetched is not None
             url = fetched.url
-            files = parse_html_page(fetched.body, url, fetched.content_type, warn=self.warn)
-        mine = tuple(file for file in files if file.project == name)
-        return ProjectListing(name, source, mine, url, found=bool(mine))
+            files = read_html_page(fetched.body, url, fetched.content_type, warn=self.warn)
+        mine = files.only(name)
+        return ProjectListing(name, source, mine, url, found=len(mine) > 0)
 
     # -- files -------------------------------------------------------------------------
 

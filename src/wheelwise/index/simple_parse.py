@@ -10,6 +10,10 @@ A page that cannot be read as what it claims to be raises
 :class:`~wheelwise.index.errors.InvalidPage`. A single link whose URL cannot be
 parsed (``http://[::1/x.whl``) or joined to the page's is skipped, as pip does; the
 *warn* callback, if given, hears one line for each.
+
+``parse_*`` read every link in full; ``read_*`` check each link's shape and read
+it in full when its version is asked for (:class:`~wheelwise.index.page_files.PageFiles`),
+so that an error in a link's hashes or URL is raised then.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from wheelwise.index.errors import InvalidPage
+from wheelwise.index.page_files import PageFiles, PageLink
 from wheelwise.variants.errors import InvalidWheelFilename
 from wheelwise.variants.filenames import WheelFilename
 
@@ -181,18 +186,26 @@ def _api_major(version: object, url: str) -> None:
         )
 
 
-def _metadata_field(value: object, where: str, url: str) -> tuple[bool, dict[str, str]]:
-    if value is None or value is False:
-        return False, {}
-    if value is True:
-        return True, {}
+def _metadata_field(value: object, where: str, url: str) -> None:
+    if value is None or isinstance(value, (bool, dict)):
+        return
+    raise InvalidPage(url, f"{where}: core-metadata must be a boolean or a hash table")
+
+
+def _metadata_hashes(value: object, where: str, url: str) -> tuple[bool, dict[str, str]]:
     if isinstance(value, dict):
         return True, check_hashes(value, where, url)
-    raise InvalidPage(url, f"{where}: core-metadata must be a boolean or a hash table")
+    return value is True, {}
 
 
 def parse_json_page(body: bytes, url: str, *, warn: Warn | None = None) -> list[IndexFile]:
     """The files of a PEP 691 JSON project page fetched from *url*."""
+    return list(read_json_page(body, url, warn=warn).all())
+
+
+def read_json_page(body: bytes, url: str, *, warn: Warn | None = None) -> PageFiles:
+    """A PEP 691 JSON project page fetched from *url*, each link checked for shape
+    (the rest when its version is asked for: see :mod:`wheelwise.index.page_files`)."""
     bad = f"{url}: not a valid PEP 691 project page"
     try:
         document = json.loads(body.decode("utf-8"))
@@ -215,8 +228,12 @@ def parse_json_page(body: bytes, url: str, *, warn: Warn | None = None) -> list[
     files = document.get("files")
     if not isinstance(files, list):
         raise InvalidPage(url, f"{bad}: no 'files' list")
-    found = (_json_file(entry, index, url, warn) for index, entry in enumerate(files))
-    return [file for file in found if file is not None]
+    links = [_json_link(entry, index, url) for index, entry in enumerate(files)]
+
+    def build(link: PageLink) -> IndexFile | None:
+        return _json_file(link, url, warn)
+
+    return PageFiles(links, build)
 
 
 def _skipped(url: str, where: str, link: str, warn: Warn | None) -> None:
@@ -224,7 +241,8 @@ def _skipped(url: str, where: str, link: str, warn: Warn | None) -> None:
         warn(f"{where}: skipped the link {link!r}: it is not a valid URL")
 
 
-def _json_file(entry: object, index: int, url: str, warn: Warn | None) -> IndexFile | None:
+def _json_link(entry: object, index: int, url: str) -> PageLink:
+    """*entry* checked for the type of each field (its hashes and URL are read later)."""
     where = f"{url}: files[{index}]"
     if not isinstance(entry, dict):
         raise InvalidPage(url, f"{where} is not an object")
@@ -233,37 +251,43 @@ def _json_file(entry: object, index: int, url: str, warn: Warn | None) -> IndexF
         raise InvalidPage(url, f"{where}: 'filename' must be a file name")
     if not isinstance(link, str) or not link:
         raise InvalidPage(url, f"{where}: 'url' must be a string")
-    hashes = entry.get("hashes", {})
-    if not isinstance(hashes, dict):
+    if not isinstance(entry.get("hashes", {}), dict):
         raise InvalidPage(url, f"{where}: 'hashes' must be an object")
     requires_python = entry.get("requires-python")
     if requires_python is not None and not isinstance(requires_python, str):
         raise InvalidPage(url, f"{where}: 'requires-python' must be a string")
-    yanked_value = entry.get("yanked", False)
-    if not isinstance(yanked_value, (bool, str)):
+    if not isinstance(entry.get("yanked", False), (bool, str)):
         raise InvalidPage(url, f"{where}: 'yanked' must be a boolean or a string")
     metadata_value = entry.get("core-metadata")
     if metadata_value is None:
         metadata_value = entry.get("dist-info-metadata")
-    has_metadata, metadata_hashes = _metadata_field(metadata_value, where, url)
+    _metadata_field(metadata_value, where, url)
     size = entry.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
         raise InvalidPage(url, f"{where}: 'size' must be a non-negative integer")
-    resolved = _resolve(url, link, where)
+    return PageLink(filename, index, (entry, metadata_value))
+
+
+def _json_file(link: PageLink, url: str, warn: Warn | None) -> IndexFile | None:
+    entry, metadata_value = link.raw
+    where = f"{url}: files[{link.position}]"
+    has_metadata, metadata_hashes = _metadata_hashes(metadata_value, where, url)
+    resolved = _resolve(url, entry["url"], where)
     if resolved is None:
-        _skipped(url, where, link, warn)
+        _skipped(url, where, entry["url"], warn)
         return None
     absolute, fragment_hashes = resolved
+    yanked_value = entry.get("yanked", False)
     return IndexFile(
-        filename=filename,
+        filename=link.filename,
         url=absolute,
-        hashes=check_hashes({**fragment_hashes, **hashes}, where, url),
-        requires_python=requires_python or None,
+        hashes=check_hashes({**fragment_hashes, **entry.get("hashes", {})}, where, url),
+        requires_python=entry.get("requires-python") or None,
         yanked=yanked_value is not False,
         yanked_reason=yanked_value if isinstance(yanked_value, str) and yanked_value else None,
         core_metadata=has_metadata,
         core_metadata_hashes=metadata_hashes,
-        size=size,
+        size=entry.get("size"),
     )
 
 
@@ -299,6 +323,14 @@ def parse_html_page(
 ) -> list[IndexFile]:
     """The files linked from a PEP 503 HTML page fetched from *url* (also a find-links
     page): the file name is the last path segment of each link."""
+    return list(read_html_page(body, url, content_type, warn=warn).all())
+
+
+def read_html_page(
+    body: bytes, url: str, content_type: str | None = None, *, warn: Warn | None = None
+) -> PageFiles:
+    """Like :func:`parse_html_page`, each link read in full when its version is asked
+    for (see :mod:`wheelwise.index.page_files`)."""
     bad = f"{url}: not a valid PEP 503 HTML page"
     charset = _charset(content_type)
     try:
@@ -328,12 +360,36 @@ def parse_html_page(
             _skipped(url, f"{url}: <base>", parser.base, warn)
         else:
             base = joined[0]
-    files: list[IndexFile] = []
-    for attrs in parser.anchors:
-        file = _html_file(attrs, base, url, warn)
-        if file is not None and file.filename:  # not a link to a directory ("../", "sub/")
-            files.append(file)
-    return files
+    links: list[PageLink] = []
+    for position, attrs in enumerate(parser.anchors):
+        filename = _link_filename(attrs["href"] or "")
+        if filename is None:  # read in full now: the name depends on the base
+            file = _html_file(attrs, base, url, warn)
+            if file is not None and file.filename:
+                links.append(PageLink(file.filename, position, file))
+        elif filename:  # not a link to a directory ("../", "sub/")
+            links.append(PageLink(filename, position, attrs))
+
+    def build(link: PageLink) -> IndexFile | None:
+        if isinstance(link.raw, IndexFile):
+            return link.raw
+        return _html_file(link.raw, base, url, warn)
+
+    return PageFiles(links, build)
+
+
+def _link_filename(href: str) -> str | None:
+    """The file name of the link *href* (its last path segment, which joining it to
+    the page's URL leaves as it is), or None when that takes the join: no path, a
+    dot segment, or a URL that cannot be split."""
+    try:
+        path = urlsplit(href).path
+    except ValueError:
+        return None
+    last = path.rsplit("/", 1)[-1]
+    if not path or last in (".", ".."):
+        return None
+    return unquote(last)
 
 
 def _html_file(
@@ -385,11 +441,18 @@ def parse_page(
     body: bytes, url: str, content_type: str | None, *, warn: Warn | None = None
 ) -> list[IndexFile]:
     """A project page of either form, by its ``Content-Type``."""
+    return list(read_page(body, url, content_type, warn=warn).all())
+
+
+def read_page(
+    body: bytes, url: str, content_type: str | None, *, warn: Warn | None = None
+) -> PageFiles:
+    """Like :func:`parse_page`, each link read in full when its version is asked for."""
     kind = page_kind(content_type)
     if kind == "json":
-        return parse_json_page(body, url, warn=warn)
+        return read_json_page(body, url, warn=warn)
     if kind == "html":
-        return parse_html_page(body, url, content_type, warn=warn)
+        return read_html_page(body, url, content_type, warn=warn)
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media.startswith("application/vnd.pypi.simple."):
         raise InvalidPage(

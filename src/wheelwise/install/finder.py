@@ -32,7 +32,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -125,21 +125,43 @@ def requires_dist(metadata: bytes) -> list[str]:
     return [str(value).strip() for value in message.get_all("Requires-Dist") or []]
 
 
-@dataclass
 class IndexRelease:
-    """One version of a project, from the one source that was chosen for it."""
+    """One version of a project, from the one source chosen for it among
+    *listings*: chosen, and its wheels read, when first asked for (a listing may
+    hold thousands of versions, and the resolver looks at a few)."""
 
-    version: Version
-    files: Sequence[WheelFile]
-    listing: ProjectListing
-    finder: IndexFinder = field(repr=False)
-    _metadata: VariantMetadata | None = field(default=None, init=False, repr=False)
-    _loaded: bool = field(default=False, init=False, repr=False)
-    # Where the variant metadata came from: the ``*-variants.json`` URL, or
-    # WHEELS_METADATA (None until loaded, or without any).
-    variant_source: str | None = field(default=None, init=False)
-    # Why the release has no variant metadata although it has variant wheels.
-    variant_metadata_problem: str | None = field(default=None, init=False)
+    def __init__(
+        self, version: Version, listings: Sequence[SourceListing], finder: IndexFinder
+    ) -> None:
+        self.version = version
+        self.finder = finder
+        self._listings = listings
+        self._chosen: tuple[ProjectListing, list[WheelFile], list[WheelFile]] | None = None
+        self._metadata: VariantMetadata | None = None
+        self._loaded = False
+        # Where the variant metadata came from: the ``*-variants.json`` URL, or
+        # WHEELS_METADATA (None until loaded, or without any).
+        self.variant_source: str | None = None
+        # Why the release has no variant metadata although it has variant wheels.
+        self.variant_metadata_problem: str | None = None
+
+    def __repr__(self) -> str:
+        return f"IndexRelease({self.version!s})"
+
+    @property
+    def listing(self) -> ProjectListing:
+        return self._choose()[0]
+
+    @property
+    def files(self) -> Sequence[WheelFile]:
+        """Its wheels the target may install: not yanked, ``Requires-Python`` met."""
+        return self._choose()[1]
+
+    @property
+    def yanked_files(self) -> Sequence[WheelFile]:
+        """Its yanked wheels with ``Requires-Python`` met, when it has no other
+        (PEP 592: installed only when pinned with ``==`` or ``===``)."""
+        return self._choose()[2]
 
     @property
     def source(self) -> IndexSource:
@@ -150,6 +172,11 @@ class IndexRelease:
             self._metadata = self.finder.load_variant_metadata(self)
             self._loaded = True
         return self._metadata
+
+    def _choose(self) -> tuple[ProjectListing, list[WheelFile], list[WheelFile]]:
+        if self._chosen is None:
+            self._chosen = self.finder.choose_source(self.version, self._listings)
+        return self._chosen
 
 
 class IndexFinder:
@@ -189,6 +216,7 @@ class IndexFinder:
         cache_dir.mkdir(parents=True, exist_ok=True)
         self.cache_dir = cache_dir
         self._releases: dict[NormalizedName, list[IndexRelease]] = {}
+        self._listings: dict[NormalizedName, list[SourceListing]] = {}
         self._metadata: dict[str, bytes] = {}
         # PEP 658 metadata being fetched in the background, by URL.
         self._fetching: dict[str, Future[bytes]] = {}
@@ -382,40 +410,49 @@ class IndexFinder:
         listings = self.prefetcher.take(name) if self.prefetcher is not None else None
         if listings is None:
             listings = find_candidates(name, self.sources, self.client)
+        self._listings[name] = listings
         return self._releases_from(listings)
 
+    def source_only_versions(self, name: NormalizedName) -> list[Version]:
+        """The versions of *name* the sources list source distributions of, and no
+        wheels (for messages: wheelwise installs wheels only)."""
+        self.versions(name)
+        listings = self._listings.get(canonicalize_name(name), [])
+        wheels = {v for entry in listings for v in entry.listing.versions((".whl",))}
+        sources = {v for entry in listings for v in entry.listing.versions((".tar.gz", ".zip"))}
+        return sorted(sources - wheels)
+
     def _releases_from(self, listings: list[SourceListing]) -> list[IndexRelease]:
-        versions = {
-            file.version
-            for entry in listings
-            for file in entry.listing.files
-            if file.wheel is not None and file.version is not None
-        }
-        releases: list[IndexRelease] = []
-        for version in sorted(v for v in versions if v is not None):
-            chosen = first_viable_source(version, listings, self.viable)
-            if chosen is None:
-                # No usable wheel anywhere: the first source that has wheels, so that
-                # the resolver can say what was available.
-                chosen = next((e for e in listings if e.listing.wheels_for(version)), None)
-                if chosen is None:  # pragma: no cover - versions come from wheels
-                    continue
-            listing = chosen.listing
-            files = [
-                WheelFile(file.wheel, Link(file, listing.source))
-                for file in listing.wheels_for(version)
-                if file.wheel is not None
-                and not file.yanked
-                and file.allows_python(self.python_version)
-            ]
-            releases.append(IndexRelease(version, files, listing, self))
-        return releases
+        """A release for each version that a source lists wheels of (read lazily)."""
+        versions = {v for entry in listings for v in entry.listing.versions((".whl",))}
+        return [IndexRelease(version, listings, self) for version in sorted(versions)]
+
+    def choose_source(
+        self, version: Version, listings: Sequence[SourceListing]
+    ) -> tuple[ProjectListing, list[WheelFile], list[WheelFile]]:
+        """The listing *version* comes from (the first source with a viable wheel of
+        it, else the first with any wheel of it, so that the resolver can say what
+        was available), its installable wheels and its yanked ones (only when it
+        has no other)."""
+        chosen = first_viable_source(version, listings, self.viable)
+        if chosen is None:
+            chosen = next((e for e in listings if e.listing.wheels_for(version)), listings[0])
+        listing = chosen.listing
+        usable: list[WheelFile] = []
+        yanked: list[WheelFile] = []
+        for file in listing.wheels_for(version):
+            if file.wheel is not None and file.allows_python(self.python_version):
+                wheel = WheelFile(file.wheel, Link(file, listing.source))
+                (yanked if file.yanked else usable).append(wheel)
+        return listing, usable, ([] if usable else yanked)
 
     def load_variant_metadata(self, release: IndexRelease) -> VariantMetadata | None:
         """The release's ``*-variants.json``, else the merged ``variant.json`` of one
         tag-compatible wheel per label; None without variant wheels, or when no
         usable metadata was found (``release.variant_metadata_problem`` says why)."""
-        variant_files = [f for f in release.files if f.filename.is_variant]
+        variant_files = [
+            f for f in (release.files or release.yanked_files) if f.filename.is_variant
+        ]
         if not variant_files:
             return None
         listed = release.listing.variants_json(release.version)
