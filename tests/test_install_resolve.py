@@ -46,6 +46,8 @@ class Index:
     releases: dict[str, list[Release]] = field(default_factory=dict)
     requires: dict[str, list[str]] = field(default_factory=dict)
     metadata_calls: list[str] = field(default_factory=list)
+    # Versions listed with source distributions only, by name.
+    sdists: dict[str, list[str]] = field(default_factory=dict)
 
     def add(
         self,
@@ -56,6 +58,7 @@ class Index:
         files: Sequence[str] | None = None,
         metadata: VariantMetadata | None = None,
         per_file: Mapping[str, Sequence[str]] | None = None,
+        yanked: bool = False,
     ) -> Index:
         dist = name.replace("-", "_")
         names = files if files is not None else [f"{dist}-{version}-py3-none-any.whl"]
@@ -63,7 +66,13 @@ class Index:
         for wheel in wheels:
             self.requires[str(wheel)] = list((per_file or {}).get(str(wheel), deps))
         self.releases.setdefault(str(canonicalize_name(name)), []).append(
-            _Counted(Version(version), wheels, metadata, self.metadata_calls)
+            _Counted(
+                Version(version),
+                [] if yanked else wheels,
+                metadata,
+                yanked_files=wheels if yanked else [],
+                calls=self.metadata_calls,
+            )
         )
         return self
 
@@ -72,6 +81,9 @@ class Index:
 
     def dependencies(self, file: WheelFile) -> list[str]:
         return self.requires[str(file)]
+
+    def source_only_versions(self, name: NormalizedName) -> list[Version]:
+        return [Version(v) for v in self.sdists.get(name, [])]
 
 
 @dataclass(frozen=True)
@@ -258,9 +270,71 @@ def test_pre_releases() -> None:
     assert versions(run(index, "foo")) == {"foo": "1.0"}
     assert versions(run(index, "foo", pre=True)) == {"foo": "2.0b1"}
     assert versions(run(index, "foo>=2.0b1")) == {"foo": "2.0b1"}
-    only_pre = Index().add("bar", "1.0rc1")
+    assert run(index, "foo").notes == ()
+
+
+def test_pre_releases_when_nothing_else_fits() -> None:
+    """As pip and uv: without --pre, a pre-release is chosen when no final release
+    is in range, and the user is told."""
+    only_pre = Index().add("bar", "1.0rc1").add("bar", "0.9b2")
+    result = run(only_pre, "bar")
+    assert versions(result) == {"bar": "1.0rc1"}
+    assert result.notes == (
+        "bar 1.0rc1 is a pre-release: no final release of bar fits the requirements, so "
+        "pre-releases are allowed for it (as with --pre)",
+    )
+    older = Index().add("foo", "1.0").add("foo", "0.9b1")
+    assert versions(run(older, "foo<1.0")) == {"foo": "0.9b1"}
+    assert versions(run(older, "foo")) == {"foo": "1.0"}
+    # A final release in range, even an older one, keeps pre-releases out.
+    newer_pre = Index().add("foo", "1.0").add("foo", "2.0b1")
+    assert versions(run(newer_pre, "foo<3")) == {"foo": "1.0"}
+    # The rule applies to a dependency too.
+    dep = Index().add("app", "1.0", ["bar>=0.5"]).add("bar", "1.0rc1")
+    result = run(dep, "app")
+    assert versions(result) == {"app": "1.0", "bar": "1.0rc1"}
+    assert [note.split(" is ")[0] for note in result.notes] == ["bar 1.0rc1"]
+
+
+def test_source_distributions_only_say_so() -> None:
+    index = Index(sdists={"docopt": ["0.6.2"], "old": ["1.0", "2.0"]}).add("mixed", "1.0")
+    index.sdists["mixed"] = ["2.0"]
+    with pytest.raises(PackageNotFound) as info:
+        run(index, "docopt")
+    assert str(info.value) == (
+        "docopt 0.6.2 has only a source distribution; wheelwise installs wheels only: build "
+        "one (`wheelwise build` in its source tree, or `pip wheel --no-deps docopt==0.6.2 -w "
+        "wheels`), then pass --find-links wheels (docopt requested)"
+    )
+    with pytest.raises(
+        PackageNotFound,
+        match=r"^old has source distributions only \(2 "
+        r"releases, the newest 2.0\); .* old==1.0 ",
+    ):
+        run(index, "old<2")
+    # A version in range with a source distribution only, older ones with wheels.
+    with pytest.raises(NoCompatibleWheel, match=r"mixed 2.0: wheelwise installs wheels only"):
+        run(index, "mixed>=2")
+    assert versions(run(index, "mixed")) == {"mixed": "1.0"}
+
+
+def test_a_yanked_release_only_when_pinned() -> None:
+    """PEP 592, as pip and uv: a yanked release is skipped unless pinned with == or
+    ===; installing it is told."""
+    index = Index().add("foo", "1.0").add("foo", "2.0", yanked=True)
+    assert versions(run(index, "foo")) == {"foo": "1.0"}
+    pinned = run(index, "foo==2.0")
+    assert versions(pinned) == {"foo": "2.0"}
+    assert pinned.notes == (
+        "foo 2.0 is yanked; installing it because it is pinned with == (PEP 592)",
+    )
+    assert versions(run(index, "foo===2.0")) == {"foo": "2.0"}
+    assert versions(run(index, "foo", constraints=["foo==2.0"])) == {"foo": "2.0"}
+    with pytest.raises(NoCompatibleWheel) as info:
+        run(index, "foo>=2")
+    assert "foo 2.0: yanked; pin it with ==2.0 to install it anyway" in str(info.value)
     with pytest.raises(ResolveError):
-        run(only_pre, "bar")
+        run(index, "foo==2.*")  # a wildcard is no pin
 
 
 def test_installed_is_kept_unless_upgrade() -> None:

@@ -85,6 +85,8 @@ class Release:
     version: Version
     files: Sequence[WheelFile]
     metadata: VariantMetadata | None = None
+    # Its yanked wheels, when it has no other (PEP 592: used only when pinned).
+    yanked_files: Sequence[WheelFile] = ()
 
     def variant_metadata(self) -> VariantMetadata | None:
         return self.metadata

@@ -295,6 +295,9 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 raise PackageNotFound(f"{exc}; searched {searched}") from None
             finally:
                 prefetcher.close()  # no thread left running: the installer may fork
+            if options.warn is not None:
+                for note in resolution.notes:
+                    options.warn(note)
             plan: list[PlannedPackage] = []
             for package in resolution:
                 link = package.file.link

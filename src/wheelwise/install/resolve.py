@@ -50,6 +50,7 @@ from wheelwise.install.selection import (
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
 
 if TYPE_CHECKING:  # rankings and properties exist only for releases with variant wheels
+    from wheelwise.variants.metadata import VariantMetadata
     from wheelwise.variants.ordering import Ranking
     from wheelwise.variants.properties import VariantProperty
 
@@ -122,6 +123,9 @@ class Resolution:
     """The resolved packages, dependencies before their dependents."""
 
     packages: Mapping[NormalizedName, ResolvedPackage]
+    # What the user should hear about the choices: a yanked release installed
+    # because it is pinned, a pre-release because nothing else fits.
+    notes: tuple[str, ...] = ()
 
     def __iter__(self) -> Iterator[ResolvedPackage]:
         return iter(self.packages.values())
@@ -213,7 +217,8 @@ def resolve(
         raise ResolutionConflict(
             f"resolution did not finish after {max_rounds} rounds of backtracking"
         ) from exc
-    return _resolution(result.mapping, result.graph, provider.installed)
+    resolution = _resolution(result.mapping, result.graph, provider.installed)
+    return Resolution(resolution.packages, provider.notes(resolution))
 
 
 # -- inputs --------------------------------------------------------------------------
@@ -329,7 +334,11 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self.installed = installed
         self.no_deps = no_deps
         self._releases: dict[str, list[ReleaseFiles]] = {}
-        self._builds: dict[tuple[str, Version], tuple[Selection, ...] | Unavailable] = {}
+        self._builds: dict[tuple[str, Version, bool], tuple[Selection, ...] | Unavailable] = {}
+        # Names whose pre-releases were allowed because no final release fits.
+        self.pre_fallback: set[NormalizedName] = set()
+        # Yanked releases offered because they are pinned, with the yank reasons.
+        self.yanked_pins: dict[tuple[NormalizedName, Version], str | None] = {}
 
     # -- data ----------------------------------------------------------------------
 
@@ -345,20 +354,71 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self, name: NormalizedName, release: ReleaseFiles
     ) -> tuple[Selection, ...] | Unavailable:
         """The wheels of *release* to try, best first (one unless abi_dependency)."""
-        key = (name, release.version)
+        key = (name, release.version, isinstance(release, _YankedRelease))
         found = self._builds.get(key)
         if found is None:
             found = self._builds[key] = select_builds(name, release, self.target)
         return found
 
-    def allowed(self, name: str, version: Version, requirements: Sequence[Requirement]) -> bool:
-        """Whether *version* meets every requirement and constraint (pre-release rule too)."""
+    def specifiers(self, name: str, requirements: Sequence[Requirement]) -> list[SpecifierSet]:
+        """The ranges of *requirements* on *name*, and its constraint."""
         specifiers = [r.specifier for r in requirements]
         if name in self.constraints:
             specifiers.append(self.constraints[name])
-        if version.is_prerelease and not (self.pre or any(s.prereleases for s in specifiers)):
+        return specifiers
+
+    def allow_pre(self, name: NormalizedName, specifiers: Sequence[SpecifierSet]) -> bool:
+        """Whether pre-releases of *name* may be chosen: with ``pre``, when a range
+        names one, or (as pip and uv do) when no final release is in every range;
+        the last case is remembered, to be told."""
+        if self.pre or any(s.prereleases for s in specifiers):
+            return True
+        releases = self.releases(name)
+        if any(not r.version.is_prerelease and _within(r.version, specifiers) for r in releases):
             return False
-        return all(s.contains(version, prereleases=True) for s in specifiers)
+        self.pre_fallback.add(name)
+        return True
+
+    def allowed(
+        self, name: NormalizedName, version: Version, requirements: Sequence[Requirement]
+    ) -> bool:
+        """Whether *version* meets every requirement and constraint (pre-release rule too)."""
+        specifiers = self.specifiers(name, requirements)
+        if version.is_prerelease and not self.allow_pre(name, specifiers):
+            return False
+        return _within(version, specifiers)
+
+    def notes(self, resolution: Resolution) -> tuple[str, ...]:
+        """What to tell about the chosen releases (see Resolution.notes)."""
+        notes = []
+        for package in resolution:
+            if (package.name, package.version) in self.yanked_pins:
+                reason = self.yanked_pins[(package.name, package.version)]
+                because = f" ({reason})" if reason else ""
+                notes.append(
+                    f"{package.name} {package.version} is yanked{because}; installing it "
+                    "because it is pinned with == (PEP 592)"
+                )
+            if package.version.is_prerelease and package.name in self.pre_fallback:
+                notes.append(
+                    f"{package.name} {package.version} is a pre-release: no final release "
+                    f"of {package.name} fits the requirements, so pre-releases are allowed "
+                    "for it (as with --pre)"
+                )
+        return tuple(notes)
+
+    def usable(
+        self, name: NormalizedName, release: ReleaseFiles, specifiers: Sequence[SpecifierSet]
+    ) -> ReleaseFiles | None:
+        """*release*, or when all its wheels are yanked, those wheels if a range pins
+        its version with ``==`` or ``===`` (PEP 592); None when neither."""
+        if release.files or not getattr(release, "yanked_files", ()):
+            return release
+        if any(_exact_pin(s) == release.version for s in specifiers):
+            yanked = _YankedRelease(release)
+            self.yanked_pins[(name, release.version)] = yanked.reason
+            return yanked
+        return None
 
     # -- resolvelib ----------------------------------------------------------------
 
@@ -392,13 +452,27 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         name = reqs[0].name
         extras = frozenset().union(*(r.extras for r in reqs))
         excluded = {(c.version, c.abi) for c in incompatibilities[identifier]}
-        releases = [r for r in self.releases(name) if self.allowed(name, r.version, reqs)]
+        specifiers = self.specifiers(name, reqs)
+        releases = self.releases(name)
         current = self.installed.get(name)
         if not self.upgrade and current is not None:
-            releases.sort(key=lambda r: r.version != current)  # stable: the rest newest first
+            first = [r for r in releases if r.version == current]
+            releases = first + [r for r in releases if r.version != current]
 
         def candidates() -> Iterator[Candidate]:
-            for release in releases:
+            # Lazily: a release is checked only when the resolver gets that far.
+            pre: bool | None = None  # decided at the first pre-release met
+            for found in releases:
+                if not _within(found.version, specifiers):
+                    continue
+                if found.version.is_prerelease:
+                    if pre is None:
+                        pre = self.allow_pre(name, specifiers)
+                    if not pre:
+                        continue
+                release = self.usable(name, found, specifiers)
+                if release is None:
+                    continue
                 builds = self.builds(name, release)
                 if isinstance(builds, Unavailable):
                     continue
@@ -459,20 +533,26 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             by_name.setdefault(info.requirement.name, []).append(info)
         for name, infos in by_name.items():
             releases = self.releases(name)
-            if not releases:
-                return PackageNotFound(f"no release of {name} was found ({_origins(infos)})")
             reqs = [info.requirement for info in infos]
+            if not releases:
+                return PackageNotFound(self._no_wheels(name, reqs, infos))
+            specifiers = self.specifiers(name, reqs)
             allowed = [r for r in releases if self.allowed(name, r.version, reqs)]
             reasons: dict[Version, Unavailable] = {}
-            for release in allowed:
-                chosen = self.builds(name, release)
+            for found in allowed:
+                release = self.usable(name, found, specifiers)
+                chosen = _yanked(found) if release is None else self.builds(name, release)
                 if isinstance(chosen, Unavailable):
-                    reasons[release.version] = chosen
+                    reasons[found.version] = chosen
             if allowed and len(reasons) == len(allowed):
                 for unavailable in reasons.values():
                     if unavailable.label is not None:
                         return VariantChoiceError(name, unavailable.label, unavailable.reason)
                 return NoCompatibleWheel(name, {v: u.reason for v, u in reasons.items()})
+            if not allowed:
+                sources_only = self._sources_only(name, specifiers)
+                if sources_only:
+                    return NoCompatibleWheel(name, sources_only)
         clashes = []
         for name, infos in by_name.items():
             versions = ", ".join(str(r.version) for r in self.releases(name))
@@ -481,6 +561,89 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 origins += f"; constraint {name}{self.constraints[name]}"
             clashes.append(f"{name} ({origins}); available: {versions}")
         return ResolutionConflict(f"the requirements conflict: {'; '.join(clashes)}")
+
+    def _sources_only(
+        self, name: NormalizedName, specifiers: Sequence[SpecifierSet]
+    ) -> dict[Version, str]:
+        """The versions in range that have source distributions only, newest first
+        (at most a few), each with what to do about it."""
+        listed = getattr(self.finder, "source_only_versions", None)  # optional: a Finder's
+        versions = [v for v in (listed(name) if listed else ()) if _within(v, specifiers)]
+        return {v: _source_only_reason(name, v) for v in sorted(versions, reverse=True)[:3]}
+
+    def _no_wheels(
+        self,
+        name: NormalizedName,
+        reqs: Sequence[Requirement],
+        infos: Iterable[RequirementInformation[Requirement, Candidate]],
+    ) -> str:
+        """Why no release of *name* has a wheel: none found at all, or sources only."""
+        listed = getattr(self.finder, "source_only_versions", None)
+        versions = sorted(listed(name) if listed else (), reverse=True)
+        if not versions:
+            return f"no release of {name} was found ({_origins(infos)})"
+        specifiers = self.specifiers(name, reqs)
+        newest = next((v for v in versions if _within(v, specifiers)), versions[0])
+        which = (
+            f"{name} {newest} has only a source distribution"
+            if len(versions) == 1
+            else f"{name} has source distributions only ({len(versions)} releases, the "
+            f"newest {versions[0]})"
+        )
+        return f"{which}; {_source_only_reason(name, newest)} ({_origins(infos)})"
+
+
+def _source_only_reason(name: str, version: Version) -> str:
+    return (
+        "wheelwise installs wheels only: build one (`wheelwise build` in its source tree, or "
+        f"`pip wheel --no-deps {name}=={version} -w wheels`), then pass --find-links wheels"
+    )
+
+
+def _within(version: Version, specifiers: Iterable[SpecifierSet]) -> bool:
+    return all(s.contains(version, prereleases=True) for s in specifiers)
+
+
+def _yanked(release: ReleaseFiles) -> Unavailable:
+    """Why a release whose wheels are all yanked is not used."""
+    reason = _YankedRelease(release).reason
+    because = f" ({reason})" if reason else ""
+    return Unavailable(f"yanked{because}; pin it with =={release.version} to install it anyway")
+
+
+@dataclass(frozen=True)
+class _YankedRelease:
+    """A release whose wheels are all yanked, offering those wheels (it is pinned)."""
+
+    release: ReleaseFiles
+
+    @property
+    def version(self) -> Version:
+        return self.release.version
+
+    @property
+    def files(self) -> Sequence[WheelFile]:
+        files: Sequence[WheelFile] = getattr(self.release, "yanked_files", ())
+        return files
+
+    @property
+    def reason(self) -> str | None:
+        """The reason the index gives for yanking it, if any."""
+        for file in self.files:
+            reason = getattr(file.link, "yanked_reason", None)  # the source's own handle
+            if reason is None:
+                reason = getattr(getattr(file.link, "file", None), "yanked_reason", None)
+            if isinstance(reason, str) and reason:
+                return reason
+        return None
+
+    @property
+    def variant_metadata_problem(self) -> str | None:
+        problem: str | None = getattr(self.release, "variant_metadata_problem", None)
+        return problem
+
+    def variant_metadata(self) -> VariantMetadata | None:
+        return self.release.variant_metadata()
 
 
 def _abi_requirements(candidate: Candidate) -> list[Requirement]:
