@@ -442,3 +442,56 @@ def test_a_failed_early_download_falls_back_to_the_metadata_file(tmp_path: Path)
     assert _wheel_requests(counter, 0) == ["solo-1.0-py3-none-any.whl"] * 2
     site = python.parent.parent / "lib"
     assert [p.name for p in site.glob("python*/site-packages/solo-1.0.dist-info")]
+
+
+class _Overlap:
+    """Answers each ``.metadata`` request of app after a short wait, and records how
+    many were in flight at once."""
+
+    def __init__(self, app: object) -> None:
+        self.app = app
+        self.in_flight = 0
+        self.most = 0
+        self.paths: list[str] = []
+
+    async def __call__(self, scope: dict[str, object], receive: object, send: object) -> None:
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or not path.endswith(".metadata") or "/app-" not in path:
+            await self.app(scope, receive, send)  # type: ignore[operator]
+            return
+        import asyncio
+
+        self.paths.append(path)
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(0.05)
+            await self.app(scope, receive, send)  # type: ignore[operator]
+        finally:
+            self.in_flight -= 1
+
+
+def test_working_back_through_releases_fetches_their_metadata_in_parallel(
+    tmp_path: Path,
+) -> None:
+    """Each app release needs the dep of its number, and dep<3 rules out all but the
+    oldest two: the resolver reads app's releases one by one from the newest, and
+    the metadata of the next ones is already on its way (several requests at once)."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    for n in range(1, 25):
+        _wheel(folder, f"app-1.{n}-py3-none-any.whl", f"dep=={n}")
+        _wheel(folder, f"dep-{n}-py3-none-any.whl")
+    overlap = _Overlap(create_app(folder))
+    with uvicorn_thread(overlap) as base:
+        options = InstallOptions(
+            requirements=["dep<3", "app"],
+            index_url=f"{base}/simple/",
+            python=make_venv(tmp_path / "venv"),
+            cache_dir=tmp_path / "c",
+            dry_run=True,
+        )
+        outcome = run_install(options)
+    assert _planned(outcome) == {"app": "1.2", "dep": "2"}
+    assert len(overlap.paths) == len(set(overlap.paths))  # each fetched once
+    assert overlap.most > 1

@@ -671,3 +671,42 @@ def test_resolver_hints_the_projects_it_will_need() -> None:
     assert "winonly" not in index.hints
     assert "extra-only" not in index.hints
     assert index.ranges["lib"] == ">=1"  # with the range, for the metadata to warm
+
+
+@dataclass
+class _LookingAhead(Index):
+    """An Index that records the resolver's hints of wheels to read next."""
+
+    hinted: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)
+
+    def prefetch_files(self, files: Iterable[WheelFile]) -> None:
+        self.hinted.extend(str(file) for file in files)
+
+    def dependencies(self, file: WheelFile) -> list[str]:
+        self.read.append(str(file))
+        return super().dependencies(file)
+
+
+def test_working_back_through_releases_hints_the_next_ones() -> None:
+    """boto3 and botocore: each newer app needs a newer dep than allowed, so the
+    resolver reads app's releases one by one; it says which it will read next."""
+    index = _LookingAhead()
+    for n in range(1, 41):
+        index.add("app", f"1.{n}", [f"dep=={n}"]).add("dep", str(n))
+    result = run(index, "dep<5", "app")
+    assert versions(result) == {"app": "1.4", "dep": "4"}
+    read = [name for name in index.read if name.startswith("app-")]
+    assert read[:2] == ["app-1.40-py3-none-any.whl", "app-1.39-py3-none-any.whl"]
+    # Every app wheel read after the first was hinted before it was read.
+    assert all(name in index.hinted for name in read[1:])
+    assert "app-1.40-py3-none-any.whl" not in index.hinted
+    # Hints stop where the releases do, and name each wheel once.
+    assert len(index.hinted) == len(set(index.hinted))
+
+
+def test_no_hints_when_the_first_candidate_stands() -> None:
+    index = _LookingAhead()
+    index.add("app", "1.0", ["dep"]).add("app", "0.9").add("dep", "1")
+    assert versions(run(index, "app")) == {"app": "1.0", "dep": "1"}
+    assert index.hinted == []

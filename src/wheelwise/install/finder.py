@@ -218,8 +218,11 @@ class IndexFinder:
         self._releases: dict[NormalizedName, list[IndexRelease]] = {}
         self._listings: dict[NormalizedName, list[SourceListing]] = {}
         self._metadata: dict[str, bytes] = {}
-        # PEP 658 metadata being fetched in the background, by URL.
+        # PEP 658 metadata being fetched in the background, by URL, and what the
+        # resolver fetches itself; _fetching_lock guards both.
         self._fetching: dict[str, Future[bytes]] = {}
+        self._fetched_here: set[str] = set()
+        self._fetching_lock = threading.Lock()
         self._wheels: dict[str, Path] = {}
         # Small wheels downloaded early, by URL (_early_lock guards their source).
         self._early: dict[str, _EarlyWheel] = {}
@@ -300,9 +303,22 @@ class IndexFinder:
         for file in viable[:WARM_FILES]:
             self._prefetch_metadata(_link(file).file)
 
+    def prefetch_files(self, files: Iterable[WheelFile]) -> None:
+        """A hint from the resolver: it will probably read the dependencies of these
+        wheels next. Their PEP 658 metadata is fetched in the background (a wheel
+        without any is not downloaded ahead)."""
+        if self.prefetcher is None:
+            return
+        for file in files:
+            self._prefetch_metadata(_link(file).file)
+
     def _prefetch_metadata(self, index_file: IndexFile) -> None:
         url = index_file.url
-        if index_file.core_metadata and url not in self._metadata and url not in self._fetching:
+        if not index_file.core_metadata:
+            return
+        with self._fetching_lock:  # the resolver may be fetching it itself right now
+            if url in self._metadata or url in self._fetching or url in self._fetched_here:
+                return
             assert self.prefetcher is not None
             job = self.prefetcher.submit(functools.partial(self.client.fetch_metadata, index_file))
             if job is not None:
@@ -373,7 +389,12 @@ class IndexFinder:
         return source
 
     def _prefetched_metadata(self, url: str) -> bytes | None:
-        job = self._fetching.pop(url, None)
+        """The metadata fetched ahead for *url*; None if it was not (the caller then
+        fetches it, and it is not fetched ahead meanwhile)."""
+        with self._fetching_lock:
+            job = self._fetching.pop(url, None)
+            if job is None:
+                self._fetched_here.add(url)
         if job is None or job.cancelled():
             return None
         try:

@@ -20,7 +20,9 @@ preferred, not fixed, as for any dependency.
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -67,6 +69,10 @@ __all__ = [
 ]
 
 MAX_ROUNDS = 2000
+# Candidates whose metadata is fetched ahead once the resolver passes over the first
+# of a project: at first, and at most (it grows with the candidates passed over).
+LOOK_AHEAD = 8
+MAX_LOOK_AHEAD = 64
 
 
 class PackageNotFound(ResolveError):
@@ -480,7 +486,34 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                     if (release.version, build.abi) not in excluded:
                         yield Candidate(name, release.version, extras, build, build.abi)
 
-        return candidates
+        return functools.partial(self._looking_ahead, candidates)
+
+    def _looking_ahead(self, candidates: Callable[[], Iterator[Candidate]]) -> Iterator[Candidate]:
+        """*candidates*, and once the resolver asks for a second one (it is working
+        back through this project's releases, as when a newer release needs a
+        dependency the other requirements rule out), the metadata of the next ones
+        is fetched in the background: the resolver would otherwise wait for them
+        one round trip at a time."""
+        hint = getattr(self.finder, "prefetch_files", None)  # optional part of a Finder
+        found = candidates()
+        if hint is None:
+            yield from found
+            return
+        ahead: collections.deque[Candidate] = collections.deque()
+        given = 0
+        while True:
+            if given >= 1:
+                wanted = min(max(LOOK_AHEAD, given), MAX_LOOK_AHEAD)
+                fresh = list(itertools.islice(found, max(0, wanted - len(ahead))))
+                ahead.extend(fresh)
+                hint([candidate.selection.file for candidate in fresh])
+            if not ahead:
+                following = next(found, None)
+                if following is None:
+                    return
+                ahead.append(following)
+            given += 1
+            yield ahead.popleft()
 
     def is_satisfied_by(self, requirement: Requirement, candidate: Candidate) -> bool:
         return requirement.specifier.contains(candidate.version, prereleases=True)
