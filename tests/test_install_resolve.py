@@ -710,3 +710,13 @@ def test_no_hints_when_the_first_candidate_stands() -> None:
     index.add("app", "1.0", ["dep"]).add("app", "0.9").add("dep", "1")
     assert versions(run(index, "app")) == {"app": "1.0", "dep": "1"}
     assert index.hinted == []
+
+
+def test_a_conflict_lists_the_newest_versions_only() -> None:
+    index = Index()
+    for n in range(25):
+        index.add("foo", f"1.{n}")
+    with pytest.raises(ResolutionConflict) as info:
+        run(index, "foo>=2")
+    newest = ", ".join(f"1.{n}" for n in range(24, 14, -1))
+    assert str(info.value).endswith(f"available: {newest} and 15 older")

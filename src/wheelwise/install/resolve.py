@@ -73,6 +73,8 @@ MAX_ROUNDS = 2000
 # of a project: at first, and at most (it grows with the candidates passed over).
 LOOK_AHEAD = 8
 MAX_LOOK_AHEAD = 64
+# Versions a conflict message lists per project.
+SHOWN_VERSIONS = 10
 
 
 class PackageNotFound(ResolveError):
@@ -588,7 +590,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                     return NoCompatibleWheel(name, sources_only)
         clashes = []
         for name, infos in by_name.items():
-            versions = ", ".join(str(r.version) for r in self.releases(name))
+            versions = _listed([str(r.version) for r in self.releases(name)])
             origins = _origins(infos)
             if name in self.constraints:
                 origins += f"; constraint {name}{self.constraints[name]}"
@@ -624,6 +626,14 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             f"newest {versions[0]})"
         )
         return f"{which}; {_source_only_reason(name, newest)} ({_origins(infos)})"
+
+
+def _listed(versions: Sequence[str]) -> str:
+    """The newest of *versions* (newest first), and how many more: a project may
+    have thousands."""
+    shown = ", ".join(versions[:SHOWN_VERSIONS])
+    more = len(versions) - SHOWN_VERSIONS
+    return f"{shown} and {more} older" if more > 0 else shown
 
 
 def _source_only_reason(name: str, version: Version) -> str:
