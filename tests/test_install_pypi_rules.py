@@ -190,9 +190,9 @@ class Outcome:
 
 
 def report_versions(stdout: str) -> dict[str, str]:
-    """Name -> version of a pip-style installation report at the start of *stdout*
-    (wheelwise prints its plan after it)."""
-    document, _ = json.JSONDecoder().raw_decode(stdout.lstrip())
+    """Name -> version of a pip-style installation report, all of *stdout* (wheelwise
+    prints its plan on stderr then)."""
+    document = json.loads(stdout)
     return {item["metadata"]["name"]: item["metadata"]["version"] for item in document["install"]}
 
 
@@ -293,7 +293,7 @@ def test_a_pinned_yanked_release_is_reported_yanked(
     """pip's report and wheelwise's both mark the pinned release ``is_yanked``."""
     for tool in ("pip", "wheelwise"):
         outcome = outcomes[(tool, "yankee==2.0")]
-        document, _ = json.JSONDecoder().raw_decode(outcome.stdout.lstrip())
+        document = json.loads(outcome.stdout)
         assert [item["is_yanked"] for item in document["install"]] == [True], outcome.show()
 
 

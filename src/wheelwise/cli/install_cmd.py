@@ -322,24 +322,30 @@ def install(
                 outcome = _run_with_bar(options, query, bar)
         else:
             outcome = run_install(options, query)
+        # With the report on stdout, what people read goes to stderr: stdout is JSON.
+        to_stderr = report_file is not None and str(report_file) == "-"
         if report_file is not None:
             text = json.dumps(installation_report(outcome), indent=2)
-            if str(report_file) == "-":
+            if to_stderr:
                 click.echo(text)
             else:
                 report_file.write_text(text + "\n", encoding="utf-8")
         if dry_run:
-            _render_plan(outcome)
+            _render_plan(outcome, to_stderr)
             return
         for planned in outcome.plan:
             if planned.skipped:
                 if not quiet:
                     click.echo(
                         f"already installed {planned.name} {planned.package.version}"
-                        + (f" (variant {planned.package.label})" if planned.package.label else "")
+                        + (f" (variant {planned.package.label})" if planned.package.label else ""),
+                        err=to_stderr,
                     )
                 continue
-            click.echo(f"installed {planned.name} {planned.package.version} ({_why(planned)})")
+            click.echo(
+                f"installed {planned.name} {planned.package.version} ({_why(planned)})",
+                err=to_stderr,
+            )
 
 
 def _run_with_bar(
@@ -365,13 +371,16 @@ def _why(planned: PlannedPackage) -> str:
     return "; ".join(parts) + f"; from {source_label(planned.source)}"
 
 
-def _render_plan(outcome: InstallOutcome) -> None:
+def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from wheelwise.install.finder import source_label
 
-    console = Console(width=200) if not sys.stdout.isatty() else Console()
+    stream = sys.stderr if to_stderr else sys.stdout
+    console = (
+        Console(width=200, stderr=to_stderr) if not stream.isatty() else Console(stderr=to_stderr)
+    )
     table = Table(title=f"plan for {outcome.environment.python}", title_justify="left")
     for column in ("package", "version", "label", "won by", "source", "rejected"):
         table.add_column(column, overflow="fold")

@@ -574,8 +574,11 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             specifiers = self.specifiers(name, reqs)
             allowed = [r for r in releases if self.allowed(name, r.version, reqs)]
             reasons: dict[Version, Unavailable] = {}
+            yanked = set()
             for found in allowed:
                 release = self.usable(name, found, specifiers)
+                if release is None:
+                    yanked.add(found.version)
                 chosen = _yanked(found) if release is None else self.builds(name, release)
                 if isinstance(chosen, Unavailable):
                     reasons[found.version] = chosen
@@ -583,7 +586,11 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 for unavailable in reasons.values():
                     if unavailable.label is not None:
                         return VariantChoiceError(name, unavailable.label, unavailable.reason)
-                return NoCompatibleWheel(name, {v: u.reason for v, u in reasons.items()})
+                return NoCompatibleWheel(
+                    name,
+                    {v: u.reason for v, u in reasons.items()},
+                    about_sources=len(yanked) < len(reasons),
+                )
             if not allowed:
                 sources_only = self._sources_only(name, specifiers)
                 if sources_only:

@@ -50,13 +50,15 @@ class ResolveError(Exception):
 class NoCompatibleWheel(ResolveError):
     """No release of a package that the requirements allow has a usable wheel."""
 
-    def __init__(self, name: str, reasons: Mapping[Version, str]) -> None:
+    def __init__(
+        self, name: str, reasons: Mapping[Version, str], *, about_sources: bool = True
+    ) -> None:
         self.name = name
         self.reasons = dict(reasons)
         releases = "; ".join(f"{name} {version}: {reason}" for version, reason in reasons.items())
-        super().__init__(
-            f"no compatible wheel for {name} (source distributions are never built): {releases}"
-        )
+        # Unless every release was passed over for another cause (yanked, say).
+        sources = " (source distributions are never built)" if about_sources else ""
+        super().__init__(f"no compatible wheel for {name}{sources}: {releases}")
 
 
 class VariantChoiceError(ResolveError):
