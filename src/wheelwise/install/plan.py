@@ -360,16 +360,28 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     )
             with make_scratch("download", options.cache_dir) as folder:
                 items = []
+                # Wheels the finder took from the cache (hashed then): used where they
+                # are, checked in the download threads.
+                in_cache: dict[str, Path] = {}
                 for planned in wanted:
                     cached = finder.cached_wheel(planned.file)
                     if kept is not None and cached is not None and kept.wheels.holds(cached):
-                        cached = None  # the download takes it from the cache, uncopied
+                        in_cache[planned.file.url] = cached
+                        cached = None
                     url = cached.as_uri() if cached is not None else planned.file.url
                     items.append(
                         DownloadItem(
                             url, planned.file.hashes, planned.file.filename, planned.file.size
                         )
                     )
+
+                def ready(item: DownloadItem) -> Path | InMemoryWheel | None:
+                    found = in_cache.get(item.url)
+                    if found is None:
+                        return speculative.take(item)
+                    check(found)
+                    return found
+
                 try:
                     found = download_wheels(
                         items,
@@ -382,7 +394,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         retries=options.retries + 1,
                         deadline=options.request_deadline,
                         then=check,
-                        ready=speculative.take,
+                        ready=ready,
                         cache=kept.wheels if kept is not None else None,
                     )
                 finally:
