@@ -643,3 +643,39 @@ def test_a_revalidated_page_is_fresh_again(site: tuple[Site, str], tmp_path: Pat
     with IndexClient(cache_dir=tmp_path / "http", retry=fast) as client:
         assert client.fetch_project(source, "leaf") == first
     assert [(r.status, r.conditional) for r in served.log] == [(200, False), (304, True)]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300)
+@given(
+    st.fixed_dictionaries(
+        {"format": st.just(2), "request": st.just("https://example.invalid/simple/x/")},
+        optional={
+            key: _JSON | st.integers(min_value=10**300, max_value=10**330)
+            for key in ("url", "content_type", "etag", "last_modified", "stored_at", "lifetime")
+        },
+    ),
+    st.binary(max_size=50),
+)
+def test_any_entry_header_gives_an_entry_or_none(header: dict[str, object], body: bytes) -> None:
+    """An entry's header line is untrusted: whatever it holds, reading it gives an
+    entry or nothing, never an error."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        cache = HttpCache(Path(folder))
+        url = "https://example.invalid/simple/x/"
+        cache.put(url, PAGE_ACCEPT, CachedResponse(url, None, '"e"', None, b""))
+        [path] = [p for p in Path(folder).rglob("*") if p.is_file()]
+        path.write_bytes(json.dumps(header).encode() + b"\n" + body)
+        found = cache.get(url, PAGE_ACCEPT)
+        if found is not None:
+            assert found.body == body
+            assert isinstance(found.is_fresh(), bool)
+            assert all(isinstance(v, str) for v in found.validators().values())

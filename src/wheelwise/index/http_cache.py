@@ -66,7 +66,7 @@ def freshness(headers: Mapping[str, str]) -> Freshness:
     if "no-cache" in directives or max_age is None:
         return Freshness(True, 0.0)
     age = _seconds(headers.get("age")) or 0
-    return Freshness(True, float(max(0, min(max_age, _MAX_LIFETIME) - age)))
+    return Freshness(True, float(max(0, max_age - age)))
 
 
 def _seconds(value: str | None) -> int | None:
@@ -75,6 +75,14 @@ def _seconds(value: str | None) -> int | None:
         return None
     digits = value.lstrip("0")
     return _MAX_LIFETIME if len(digits) > 9 else min(int(digits or "0"), _MAX_LIFETIME)
+
+
+def _number(value: object) -> float:
+    """A JSON number as a float (TypeError for anything else, OverflowError when
+    too large)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
 
 
 class CachedResponse(NamedTuple):
@@ -125,16 +133,25 @@ class HttpCache:
             meta = loads_json(header)
             if meta.get("format") != _FORMAT or meta.get("request") != url:
                 return None
-            return CachedResponse(
-                url=str(meta["url"]),
+            entry = CachedResponse(
+                url=meta["url"],
                 content_type=meta.get("content_type"),
                 etag=meta.get("etag"),
                 last_modified=meta.get("last_modified"),
                 body=body,
-                stored_at=float(meta["stored_at"]),
-                lifetime=float(meta["lifetime"]),
+                stored_at=meta["stored_at"],
+                lifetime=meta["lifetime"],
             )
-        except (ValueError, KeyError, TypeError, AttributeError):
+            # The header is untrusted: each field must have its type.
+            texts = (entry.content_type, entry.etag, entry.last_modified)
+            if not isinstance(entry.url, str) or any(
+                t is not None and not isinstance(t, str) for t in texts
+            ):
+                return None
+            return entry._replace(
+                stored_at=_number(entry.stored_at), lifetime=_number(entry.lifetime)
+            )
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
             return None
 
     def put(self, url: str, accept: str, response: CachedResponse) -> None:
