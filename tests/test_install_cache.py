@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -525,6 +526,30 @@ def test_the_store_keeps_files_by_hash_and_checks_them_on_reuse(tmp_path: Path) 
     kept.write_bytes(b"other bytes")
     assert store.read(hashes, "x-1.0-py3-none-any.whl") is None
     assert not kept.exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_an_entry_that_is_no_regular_file_is_missing(kind: str, tmp_path: Path) -> None:
+    """Not opened for reading (a FIFO would block the install): missing, until a
+    download replaces it (a folder cannot be replaced: nothing is kept then)."""
+    store = ContentStore(tmp_path / "wheels")
+    hashes = {"sha256": _sha256(b"x")}
+    path = store.path_for(hashes, "x.whl")
+    assert path is not None
+    path.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    assert store.size(hashes, "x.whl") is None
+    assert store.lookup(hashes, "x.whl") is None
+    assert store.read(hashes, "x.whl") is None
+    if kind == "fifo":
+        assert store.store_bytes(hashes, "x.whl", b"x") == path
+        assert store.lookup(hashes, "x.whl") == path
+    else:
+        assert store.store_bytes(hashes, "x.whl", b"x") is None
+        assert path.is_dir()
 
 
 @pytest.mark.parametrize(

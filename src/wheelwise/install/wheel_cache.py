@@ -24,10 +24,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from wheelwise.userfiles import open_regular
+
 __all__ = ["ContentCache", "ContentStore", "content_key"]
 
 _log = logging.getLogger(__name__)
 _CHUNK = 1 << 20
+# Far above any metadata file (the index client refuses those over 16 MiB).
+_READ_LIMIT = 64 << 20
 # Hashes an entry may be kept under, preferred first: sha256 is what indexes give.
 _KEYS = ("sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b")
 _HEX = frozenset("0123456789abcdef")
@@ -98,10 +102,9 @@ class ContentStore:
             return None
         expected = _checked(hashes)
         try:
-            with path.open("rb") as stream:
+            # Never blocks: a FIFO or device in the cache is refused, not opened.
+            with open_regular(path) as stream:
                 found = os.fstat(stream.fileno())
-                if not stat.S_ISREG(found.st_mode):
-                    return None
                 if size is not None and found.st_size != size:
                     matches = False
                 else:
@@ -122,19 +125,18 @@ class ContentStore:
         return path.is_relative_to(self.folder)
 
     def read(self, hashes: Mapping[str, str], filename: str) -> bytes | None:
-        """The entry's bytes, verified as by :meth:`lookup`; None when missing or bad."""
+        """The entry's bytes (a small file: at most 64 MiB), verified as by
+        :meth:`lookup`; None when missing or bad."""
         path = self.path_for(hashes, filename)
         if path is None:
             return None
         try:
-            with path.open("rb") as stream:
-                if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                    return None
-                data = stream.read()
+            with open_regular(path) as stream:
+                data = stream.read(_READ_LIMIT + 1)
         except OSError:
             return None
         for name, digest in _checked(hashes).items():
-            if hashlib.new(name, data).hexdigest() != digest:
+            if len(data) > _READ_LIMIT or hashlib.new(name, data).hexdigest() != digest:
                 self._discard(path)
                 return None
         return data
