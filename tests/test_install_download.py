@@ -17,6 +17,7 @@ import pytest
 
 from wheelwise.install import DownloadError, DownloadItem, download_all, download_wheels
 from wheelwise.install.download import SpeculativeDownloads
+from wheelwise.install.wheel_cache import ContentStore
 from wheelwise.wheels.archive import InMemoryWheel
 
 FILES = {f"pkg{i}-1.0-py3-none-any.whl": bytes([i]) * (100_000 + i) for i in range(5)}
@@ -394,6 +395,81 @@ def test_speculative_download_is_taken_verified_and_checked(
     # Each file was fetched once: the speculative one was not fetched again.
     assert [hits[f"/files/{i.name}"] for i in items[1:4]] == [1, 1, 1]
     assert _download_threads() == []
+
+
+def test_downloads_are_kept_by_hash_and_then_taken_from_the_cache(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    """Downloaded into memory or to disk, each verified file is kept; the next
+    download of the same items asks the server for nothing and gives the cache's
+    files (hashed again), with progress as for a download."""
+    base, hits = server
+    store = ContentStore(tmp_path / "wheels")
+    items = _items(base)
+    unhashed = DownloadItem(f"{base}/files/{items[0].name}", filename="unhashed.whl")
+    first = download_wheels(
+        [*items, unhashed], tmp_path / "one", client=None, in_memory=250_000, cache=store
+    )
+    assert any(isinstance(f, InMemoryWheel) for f in first)  # both ways are kept
+    assert any(isinstance(f, Path) for f in first)
+    kept = {p.name for p in store.folder.rglob("*") if p.is_file()}
+    assert kept == set(FILES)  # not the file without a hash
+    before = dict(hits)
+    sink = RecordingSink()
+    checked: list[str] = []
+    second = download_wheels(
+        items,
+        tmp_path / "two",
+        progress=sink,
+        cache=store,
+        then=lambda w: checked.append(w.name),
+    )
+    assert hits == before
+    assert all(isinstance(f, Path) and store.holds(f) for f in second)
+    assert [f.read_bytes() for f in second if isinstance(f, Path)] == list(FILES.values())
+    assert sorted(checked) == sorted(sink.finished) == sorted(FILES)
+    assert sink.advanced == sum(len(d) for d in FILES.values())
+    assert not (tmp_path / "two").exists() or list((tmp_path / "two").iterdir()) == []
+
+
+def test_a_mismatching_download_is_not_kept(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    base, _ = server
+    name = next(iter(FILES))
+    bad = DownloadItem(f"{base}/files/{name}", {"sha256": sha256(b"something else")})
+    store = ContentStore(tmp_path / "wheels")
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        download_wheels([bad], tmp_path / "dl", cache=store, in_memory=10**7)
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        download_wheels([bad], tmp_path / "dl", cache=store)
+    assert not store.folder.exists()
+
+
+def test_speculation_takes_a_cached_file_without_a_request(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    """A cached file's size is known when its speculation starts (a stat), whatever
+    the memory budget; the file is verified and checked in the worker thread."""
+    base, hits = server
+    store = ContentStore(tmp_path / "wheels")
+    item = _items(base)[2]
+    store.store_bytes(item.hashes, item.name, FILES[item.name])
+    checked: list[Path | InMemoryWheel] = []
+    with (
+        httpx.Client() as client,
+        SpeculativeDownloads(client, budget=1, then=checked.append, cache=store) as early,
+    ):
+        size = early.start(item)
+        assert size is not None
+        assert size.done()
+        assert size.result() == len(FILES[item.name])
+        taken = early.take(item)
+    assert isinstance(taken, Path)
+    assert store.holds(taken)
+    assert checked == [taken]
+    assert hits == {}
+    assert early.bytes_taken == 0
 
 
 def test_failed_speculative_download_is_fetched_again_and_reported(

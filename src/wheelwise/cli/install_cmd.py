@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import click
 
 from wheelwise.cli.errors import InputError, input_errors, warn
-from wheelwise.cli.options import provider_options
+from wheelwise.cli.options import REFRESH_HELP, provider_options
 from wheelwise.index.bounded import DEFAULT_DEADLINE
 from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
@@ -245,8 +245,18 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     envvar="WHEELWISE_RETRIES",
     help="Tries after the first on connection errors, timeouts and 5xx answers.",
 )
+@click.option(
+    "--no-cache-dir",
+    "--no-cache",
+    "no_cache",
+    is_flag=True,
+    help="Neither read nor keep wheels, metadata files and index pages in the cache.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-@provider_options
+@functools.partial(
+    provider_options,
+    refresh_help=REFRESH_HELP[:-1] + ", and revalidate every cached index page, however fresh.",
+)
 @input_errors
 @install_errors
 def install(
@@ -270,6 +280,7 @@ def install(
     timeout: float,
     request_deadline: float,
     retries: int,
+    no_cache: bool,
     quiet: bool,
     allow_provider: tuple[str, ...],
     enable_provider: tuple[str, ...],
@@ -313,6 +324,7 @@ def install(
             timeout=timeout,
             request_deadline=request_deadline,
             retries=retries,
+            no_cache=no_cache,
             refresh=refresh,
             warn=_warn,
         )

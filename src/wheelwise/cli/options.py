@@ -25,11 +25,13 @@ def _check_trust(
     return values
 
 
-def provider_options(func: _F) -> _F:
-    """``--allow-provider``, ``--enable-provider`` and ``--refresh``."""
-    func = click.option(
-        "--refresh", is_flag=True, help="Detect the machine again instead of using the cache."
-    )(func)
+REFRESH_HELP = "Detect the machine again instead of using the cache."
+
+
+def provider_options(func: _F, *, refresh_help: str = REFRESH_HELP) -> _F:
+    """``--allow-provider``, ``--enable-provider`` and ``--refresh`` (*refresh_help*:
+    for a command whose ``--refresh`` does more)."""
+    func = click.option("--refresh", is_flag=True, help=refresh_help)(func)
     func = click.option(
         "--enable-provider",
         multiple=True,

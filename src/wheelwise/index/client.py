@@ -4,8 +4,9 @@
   ``simple/`` root) or a find-links location (a directory, or an HTML page of links).
 * :class:`IndexClient`: one ``httpx.Client`` (proxies from the environment, explicit
   timeouts, redirects followed), retries with exponential backoff on connection
-  errors, timeouts and 5xx answers, and an on-disk cache of pages revalidated with
-  ``If-None-Match`` / ``If-Modified-Since``.
+  errors, timeouts and 5xx answers, and an on-disk cache of pages, used as they are
+  while their ``Cache-Control: max-age`` lasts and then revalidated with
+  ``If-None-Match`` / ``If-Modified-Since`` (see :mod:`wheelwise.index.http_cache`).
 
   - :meth:`IndexClient.fetch_project`: a :class:`ProjectListing` (PEP 691 JSON
     preferred, PEP 503 HTML understood; a 404 is an empty listing).
@@ -53,7 +54,7 @@ from wheelwise.index.bounded import (
 )
 from wheelwise.index.deadline_transport import deadline_client
 from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
-from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir
+from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir, freshness
 from wheelwise.index.page_files import PageFiles
 from wheelwise.index.simple_parse import (
     SDIST,
@@ -69,6 +70,7 @@ from wheelwise.variants.errors import InvalidMetadata
 from wheelwise.variants.filenames import variants_json_filename
 
 if TYPE_CHECKING:  # loaded with the first release that has variant wheels
+    from wheelwise.install.wheel_cache import ContentStore
     from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = [
@@ -293,7 +295,9 @@ class IndexClient:
     *timeout*: seconds to connect and between bytes read; *deadline*: seconds for a
     whole request (a wheel gets more time as bytes arrive, see
     :mod:`wheelwise.index.bounded`). *cache_dir*: where pages are cached (default
-    ``<user cache dir>/http``); ``cache=False`` disables the cache. *warn* hears each
+    ``<user cache dir>/http``); ``cache=False`` disables the cache; with *revalidate*
+    every cached page is revalidated, however fresh. *metadata_cache*, if given, keeps
+    the PEP 658 metadata files fetched, by the hash their page gives. *warn* hears each
     link of a page that was skipped because it cannot be read. Use as a context
     manager, or call :meth:`close`.
     """
@@ -309,7 +313,11 @@ class IndexClient:
         transport: httpx.BaseTransport | None = None,
         deadline: float = DEFAULT_DEADLINE,
         warn: Callable[[str], None] | None = None,
+        revalidate: bool = False,
+        metadata_cache: ContentStore | None = None,
     ) -> None:
+        self.revalidate = revalidate
+        self.metadata_cache = metadata_cache
         self.timeout = timeout
         self.deadline = deadline
         self.warn = warn
@@ -491,14 +499,25 @@ class IndexClient:
             ) from None
 
     def fetch_metadata(self, file: IndexFile) -> bytes:
-        """*file*'s PEP 658 core metadata, checked against the hash the page gave."""
+        """*file*'s PEP 658 core metadata, checked against the hash the page gave (from
+        the metadata cache when it holds that hash)."""
         if not file.core_metadata:
             raise SourceError(
                 file.url,
                 f"{file.url}: the index does not serve this file's core metadata (PEP 658); "
                 "read it from the file itself",
             )
-        return self._fetch_checked(file.metadata_url, file.core_metadata_hashes)
+        url, hashes = file.metadata_url, file.core_metadata_hashes
+        cache = self.metadata_cache if urlsplit(url).scheme.lower() != "file" else None
+        name = f"{file.filename}.metadata"
+        if cache is not None:
+            found = cache.read(hashes, name)
+            if found is not None:
+                return found
+        data = self._fetch_checked(url, hashes)
+        if cache is not None:
+            cache.store_bytes(hashes, name, data)
+        return data
 
     def _fetch_checked(self, url: str, hashes: Mapping[str, str], *, cached: bool = False) -> bytes:
         if urlsplit(url).scheme.lower() == "file":
@@ -532,6 +551,8 @@ class IndexClient:
         which then gets the deadline, grown by *rate*); None for a 404 when
         *missing_ok*."""
         entry = self.cache.get(url, accept) if (cached and self.cache is not None) else None
+        if entry is not None and not self.revalidate and entry.is_fresh():
+            return _Fetched(entry.url, entry.content_type, entry.body)
         headers = {"Accept": accept}
         if entry is not None:
             headers.update(entry.validators())
@@ -542,6 +563,16 @@ class IndexClient:
 
         response, body = self._request(url, headers, hint, read or whole, rate)
         if response.status_code == 304 and entry is not None:
+            # Fresh again from now, for the lifetime the 304 gives (else the stored one).
+            lifetime = (
+                freshness(response.headers).lifetime
+                if "cache-control" in response.headers
+                else entry.lifetime
+            )
+            if lifetime > 0 and self.cache is not None:
+                self.cache.put(
+                    url, accept, entry._replace(stored_at=time.time(), lifetime=lifetime)
+                )
             return _Fetched(entry.url, entry.content_type, entry.body)
         if response.status_code == 404 and missing_ok:
             return None
@@ -553,7 +584,8 @@ class IndexClient:
                 + f"; {hint}",
             )
         fetched = _Fetched(str(response.url), response.headers.get("content-type"), body)
-        if cached and self.cache is not None:
+        allowed = freshness(response.headers)
+        if cached and self.cache is not None and allowed.store:
             self.cache.put(
                 url,
                 accept,
@@ -563,6 +595,8 @@ class IndexClient:
                     etag=response.headers.get("etag"),
                     last_modified=response.headers.get("last-modified"),
                     body=fetched.body,
+                    stored_at=time.time(),
+                    lifetime=allowed.lifetime,
                 ),
             )
         return fetched

@@ -1,10 +1,19 @@
-"""A small on-disk cache of fetched pages, revalidated with ETag / Last-Modified.
+"""A small on-disk cache of fetched pages, fresh for their ``max-age`` and then
+revalidated with ETag / Last-Modified.
 
 One file per (URL, ``Accept``) pair, named by their sha256: a JSON header line
-(validators, final URL after redirects, ``Content-Type``) and the body. Entries are
-written to a temporary file and renamed into place, so a reader never sees half an
-entry; an entry that cannot be read is treated as missing. Failing to write the
+(validators, final URL after redirects, ``Content-Type``, when it was stored and
+for how long it is fresh) and the body. Entries are written to a temporary file and
+renamed into place, so a reader never sees half an entry; an entry that cannot be
+read, or was written in another format, is treated as missing. Failing to write the
 cache never fails a fetch.
+
+Freshness follows ``Cache-Control`` as a private cache reads it (RFC 9111):
+``max-age=N`` makes the entry fresh for N seconds from when it was stored, less the
+``Age`` the response already had; ``no-cache`` (and ``must-revalidate`` once
+stale) means revalidate before every use; ``no-store`` means the response is not
+kept. ``s-maxage`` and ``Expires`` are not read. A response with neither
+validators nor a lifetime is not kept: nothing could be saved by it.
 """
 
 from __future__ import annotations
@@ -15,6 +24,8 @@ import json
 import logging
 import os
 import tempfile
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,12 +33,56 @@ from wheelwise.cachedir import user_cache_dir
 from wheelwise.untrusted_json import loads_json
 
 _log = logging.getLogger(__name__)
-_FORMAT = 1
+_FORMAT = 2
+# Longer lifetimes are clamped: a year, as far as anyone caches a page.
+_MAX_LIFETIME = 365 * 24 * 3600
 
 
 def default_cache_dir() -> Path:
     """``<user cache dir>/http`` (``$WHEELWISE_CACHE_DIR/http`` where that is set)."""
     return Path(user_cache_dir()) / "http"
+
+
+class Freshness(NamedTuple):
+    """What ``Cache-Control`` (and ``Age``) allow: *store* the response at all, and
+    for how many seconds after it is stored it may be used without asking."""
+
+    store: bool
+    lifetime: float
+
+
+def freshness(headers: Mapping[str, str]) -> Freshness:
+    """The :class:`Freshness` of a response with *headers* (lower-case names, as
+    httpx gives them; a malformed directive is ignored, as if absent)."""
+    directives: dict[str, str | None] = {}
+    for part in headers.get("cache-control", "").split(","):
+        name, sep, value = part.strip().partition("=")
+        name = name.strip().lower()
+        if name and name not in directives:  # the first of a repeated directive counts
+            directives[name] = value.strip().strip('"') if sep else None
+    if "no-store" in directives:
+        return Freshness(False, 0.0)
+    max_age = _seconds(directives.get("max-age"))
+    if "no-cache" in directives or max_age is None:
+        return Freshness(True, 0.0)
+    age = _seconds(headers.get("age")) or 0
+    return Freshness(True, float(max(0, max_age - age)))
+
+
+def _seconds(value: str | None) -> int | None:
+    """A delta-seconds value (RFC 9111 1.2.2: digits only), else None."""
+    if value is None or not value.isascii() or not value.isdigit():
+        return None
+    digits = value.lstrip("0")
+    return _MAX_LIFETIME if len(digits) > 9 else min(int(digits or "0"), _MAX_LIFETIME)
+
+
+def _number(value: object) -> float:
+    """A JSON number as a float (TypeError for anything else, OverflowError when
+    too large)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
 
 
 class CachedResponse(NamedTuple):
@@ -36,6 +91,15 @@ class CachedResponse(NamedTuple):
     etag: str | None
     last_modified: str | None
     body: bytes
+    # When it was stored (seconds since the epoch), and for how long it is fresh.
+    stored_at: float = 0.0
+    lifetime: float = 0.0
+
+    def is_fresh(self, now: float | None = None) -> bool:
+        """Usable without asking the server: within its lifetime (a clock that went
+        back before the entry was stored makes it stale)."""
+        age = (time.time() if now is None else now) - self.stored_at
+        return 0 <= age < self.lifetime
 
     def validators(self) -> dict[str, str]:
         """The conditional request headers that revalidate this entry."""
@@ -69,19 +133,30 @@ class HttpCache:
             meta = loads_json(header)
             if meta.get("format") != _FORMAT or meta.get("request") != url:
                 return None
-            return CachedResponse(
-                url=str(meta["url"]),
+            entry = CachedResponse(
+                url=meta["url"],
                 content_type=meta.get("content_type"),
                 etag=meta.get("etag"),
                 last_modified=meta.get("last_modified"),
                 body=body,
+                stored_at=meta["stored_at"],
+                lifetime=meta["lifetime"],
             )
-        except (ValueError, KeyError, TypeError, AttributeError):
+            # The header is untrusted: each field must have its type.
+            texts = (entry.content_type, entry.etag, entry.last_modified)
+            if not isinstance(entry.url, str) or any(
+                t is not None and not isinstance(t, str) for t in texts
+            ):
+                return None
+            return entry._replace(
+                stored_at=_number(entry.stored_at), lifetime=_number(entry.lifetime)
+            )
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
             return None
 
     def put(self, url: str, accept: str, response: CachedResponse) -> None:
-        if not response.etag and not response.last_modified:
-            return  # nothing to revalidate with
+        if not response.etag and not response.last_modified and response.lifetime <= 0:
+            return  # nothing to revalidate with, and never fresh
         header = {
             "format": _FORMAT,
             "request": url,
@@ -89,6 +164,8 @@ class HttpCache:
             "content_type": response.content_type,
             "etag": response.etag,
             "last_modified": response.last_modified,
+            "stored_at": response.stored_at,
+            "lifetime": response.lifetime,
         }
         data = json.dumps(header, separators=(",", ":")).encode() + b"\n" + response.body
         path = self._path(url, accept)

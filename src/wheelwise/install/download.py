@@ -14,6 +14,11 @@ read timeout fails the item. When an item fails, the others are cancelled and
 :func:`download_all` raises :class:`DownloadError` for the first failing item (in
 the order given); files that were completely downloaded and verified stay in the
 destination folder, nothing partial does.
+
+With a *cache* (a :class:`~wheelwise.install.wheel_cache.ContentStore`), an
+``http(s)`` item whose hash the cache holds is not downloaded: the cached file,
+hashed again, is the result. Every other ``http(s)`` item is kept there once it is
+complete and verified.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from wheelwise.index.bounded import (
 )
 from wheelwise.index.deadline_transport import deadline_client
 from wheelwise.install.errors import DownloadError
+from wheelwise.install.wheel_cache import ContentStore
 from wheelwise.wheels.archive import InMemoryWheel
 
 __all__ = [
@@ -220,7 +226,9 @@ class _Fetcher:
         sleep: Callable[[float], None],
         budget: _Budget | None = None,
         deadline: float = DEFAULT_DEADLINE,
+        cache: ContentStore | None = None,
     ) -> None:
+        self.cache = cache
         self.deadline = deadline
         self.budget = budget
         self.dest_dir = dest_dir
@@ -235,7 +243,19 @@ class _Fetcher:
         self, item: DownloadItem, on_memory: Callable[[int], object] | None = None
     ) -> Path | InMemoryWheel:
         """*item*, verified. *on_memory* hears the size of a download that goes to
-        memory, before its first byte."""
+        memory, before its first byte (or of the cached file that is used instead)."""
+        cache = self.cache if _is_http(item.url) else None
+        if cache is not None:
+            cached = cache.lookup(item.expected_hashes(), item.name, size=item.size)
+            if cached is not None:
+                size = _size_of(cached)
+                if on_memory is not None:
+                    on_memory(size)
+                if self.progress is not None:
+                    self.progress.start(size, item.name)
+                    self.progress.advance(size)
+                    self.progress.finish(item.name)
+                return cached
         out = _Output(self.dest_dir, item.name, self.budget, on_memory)
         try:
             self._fetch_into(item, out)
@@ -243,6 +263,11 @@ class _Fetcher:
         except BaseException:
             out.discard()
             raise
+        if cache is not None:  # complete and verified
+            if isinstance(result, InMemoryWheel):
+                cache.store_bytes(item.expected_hashes(), item.name, result.data)
+            else:
+                cache.store_file(item.expected_hashes(), item.name, result)
         if self.progress is not None:
             self.progress.finish(item.name)
         return result
@@ -382,6 +407,17 @@ class _Fetcher:
         return digests
 
 
+def _is_http(url: str) -> bool:
+    return "://" in url and urllib.parse.urlsplit(url).scheme.lower() in ("http", "https")
+
+
+def _size_of(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _capped(item: DownloadItem, expected: int | None) -> str:
     if item.size is not None and (expected is None or item.size <= expected):
         return f"this file (the size its index page gives, {item.size} bytes)"
@@ -395,6 +431,8 @@ class SpeculativeDownloads:
     *per_file*) are fetched, with one try; *then* runs with each complete, verified
     file, in the worker thread. A download that fails, or is never taken, is only
     dropped: the real download of that item tries again and reports the failure.
+    With a *cache*, a file the cache holds is taken from there (any size: it is on
+    disk already) instead of being downloaded, and a downloaded one is kept there.
 
     Use as a context manager, or call :meth:`close` (which waits for every thread).
     """
@@ -408,7 +446,9 @@ class SpeculativeDownloads:
         max_workers: int = 4,
         then: Callable[[Path | InMemoryWheel], object] | None = None,
         deadline: float = DEFAULT_DEADLINE,
+        cache: ContentStore | None = None,
     ) -> None:
+        self._cache = cache
         self._budget = _Budget(budget, per_file)
         self._total = budget
         self._cancel = threading.Event()
@@ -422,6 +462,7 @@ class SpeculativeDownloads:
             sleep=time.sleep,
             budget=self._budget,
             deadline=deadline,
+            cache=cache,
         )
         self._then = then
         self._workers = max_workers
@@ -440,8 +481,8 @@ class SpeculativeDownloads:
     def start(self, item: DownloadItem) -> Future[int | None] | None:
         """Start fetching *item* if it is not already (``http(s)`` URLs only). The
         future gets its size in bytes once the answer announces it and it fits in
-        memory (None when it will not be kept, or fails first); None when *item* is
-        not fetched here."""
+        memory, or at once when the cache holds it (None when it will not be kept,
+        or fails first); None when *item* is not fetched here."""
         key = _key(item)
         if urllib.parse.urlsplit(item.url).scheme.lower() not in ("http", "https"):
             return None
@@ -452,14 +493,22 @@ class SpeculativeDownloads:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="download")
                 size: Future[int | None] = Future()
+                if self._cache is not None:  # a stat: the worker verifies it
+                    cached = self._cache.size(item.expected_hashes(), item.name)
+                    if cached is not None:
+                        size.set_result(cached)
                 self._started[key] = _Started(self._pool.submit(self._fetch, item, size), size)
             return self._started[key].size
 
-    def _fetch(self, item: DownloadItem, size: Future[int | None]) -> InMemoryWheel | None:
+    def _fetch(self, item: DownloadItem, size: Future[int | None]) -> Path | InMemoryWheel | None:
+        def sized(n: int) -> None:
+            if not size.done():  # set already from the cache's entry
+                size.set_result(n)
+
         with self._lock:
             self._busy += 1
         try:
-            found = self._fetcher.fetch(item, on_memory=size.set_result)
+            found = self._fetcher.fetch(item, on_memory=sized)
             if self._then is not None:
                 self._then(found)
         except Exception:
@@ -469,7 +518,7 @@ class SpeculativeDownloads:
                 self._busy -= 1
             if not size.done():
                 size.set_result(None)
-        return found if isinstance(found, InMemoryWheel) else None
+        return found  # in memory, or the cache's file
 
     def queued(self, item: DownloadItem) -> bool:
         """Whether *item*'s download waits for others to end before it starts."""
@@ -482,13 +531,13 @@ class SpeculativeDownloads:
                 and self._busy >= self._workers
             )
 
-    def peek(self, item: DownloadItem) -> InMemoryWheel | None:
+    def peek(self, item: DownloadItem) -> Path | InMemoryWheel | None:
         """Like :meth:`take`, but *item* stays to be taken."""
         with self._lock:
             started = self._started.get(_key(item))
         return _result(started)
 
-    def take(self, item: DownloadItem) -> InMemoryWheel | None:
+    def take(self, item: DownloadItem) -> Path | InMemoryWheel | None:
         """*item*, complete and verified (waiting for it if still in flight), or None
         when it was not started or did not succeed."""
         with self._lock:
@@ -519,11 +568,11 @@ class _Started(NamedTuple):
     """One speculative download: the wheel (None if it failed or is not kept), and
     its size once the answer announces it (None if it never will)."""
 
-    wheel: Future[InMemoryWheel | None]
+    wheel: Future[Path | InMemoryWheel | None]
     size: Future[int | None]
 
 
-def _result(started: _Started | None) -> InMemoryWheel | None:
+def _result(started: _Started | None) -> Path | InMemoryWheel | None:
     if started is None or started.wheel.cancelled():
         return None
     return started.wheel.result()
@@ -583,6 +632,7 @@ def download_wheels(
     deadline: float = DEFAULT_DEADLINE,
     then: Callable[[Path | InMemoryWheel], object] | None = None,
     ready: Callable[[DownloadItem], Path | InMemoryWheel | None] | None = None,
+    cache: ContentStore | None = None,
 ) -> list[Path | InMemoryWheel]:
     """Like :func:`download_all`, but files whose size is known in advance and at most
     *in_memory_per_file* are kept in memory while they fit in *in_memory* bytes in
@@ -593,7 +643,10 @@ def download_wheels(
     fails that item like a download error.
 
     *ready*, if given, may supply an item already downloaded, verified and passed to
-    *then* (by :meth:`SpeculativeDownloads.take`, say): it is used as it is."""
+    *then* (by :meth:`SpeculativeDownloads.take`, say): it is used as it is.
+
+    *cache*, if given, supplies the items it holds and keeps those downloaded (see
+    the module's docstring)."""
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     names: dict[str, str] = {}
@@ -622,6 +675,7 @@ def download_wheels(
         budget=_Budget(in_memory, in_memory_per_file) if in_memory > 0 else None,
         sleep=time.sleep,
         deadline=deadline,
+        cache=cache,
     )
 
     def run(item: DownloadItem) -> Path | InMemoryWheel:
@@ -629,7 +683,7 @@ def download_wheels(
             early = ready(item) if ready is not None else None
             if early is not None:
                 if progress is not None:
-                    size = len(early.data) if isinstance(early, InMemoryWheel) else None
+                    size = len(early.data) if isinstance(early, InMemoryWheel) else _size_of(early)
                     progress.start(size, item.name)
                     progress.advance(size or 0)
                     progress.finish(item.name)

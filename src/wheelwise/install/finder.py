@@ -57,6 +57,7 @@ from wheelwise.install.scratch import make_scratch
 from wheelwise.wheels.archive import WheelArchive
 
 if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
+    from wheelwise.install.wheel_cache import ContentStore
     from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = ["WHEELS_METADATA", "IndexFinder", "IndexRelease", "Link", "Warn", "requires_dist"]
@@ -185,8 +186,10 @@ class IndexFinder:
     *cache_dir* (a temporary folder when not given; :meth:`close` removes it).
 
     *early*, if given, downloads the wheels that will probably be installed while
-    resolving (see :meth:`pinned`). *warn* hears each problem with variant metadata
-    that was worked around (see the module's docstring)."""
+    resolving (see :meth:`pinned`). *wheel_cache*, if given, supplies the wheels read
+    while resolving that it holds, and keeps those downloaded. *warn* hears each
+    problem with variant metadata that was worked around (see the module's
+    docstring)."""
 
     def __init__(
         self,
@@ -199,9 +202,11 @@ class IndexFinder:
         prefetcher: ListingPrefetcher | None = None,
         early: EarlyWheels | None = None,
         warn: Warn | None = None,
+        wheel_cache: ContentStore | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
+        self.wheel_cache = wheel_cache
         self.prefetcher = prefetcher
         self.early = early
         self.warn: Warn = warn if warn is not None else _ignore
@@ -403,12 +408,19 @@ class IndexFinder:
             return None  # fetched again by the caller, which reports the failure
 
     def wheel_path(self, file: IndexFile) -> Path:
-        """*file* downloaded (hash checked) into the cache folder."""
+        """*file* downloaded (hash checked) into the cache folder, or the wheel cache's
+        verified copy."""
         found = self._wheels.get(file.url)
         if found is None:
-            folder = Path(tempfile.mkdtemp(prefix="w-", dir=self.cache_dir))
-            found = folder / file.filename
-            self.client.fetch_file_to(file, found)  # streamed: a wheel may be big
+            cache = self.wheel_cache if not file.url.lower().startswith("file:") else None
+            if cache is not None:
+                found = cache.lookup(file.hashes, file.filename, size=file.size)
+            if found is None:
+                folder = Path(tempfile.mkdtemp(prefix="w-", dir=self.cache_dir))
+                found = folder / file.filename
+                self.client.fetch_file_to(file, found)  # streamed: a wheel may be big
+                if cache is not None:
+                    cache.store_file(file.hashes, file.filename, found)
             self._wheels[file.url] = found
         return found
 

@@ -5,8 +5,11 @@ this interpreter), what is installed there, the machine's supported properties
 (``--system`` or the providers), the resolver over the package sources, verified
 downloads into a temporary folder, each variant wheel checked against the variant
 metadata it was chosen by, and one atomic transaction. With ``dry_run`` it stops
-after resolving and returns the plan. Nothing here prints: problems that were worked
-around (invalid variant metadata) go to ``InstallOptions.warn``.
+after resolving and returns the plan. Wheels and PEP 658 metadata files are kept in
+the cache by their hash (:mod:`wheelwise.install.wheel_cache`), and index pages by
+URL (:mod:`wheelwise.index.http_cache`), unless ``no_cache``. Nothing here prints:
+problems that were worked around (invalid variant metadata) go to
+``InstallOptions.warn``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 
 from wheelwise import __version__
+from wheelwise.cachedir import user_cache_dir
 from wheelwise.index.bounded import DEFAULT_DEADLINE
 from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy
 from wheelwise.install.consistency import check_variant_consistency
@@ -51,6 +55,7 @@ from wheelwise.install.transaction import (
     verify_wheel,
 )
 from wheelwise.install.variant_requirement import apply_variant_labels
+from wheelwise.install.wheel_cache import ContentCache
 from wheelwise.variants.markers import parse_requirement
 from wheelwise.variants.supported import SupportedProperties
 from wheelwise.wheels.archive import InMemoryWheel
@@ -100,9 +105,13 @@ class InstallOptions:
     request_deadline: float = DEFAULT_DEADLINE
     # More tries after the first, on connection errors, timeouts and 5xx answers.
     retries: int = 3
+    # The cache root (default: the user cache dir): wheels/, metadata/, http/, scratch/.
     cache_dir: Path | None = None
+    # Neither read nor keep wheels, metadata files and pages in the cache.
+    no_cache: bool = False
     progress: ProgressSink | None = None
-    # Detect the machine again rather than reading the providers' cache.
+    # Detect the machine again rather than reading the providers' cache, and
+    # revalidate every cached page, however fresh.
     refresh: bool = False
     # Hears each problem that was worked around, one line each (from any thread).
     warn: Warn | None = None
@@ -212,6 +221,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         options.requirements, options.variant_choice
     )
     sources = sources_for(options)
+    cache_root = options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
+    kept = None if options.no_cache else ContentCache.at(cache_root)
     # The target interpreter answers while the client starts and the requested
     # projects' listings download.
     with (
@@ -225,6 +236,10 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             deadline=options.request_deadline,
             retry=RetryPolicy(retries=options.retries),
             warn=options.warn,
+            cache_dir=cache_root / "http",
+            cache=kept is not None,
+            revalidate=options.refresh,
+            metadata_cache=kept.metadata if kept is not None else None,
         ) as client,
         ListingPrefetcher(sources, client) as prefetcher,
     ):
@@ -259,6 +274,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             budget=IN_MEMORY_DOWNLOADS,
             then=check,
             deadline=options.request_deadline,
+            cache=kept.wheels if kept is not None else None,
         )
         finder = IndexFinder(
             sources,
@@ -273,6 +289,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 else _EarlyWheels(speculative, _installed_versions(installed), verified)
             ),
             warn=options.warn,
+            wheel_cache=kept.wheels if kept is not None else None,
         )
         try:
             try:
@@ -346,14 +363,28 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     )
             with make_scratch("download", options.cache_dir) as folder:
                 items = []
+                # Wheels the finder took from the cache (hashed then): used where they
+                # are, checked in the download threads.
+                in_cache: dict[str, Path] = {}
                 for planned in wanted:
                     cached = finder.cached_wheel(planned.file)
+                    if kept is not None and cached is not None and kept.wheels.holds(cached):
+                        in_cache[planned.file.url] = cached
+                        cached = None
                     url = cached.as_uri() if cached is not None else planned.file.url
                     items.append(
                         DownloadItem(
                             url, planned.file.hashes, planned.file.filename, planned.file.size
                         )
                     )
+
+                def ready(item: DownloadItem) -> Path | InMemoryWheel | None:
+                    found = in_cache.get(item.url)
+                    if found is None:
+                        return speculative.take(item)
+                    check(found)
+                    return found
+
                 try:
                     found = download_wheels(
                         items,
@@ -366,7 +397,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         retries=options.retries + 1,
                         deadline=options.request_deadline,
                         then=check,
-                        ready=speculative.take,
+                        ready=ready,
+                        cache=kept.wheels if kept is not None else None,
                     )
                 finally:
                     speculative.close()  # no thread left running: the installer may fork
