@@ -216,7 +216,7 @@ def test_a_lazy_html_page_names_each_link_as_the_full_read_does(
         lazy = read_html_page(page, URL)
     except InvalidPage:
         return
-    for link in lazy._links:
+    for link in lazy.links():
         try:
             file = lazy._build(link)
         except InvalidPage:  # a bad hash, raised when the link is read in full

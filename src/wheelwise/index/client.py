@@ -54,13 +54,15 @@ from wheelwise.index.bounded import (
 )
 from wheelwise.index.deadline_transport import deadline_client
 from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
+from wheelwise.index.grouped_cache import MIN_BODY, GroupedPages
 from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir, freshness
-from wheelwise.index.page_files import PageFiles
+from wheelwise.index.page_files import SDIST_LINK, WHEEL_LINK, PageFiles
 from wheelwise.index.simple_parse import (
     SDIST,
     VARIANTS_JSON,
     WHEEL,
     IndexFile,
+    page_kind,
     read_html_page,
     read_json_page,
     read_page,
@@ -95,7 +97,6 @@ PAGE_ACCEPT = (
 _FIND_LINKS_ACCEPT = "text/html, */*;q=0.1"
 _FILE_ACCEPT = "*/*"
 _DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", "-variants.json")
-_RELEASE_SUFFIXES = (".whl", ".tar.gz", ".zip")
 _INDEX_HINT = "check --index-url and that the index is up"
 _FIND_LINKS_HINT = "check --find-links"
 _NETWORK_HINT = (
@@ -213,14 +214,10 @@ class ProjectListing:
         """Every file, in page order (all read in full: prefer the methods below)."""
         return self.page.all()
 
-    def versions(self, suffixes: tuple[str, ...] = _RELEASE_SUFFIXES) -> list[Version]:
-        """The versions with a file whose name ends with one of *suffixes* (default:
-        wheels and sdists), oldest first, as the file names give them."""
-        return [
-            version
-            for version in self.page.versions()
-            if any(name.endswith(suffixes) for name in self.page.filenames(version))
-        ]
+    def versions(self, kinds: int = WHEEL_LINK | SDIST_LINK) -> list[Version]:
+        """The versions with a link of one of *kinds* (``WHEEL_LINK``, ``SDIST_LINK``:
+        both by default), oldest first, as the file names give them."""
+        return self.page.versions(kinds)
 
     def files_for(self, version: str | Version) -> list[IndexFile]:
         """Its wheels and sdists of *version* (in page order)."""
@@ -287,6 +284,7 @@ class _Fetched(NamedTuple):
     url: str  # after redirects: relative links resolve against it
     content_type: str | None
     body: bytes
+    kept: bool = False  # the body is in the HTTP cache (it came from there, or went there)
 
 
 class IndexClient:
@@ -323,6 +321,8 @@ class IndexClient:
         self.warn = warn
         self.retry = retry if retry is not None else RetryPolicy()
         self.cache = HttpCache(cache_dir or default_cache_dir()) if cache else None
+        # Big JSON pages, grouped by version, beside the entries they were read from.
+        self.grouped = GroupedPages(self.cache.directory / "grouped") if self.cache else None
         self._sleep = sleep
         options: dict[str, Any] = {
             "timeout": httpx.Timeout(timeout),
@@ -373,7 +373,15 @@ class IndexClient:
         fetched = self._get(url, PAGE_ACCEPT, source.hint, cached=True, missing_ok=True)
         if fetched is None:
             return ProjectListing(normalized, source, (), url, found=False)
-        files = read_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
+        if (
+            fetched.kept
+            and self.grouped is not None
+            and len(fetched.body) >= MIN_BODY
+            and page_kind(fetched.content_type) == "json"
+        ):
+            files = self.grouped.read(fetched.body, fetched.url, self.warn)
+        else:
+            files = read_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
         return ProjectListing(normalized, source, files, fetched.url)
 
     def _local_index(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
@@ -552,7 +560,7 @@ class IndexClient:
         *missing_ok*."""
         entry = self.cache.get(url, accept) if (cached and self.cache is not None) else None
         if entry is not None and not self.revalidate and entry.is_fresh():
-            return _Fetched(entry.url, entry.content_type, entry.body)
+            return _Fetched(entry.url, entry.content_type, entry.body, kept=True)
         headers = {"Accept": accept}
         if entry is not None:
             headers.update(entry.validators())
@@ -573,7 +581,7 @@ class IndexClient:
                 self.cache.put(
                     url, accept, entry._replace(stored_at=time.time(), lifetime=lifetime)
                 )
-            return _Fetched(entry.url, entry.content_type, entry.body)
+            return _Fetched(entry.url, entry.content_type, entry.body, kept=True)
         if response.status_code == 404 and missing_ok:
             return None
         if response.status_code >= 400 or response.status_code == 304:
@@ -586,6 +594,7 @@ class IndexClient:
         fetched = _Fetched(str(response.url), response.headers.get("content-type"), body)
         allowed = freshness(response.headers)
         if cached and self.cache is not None and allowed.store:
+            fetched = fetched._replace(kept=True)
             self.cache.put(
                 url,
                 accept,

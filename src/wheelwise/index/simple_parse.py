@@ -228,12 +228,24 @@ def read_json_page(body: bytes, url: str, *, warn: Warn | None = None) -> PageFi
     files = document.get("files")
     if not isinstance(files, list):
         raise InvalidPage(url, f"{bad}: no 'files' list")
-    links = [_json_link(entry, index, url) for index, entry in enumerate(files)]
+    links = [json_link(entry, index, url) for index, entry in enumerate(files)]
+    return PageFiles(links, json_builder(url, warn))
+
+
+def json_builder(url: str, warn: Warn | None = None) -> Callable[[PageLink], IndexFile | None]:
+    """What reads a link of the JSON page at *url* in full (its URL and hashes)."""
 
     def build(link: PageLink) -> IndexFile | None:
         return _json_file(link, url, warn)
 
-    return PageFiles(links, build)
+    return build
+
+
+def json_entry(link: PageLink) -> object:
+    """The ``files`` entry *link* was made from (to be kept, and read back through
+    :func:`json_link`)."""
+    entry, _ = link.raw
+    return entry
 
 
 def _skipped(url: str, where: str, link: str, warn: Warn | None) -> None:
@@ -241,8 +253,9 @@ def _skipped(url: str, where: str, link: str, warn: Warn | None) -> None:
         warn(f"{where}: skipped the link {link!r}: it is not a valid URL")
 
 
-def _json_link(entry: object, index: int, url: str) -> PageLink:
-    """*entry* checked for the type of each field (its hashes and URL are read later)."""
+def json_link(entry: object, index: int, url: str) -> PageLink:
+    """The ``files[index]`` *entry* of the JSON page at *url*, checked for the type of
+    each field (its hashes and URL are read later)."""
     where = f"{url}: files[{index}]"
     if not isinstance(entry, dict):
         raise InvalidPage(url, f"{where} is not an object")

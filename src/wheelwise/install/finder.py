@@ -51,6 +51,7 @@ from wheelwise.index.client import (
     find_candidates,
     first_viable_source,
 )
+from wheelwise.index.page_files import SDIST_LINK, WHEEL_LINK
 from wheelwise.install.candidates import WheelFile
 from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.scratch import make_scratch
@@ -451,13 +452,13 @@ class IndexFinder:
         wheels (for messages: wheelwise installs wheels only)."""
         self.versions(name)
         listings = self._listings.get(canonicalize_name(name), [])
-        wheels = {v for entry in listings for v in entry.listing.versions((".whl",))}
-        sources = {v for entry in listings for v in entry.listing.versions((".tar.gz", ".zip"))}
+        wheels = {v for entry in listings for v in entry.listing.versions(WHEEL_LINK)}
+        sources = {v for entry in listings for v in entry.listing.versions(SDIST_LINK)}
         return sorted(sources - wheels)
 
     def _releases_from(self, listings: list[SourceListing]) -> list[IndexRelease]:
         """A release for each version that a source lists wheels of (read lazily)."""
-        versions = {v for entry in listings for v in entry.listing.versions((".whl",))}
+        versions = {v for entry in listings for v in entry.listing.versions(WHEEL_LINK)}
         return [IndexRelease(version, listings, self) for version in sorted(versions)]
 
     def choose_source(
