@@ -681,9 +681,13 @@ class _LookingAhead(Index):
 
     hinted: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)
+    early: list[str] = field(default_factory=list)
 
     def prefetch_files(self, files: Iterable[WheelFile]) -> None:
         self.hinted.extend(str(file) for file in files)
+
+    def pinned(self, file: WheelFile) -> None:
+        self.early.append(str(file))
 
     def dependencies(self, file: WheelFile) -> list[str]:
         self.read.append(str(file))
@@ -705,6 +709,10 @@ def test_working_back_through_releases_hints_the_next_ones() -> None:
     assert "app-1.40-py3-none-any.whl" not in index.hinted
     # Hints stop where the releases do, and name each wheel once.
     assert len(index.hinted) == len(set(index.hinted))
+    # Only the first pin of app may start a download: the others are mostly given up.
+    assert [name for name in index.early if name.startswith("app-")] == [
+        "app-1.40-py3-none-any.whl"
+    ]
 
 
 def test_no_hints_when_the_first_candidate_stands() -> None:
@@ -712,6 +720,7 @@ def test_no_hints_when_the_first_candidate_stands() -> None:
     index.add("app", "1.0", ["dep"]).add("app", "0.9").add("dep", "1")
     assert versions(run(index, "app")) == {"app": "1.0", "dep": "1"}
     assert index.hinted == []
+    assert index.early == ["app-1.0-py3-none-any.whl", "dep-1-py3-none-any.whl"]
 
 
 def test_a_conflict_lists_the_newest_versions_only() -> None:

@@ -345,6 +345,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self._builds: dict[tuple[str, Version, bool], tuple[Selection, ...] | Unavailable] = {}
         # Names whose pre-releases were allowed because no final release fits.
         self.pre_fallback: set[NormalizedName] = set()
+        # Projects whose releases the resolver works back through (see _looking_ahead).
+        self.working_back: set[str] = set()
         # Yanked releases offered because they are pinned, with the yank reasons.
         self.yanked_pins: dict[tuple[NormalizedName, Version], str | None] = {}
 
@@ -488,14 +490,17 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                     if (release.version, build.abi) not in excluded:
                         yield Candidate(name, release.version, extras, build, build.abi)
 
-        return functools.partial(self._looking_ahead, candidates)
+        return functools.partial(self._looking_ahead, identifier, candidates)
 
-    def _looking_ahead(self, candidates: Callable[[], Iterator[Candidate]]) -> Iterator[Candidate]:
+    def _looking_ahead(
+        self, identifier: str, candidates: Callable[[], Iterator[Candidate]]
+    ) -> Iterator[Candidate]:
         """*candidates*, and once the resolver asks for a second one (it is working
         back through this project's releases, as when a newer release needs a
         dependency the other requirements rule out), the metadata of the next ones
         is fetched in the background: the resolver would otherwise wait for them
-        one round trip at a time."""
+        one round trip at a time. Pins of such a project download nothing early:
+        most are given up."""
         hint = getattr(self.finder, "prefetch_files", None)  # optional part of a Finder
         found = candidates()
         if hint is None:
@@ -505,6 +510,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         given = 0
         while True:
             if given >= 1:
+                self.working_back.add(identifier)
                 wanted = min(max(LOOK_AHEAD, given), MAX_LOOK_AHEAD)
                 fresh = list(itertools.islice(found, max(0, wanted - len(ahead))))
                 ahead.extend(fresh)
@@ -522,7 +528,11 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
 
     def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
         pinned = getattr(self.finder, "pinned", None)  # optional part of a Finder
-        if pinned is not None and self.installed.get(candidate.name) != candidate.version:
+        if (
+            pinned is not None
+            and self.installed.get(candidate.name) != candidate.version
+            and candidate.identifier not in self.working_back
+        ):
             pinned(candidate.selection.file)  # most pins stand: it may start downloading
         deps: list[Requirement] = []
         if candidate.extras:
