@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     projects = plan(args.scale, args.seed)
-    expected = {name: resolve(projects, SETS[name]) for name in sets}
+    expected = {name: resolve(projects, SETS[name]) for name in SETS}
     here = Path(sys.executable).parent
     wheelwise = here / "wheelwise"
     uv = Path(shutil.which("uv", path=str(here)) or shutil.which("uv") or "uv")
@@ -287,8 +287,12 @@ def main(argv: list[str] | None = None) -> int:
                 "--python", python, *reqs,
             ]  # fmt: skip
 
-        def install(name: str, set_name: str, cache: Path) -> tuple[float, int]:
-            """One checked install into a new venv: (seconds, requests to the index)."""
+        def install(name: str, set_name: str, cache: Path) -> tuple[float, dict[str, int]]:
+            """One checked install into a new venv: (seconds, what it asked the index).
+
+            The index's counters, as differences: requests, pages (200), not_modified
+            (304), files, metadata, bytes.
+            """
             venv = new_venv(with_pip=name == "pip")
             env = (
                 {**base_env, "WHEELWISE_CACHE_DIR": str(cache)} if name == "wheelwise" else tool_env
@@ -323,9 +327,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"{where} byte-compiled {count_pyc(venv)} files")
             # Venvs stay until the end: deleting thousands of files slows the next
             # installer's file creation on some disks (see docs/benchmarks.md).
-            return elapsed, after["requests"] - before["requests"]
+            traffic = {k: v - before[k] for k, v in after.items() if k != "not_found"}
+            return elapsed, traffic
 
-        def run(name: str, set_name: str, mode: str) -> tuple[float, int]:
+        def run(name: str, set_name: str, mode: str) -> tuple[float, dict[str, int]]:
             cache = tmp / f"cache-{next(counter)}"
             if mode == "warm":
                 install(name, set_name, cache)
@@ -336,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, dict[str, dict[str, list[float]]]] = {
             s: {m: {n: [] for n in names} for m in MODES} for s in sets
         }
-        requests: dict[str, dict[str, dict[str, list[int]]]] = {
+        requests: dict[str, dict[str, dict[str, list[dict[str, int]]]]] = {
             s: {m: {n: [] for n in names} for m in MODES} for s in sets
         }
         # Each round takes the next of all the orders of the installers, so that each
@@ -346,9 +351,9 @@ def main(argv: list[str] | None = None) -> int:
             for set_name in sets:
                 for mode in MODES:
                     for name in orders[round_ % len(orders)]:
-                        elapsed, count = run(name, set_name, mode)
+                        elapsed, traffic = run(name, set_name, mode)
                         times[set_name][mode][name].append(elapsed)
-                        requests[set_name][mode][name].append(count)
+                        requests[set_name][mode][name].append(traffic)
         total_s = time.perf_counter() - started
 
     medians = {
@@ -401,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         "files_per_project": pages,
         "releases_per_project": {n: len(p.releases) for n, p in projects.items()},
         "sets": {s: SETS[s] for s in sets},
-        "expected": expected,
+        "expected": {s: expected[s] for s in sets},
         "setup_s": setup_s,
         "total_s": total_s,
         "median_s": medians,

@@ -39,7 +39,8 @@ def test_smoke_run_reports_every_installer() -> None:
             assert all(seconds > 0 for seconds in by_installer.values())
             # A cold install has to fetch the pages from the index.
             if mode == "cold":
-                assert all(report["requests"][set_name][mode][n][0] > 0 for n in INSTALLERS)
+                traffic = report["requests"][set_name][mode]
+                assert all(traffic[n][0]["pages"] > 0 for n in INSTALLERS), traffic
     backtracked = report["expected"]["boto3-backtrack"]
     newest = report["expected"]["boto3"]
     assert Version(backtracked["scale-botocore"]) < Version("1.30")
