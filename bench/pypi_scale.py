@@ -34,7 +34,8 @@ cache dir filled by an untimed install of the same set into another venv right
 before):
 
 * pip: ``VENV/bin/python -m pip install --quiet --no-compile --cache-dir DIR
-  --index-url URL REQS`` (the venv gets this environment's pip, untimed and
+  --trusted-host 127.0.0.1 --index-url URL REQS`` (pip caches nothing from a
+  plain-HTTP index that is not a trusted host; the venv gets this environment's pip, untimed and
   byte-compiled, from a wheel repacked from its installed files;
   ``PIP_CONFIG_FILE=/dev/null``, ``PIP_DISABLE_PIP_VERSION_CHECK=1``);
 * uv: ``uv pip install --quiet --cache-dir DIR --index-url URL --python VENV/bin/python
@@ -273,9 +274,12 @@ def main(argv: list[str] | None = None) -> int:
         def command(name: str, venv: Path, cache: Path, reqs: list[str]) -> list[str]:
             python = str(venv_python(venv))
             if name == "pip":
+                # pip caches nothing from a plain-HTTP index unless it is a trusted
+                # host: this makes it cache as it does from PyPI over HTTPS.
                 return [
                     python, "-m", "pip", "install", "--quiet", "--no-compile",
-                    "--cache-dir", str(cache), "--index-url", index_url, *reqs,
+                    "--cache-dir", str(cache), "--trusted-host", "127.0.0.1",
+                    "--index-url", index_url, *reqs,
                 ]  # fmt: skip
             if name == "uv":
                 return [

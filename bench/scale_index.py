@@ -439,12 +439,15 @@ def _html_page(name: str, entries: Iterable[dict[str, Any]]) -> str:
 
 
 def page_type(accept: str | None) -> str | None:
-    """The page format ``Accept`` prefers (HTML without one), None for neither."""
+    """The media type ``Accept`` prefers among the pages' (text/html without one).
+
+    None when it takes none of them. Ties go to ``text/html`` as on PyPI, so that
+    ``*/*`` gets the HTML page.
+    """
     if not accept:
-        return HTML_TYPE
+        return "text/html"
     best: tuple[float, int, str | None] = (0.0, 0, None)
-    # Ties go to JSON, then PEP 503's types, in that order (rank).
-    ranks = {JSON_TYPE: 3, HTML_TYPE: 2, "text/html": 1, "*/*": 0}
+    ranks = {"text/html": 3, HTML_TYPE: 2, JSON_TYPE: 1, "*/*": 0}
     for part in accept.split(","):
         media, *params = (piece.strip() for piece in part.split(";"))
         quality = 1.0
@@ -457,9 +460,8 @@ def page_type(accept: str | None) -> str | None:
                     quality = 0.0
         if media not in ranks or quality <= 0:
             continue
-        chosen = JSON_TYPE if media in (JSON_TYPE, "*/*") else HTML_TYPE
         if (quality, ranks[media]) > best[:2]:
-            best = (quality, ranks[media], chosen)
+            best = (quality, ranks[media], "text/html" if media == "*/*" else media)
     return best[2]
 
 
@@ -494,8 +496,8 @@ def handler_for(site: Site, stats: Stats) -> type[BaseHTTPRequestHandler]:
 
         def answer(self, *, send_body: bool) -> None:
             path = self.path.split("?", 1)[0]
-            if path == "/-/stats":
-                self.reply(200, json.dumps(stats.snapshot()).encode(), {}, send_body, "")
+            if path == "/-/stats":  # not counted
+                self.reply(200, json.dumps(stats.snapshot()).encode(), {}, send_body, None)
                 return
             kind = "pages"
             headers: dict[str, str]
@@ -512,7 +514,7 @@ def handler_for(site: Site, stats: Stats) -> type[BaseHTTPRequestHandler]:
                 if wanted is None:
                     self.reply(406, b"no page format this Accept takes\n", {}, send_body, "")
                     return
-                page = site.pages.get((path, wanted))
+                page = site.pages.get((path, JSON_TYPE if wanted == JSON_TYPE else HTML_TYPE))
                 if page is None:
                     self.missing(path, send_body)
                     return
@@ -542,15 +544,24 @@ def handler_for(site: Site, stats: Stats) -> type[BaseHTTPRequestHandler]:
             self.reply(404, b"not found\n", {"Content-Type": "text/plain"}, send_body, "")
 
         def reply(
-            self, status: int, body: bytes, headers: dict[str, str], send_body: bool, kind: str
+            self,
+            status: int,
+            body: bytes,
+            headers: dict[str, str],
+            send_body: bool,
+            kind: str | None,
         ) -> None:
             lines = [f"HTTP/1.1 {status} {self.responses[status][0]}"]
+            # HTTP caches date what they store (pip's keeps nothing undated).
+            lines.append(f"Date: {self.date_time_string()}")
             length = 0 if status == 304 else len(body)
             lines += [f"{key}: {value}" for key, value in headers.items()]
             if status != 304:  # a 304's length would be that of the body it stands for
                 lines.append(f"Content-Length: {length}")
             head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
             self.wfile.write(head + body if send_body and status != 304 else head)
+            if kind is None:
+                return
             with stats.lock:
                 stats.counts["requests"] += 1
                 if kind:
