@@ -219,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(chosen) - set(known))
         if unknown:
             parser.error(f"{what}: unknown {', '.join(unknown)}; known: {', '.join(known)}")
+    if args.runs < 1:
+        parser.error("--runs: at least 1")
     if not 0 < args.scale <= 1:
         parser.error("--scale: between 0 (excluded) and 1")
 
@@ -377,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     for mode in MODES:
         overall[mode] = {}
         for key in ("wheelwise/pip", "wheelwise/uv", "uv/pip"):
-            values = [r[mode][key] for r in ratios.values() if r[mode][key] is not None]
-            overall[mode][key] = statistics.median(values) if values else None  # type: ignore[type-var]
+            values = [v for r in ratios.values() if (v := r[mode][key]) is not None]
+            overall[mode][key] = statistics.median(values) if values else None
     aims: list[dict[str, Any]] = []
     for mode, key, limit in AIMS:
         value = overall[mode][key]
@@ -435,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
             for n, p in projects.items()
             if pages[n] > 500
         )
-        + f"; setup {setup_s:.1f} s; {args.runs} runs each, interleaved; {total_s:.0f} s in all"
+        + f"; setup {setup_s:.1f} s; {args.runs} run{'s' if args.runs != 1 else ''} each, "
+        + f"interleaved; {total_s:.0f} s in all"
     )
     header = f"{'set':<16} {'mode':<5}" + "".join(f" {n + ' s':>12}" for n in names)
     header += f" {'ww/pip':>8} {'ww/uv':>8} {'uv/pip':>8}"
