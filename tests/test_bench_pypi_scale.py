@@ -1,0 +1,49 @@
+"""The smoke run of bench/pypi_scale.py: every installer, set and mode, checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTALLERS = {"pip", "uv", "wheelwise"}
+SETS = {"boto3", "boto3-backtrack", "pydantic", "ordinary"}
+
+
+def test_smoke_run_reports_every_installer() -> None:
+    # The script checks each install itself and exits non-zero on a wrong venv, a
+    # request for a file that does not exist, or a failed installer.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "bench/pypi_scale.py", "--runs", "1", "--scale", "0.05", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert set(report["median_s"]) == SETS
+    for set_name, modes in report["median_s"].items():
+        assert set(modes) == {"cold", "warm"}
+        for mode, by_installer in modes.items():
+            assert set(by_installer) == INSTALLERS, (set_name, mode)
+            assert all(seconds > 0 for seconds in by_installer.values())
+            # A cold install has to fetch the pages from the index.
+            if mode == "cold":
+                traffic = report["requests"][set_name][mode]
+                assert all(traffic[n][0]["pages"] > 0 for n in INSTALLERS), traffic
+    backtracked = report["expected"]["boto3-backtrack"]
+    newest = report["expected"]["boto3"]
+    assert Version(backtracked["scale-botocore"]) < Version("1.30")
+    assert Version(backtracked["scale-boto3"]) < Version(newest["scale-boto3"])
+    assert {aim["ratio"] for aim in report["aims"]} == {"wheelwise/pip", "wheelwise/uv"}
+    assert all(aim["overall"] is not None for aim in report["aims"])
