@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.tags import sys_tags
 from packaging.version import Version
 
@@ -139,3 +141,68 @@ def test_every_version_is_listed(big_index: Path, comparisons: list[int]) -> Non
         "big-1.49.3.tar.gz",
     ]
     assert listing.page.built() == FILES_PER_VERSION
+
+
+# -- going back through releases ---------------------------------------------------
+
+
+class _Releases:
+    """An in-memory finder: botocore-like dep releases, and app releases each pinning
+    one of them (boto3 and botocore)."""
+
+    def __init__(self, deps: int, apps: int) -> None:
+        from wheelwise.install.candidates import Release, WheelFile
+
+        self.releases: dict[str, list[Release]] = {"dep": [], "app": []}
+        self.requires: dict[str, list[str]] = {}
+        for n in range(deps):
+            version = f"1.{n // 100}.{n % 100}"
+            wheel = WheelFile.parse(f"dep-{version}-py3-none-any.whl")
+            self.releases["dep"].append(Release(Version(version), [wheel]))
+            self.requires[str(wheel)] = []
+        for n in range(apps):
+            index = deps - apps + n  # the newest app pins the newest dep
+            dep = f"1.{index // 100}.{index % 100}"
+            version = f"1.{n}"
+            wheel = WheelFile.parse(f"app-{version}-py3-none-any.whl")
+            self.releases["app"].append(Release(Version(version), [wheel]))
+            self.requires[str(wheel)] = [
+                f"dep>={dep},<{Version(dep).major}.{Version(dep).minor}.{Version(dep).micro + 1}"
+            ]
+
+    def versions(self, name: str) -> list[Any]:
+        return self.releases.get(name, [])
+
+    def dependencies(self, file: Any) -> list[str]:
+        return self.requires[str(file)]
+
+
+def test_working_back_through_releases_does_not_check_every_release_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each app release (newest first) pins a dep release that dep<1.30 rules out, so
+    the resolver tries 1,500 of them; checking every dep release against each new
+    range would take 1,500 x 4,500 range checks."""
+    finder = _Releases(deps=4500, apps=1600)
+    checks = [0]
+    original = SpecifierSet.contains
+    budget = 50 * (4500 + 1600)
+
+    def counted(
+        self: SpecifierSet, item: Any, prereleases: Any = None, installed: Any = None
+    ) -> bool:
+        checks[0] += 1
+        if checks[0] > budget:
+            raise _Budget(f"more than {budget} range checks")
+        return original(self, item, prereleases=prereleases, installed=installed)
+
+    monkeypatch.setattr(SpecifierSet, "contains", counted)
+    resolution = resolve(
+        ["dep<1.30", "app"],
+        finder,
+        supported=lambda _metadata: SupportedProperties({}),
+        tags=list(sys_tags()),
+        max_rounds=5000,
+    )
+    assert str(resolution["app"].version) == "1.99"
+    assert str(resolution["dep"].version) == "1.29.99"

@@ -49,6 +49,7 @@ from wheelwise.install.selection import (
     VariantChoiceError,
     select_builds,
 )
+from wheelwise.install.version_window import window
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
 
 if TYPE_CHECKING:  # rankings and properties exist only for releases with variant wheels
@@ -342,6 +343,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self.installed = installed
         self.no_deps = no_deps
         self._releases: dict[str, list[ReleaseFiles]] = {}
+        # Their versions oldest first, for bisection (see version_window).
+        self._ascending: dict[str, list[Version]] = {}
         self._builds: dict[tuple[str, Version, bool], tuple[Selection, ...] | Unavailable] = {}
         # Names whose pre-releases were allowed because no final release fits.
         self.pre_fallback: set[NormalizedName] = set()
@@ -358,7 +361,18 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         if found is None:
             found = sorted(self.finder.versions(name), key=lambda r: r.version, reverse=True)
             self._releases[name] = found
+            self._ascending[name] = [r.version for r in reversed(found)]
         return found
+
+    def in_range(
+        self, name: NormalizedName, specifiers: Sequence[SpecifierSet]
+    ) -> list[ReleaseFiles]:
+        """The releases of *name* that *specifiers* may match (a bound found by
+        bisection: each still needs checking), newest first."""
+        releases = self.releases(name)
+        start, stop = window(self._ascending[name], specifiers)
+        count = len(releases)
+        return releases[count - stop : count - start]
 
     def builds(
         self, name: NormalizedName, release: ReleaseFiles
@@ -383,7 +397,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         the last case is remembered, to be told."""
         if self.pre or any(s.prereleases for s in specifiers):
             return True
-        releases = self.releases(name)
+        releases = self.in_range(name, specifiers)
         if any(not r.version.is_prerelease and _within(r.version, specifiers) for r in releases):
             return False
         self.pre_fallback.add(name)
@@ -463,7 +477,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         extras = frozenset().union(*(r.extras for r in reqs))
         excluded = {(c.version, c.abi) for c in incompatibilities[identifier]}
         specifiers = self.specifiers(name, reqs)
-        releases = self.releases(name)
+        releases = self.in_range(name, specifiers)
         current = self.installed.get(name)
         if not self.upgrade and current is not None:
             first = [r for r in releases if r.version == current]
