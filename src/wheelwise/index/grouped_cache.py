@@ -6,7 +6,8 @@ are written once more, grouped by version: a header line (for each version, wher
 its links lie in the rest of the file and which kinds of file they are) and the
 groups, each a JSON array of ``[position, entry]`` with its checksum in the header.
 When the same body comes back (fresh in the HTTP cache, or after a 304), only the
-header is decoded, and a version's group when that version is asked for; each entry
+header is decoded, and a version's group when that version is asked for (the groups
+are read from disk once, as a whole, with the first one asked for); each entry
 is checked again as it is read, exactly as if it came from the page. A copy made
 from another body, or that cannot be read, is ignored; a group that fails a check is
 read from the body. Failing to write a copy never fails a fetch.
@@ -97,6 +98,7 @@ class GroupedPages:
             if meta.get("stamp") != stamp:
                 return None
             count = _count(meta["count"])
+            blob = functools.cache(functools.partial(_blob, path, start))
             groups: dict[Version, Callable[[], list[PageLink]]] = {}
             kinds: dict[Version, int] = {}
             for text, (offset, length, crc, kind) in meta["groups"].items():
@@ -105,50 +107,15 @@ class GroupedPages:
                 if not isinstance(kind, int) or not 0 < kind <= _ALL_KINDS:
                     return None
                 groups[version] = functools.partial(
-                    self._group, path, start, (offset, length, crc), url, version, from_body
+                    _group, blob, (offset, length, crc), url, version, from_body
                 )
                 kinds[version] = kind
             offset, length, crc = meta["rest"]
             _span(offset, length, size)
         except (KeyError, TypeError, ValueError, InvalidVersion, AttributeError):
             return None
-        rest = functools.partial(
-            self._group, path, start, (offset, length, crc), url, None, from_body
-        )
+        rest = functools.partial(_group, blob, (offset, length, crc), url, None, from_body)
         return PageFiles.grouped(groups, kinds, rest, count, json_builder(url, warn))
-
-    @staticmethod
-    def _group(
-        path: Path,
-        start: int,
-        span: tuple[int, int, object],
-        url: str,
-        version: Version | None,
-        from_body: Callable[[], PageFiles],
-    ) -> list[PageLink]:
-        """The links of one group (*version*; None: the links of no version), from the
-        copy, or from the body when the copy fails a check (its checksum first)."""
-        offset, length, crc = span
-        try:
-            with open_regular(path) as stream:
-                stream.seek(start + offset)
-                data = stream.read(length)
-            if len(data) != length or zlib.crc32(data) != crc:
-                raise ValueError("the group's checksum does not match")
-            entries = loads_json(data)
-            if not isinstance(entries, list):
-                raise ValueError("not a list")
-            links = []
-            for item in entries:
-                position, entry = item
-                if not isinstance(position, int) or isinstance(position, bool):
-                    raise ValueError(f"position {position!r}")
-                links.append(json_link(entry, position, url))
-            return links
-        except Exception as exc:  # any damage: the body has every link
-            _log.debug("the grouped copy of %s cannot be used (%s): reading the page", url, exc)
-            page = from_body()
-            return page.links_of(version) if version is not None else page.unversioned()
 
     # -- writing ---------------------------------------------------------------------
 
@@ -186,6 +153,44 @@ class GroupedPages:
                 raise
         except OSError as exc:
             _log.debug("cannot keep a grouped copy of %s: %s", url, exc)
+
+
+def _blob(path: Path, start: int) -> bytes:
+    """The groups of the copy at *path* (after its header): read once, as a whole,
+    when the first group is asked for (going back through releases reads hundreds)."""
+    with open_regular(path) as stream:
+        stream.seek(start)
+        return stream.read()
+
+
+def _group(
+    blob: Callable[[], bytes],
+    span: tuple[int, int, object],
+    url: str,
+    version: Version | None,
+    from_body: Callable[[], PageFiles],
+) -> list[PageLink]:
+    """The links of one group (*version*; None: the links of no version), from the
+    copy, or from the body when the copy fails a check (its checksum first)."""
+    offset, length, crc = span
+    try:
+        data = blob()[offset : offset + length]
+        if len(data) != length or zlib.crc32(data) != crc:
+            raise ValueError("the group's checksum does not match")
+        entries = loads_json(data)
+        if not isinstance(entries, list):
+            raise ValueError("not a list")
+        links = []
+        for item in entries:
+            position, entry = item
+            if not isinstance(position, int) or isinstance(position, bool):
+                raise ValueError(f"position {position!r}")
+            links.append(json_link(entry, position, url))
+        return links
+    except Exception as exc:  # any damage: the body has every link
+        _log.debug("the grouped copy of %s cannot be used (%s): reading the page", url, exc)
+        page = from_body()
+        return page.links_of(version) if version is not None else page.unversioned()
 
 
 def _dumps(value: object) -> bytes:

@@ -18,6 +18,7 @@ so that an error in a link's hashes or URL is raised then.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -140,11 +141,17 @@ class IndexFile:
         specifier admits everything, as pip does)."""
         if not self.requires_python:
             return True
-        try:
-            specifier = SpecifierSet(self.requires_python)
-        except InvalidSpecifier:
-            return True
-        return specifier.contains(python_version, prereleases=True)
+        return _python_allowed(self.requires_python, python_version)
+
+
+@functools.lru_cache(maxsize=1024)
+def _python_allowed(requires_python: str, python_version: str) -> bool:
+    """Once per pair: every file of a project usually repeats the same range."""
+    try:
+        specifier = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        return True
+    return specifier.contains(python_version, prereleases=True)
 
 
 # -- hashes --------------------------------------------------------------------
