@@ -15,19 +15,18 @@ read from the body. Failing to write a copy never fails a fetch.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 import logging
 import os
-import tempfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from wheelwise.atomic_file import replace_with_bytes
 from wheelwise.index.page_files import OTHER_LINK, SDIST_LINK, WHEEL_LINK, PageFiles, PageLink
 from wheelwise.index.simple_parse import json_builder, json_entry, json_link
 from wheelwise.untrusted_json import loads_json
@@ -138,19 +137,8 @@ class GroupedPages:
             "groups": groups,
             "rest": [offset, len(rest), zlib.crc32(rest)],
         }
-        path = self._path(url)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as stream:
-                    stream.write(_dumps(header) + b"\n")
-                    stream.writelines(pieces)
-                Path(temporary).replace(path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    Path(temporary).unlink()
-                raise
+            replace_with_bytes(self._path(url), [_dumps(header) + b"\n", *pieces])
         except OSError as exc:
             _log.debug("cannot keep a grouped copy of %s: %s", url, exc)
 

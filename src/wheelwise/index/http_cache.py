@@ -18,17 +18,15 @@ validators nor a lifetime is not kept: nothing could be saved by it.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from wheelwise.atomic_file import replace_with_bytes
 from wheelwise.cachedir import user_cache_dir
 from wheelwise.untrusted_json import loads_json
 
@@ -170,15 +168,6 @@ class HttpCache:
         data = json.dumps(header, separators=(",", ":")).encode() + b"\n" + response.body
         path = self._path(url, accept)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as stream:
-                    stream.write(data)
-                Path(temporary).replace(path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    Path(temporary).unlink()
-                raise
+            replace_with_bytes(path, [data])
         except OSError as exc:
             _log.debug("cannot write the HTTP cache entry for %s: %s", url, exc)

@@ -19,11 +19,11 @@ import logging
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from wheelwise.atomic_file import replace_with
 from wheelwise.userfiles import open_regular
 
 __all__ = ["ContentCache", "ContentStore", "content_key"]
@@ -168,17 +168,7 @@ class ContentStore:
         if path is None:
             return None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            os.close(fd)
-            temporary = Path(name)
-            try:
-                write(temporary)
-                temporary.replace(path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    temporary.unlink()
-                raise
+            replace_with(path, write)
         except OSError as exc:
             _log.debug("cannot keep %s in the cache %s: %s", filename, self.folder, exc)
             return None
