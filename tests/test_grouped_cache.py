@@ -18,8 +18,9 @@ from packaging.version import Version
 
 from wheelwise.index import simple_parse
 from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy
+from wheelwise.index.errors import InvalidPage
 from wheelwise.index.grouped_cache import MIN_BODY, GroupedPages
-from wheelwise.index.simple_parse import InvalidPage, parse_json_page
+from wheelwise.index.simple_parse import parse_json_page
 
 URL = "https://example.test/simple/big/"
 VERSIONS = 1500
@@ -216,11 +217,12 @@ def test_a_revalidated_page_comes_from_its_copy(
     first = _listing(server, tmp_path)
     reads: list[str] = []
     original = simple_parse.read_json_page
-    monkeypatch.setattr(
-        simple_parse,
-        "read_json_page",
-        lambda body, url, **kw: reads.append(url) or original(body, url, **kw),
-    )
+
+    def counted(body: bytes, url: str, **kwargs: Any) -> Any:
+        reads.append(url)
+        return original(body, url, **kwargs)
+
+    monkeypatch.setattr(simple_parse, "read_json_page", counted)
     again = _listing(server, tmp_path)
     assert _Pages.answers == [200, 304]
     assert reads == []

@@ -285,7 +285,7 @@ def test_every_download_path_is_checked(
     taken: list[str] = []
     take = SpeculativeDownloads.take
 
-    def spy(self: SpeculativeDownloads, item: DownloadItem) -> InMemoryWheel | None:
+    def spy(self: SpeculativeDownloads, item: DownloadItem) -> Path | InMemoryWheel | None:
         found = take(self, item)
         if found is not None:
             taken.append(found.name)
