@@ -46,7 +46,9 @@ def _inside(path: Any, dir_fd: int | None) -> bool:
     except TypeError:
         return False
     if dir_fd is not None and not os.path.isabs(text):
-        return True  # shutil.rmtree, inside a folder it opened
+        # shutil.rmtree, inside a folder it opened: counted only when that folder
+        # is inside (a scratch folder in the cache is not).
+        return dir_fd in opened
     full = os.path.abspath(text)
     return full == root or full.startswith(root + os.sep)
 
