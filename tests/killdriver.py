@@ -22,6 +22,10 @@ import signal
 import sys
 from typing import Any
 
+# Ctrl-C as a terminal's foreground process gets it: a shell that starts the tests in
+# the background ignores SIGINT (POSIX), and every child inherits that.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 root = os.path.abspath(sys.argv[1])
 target = int(sys.argv[2])
 signum = getattr(signal, sys.argv[3])
