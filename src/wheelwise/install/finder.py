@@ -23,6 +23,7 @@ instead of fetching its PEP 658 file.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import email.parser
 import email.policy
@@ -350,9 +351,10 @@ class IndexFinder:
     # -- helpers ---------------------------------------------------------------------
 
     def release(self, name: str, version: Version) -> IndexRelease | None:
-        for release in self.versions(canonicalize_name(name)):
-            if release.version == version:
-                return release
+        releases = self.versions(canonicalize_name(name))  # oldest first
+        index = bisect.bisect_left(releases, version, key=lambda release: release.version)
+        if index < len(releases) and releases[index].version == version:
+            return releases[index]
         return None
 
     def core_metadata(self, file: WheelFile) -> bytes:
