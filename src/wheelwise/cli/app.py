@@ -15,6 +15,7 @@ COMMANDS = {
     "index": "wheelwise.cli.index_cmd:index",
     "install": "wheelwise.cli.install_cmd:install",
     "list": "wheelwise.cli.install_cmd:list_cmd",
+    "lock": "wheelwise.cli.lock_cmd:lock",
     "recover": "wheelwise.cli.install_cmd:recover",
     "select": "wheelwise.cli.select_cmd:select",
     "uninstall": "wheelwise.cli.install_cmd:uninstall",

@@ -283,6 +283,9 @@ class TargetEnvironment:
     tags: list[ptags.Tag] = field(repr=False)
     externally_managed: str | None = None
     """The text of the PEP 668 ``EXTERNALLY-MANAGED`` file, when there is one."""
+    info: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The query's answer it was built from: a lock's targets for another Python
+    version keep this interpreter's platform (see ``install.targets``)."""
 
     @classmethod
     def from_python(
@@ -330,6 +333,7 @@ class TargetEnvironment:
             platform=str(info["platform"]),
             tags=compute_tags(info),
             externally_managed=externally_managed,
+            info=info,
         )
 
     @classmethod

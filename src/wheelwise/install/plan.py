@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from packaging.requirements import InvalidRequirement
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
@@ -151,7 +151,18 @@ class InstallOutcome(NamedTuple):
         return [p for p in self.plan if not p.skipped]
 
 
-def sources_for(options: InstallOptions) -> list[IndexSource]:
+class _SourceOptions(Protocol):
+    """The options that name package sources (InstallOptions, LockOptions)."""
+
+    @property
+    def index_url(self) -> str | None: ...
+    @property
+    def extra_index_urls(self) -> Sequence[str]: ...
+    @property
+    def find_links(self) -> Sequence[str]: ...
+
+
+def sources_for(options: _SourceOptions) -> list[IndexSource]:
     """The package sources in priority order: index, extra indexes, find-links."""
     sources: list[IndexSource] = []
     if options.index_url:

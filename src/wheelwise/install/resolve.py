@@ -40,6 +40,7 @@ from resolvelib.structs import RequirementInformation
 
 from wheelwise.install.candidates import Finder, ReleaseFiles, Requirement, WheelFile, identifier
 from wheelwise.install.selection import (
+    ListedWheel,
     NoCompatibleWheel,
     ResolveError,
     Selection,
@@ -50,7 +51,12 @@ from wheelwise.install.selection import (
     select_builds,
 )
 from wheelwise.install.version_window import window
-from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
+from wheelwise.variants.markers import (
+    evaluate_marker,
+    parse_requirement,
+    uses_variant_markers,
+    variant_environment,
+)
 
 if TYPE_CHECKING:  # rankings and properties exist only for releases with variant wheels
     from wheelwise.variants.metadata import VariantMetadata
@@ -120,6 +126,10 @@ class ResolvedPackage:
     ranking: Ranking | None = field(default=None, compare=False, repr=False)
     # The chosen build's abi_dependency properties and the versions they matched.
     abi: tuple[AbiMatch, ...] = ()
+    # Locking (``every_wheel``): every wheel of the release that fits the tags, and
+    # those of ``requires`` required only through specifiers with variant markers.
+    listed: tuple[ListedWheel, ...] = ()
+    variant_gated: tuple[NormalizedName, ...] = ()
 
     @property
     def is_installed(self) -> bool:
@@ -184,6 +194,7 @@ def resolve(
     no_variant: bool = False,
     variant_choice: Mapping[str, str] | None = None,
     max_rounds: int = MAX_ROUNDS,
+    every_wheel: bool = False,
 ) -> Resolution:
     """Resolve *requirements* (PEP 508 strings) into one wheel per package.
 
@@ -193,6 +204,11 @@ def resolve(
     without adding packages. Without *upgrade*, an *installed* version that meets
     the requirements is preferred. *variant_choice* picks a variant by label per
     package. Raises :class:`ResolveError` subclasses with readable messages.
+
+    With *every_wheel* (locking), each release's candidate lists every wheel that
+    fits *tags*, whatever *supported* says (it is not asked), and depends on the
+    union of their requirements, each wheel's read with every property of its
+    variant label (``ResolvedPackage.listed`` and ``variant_gated``).
     """
     env: dict[str, str] = dict(default_environment())  # type: ignore[arg-type]
     env.update(environment or {})
@@ -205,6 +221,7 @@ def resolve(
         no_variant=no_variant,
         variant_choice={canonicalize_name(k): v for k, v in (variant_choice or {}).items()},
         abi_preferred=_abi_preferred(roots, constraint_map, installed_versions, upgrade),
+        every_wheel=every_wheel,
     )
     provider = _Provider(
         finder,
@@ -226,7 +243,7 @@ def resolve(
         raise ResolutionConflict(
             f"resolution did not finish after {max_rounds} rounds of backtracking"
         ) from exc
-    resolution = _resolution(result.mapping, result.graph, provider.installed)
+    resolution = _resolution(result.mapping, result.graph, provider.installed, provider.gated)
     return Resolution(resolution.packages, provider.notes(resolution))
 
 
@@ -352,6 +369,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self.working_back: set[str] = set()
         # Yanked releases offered because they are pinned, with the yank reasons.
         self.yanked_pins: dict[tuple[NormalizedName, Version], str | None] = {}
+        # Locking: per candidate (identifier, version), each dependency's name and
+        # whether only specifiers with variant markers required it.
+        self.gated: dict[tuple[str, Version], dict[NormalizedName, bool]] = {}
 
     # -- data ----------------------------------------------------------------------
 
@@ -559,6 +579,10 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             return deps
         selection = candidate.selection
         deps += _abi_requirements(candidate)
+        if selection.listed:
+            deps += self._listed_dependencies(candidate)
+            self._prefetch(deps)
+            return deps
         variant_env = variant_environment(selection.label, selection.variant_properties)
         extras = sorted(candidate.extras) or [""]
         where = f"required by {candidate.name} {candidate.version}"
@@ -571,6 +595,37 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             ):
                 deps.append(requirement)
         self._prefetch(deps)
+        return deps
+
+    def _listed_dependencies(self, candidate: Candidate) -> list[Requirement]:
+        """Locking: the union of the requirements of every wheel the candidate lists,
+        each read in its own variant context (all its label's properties), and which
+        of them only specifiers with variant markers add (in ``self.gated``)."""
+        listed = candidate.selection.listed
+        hint = getattr(self.finder, "prefetch_files", None)  # optional part of a Finder
+        if hint is not None:
+            hint([wheel.file for wheel in listed])
+        extras = sorted(candidate.extras) or [""]
+        where = f"required by {candidate.name} {candidate.version}"
+        deps: list[Requirement] = []
+        added: set[str] = set()
+        gated = self.gated.setdefault((candidate.identifier, candidate.version), {})
+        for wheel in listed:
+            variant_env = variant_environment(wheel.file.filename.variant_label, wheel.properties)
+            for text in self.finder.dependencies(wheel.file):
+                if text in added:
+                    continue
+                requirement = _requirement(text, where)
+                marker = _parsed(text).marker
+                if marker is not None and not any(
+                    evaluate_marker(marker, variant_env, {**self.env, "extra": extra})
+                    for extra in extras
+                ):
+                    continue
+                added.add(text)
+                deps.append(requirement)
+                only_variant = marker is not None and uses_variant_markers(marker)
+                gated[requirement.name] = gated.get(requirement.name, True) and only_variant
         return deps
 
     def _prefetch(self, requirements: Iterable[Requirement]) -> None:
@@ -748,20 +803,30 @@ def _origins(infos: Iterable[RequirementInformation[Requirement, Candidate]]) ->
 
 
 def _resolution(
-    mapping: Mapping[str, Candidate], graph: Any, installed: Mapping[str, Version]
+    mapping: Mapping[str, Candidate],
+    graph: Any,
+    installed: Mapping[str, Version],
+    gated: Mapping[tuple[str, Version], Mapping[NormalizedName, bool]] | None = None,
 ) -> Resolution:
-    """Base packages only, extras folded in, dependencies before dependents."""
+    """Base packages only, extras folded in, dependencies before dependents.
+    *gated*: see ``_Provider.gated``."""
     # name[extra] always depends on name itself, so every name has a base candidate.
     bases = {c.name: c for c in mapping.values() if not c.extras}
     extras: dict[NormalizedName, set[str]] = {}
     requires: dict[NormalizedName, set[NormalizedName]] = {}
+    # A dependency is variant-gated when no candidate of the name requires it
+    # otherwise.
+    ungated: dict[NormalizedName, set[NormalizedName]] = {}
     for candidate in mapping.values():
         extras.setdefault(candidate.name, set()).update(candidate.extras)
         children = requires.setdefault(candidate.name, set())
+        edges = (gated or {}).get((candidate.identifier, candidate.version), {})
         for child in graph.iter_children(candidate.identifier):
             child_name = mapping[child].name
             if child_name != candidate.name:
                 children.add(child_name)
+                if not edges.get(child_name, False):
+                    ungated.setdefault(candidate.name, set()).add(child_name)
     packages: dict[NormalizedName, ResolvedPackage] = {}
 
     def visit(name: NormalizedName, path: set[NormalizedName]) -> None:
@@ -789,6 +854,8 @@ def _resolution(
             requires=tuple(sorted(requires[name])),
             ranking=chosen.ranking,
             abi=tuple(abi),
+            listed=chosen.listed,
+            variant_gated=tuple(sorted(requires[name] - ungated.get(name, set()))),
         )
 
     for name in sorted(bases):

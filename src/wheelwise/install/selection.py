@@ -80,6 +80,9 @@ class TargetSpec:
     variant_choice: Mapping[str, str] = field(default_factory=dict)
     # Versions abi_dependency builds are matched against first (installed, pinned).
     abi_preferred: Mapping[NormalizedName, Version] = field(default_factory=dict)
+    # Locking: a release's selection lists every wheel that fits the tags (see
+    # every_wheel), whatever the machine supports.
+    every_wheel: bool = False
     tag_rank: Mapping[Tag, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -87,6 +90,14 @@ class TargetSpec:
         for i, tag in enumerate(self.tags):
             rank.setdefault(tag, i)
         object.__setattr__(self, "tag_rank", rank)
+
+
+class ListedWheel(NamedTuple):
+    """A wheel a lock lists, with every property its variant label has (none for a
+    non-variant wheel): its dependencies are read in that context."""
+
+    file: WheelFile
+    properties: tuple[VariantProperty, ...] = ()
 
 
 class Selection(NamedTuple):
@@ -98,6 +109,8 @@ class Selection(NamedTuple):
     # The abi_dependency properties this build stands for, one per dependency: each
     # implies a requirement the resolver must meet (``torch==2.9.*``).
     abi: tuple[VariantProperty, ...] = ()
+    # Locking (TargetSpec.every_wheel): every wheel of the release that fits the tags.
+    listed: tuple[ListedWheel, ...] = ()
 
     @property
     def label(self) -> str | None:
@@ -156,6 +169,8 @@ def select_builds(
     ranked_files = _by_tags(release.files, target.tag_rank)
     if not ranked_files:
         return Unavailable(_tag_reason(release.files, target.tags))
+    if target.every_wheel:
+        return every_wheel(release, ranked_files)
     choice = target.variant_choice.get(name)
     if target.no_variant:
         plain = [f for f in ranked_files if not f.filename.is_variant]
@@ -214,6 +229,32 @@ def select_builds(
 
 
 _ABI_NAMESPACE = "abi_dependency"  # wheelwise.variants.abi_dependency.NAMESPACE, unimported
+
+
+def every_wheel(
+    release: ReleaseFiles, files: Sequence[WheelFile]
+) -> tuple[Selection, ...] | Unavailable:
+    """One selection listing every wheel of *files* (those of *release* that fit the
+    tags, best first), whatever the machine: what a lock holds. A variant wheel
+    whose label the release's variant metadata lacks is left out (PEP 825: it is
+    incompatible), as are all of them when the release has no usable metadata."""
+    has_variants = any(f.filename.is_variant for f in files)
+    metadata = release.variant_metadata() if has_variants else None
+    listed: list[ListedWheel] = []
+    for file in files:
+        label = file.filename.variant_label
+        if label is None:
+            listed.append(ListedWheel(file))
+        elif metadata is not None and label in metadata.variants:
+            listed.append(ListedWheel(file, metadata.properties(label)))
+    if not listed:
+        problem = getattr(release, "variant_metadata_problem", None)  # an IndexRelease's
+        missing = f"usable variant metadata: {problem}" if problem else "variant metadata"
+        labels = sorted({str(f.filename.variant_label) for f in files})
+        return Unavailable(
+            f"variant wheels ({', '.join(labels)}) but no {missing} for their labels"
+        )
+    return (Selection(listed[0].file, listed=tuple(listed)),)
 
 
 def _with_abi_values(

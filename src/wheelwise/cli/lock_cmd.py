@@ -1,0 +1,328 @@
+"""``wheelwise lock``: write (or ``--check``) a ``pylock.toml`` for one or more targets."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+import click
+
+from wheelwise.atomic_file import replace_with
+from wheelwise.cli.errors import InputError, input_errors, warn
+from wheelwise.cli.inputs import read_bytes
+from wheelwise.index.bounded import DEFAULT_DEADLINE
+from wheelwise.index.errors import SourceError
+from wheelwise.install.defaults import DEFAULT_INDEX_URL
+from wheelwise.install.errors import InstallError
+from wheelwise.install.reqfile import RequirementsFileError, RequirementsSet, read_requirements
+from wheelwise.install.variant_requirement import VariantRequirementError
+from wheelwise.lock.errors import LockError
+
+if TYPE_CHECKING:
+    from wheelwise.install.targets import LockTarget, Platform
+    from wheelwise.lock import PyLock
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+OUT_OF_DATE_EXIT = 1
+DEFAULT_OUTPUT = "pylock.toml"
+
+
+def lock_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Resolver, source, target, lock-file and requirements-file errors: one line,
+    exit 2, nothing written."""
+
+    @functools.wraps(func)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        from wheelwise.install.selection import ResolveError
+        from wheelwise.install.targets import TargetError
+
+        try:
+            return func(*args, **kwargs)
+        except KeyboardInterrupt:
+            click.echo("wheelwise: interrupted; nothing was written", err=True)
+            raise click.exceptions.Exit(130) from None
+        except SourceError as exc:
+            raise InputError(f"{exc.message}; nothing was written") from None
+        except (
+            InstallError,
+            LockError,
+            RequirementsFileError,
+            ResolveError,
+            TargetError,
+            VariantRequirementError,
+        ) as exc:
+            raise InputError(f"{exc}; nothing was written") from None
+
+    return wrapper
+
+
+@click.command()
+@click.argument("requirements", nargs=-1, metavar="[REQ]...")
+@click.option(
+    "-r",
+    "--requirement",
+    "requirement_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Lock the requirements of this file (repeatable).",
+)
+@click.option(
+    "-c",
+    "--constraint",
+    "constraint_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Constrain versions with a constraints file (repeatable).",
+)
+@click.option(
+    "-i", "--index-url", default=None, help=f"The package index (default {DEFAULT_INDEX_URL})."
+)
+@click.option(
+    "--extra-index-url", multiple=True, help="More indexes, after --index-url (repeatable)."
+)
+@click.option(
+    "-f",
+    "--find-links",
+    multiple=True,
+    metavar="DIR|URL",
+    help="A folder of wheels or an HTML page of links (repeatable).",
+)
+@click.option("--no-index", is_flag=True, help="Use no index: --find-links only.")
+@click.option("--pre", is_flag=True, help="Allow pre-release versions.")
+@click.option(
+    "--python",
+    type=click.Path(path_type=str),
+    help="Lock for this interpreter (default: the running one); with --python-version "
+    "or --platform, the one that gives what they leave out.",
+)
+@click.option(
+    "--python-version",
+    "python_versions",
+    multiple=True,
+    metavar="X.Y",
+    help="Lock for this CPython version (repeatable: one target per version and platform).",
+)
+@click.option(
+    "--platform",
+    "--python-platform",
+    "platforms",
+    multiple=True,
+    metavar="PLATFORM",
+    help="Lock for this platform: linux, macos, windows, x86_64-manylinux_2_28, "
+    "aarch64-apple-darwin, ... (uv's names) or a wheel platform tag such as "
+    "manylinux_2_28_x86_64 (repeatable).",
+)
+@click.option(
+    "-o",
+    "--output",
+    default=DEFAULT_OUTPUT,
+    show_default=True,
+    metavar="FILE",
+    help="Where to write the lock ('-': stdout).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 when the lock in FILE differs from what locking would "
+    "write now, 0 when it is the same.",
+)
+@click.option("-U", "--upgrade", is_flag=True, help="Ignore the versions of the existing lock.")
+@click.option(
+    "-P",
+    "--upgrade-package",
+    "upgrade_packages",
+    multiple=True,
+    metavar="NAME",
+    help="Ignore the existing lock's version of NAME (repeatable).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=15.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Network timeout: seconds to connect, and between bytes read.",
+)
+@click.option(
+    "--request-deadline",
+    type=click.FloatRange(min=0.1),
+    default=DEFAULT_DEADLINE,
+    show_default=True,
+    envvar="WHEELWISE_REQUEST_DEADLINE",
+    metavar="SECONDS",
+    help="Seconds one request may take in all [env: WHEELWISE_REQUEST_DEADLINE].",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    envvar="WHEELWISE_RETRIES",
+    help="Tries after the first on connection errors, timeouts and 5xx answers.",
+)
+@click.option(
+    "--no-cache-dir",
+    "--no-cache",
+    "no_cache",
+    is_flag=True,
+    help="Neither read nor keep wheels, metadata files and index pages in the cache.",
+)
+@click.option("--refresh", is_flag=True, help="Revalidate every cached index page.")
+@input_errors
+@lock_errors
+def lock(
+    requirements: tuple[str, ...],
+    requirement_files: tuple[Path, ...],
+    constraint_files: tuple[Path, ...],
+    index_url: str | None,
+    extra_index_url: tuple[str, ...],
+    find_links: tuple[str, ...],
+    no_index: bool,
+    pre: bool,
+    python: str | None,
+    python_versions: tuple[str, ...],
+    platforms: tuple[str, ...],
+    output: str,
+    check: bool,
+    upgrade: bool,
+    upgrade_packages: tuple[str, ...],
+    timeout: float,
+    request_deadline: float,
+    retries: int,
+    no_cache: bool,
+    refresh: bool,
+) -> None:
+    """Lock requirements into a pylock.toml (PEP 751) that lists every wheel variant."""
+    from wheelwise.install.locking import LockOptions, locked_versions, run_lock
+    from wheelwise.install.targets import parse_platform, parse_python_version
+    from wheelwise.lock import read_pylock, write_pylock
+
+    files = RequirementsSet()
+    for path in requirement_files:
+        read_requirements(path, into=files)
+    for path in constraint_files:
+        read_requirements(path, constraint=True, into=files)
+    wanted = [*requirements, *files.requirements]
+    if not wanted:
+        raise InputError("nothing to lock: give requirements or -r FILE")
+    destination = None if output == "-" else Path(output)
+    if check and destination is None:
+        raise InputError("--check compares with a lock file: give -o FILE, not -o -")
+    targets = _targets(
+        [parse_python_version(v) for v in python_versions],
+        [parse_platform(p) for p in platforms],
+        python,
+    )
+    on_disk = _existing(destination)
+    preferences = {}
+    if on_disk is not None and not upgrade:
+        assert destination is not None
+        existing = read_pylock(on_disk, source=str(destination))
+        preferences = {
+            target.environment: locked_versions(existing, target, upgrade_packages)
+            for target in targets
+        }
+    options = LockOptions(
+        requirements=wanted,
+        constraints=files.constraints,
+        index_url=None if no_index else (index_url or files.index_url or DEFAULT_INDEX_URL),
+        extra_index_urls=[] if no_index else [*extra_index_url, *files.extra_index_urls],
+        find_links=[*find_links, *files.find_links],
+        pre=pre,
+        timeout=timeout,
+        request_deadline=request_deadline,
+        retries=retries,
+        no_cache=no_cache,
+        refresh=refresh,
+        warn=warn,
+        preferences=preferences,
+    )
+    locked = run_lock(options, targets)
+    text = write_pylock(locked)
+    if check:
+        assert destination is not None
+        _check(destination, on_disk, text, locked)
+        return
+    if destination is None:
+        click.echo(text, nl=False)
+        return
+    _write(destination, text)
+    count = len(locked.packages)
+    click.echo(
+        f"wrote {destination}: {count} package{'s' if count != 1 else ''} for "
+        f"{len(targets)} target{'s' if len(targets) != 1 else ''}",
+        err=True,
+    )
+
+
+def _targets(
+    python_versions: list[str], platforms: list[Platform], python: str | None
+) -> list[LockTarget]:
+    from wheelwise.install.environment import TargetEnvironment
+    from wheelwise.install.targets import lock_targets
+
+    base = None
+    if not (python_versions and platforms):  # the interpreter gives what is left out
+        base = TargetEnvironment.from_python(python if python is not None else sys.executable)
+    return lock_targets(python_versions, platforms, base)
+
+
+def _existing(path: Path | None) -> bytes | None:
+    """The lock on disk at *path*, if there is one."""
+    if path is None or not path.exists():
+        return None
+    return read_bytes(path, "lock file")
+
+
+def _check(path: Path, on_disk: bytes | None, text: str, locked: PyLock) -> None:
+    """Exit 1 with the reason when *on_disk* is not *text*; say so when it is."""
+    if on_disk == text.encode("utf-8"):
+        click.echo(f"wheelwise: {path} is up to date", err=True)
+        return
+    reason = "there is no lock yet" if on_disk is None else _difference(path, on_disk, locked)
+    click.echo(
+        f"wheelwise: {path} is out of date: {reason}; run the same wheelwise lock command "
+        "without --check to update it",
+        err=True,
+    )
+    raise click.exceptions.Exit(OUT_OF_DATE_EXIT)
+
+
+def _difference(path: Path, on_disk: bytes, locked: PyLock) -> str:
+    from wheelwise.install.locking import TOOL
+    from wheelwise.lock import read_pylock
+
+    try:
+        existing = read_pylock(on_disk, source=str(path))
+    except LockError as exc:
+        return f"it cannot be read ({exc})"
+    old = (existing.tool or {}).get(TOOL, {})
+    new = (locked.tool or {}).get(TOOL, {})
+    if not isinstance(old, dict) or old.get("inputs-hash") != new.get("inputs-hash"):
+        return (
+            "the inputs changed (requirements, constraints, sources, targets or --pre: "
+            "its inputs-hash differs)"
+        )
+    return "the inputs are the same, but locking them again gives another lock"
+
+
+def _write(path: Path, text: str) -> None:
+    """*path* replaced whole (never half written), with the permissions of the file it
+    replaces, else those a new file gets."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+
+    def write(temporary: Path) -> None:
+        temporary.write_bytes(text.encode("utf-8"))
+        temporary.chmod(mode)
+
+    replace_with(path, write)

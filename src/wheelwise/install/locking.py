@@ -1,0 +1,367 @@
+"""``wheelwise lock`` as a library call: resolve once per target, build a ``PyLock``.
+
+Each target (:mod:`wheelwise.install.targets`) is resolved on its own with the
+installer's resolver in its locking mode (``resolve(..., every_wheel=True)``): a
+release lists every wheel that fits the target's tags (the non-variant wheel, the
+``null`` variant and every variant, whatever this machine supports), and depends on
+the union of those wheels' requirements, each read with every property of its
+label. A package that only specifiers with variant markers bring in (every path
+from a requested project to it crosses one) is *variant-gated*: its entry gets the
+marker ``'variant-needs-NAME' in dependency_groups``, a group only a variant-aware
+installer activates (docs/lock.md). Entries are one per chosen (name, version);
+one chosen by some targets only gets the OR of their environment markers.
+
+Nothing here reads or writes the lock file: the caller passes the versions to
+prefer (:func:`locked_versions`) and writes :func:`~wheelwise.lock.write_pylock`'s
+text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+from wheelwise.cachedir import user_cache_dir
+from wheelwise.index.bounded import DEFAULT_DEADLINE
+from wheelwise.index.client import INDEX, IndexClient, IndexFile, RetryPolicy
+from wheelwise.install.defaults import DEFAULT_INDEX_URL
+from wheelwise.install.finder import IndexFinder, Link, Warn, source_label
+from wheelwise.install.plan import sources_for
+from wheelwise.install.prefetch import ListingPrefetcher
+from wheelwise.install.resolve import PackageNotFound, Resolution, ResolveError, resolve
+from wheelwise.install.targets import LockTarget
+from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
+from wheelwise.install.wheel_cache import ContentCache
+from wheelwise.lock import Package, PyLock, VariantsJson, Wheel
+from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
+from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.variants.supported import SupportedProperties
+
+__all__ = [
+    "CREATED_BY",
+    "LockInputs",
+    "LockOptions",
+    "gate_group",
+    "locked_versions",
+    "run_lock",
+]
+
+CREATED_BY = "wheelwise"
+TOOL = "wheelwise"
+_CHUNK = 1 << 20
+
+
+def gate_group(name: str) -> str:
+    """The synthetic dependency group that lets a variant-gated package in."""
+    return f"variant-needs-{canonicalize_name(name)}"
+
+
+@dataclass(frozen=True)
+class LockInputs:
+    """What a lock was made from, kept in ``[tool.wheelwise]`` so that ``lock
+    --check`` can tell whether the inputs changed (``inputs-hash``)."""
+
+    requirements: tuple[str, ...]
+    constraints: tuple[str, ...]
+    index_urls: tuple[str, ...]
+    find_links: tuple[str, ...]
+    targets: tuple[Mapping[str, str], ...]
+    pre: bool
+
+    def document(self) -> dict[str, Any]:
+        """The inputs, the order of the requirements and constraints left out (the
+        sources keep theirs: it is their priority)."""
+        return {
+            "requirements": sorted(self.requirements),
+            "constraints": sorted(self.constraints),
+            "index-urls": list(self.index_urls),
+            "find-links": list(self.find_links),
+            "targets": [dict(sorted(target.items())) for target in self.targets],
+            "pre": self.pre,
+        }
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of :meth:`document`."""
+        text = json.dumps(self.document(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def table(self) -> dict[str, Any]:
+        return {**self.document(), "inputs-hash": self.digest}
+
+
+@dataclass(frozen=True)
+class LockOptions:
+    """Everything ``wheelwise lock`` resolves with (see the command's help)."""
+
+    requirements: Sequence[str] = ()
+    constraints: Sequence[str] = ()
+    index_url: str | None = DEFAULT_INDEX_URL
+    extra_index_urls: Sequence[str] = ()
+    find_links: Sequence[str] = ()
+    pre: bool = False
+    timeout: float = 15.0
+    request_deadline: float = DEFAULT_DEADLINE
+    retries: int = 3
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    refresh: bool = False
+    warn: Warn | None = None
+    # Per target (its environment marker), the versions to prefer: an existing lock's.
+    preferences: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def inputs(self, targets: Sequence[LockTarget]) -> LockInputs:
+        return LockInputs(
+            requirements=tuple(self.requirements),
+            constraints=tuple(self.constraints),
+            index_urls=tuple(u for u in (self.index_url, *self.extra_index_urls) if u),
+            find_links=tuple(self.find_links),
+            targets=tuple(target.record() for target in targets),
+            pre=self.pre,
+        )
+
+
+def locked_versions(
+    lock: PyLock, target: LockTarget, upgrading: Collection[str] = ()
+) -> dict[str, str]:
+    """The version *lock* holds for each package on *target* (the entry whose marker
+    holds there, every variant-gated one included), except those *upgrading* names.
+    Raises LockError when more than one entry of a name applies."""
+    groups = frozenset(gate_group(p.name) for p in lock.packages)
+    environment: dict[str, str | frozenset[str]] = {
+        **target.markers,
+        "extras": frozenset(),
+        "dependency_groups": groups,
+    }
+    skipped = {canonicalize_name(name) for name in upgrading}
+    versions: dict[str, str] = {}
+    for name in dict.fromkeys(p.name for p in lock.packages):
+        if canonicalize_name(name) in skipped:
+            continue
+        package = lock.package_for(name, environment)
+        if package is not None and package.version is not None:
+            versions[package.name] = package.version
+    return versions
+
+
+def run_lock(options: LockOptions, targets: Sequence[LockTarget]) -> PyLock:
+    """Resolve *options*' requirements for each of *targets* and build the lock.
+    Raises ResolveError, SourceError, VariantRequirementError and LockError (a
+    release none of whose wheels fits a target is a ResolveError)."""
+    for text in options.requirements:
+        found = split_variant_label(text)
+        if found.label is not None:
+            raise VariantRequirementError(
+                f"{text!r}: a lock lists every variant of a package, and the installer "
+                f"chooses one for the machine; write {found.requirement!r}"
+            )
+    sources = sources_for(options)
+    cache_root = options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
+    kept = None if options.no_cache else ContentCache.at(cache_root)
+    entries: dict[tuple[NormalizedName, Version], _Entry] = {}
+    with IndexClient(
+        timeout=options.timeout,
+        deadline=options.request_deadline,
+        retry=RetryPolicy(retries=options.retries),
+        warn=options.warn,
+        cache_dir=cache_root / "http",
+        cache=kept is not None,
+        revalidate=options.refresh,
+        metadata_cache=kept.metadata if kept is not None else None,
+    ) as client:
+        for position, target in enumerate(targets):
+            with ListingPrefetcher(sources, client) as prefetcher:
+                finder = IndexFinder(
+                    sources,
+                    client,
+                    tags=target.tags,
+                    python_version=target.full_version,
+                    prefetcher=prefetcher,
+                    warn=options.warn,
+                    wheel_cache=kept.wheels if kept is not None else None,
+                )
+                try:
+                    resolution = _resolve(options, target, finder, prefetcher)
+                    _collect(entries, position, target, resolution, finder, options)
+                except ResolveError as exc:
+                    if len(targets) == 1:
+                        raise
+                    raise ResolveError(f"for {target.describe()}: {exc}") from None
+                finally:
+                    finder.close()
+    packages = [entry.package(name, targets) for (name, _), entry in entries.items()]
+    return PyLock(
+        created_by=CREATED_BY,
+        environments=tuple(target.environment for target in targets),
+        requires_python=_requires_python(targets),
+        packages=tuple(packages),
+        tool={TOOL: options.inputs(targets).table()},
+    )
+
+
+def _resolve(
+    options: LockOptions,
+    target: LockTarget,
+    finder: IndexFinder,
+    prefetcher: ListingPrefetcher,
+) -> Resolution:
+    prefetcher.want(sorted(_roots(options.requirements, target)))
+    try:
+        resolution = resolve(
+            options.requirements,
+            finder,
+            supported=_never_asked,
+            tags=target.tags,
+            environment=target.markers,
+            constraints=options.constraints,
+            pre=options.pre,
+            installed=options.preferences.get(target.environment, {}),
+            every_wheel=True,
+        )
+    except PackageNotFound as exc:
+        searched = ", ".join(source_label(source) for source in finder.sources)
+        raise PackageNotFound(f"{exc}; searched {searched}") from None
+    finally:
+        prefetcher.close()
+    if options.warn is not None:
+        for note in resolution.notes:
+            options.warn(note)
+    return resolution
+
+
+def _never_asked(metadata: VariantMetadata) -> SupportedProperties:
+    """A lock is the same on any machine: its resolution never asks what one supports."""
+    return SupportedProperties()
+
+
+def _roots(requirements: Sequence[str], target: LockTarget) -> set[NormalizedName]:
+    """The requested projects whose markers hold on *target* (the resolver has
+    checked every requirement already)."""
+    names: set[NormalizedName] = set()
+    environment = {**target.markers, "extra": ""}
+    for text in requirements:
+        parsed = parse_requirement(text)
+        marker = parsed.marker
+        if marker is None or evaluate_marker(marker, variant_environment(None), environment):
+            names.add(canonicalize_name(parsed.name))
+    return names
+
+
+def _gated(resolution: Resolution, roots: Collection[NormalizedName]) -> set[NormalizedName]:
+    """The packages no path from *roots* reaches without crossing a specifier with
+    variant markers."""
+    reached: set[NormalizedName] = set()
+    pending = [name for name in roots if name in resolution]
+    while pending:
+        name = pending.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        package = resolution[name]
+        pending += [c for c in package.requires if c not in package.variant_gated]
+    return {package.name for package in resolution if package.name not in reached}
+
+
+@dataclass
+class _Entry:
+    """One (name, version) of the lock, as the targets that chose it saw it."""
+
+    version: Version
+    targets: dict[int, bool] = field(default_factory=dict)  # position -> variant-gated
+    files: dict[str, Wheel] = field(default_factory=dict)  # by file name
+    requires_python: set[str | None] = field(default_factory=set)
+    indexes: set[str | None] = field(default_factory=set)
+    metadata: VariantMetadata | None = None
+    labels: set[str] = field(default_factory=set)
+    requires: set[NormalizedName] = field(default_factory=set)
+
+    def package(self, name: NormalizedName, targets: Sequence[LockTarget]) -> Package:
+        metadata = self.metadata
+        variants_json = None
+        if self.labels:
+            assert metadata is not None  # listed variant wheels have their label's entry
+            kept = {label: metadata.variants[label] for label in sorted(self.labels)}
+            variants_json = VariantsJson.from_metadata(metadata.with_variants(kept))
+        (index,) = self.indexes if len(self.indexes) == 1 else (None,)
+        (requires_python,) = self.requires_python if len(self.requires_python) == 1 else (None,)
+        return Package(
+            name=name,
+            version=str(self.version),
+            marker=self._marker(name, targets),
+            requires_python=requires_python,
+            dependencies=tuple({"name": child} for child in sorted(self.requires)),
+            index=index,
+            wheels=tuple(self.files.values()),
+            variants_json=variants_json,
+        )
+
+    def _marker(self, name: NormalizedName, targets: Sequence[LockTarget]) -> str | None:
+        gate = f"'{gate_group(name)}' in dependency_groups"
+        gated = set(self.targets.values())
+        if len(self.targets) == len(targets) and len(gated) == 1:
+            return gate if gated == {True} else None
+        clauses = []
+        for position, only_gated in sorted(self.targets.items()):
+            clause = f"({targets[position].environment})"
+            clauses.append(f"({clause} and {gate})" if only_gated else clause)
+        return " or ".join(clauses)
+
+
+def _collect(
+    entries: dict[tuple[NormalizedName, Version], _Entry],
+    position: int,
+    target: LockTarget,
+    resolution: Resolution,
+    finder: IndexFinder,
+    options: LockOptions,
+) -> None:
+    """Add *target*'s resolution to *entries*."""
+    gated = _gated(resolution, _roots(options.requirements, target))
+    for package in resolution:
+        key = (package.name, package.version)
+        entry = entries.setdefault(key, _Entry(package.version))
+        entry.targets[position] = package.name in gated
+        entry.requires.update(package.requires)
+        for listed in package.listed:
+            link = listed.file.link
+            assert isinstance(link, Link)
+            label = listed.file.filename.variant_label
+            if label is not None:
+                entry.labels.add(label)
+            entry.indexes.add(link.source.url if link.source.kind == INDEX else None)
+            entry.requires_python.add(link.file.requires_python)
+            if link.file.filename not in entry.files:
+                entry.files[link.file.filename] = _wheel(link.file, finder)
+        if entry.labels and entry.metadata is None:
+            release = finder.release(package.name, package.version)
+            entry.metadata = release.variant_metadata() if release is not None else None
+
+
+def _wheel(file: IndexFile, finder: IndexFinder) -> Wheel:
+    """The lock's entry for *file*: its URL, size and sha256; a wheel whose source
+    gives no sha256 is downloaded (checked against the hashes it does give) and
+    hashed."""
+    sha256 = file.hashes.get("sha256")
+    size = file.size
+    if sha256 is None:
+        path = finder.wheel_path(file)
+        digest = hashlib.sha256()
+        with path.open("rb") as stream:
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+        sha256 = digest.hexdigest()
+        size = path.stat().st_size
+    return Wheel(url=file.url, size=size, hashes={"sha256": sha256.lower()})
+
+
+def _requires_python(targets: Sequence[LockTarget]) -> str:
+    """``>=`` the oldest target Python (the lock holds wheels for those only)."""
+    oldest = min(tuple(int(p) for p in t.markers["python_version"].split(".")) for t in targets)
+    return ">=" + ".".join(str(part) for part in oldest)
