@@ -117,9 +117,12 @@ def system_file(directory: Path, levels: Sequence[str]) -> Path:
 
 
 def wheelwise(
-    args: Sequence[str], cache: Path, env: Mapping[str, str] | None = None
+    args: Sequence[str],
+    cache: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m wheelwise ARGS`` with its own cache and no proxy."""
+    """``python -m wheelwise ARGS`` with its own cache and no proxy (in *cwd*)."""
     full = {
         k: v
         for k, v in os.environ.items()
@@ -133,6 +136,7 @@ def wheelwise(
         env=full,
         timeout=120,
         check=False,
+        cwd=cwd,
     )
 
 

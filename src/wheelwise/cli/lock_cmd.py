@@ -251,10 +251,13 @@ def lock(
     if destination is None:
         click.echo(text, nl=False)
         return
-    _write(destination, text)
+    done = "kept"  # the same lock: the file is left alone, modification time too
+    if on_disk != text.encode("utf-8"):
+        _write(destination, text)
+        done = "wrote"
     count = len(locked.packages)
     click.echo(
-        f"wrote {destination}: {count} package{'s' if count != 1 else ''} for "
+        f"{done} {destination}: {count} package{'s' if count != 1 else ''} for "
         f"{len(targets)} target{'s' if len(targets) != 1 else ''}",
         err=True,
     )
