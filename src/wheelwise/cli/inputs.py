@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from wheelwise.variants.supported import SupportedProperties
 JSON_LEADING_BYTES = b" \t\r\n\xef\xbb\xbf"
 
 if TYPE_CHECKING:  # `install` reads no variant metadata file: it loads this when needed
+    from wheelwise.install.reqfile import RequirementsSet
     from wheelwise.variants.metadata import VariantMetadata
 
 
@@ -69,3 +71,17 @@ def load_system(path: Path | None) -> SupportedProperties:
             f"{path}: neither a JSON object (wheelwise detect --json) nor uv's variant "
             f"target TOML (wheelwise detect --format uv): {reason}"
         ) from None
+
+
+def read_requirement_files(
+    requirement_files: Iterable[Path], constraint_files: Iterable[Path]
+) -> RequirementsSet:
+    """What ``-r FILE`` and ``-c FILE`` give, in the order named."""
+    from wheelwise.install.reqfile import RequirementsSet, read_requirements
+
+    files = RequirementsSet()
+    for path in requirement_files:
+        read_requirements(path, into=files)
+    for path in constraint_files:
+        read_requirements(path, constraint=True, into=files)
+    return files

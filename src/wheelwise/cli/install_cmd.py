@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import click
 
 from wheelwise.cli.errors import InputError, input_errors, warn
-from wheelwise.cli.options import REFRESH_HELP, provider_options
-from wheelwise.index.bounded import DEFAULT_DEADLINE
+from wheelwise.cli.options import REFRESH_HELP, network_options, provider_options, source_options
 from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.errors import InstallError
-from wheelwise.install.reqfile import RequirementsFileError, RequirementsSet, read_requirements
+from wheelwise.install.reqfile import RequirementsFileError
 from wheelwise.install.variant_requirement import VariantRequirementError
 
 # The installer's modules load inside the commands: `install` first starts querying
@@ -157,35 +156,7 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
 
 @click.command()
 @click.argument("requirements", nargs=-1, metavar="[REQ[#LABEL]]...")
-@click.option(
-    "-r",
-    "--requirement",
-    "requirement_files",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Install from a requirements file (repeatable).",
-)
-@click.option(
-    "-c",
-    "--constraint",
-    "constraint_files",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Constrain versions with a constraints file (repeatable).",
-)
-@click.option(
-    "-i", "--index-url", default=None, help=f"The package index (default {DEFAULT_INDEX_URL})."
-)
-@click.option(
-    "--extra-index-url", multiple=True, help="More indexes, after --index-url (repeatable)."
-)
-@click.option(
-    "-f",
-    "--find-links",
-    multiple=True,
-    metavar="DIR|URL",
-    help="A folder of wheels or an HTML page of links (repeatable).",
-)
+@source_options("Install")
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade installed packages to the newest.")
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
@@ -217,41 +188,7 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     is_flag=True,
     help="Install into an externally managed environment (PEP 668) anyway.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=15.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Network timeout: seconds to connect, and between bytes read.",
-)
-@click.option(
-    "--request-deadline",
-    type=click.FloatRange(min=0.1),
-    default=DEFAULT_DEADLINE,
-    show_default=True,
-    envvar="WHEELWISE_REQUEST_DEADLINE",
-    metavar="SECONDS",
-    help=(
-        "Seconds one request may take in all: an index page, a metadata file, or a wheel, "
-        "which also gets 1 s per 16 KiB received [env: WHEELWISE_REQUEST_DEADLINE]."
-    ),
-)
-@click.option(
-    "--retries",
-    type=click.IntRange(min=0),
-    default=3,
-    show_default=True,
-    envvar="WHEELWISE_RETRIES",
-    help="Tries after the first on connection errors, timeouts and 5xx answers.",
-)
-@click.option(
-    "--no-cache-dir",
-    "--no-cache",
-    "no_cache",
-    is_flag=True,
-    help="Neither read nor keep wheels, metadata files and index pages in the cache.",
-)
+@network_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @functools.partial(
     provider_options,
@@ -290,14 +227,10 @@ def install(
     from wheelwise.install.environment import TargetEnvironment
 
     with TargetEnvironment.start_query(python if python is not None else sys.executable) as query:
-        from wheelwise.cli.inputs import load_system
+        from wheelwise.cli.inputs import load_system, read_requirement_files
         from wheelwise.install.plan import InstallOptions, installation_report, run_install
 
-        files = RequirementsSet()
-        for path in requirement_files:
-            read_requirements(path, into=files)
-        for path in constraint_files:
-            read_requirements(path, constraint=True, into=files)
+        files = read_requirement_files(requirement_files, constraint_files)
         wanted = [*requirements, *files.requirements]
         if not wanted:
             raise InputError("nothing to install: give requirements or -r FILE")

@@ -13,12 +13,12 @@ import click
 
 from wheelwise.atomic_file import replace_with
 from wheelwise.cli.errors import InputError, input_errors, warn
-from wheelwise.cli.inputs import read_bytes
-from wheelwise.index.bounded import DEFAULT_DEADLINE
+from wheelwise.cli.inputs import read_bytes, read_requirement_files
+from wheelwise.cli.options import network_options, source_options
 from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
 from wheelwise.install.errors import InstallError
-from wheelwise.install.reqfile import RequirementsFileError, RequirementsSet, read_requirements
+from wheelwise.install.reqfile import RequirementsFileError
 from wheelwise.install.variant_requirement import VariantRequirementError
 from wheelwise.lock.errors import LockError
 
@@ -63,35 +63,7 @@ def lock_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
 
 @click.command()
 @click.argument("requirements", nargs=-1, metavar="[REQ]...")
-@click.option(
-    "-r",
-    "--requirement",
-    "requirement_files",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Lock the requirements of this file (repeatable).",
-)
-@click.option(
-    "-c",
-    "--constraint",
-    "constraint_files",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Constrain versions with a constraints file (repeatable).",
-)
-@click.option(
-    "-i", "--index-url", default=None, help=f"The package index (default {DEFAULT_INDEX_URL})."
-)
-@click.option(
-    "--extra-index-url", multiple=True, help="More indexes, after --index-url (repeatable)."
-)
-@click.option(
-    "-f",
-    "--find-links",
-    multiple=True,
-    metavar="DIR|URL",
-    help="A folder of wheels or an HTML page of links (repeatable).",
-)
+@source_options("Lock")
 @click.option("--no-index", is_flag=True, help="Use no index: --find-links only.")
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option(
@@ -140,38 +112,7 @@ def lock_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
     metavar="NAME",
     help="Ignore the existing lock's version of NAME (repeatable).",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=15.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Network timeout: seconds to connect, and between bytes read.",
-)
-@click.option(
-    "--request-deadline",
-    type=click.FloatRange(min=0.1),
-    default=DEFAULT_DEADLINE,
-    show_default=True,
-    envvar="WHEELWISE_REQUEST_DEADLINE",
-    metavar="SECONDS",
-    help="Seconds one request may take in all [env: WHEELWISE_REQUEST_DEADLINE].",
-)
-@click.option(
-    "--retries",
-    type=click.IntRange(min=0),
-    default=3,
-    show_default=True,
-    envvar="WHEELWISE_RETRIES",
-    help="Tries after the first on connection errors, timeouts and 5xx answers.",
-)
-@click.option(
-    "--no-cache-dir",
-    "--no-cache",
-    "no_cache",
-    is_flag=True,
-    help="Neither read nor keep wheels, metadata files and index pages in the cache.",
-)
+@network_options
 @click.option("--refresh", is_flag=True, help="Revalidate every cached index page.")
 @input_errors
 @lock_errors
@@ -198,15 +139,12 @@ def lock(
     refresh: bool,
 ) -> None:
     """Lock requirements into a pylock.toml (PEP 751) that lists every wheel variant."""
-    from wheelwise.install.locking import LockOptions, locked_versions, run_lock
+    from wheelwise.install.locking import locked_versions, run_lock
+    from wheelwise.install.plan import InstallOptions
     from wheelwise.install.targets import parse_platform, parse_python_version
     from wheelwise.lock import read_pylock, write_pylock
 
-    files = RequirementsSet()
-    for path in requirement_files:
-        read_requirements(path, into=files)
-    for path in constraint_files:
-        read_requirements(path, constraint=True, into=files)
+    files = read_requirement_files(requirement_files, constraint_files)
     wanted = [*requirements, *files.requirements]
     if not wanted:
         raise InputError("nothing to lock: give requirements or -r FILE")
@@ -227,7 +165,7 @@ def lock(
             target.environment: locked_versions(existing, target, upgrade_packages)
             for target in targets
         }
-    options = LockOptions(
+    options = InstallOptions(
         requirements=wanted,
         constraints=files.constraints,
         index_url=None if no_index else (index_url or files.index_url or DEFAULT_INDEX_URL),
@@ -240,9 +178,8 @@ def lock(
         no_cache=no_cache,
         refresh=refresh,
         warn=warn,
-        preferences=preferences,
     )
-    locked = run_lock(options, targets)
+    locked = run_lock(options, targets, preferences)
     text = write_pylock(locked)
     if check:
         assert destination is not None

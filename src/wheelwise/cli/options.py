@@ -50,3 +50,88 @@ def provider_options(func: _F, *, refresh_help: str = REFRESH_HELP) -> _F:
         "stops the command. Trusted for good: [providers] allow = [...] in "
         "~/.config/wheelwise/config.toml ($WHEELWISE_CONFIG).",
     )(func)
+
+
+def source_options(verb: str) -> Callable[[_F], _F]:
+    """``-r``, ``-c``, ``-i``, ``--extra-index-url`` and ``-f``: what to *verb*
+    ("Install", "Lock") and where from."""
+    from pathlib import Path
+
+    from wheelwise.install.defaults import DEFAULT_INDEX_URL
+
+    def decorate(func: _F) -> _F:
+        func = click.option(
+            "-f",
+            "--find-links",
+            multiple=True,
+            metavar="DIR|URL",
+            help="A folder of wheels or an HTML page of links (repeatable).",
+        )(func)
+        func = click.option(
+            "--extra-index-url", multiple=True, help="More indexes, after --index-url (repeatable)."
+        )(func)
+        func = click.option(
+            "-i",
+            "--index-url",
+            default=None,
+            help=f"The package index (default {DEFAULT_INDEX_URL}).",
+        )(func)
+        func = click.option(
+            "-c",
+            "--constraint",
+            "constraint_files",
+            multiple=True,
+            type=click.Path(path_type=Path),
+            help="Constrain versions with a constraints file (repeatable).",
+        )(func)
+        return click.option(
+            "-r",
+            "--requirement",
+            "requirement_files",
+            multiple=True,
+            type=click.Path(path_type=Path),
+            help=f"{verb} from a requirements file (repeatable).",
+        )(func)
+
+    return decorate
+
+
+def network_options(func: _F) -> _F:
+    """``--timeout``, ``--request-deadline``, ``--retries`` and ``--no-cache-dir``."""
+    from wheelwise.index.bounded import DEFAULT_DEADLINE
+
+    func = click.option(
+        "--no-cache-dir",
+        "--no-cache",
+        "no_cache",
+        is_flag=True,
+        help="Neither read nor keep wheels, metadata files and index pages in the cache.",
+    )(func)
+    func = click.option(
+        "--retries",
+        type=click.IntRange(min=0),
+        default=3,
+        show_default=True,
+        envvar="WHEELWISE_RETRIES",
+        help="Tries after the first on connection errors, timeouts and 5xx answers.",
+    )(func)
+    func = click.option(
+        "--request-deadline",
+        type=click.FloatRange(min=0.1),
+        default=DEFAULT_DEADLINE,
+        show_default=True,
+        envvar="WHEELWISE_REQUEST_DEADLINE",
+        metavar="SECONDS",
+        help=(
+            "Seconds one request may take in all: an index page, a metadata file, or a "
+            "wheel, which also gets 1 s per 16 KiB received [env: WHEELWISE_REQUEST_DEADLINE]."
+        ),
+    )(func)
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=15.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="Network timeout: seconds to connect, and between bytes read.",
+    )(func)

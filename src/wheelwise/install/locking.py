@@ -22,23 +22,19 @@ import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from wheelwise.cachedir import user_cache_dir
-from wheelwise.index.bounded import DEFAULT_DEADLINE
-from wheelwise.index.client import INDEX, IndexClient, IndexFile, RetryPolicy
-from wheelwise.install.defaults import DEFAULT_INDEX_URL
-from wheelwise.install.finder import IndexFinder, Link, Warn, source_label
-from wheelwise.install.plan import sources_for
+from wheelwise.index.client import INDEX, IndexFile
+from wheelwise.index.distfiles import sha256_file
+from wheelwise.install.finder import IndexFinder, Link, source_label
+from wheelwise.install.plan import InstallOptions, caches_for, index_client, sources_for
 from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.resolve import PackageNotFound, Resolution, ResolveError, resolve
 from wheelwise.install.targets import LockTarget
 from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
-from wheelwise.install.wheel_cache import ContentCache
 from wheelwise.lock import Package, PyLock, VariantsJson, Wheel
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
 from wheelwise.variants.metadata import VariantMetadata
@@ -47,15 +43,14 @@ from wheelwise.variants.supported import SupportedProperties
 __all__ = [
     "CREATED_BY",
     "LockInputs",
-    "LockOptions",
     "gate_group",
+    "lock_inputs",
     "locked_versions",
     "run_lock",
 ]
 
 CREATED_BY = "wheelwise"
 TOOL = "wheelwise"
-_CHUNK = 1 << 20
 
 
 def gate_group(name: str) -> str:
@@ -97,35 +92,16 @@ class LockInputs:
         return {**self.document(), "inputs-hash": self.digest}
 
 
-@dataclass(frozen=True)
-class LockOptions:
-    """Everything ``wheelwise lock`` resolves with (see the command's help)."""
-
-    requirements: Sequence[str] = ()
-    constraints: Sequence[str] = ()
-    index_url: str | None = DEFAULT_INDEX_URL
-    extra_index_urls: Sequence[str] = ()
-    find_links: Sequence[str] = ()
-    pre: bool = False
-    timeout: float = 15.0
-    request_deadline: float = DEFAULT_DEADLINE
-    retries: int = 3
-    cache_dir: Path | None = None
-    no_cache: bool = False
-    refresh: bool = False
-    warn: Warn | None = None
-    # Per target (its environment marker), the versions to prefer: an existing lock's.
-    preferences: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-
-    def inputs(self, targets: Sequence[LockTarget]) -> LockInputs:
-        return LockInputs(
-            requirements=tuple(self.requirements),
-            constraints=tuple(self.constraints),
-            index_urls=tuple(u for u in (self.index_url, *self.extra_index_urls) if u),
-            find_links=tuple(self.find_links),
-            targets=tuple(target.record() for target in targets),
-            pre=self.pre,
-        )
+def lock_inputs(options: InstallOptions, targets: Sequence[LockTarget]) -> LockInputs:
+    """The inputs of a lock of *options*' requirements for *targets*."""
+    return LockInputs(
+        requirements=tuple(options.requirements),
+        constraints=tuple(options.constraints),
+        index_urls=tuple(u for u in (options.index_url, *options.extra_index_urls) if u),
+        find_links=tuple(options.find_links),
+        targets=tuple(target.record() for target in targets),
+        pre=options.pre,
+    )
 
 
 def locked_versions(
@@ -151,10 +127,18 @@ def locked_versions(
     return versions
 
 
-def run_lock(options: LockOptions, targets: Sequence[LockTarget]) -> PyLock:
+def run_lock(
+    options: InstallOptions,
+    targets: Sequence[LockTarget],
+    preferences: Mapping[str, Mapping[str, str]] | None = None,
+) -> PyLock:
     """Resolve *options*' requirements for each of *targets* and build the lock.
-    Raises ResolveError, SourceError, VariantRequirementError and LockError (a
-    release none of whose wheels fits a target is a ResolveError)."""
+
+    Of *options*, what names the requirements, the sources and the network and cache
+    settings is used (``pre`` too); what is about an install is not. *preferences*:
+    per target (its ``environment`` marker), the versions to prefer, an existing
+    lock's (:func:`locked_versions`). Raises ResolveError (a release none of whose
+    wheels fits a target is one), SourceError and VariantRequirementError."""
     for text in options.requirements:
         found = split_variant_label(text)
         if found.label is not None:
@@ -163,19 +147,9 @@ def run_lock(options: LockOptions, targets: Sequence[LockTarget]) -> PyLock:
                 f"chooses one for the machine; write {found.requirement!r}"
             )
     sources = sources_for(options)
-    cache_root = options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
-    kept = None if options.no_cache else ContentCache.at(cache_root)
+    cache_root, kept = caches_for(options)
     entries: dict[tuple[NormalizedName, Version], _Entry] = {}
-    with IndexClient(
-        timeout=options.timeout,
-        deadline=options.request_deadline,
-        retry=RetryPolicy(retries=options.retries),
-        warn=options.warn,
-        cache_dir=cache_root / "http",
-        cache=kept is not None,
-        revalidate=options.refresh,
-        metadata_cache=kept.metadata if kept is not None else None,
-    ) as client:
+    with index_client(options, cache_root, kept) as client:
         for position, target in enumerate(targets):
             with ListingPrefetcher(sources, client) as prefetcher:
                 finder = IndexFinder(
@@ -188,7 +162,8 @@ def run_lock(options: LockOptions, targets: Sequence[LockTarget]) -> PyLock:
                     wheel_cache=kept.wheels if kept is not None else None,
                 )
                 try:
-                    resolution = _resolve(options, target, finder, prefetcher)
+                    preferred = (preferences or {}).get(target.environment, {})
+                    resolution = _resolve(options, target, finder, prefetcher, preferred)
                     _collect(entries, position, target, resolution, finder, options)
                 except ResolveError as exc:
                     if len(targets) == 1:
@@ -202,15 +177,16 @@ def run_lock(options: LockOptions, targets: Sequence[LockTarget]) -> PyLock:
         environments=tuple(target.environment for target in targets),
         requires_python=_requires_python(targets),
         packages=tuple(packages),
-        tool={TOOL: options.inputs(targets).table()},
+        tool={TOOL: lock_inputs(options, targets).table()},
     )
 
 
 def _resolve(
-    options: LockOptions,
+    options: InstallOptions,
     target: LockTarget,
     finder: IndexFinder,
     prefetcher: ListingPrefetcher,
+    preferred: Mapping[str, str],
 ) -> Resolution:
     prefetcher.want(sorted(_roots(options.requirements, target)))
     try:
@@ -222,7 +198,7 @@ def _resolve(
             environment=target.markers,
             constraints=options.constraints,
             pre=options.pre,
-            installed=options.preferences.get(target.environment, {}),
+            installed=preferred,
             every_wheel=True,
         )
     except PackageNotFound as exc:
@@ -320,7 +296,7 @@ def _collect(
     target: LockTarget,
     resolution: Resolution,
     finder: IndexFinder,
-    options: LockOptions,
+    options: InstallOptions,
 ) -> None:
     """Add *target*'s resolution to *entries*."""
     gated = _gated(resolution, _roots(options.requirements, target))
@@ -352,12 +328,7 @@ def _wheel(file: IndexFile, finder: IndexFinder) -> Wheel:
     size = file.size
     if sha256 is None:
         path = finder.wheel_path(file)
-        digest = hashlib.sha256()
-        with path.open("rb") as stream:
-            while chunk := stream.read(_CHUNK):
-                digest.update(chunk)
-        sha256 = digest.hexdigest()
-        size = path.stat().st_size
+        sha256, size = sha256_file(path), path.stat().st_size
     return Wheel(url=file.url, size=size, hashes={"sha256": sha256.lower()})
 
 

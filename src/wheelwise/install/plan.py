@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from packaging.requirements import InvalidRequirement
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
@@ -68,6 +68,8 @@ __all__ = [
     "InstallOptions",
     "InstallOutcome",
     "PlannedPackage",
+    "caches_for",
+    "index_client",
     "installation_report",
     "run_install",
     "sources_for",
@@ -151,18 +153,7 @@ class InstallOutcome(NamedTuple):
         return [p for p in self.plan if not p.skipped]
 
 
-class _SourceOptions(Protocol):
-    """The options that name package sources (InstallOptions, LockOptions)."""
-
-    @property
-    def index_url(self) -> str | None: ...
-    @property
-    def extra_index_urls(self) -> Sequence[str]: ...
-    @property
-    def find_links(self) -> Sequence[str]: ...
-
-
-def sources_for(options: _SourceOptions) -> list[IndexSource]:
+def sources_for(options: InstallOptions) -> list[IndexSource]:
     """The package sources in priority order: index, extra indexes, find-links."""
     sources: list[IndexSource] = []
     if options.index_url:
@@ -172,6 +163,28 @@ def sources_for(options: _SourceOptions) -> list[IndexSource]:
     if not sources:
         raise ResolveError("no package source: give --index-url or --find-links")
     return sources
+
+
+def caches_for(options: InstallOptions) -> tuple[Path, ContentCache | None]:
+    """The cache root, and its wheel and metadata stores unless ``no_cache``."""
+    cache_root = options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
+    return cache_root, None if options.no_cache else ContentCache.at(cache_root)
+
+
+def index_client(
+    options: InstallOptions, cache_root: Path, kept: ContentCache | None
+) -> IndexClient:
+    """The client for *options*' timeouts, retries and caches (see caches_for)."""
+    return IndexClient(
+        timeout=options.timeout,
+        deadline=options.request_deadline,
+        retry=RetryPolicy(retries=options.retries),
+        warn=options.warn,
+        cache_dir=cache_root / "http",
+        cache=kept is not None,
+        revalidate=options.refresh,
+        metadata_cache=kept.metadata if kept is not None else None,
+    )
 
 
 def _supported_for(
@@ -232,8 +245,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         options.requirements, options.variant_choice
     )
     sources = sources_for(options)
-    cache_root = options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
-    kept = None if options.no_cache else ContentCache.at(cache_root)
+    cache_root, kept = caches_for(options)
     # The target interpreter answers while the client starts and the requested
     # projects' listings download.
     with (
@@ -242,16 +254,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             if query is not None
             else TargetEnvironment.start_query(options.python or sys.executable)
         ) as pending,
-        IndexClient(
-            timeout=options.timeout,
-            deadline=options.request_deadline,
-            retry=RetryPolicy(retries=options.retries),
-            warn=options.warn,
-            cache_dir=cache_root / "http",
-            cache=kept is not None,
-            revalidate=options.refresh,
-            metadata_cache=kept.metadata if kept is not None else None,
-        ) as client,
+        index_client(options, cache_root, kept) as client,
         ListingPrefetcher(sources, client) as prefetcher,
     ):
         requested = _requested(requirements)
