@@ -190,6 +190,25 @@ def test_written_text_is_stable_and_diff_friendly() -> None:
     assert "upload-time = 2025-10-15T17:00:01.250000Z" in text
 
 
+def test_a_table_of_sections_only_gets_no_header_of_its_own() -> None:
+    lock = PyLock(
+        created_by="x",
+        packages=(
+            Package(name="a", version="1.0", wheels=plain_package("a", "1.0").wheels),
+            Package(name="b", version="1.0", tool={"x": {"y": 1}}),
+        ),
+        tool={"wheelwise": {"inputs-hash": "0"}, "other": {}},
+    )
+    text = write_pylock(lock)
+    assert "\n[tool]\n" not in text
+    assert "\n[tool.wheelwise]\n" in text
+    assert "\n[tool.other]\n" in text  # an empty table keeps its header
+    assert "\n[packages.tool]\n" not in text
+    assert "\n[packages.tool.x]\ny = 1\n" in text
+    assert text.count("[[packages]]") == 2
+    assert read_pylock(text) == lock
+
+
 def test_packages_and_wheels_are_kept_in_canonical_order() -> None:
     newer, older = plain_package("aaa", "10.0"), plain_package("aaa", "9.0")
     lock = PyLock(created_by="x", packages=(torch_package(), newer, older))

@@ -4,7 +4,8 @@ tomli-w decides inline tables by line length, so the same lock could change shap
 when one URL grows. Here the caller decides by key path: a table is a section unless
 ``inline`` says otherwise, arrays of tables are ``[[sections]]`` only at the paths
 named, and every other array at a key's level lists one item per line (inline
-inside). tomli-w formats the keys and scalar values, so its escaping rules apply.
+inside). A table that holds only sections gets no header line of its own. tomli-w
+formats the keys and scalar values, so its escaping rules apply.
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ def _section(
             sections.append((key_path, value, True))
         else:
             own.append(f"{format_key(key)} = {_value(value, top=True)}")
-    if header is not None:
+    # A table of sections only needs no header of its own: [a.b] defines [a].
+    bare = header is not None and not header.startswith("[[") and not own and bool(sections)
+    if header is not None and not bare:
         if lines:
             lines.append("")
         lines.append(header)
