@@ -719,3 +719,31 @@ def test_uv_and_pip_read_a_wheelwise_lock(served: str, tmp_path: Path) -> None:
     done = pip(python, plain_lock, "install")
     assert done.returncode == 0, done.stderr
     assert installed(python) == {"vcommon"}
+
+
+@pytest.mark.parametrize("target", ["metadata", "variants"])
+@pytest.mark.parametrize("fault", [None, "truncated", "5xx", "hash"])
+def test_a_failing_metadata_or_variants_file_writes_nothing(
+    tmp_path: Path, fault: str | None, target: str
+) -> None:
+    """Locking reads every listed wheel's metadata and the release's variants file."""
+    from test_network_faults import write_site
+
+    write_site(tmp_path / "site")
+    server = serving(tmp_path / "site", fault, target)
+    where = tmp_path / "work"
+    where.mkdir()
+    try:
+        result = lock(["--index-url", f"{server.base}/simple/", "--retries", "0", "vpkg"], where)
+    finally:
+        server.stop.set()
+        server.shutdown()
+        server.server_close()
+    if fault is None:
+        assert result.returncode == 0, result.stderr
+        (package,) = read(where / "pylock.toml").packages
+        assert len(package.wheels) == 3
+        return
+    assert result.returncode == 2, result.stderr
+    assert "vpkg-1.0" in one_error_line(result)
+    assert list(where.iterdir()) == []
