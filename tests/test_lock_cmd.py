@@ -747,3 +747,35 @@ def test_a_failing_metadata_or_variants_file_writes_nothing(
     assert result.returncode == 2, result.stderr
     assert "vpkg-1.0" in one_error_line(result)
     assert list(where.iterdir()) == []
+
+
+def test_a_release_from_two_sources_for_two_targets(tmp_path: Path) -> None:
+    """The first source with a wheel for the target gives the release (PEP 825): here
+    one per target, each with a variant; the lock keeps both and both labels."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    linux = "vmix-1.0-cp312-cp312-manylinux_2_28_x86_64"
+    windows = "vmix-1.0-cp312-cp312-win_amd64"
+    plain(first, f"{linux}.whl")
+    wheel(first, f"{linux}-cu126.whl", "cu126", CUDA["cu126"], namespaces=["nvidia"])
+    plain(second, f"{windows}.whl")
+    wheel(second, f"{windows}-cu130.whl", "cu130", CUDA["cu130"], namespaces=["nvidia"])
+    where = tmp_path / "work"
+    where.mkdir()
+    with wheelwise_serve(first) as one, wheelwise_serve(second) as two:
+        args = ["--index-url", f"{one}/simple/", "--extra-index-url", f"{two}/simple/"]
+        args += ["--python-version", "3.12", "--platform", "linux", "--platform", "windows"]
+        result = lock([*args, "vmix"], where)
+    assert result.returncode == 0, result.stderr
+    (package,) = read(where / "pylock.toml").packages
+    assert package.marker is None
+    assert package.index is None  # two indexes: none is named
+    assert wheel_names(package) == {
+        f"{linux}.whl",
+        f"{linux}-cu126.whl",
+        f"{windows}.whl",
+        f"{windows}-cu130.whl",
+    }
+    assert package.variants_json is not None
+    assert package.variants_json.document["variants"] == CUDA

@@ -37,6 +37,7 @@ from wheelwise.install.targets import LockTarget
 from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.lock import Package, PyLock, VariantsJson, Wheel
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
+from wheelwise.variants.merging import merge
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.supported import SupportedProperties
 
@@ -254,15 +255,16 @@ class _Entry:
     files: dict[str, Wheel] = field(default_factory=dict)  # by file name
     requires_python: set[str | None] = field(default_factory=set)
     indexes: set[str | None] = field(default_factory=set)
-    metadata: VariantMetadata | None = None
+    # The variant metadata of the release as each source it came from gives it.
+    metadata: list[VariantMetadata] = field(default_factory=list)
     labels: set[str] = field(default_factory=set)
     requires: set[NormalizedName] = field(default_factory=set)
 
     def package(self, name: NormalizedName, targets: Sequence[LockTarget]) -> Package:
-        metadata = self.metadata
         variants_json = None
         if self.labels:
-            assert metadata is not None  # listed variant wheels have their label's entry
+            # Listed variant wheels have their label's entry (selection.every_wheel).
+            metadata = self.metadata[0] if len(self.metadata) == 1 else merge(self.metadata)
             kept = {label: metadata.variants[label] for label in sorted(self.labels)}
             variants_json = VariantsJson.from_metadata(metadata.with_variants(kept))
         (index,) = self.indexes if len(self.indexes) == 1 else (None,)
@@ -315,9 +317,11 @@ def _collect(
             entry.requires_python.add(link.file.requires_python)
             if link.file.filename not in entry.files:
                 entry.files[link.file.filename] = _wheel(link.file, finder)
-        if entry.labels and entry.metadata is None:
+        if any(listed.file.filename.is_variant for listed in package.listed):
             release = finder.release(package.name, package.version)
-            entry.metadata = release.variant_metadata() if release is not None else None
+            metadata = release.variant_metadata() if release is not None else None
+            if metadata is not None and metadata not in entry.metadata:
+                entry.metadata.append(metadata)
 
 
 def _wheel(file: IndexFile, finder: IndexFinder) -> Wheel:
