@@ -779,3 +779,42 @@ def test_a_release_from_two_sources_for_two_targets(tmp_path: Path) -> None:
     }
     assert package.variants_json is not None
     assert package.variants_json.document["variants"] == CUDA
+
+
+def test_abi_dependency_builds_follow_the_locked_version(tmp_path: Path) -> None:
+    """PEP 817 ``abi_dependency``: of a release's builds against other packages'
+    versions, the lock keeps those built against the version it locks."""
+    house = tmp_path / "wheels"
+    house.mkdir()
+    for version in ("2.7.0", "2.8.0", "2.9.0"):
+        plain(house, f"vbase-{version}-py3-none-any.whl")
+    for label, built_for in (("b28", "2.8"), ("b29", "2.9")):
+        wheel(
+            house,
+            f"vext-1.0-py3-none-any-{label}.whl",
+            label,
+            {"abi_dependency": {"vbase": [built_for]}},
+            namespaces=["abi_dependency"],
+            extra_members=metadata_member("vext", "1.0", ["vbase"]),
+        )
+    with wheelwise_serve(house) as base:
+        index = ["--index-url", f"{base}/simple/", "-o", "-"]
+        chosen = {}
+        for pin in ("vbase", "vbase==2.8.0"):
+            result = lock([*index, "vext", pin], tmp_path)
+            assert result.returncode == 0, result.stderr
+            found = entries(read_pylock(result.stdout))
+            (vext,) = (p for (name, _), p in found.items() if name == "vext")
+            assert vext.variants_json is not None
+            chosen[pin] = (wheel_names(vext), sorted(vext.variants_json.document["variants"]))
+        refused = lock([*index, "vext", "vbase==2.7.0"], tmp_path)
+    assert chosen == {
+        "vbase": ({"vext-1.0-py3-none-any-b29.whl"}, ["b29"]),
+        "vbase==2.8.0": ({"vext-1.0-py3-none-any-b28.whl"}, ["b28"]),
+    }
+    assert refused.returncode == 2
+    assert one_error_line(refused) == (
+        "wheelwise: error: no wheel of vext 1.0 is built against the versions locked for "
+        "its abi_dependency packages (vbase 2.8, 2.9); pin those packages to a version one "
+        "of its builds is for; nothing was written"
+    )

@@ -32,7 +32,14 @@ from wheelwise.index.distfiles import sha256_file
 from wheelwise.install.finder import IndexFinder, Link, source_label
 from wheelwise.install.plan import InstallOptions, caches_for, index_client, sources_for
 from wheelwise.install.prefetch import ListingPrefetcher
-from wheelwise.install.resolve import PackageNotFound, Resolution, ResolveError, resolve
+from wheelwise.install.resolve import (
+    PackageNotFound,
+    Resolution,
+    ResolvedPackage,
+    ResolveError,
+    resolve,
+)
+from wheelwise.install.selection import ListedWheel
 from wheelwise.install.targets import LockTarget
 from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.lock import Package, PyLock, VariantsJson, Wheel
@@ -307,7 +314,14 @@ def _collect(
         entry = entries.setdefault(key, _Entry(package.version))
         entry.targets[position] = package.name in gated
         entry.requires.update(package.requires)
-        for listed in package.listed:
+        builds = [listed for listed in package.listed if _abi_fits(listed, resolution)]
+        if not builds:
+            raise ResolveError(
+                f"no wheel of {package.name} {package.version} is built against the "
+                f"versions locked for its abi_dependency packages ({_abi_needs(package)}); "
+                "pin those packages to a version one of its builds is for"
+            )
+        for listed in builds:
             link = listed.file.link
             assert isinstance(link, Link)
             label = listed.file.filename.variant_label
@@ -322,6 +336,39 @@ def _collect(
             metadata = release.variant_metadata() if release is not None else None
             if metadata is not None and metadata not in entry.metadata:
                 entry.metadata.append(metadata)
+
+
+def _abi_values(listed: ListedWheel) -> dict[NormalizedName, list[str]]:
+    """The versions of other packages *listed* is built against (PEP 817
+    ``abi_dependency``), by package."""
+    from wheelwise.variants import abi_dependency
+
+    found: dict[NormalizedName, list[str]] = {}
+    for prop in listed.properties:
+        if prop.namespace == abi_dependency.NAMESPACE:
+            name = abi_dependency.package_name(prop.feature)
+            found.setdefault(name, []).append(prop.value)
+    return found
+
+
+def _abi_fits(listed: ListedWheel, resolution: Resolution) -> bool:
+    """Whether *listed* is built against the versions *resolution* chose (a build
+    against a package the resolution does not hold fits)."""
+    from wheelwise.variants.abi_dependency import matches
+
+    return all(
+        name not in resolution or any(matches(v, resolution[name].version) for v in values)
+        for name, values in _abi_values(listed).items()
+    )
+
+
+def _abi_needs(package: ResolvedPackage) -> str:
+    """``dep 2.8, 2.9``: the versions *package*'s builds are for, by package."""
+    needs: dict[NormalizedName, set[str]] = {}
+    for listed in package.listed:
+        for name, values in _abi_values(listed).items():
+            needs.setdefault(name, set()).update(values)
+    return "; ".join(f"{name} {', '.join(sorted(values))}" for name, values in needs.items())
 
 
 def _wheel(file: IndexFile, finder: IndexFinder) -> Wheel:
