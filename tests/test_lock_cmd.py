@@ -552,18 +552,25 @@ def unhashed_site(site: Path) -> bytes:
     return built.read_bytes()
 
 
-@pytest.mark.parametrize("fault", [None, "truncated", "5xx", "reset"])
-def test_a_wheel_without_hash_is_downloaded_and_hashed(tmp_path: Path, fault: str | None) -> None:
-    data = unhashed_site(tmp_path / "site")
-    server = serving(tmp_path / "site", fault, "wheel")
-    where = tmp_path / "work"
+def lock_from_faulty(
+    site: Path, fault: str | None, target: str, where: Path
+) -> subprocess.CompletedProcess[str]:
+    """``wheelwise lock vpkg`` from *site* served with *fault* on its *target* files."""
+    server = serving(site, fault, target)
     where.mkdir()
     try:
-        result = lock(["--index-url", f"{server.base}/simple/", "--retries", "0", "vpkg"], where)
+        return lock(["--index-url", f"{server.base}/simple/", "--retries", "0", "vpkg"], where)
     finally:
         server.stop.set()
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("fault", [None, "truncated", "5xx", "reset"])
+def test_a_wheel_without_hash_is_downloaded_and_hashed(tmp_path: Path, fault: str | None) -> None:
+    data = unhashed_site(tmp_path / "site")
+    where = tmp_path / "work"
+    result = lock_from_faulty(tmp_path / "site", fault, "wheel", where)
     if fault is not None:
         assert result.returncode == 2, result.stderr
         assert "vpkg-1.0-py3-none-any.whl" in one_error_line(result)
@@ -730,15 +737,8 @@ def test_a_failing_metadata_or_variants_file_writes_nothing(
     from test_network_faults import write_site
 
     write_site(tmp_path / "site")
-    server = serving(tmp_path / "site", fault, target)
     where = tmp_path / "work"
-    where.mkdir()
-    try:
-        result = lock(["--index-url", f"{server.base}/simple/", "--retries", "0", "vpkg"], where)
-    finally:
-        server.stop.set()
-        server.shutdown()
-        server.server_close()
+    result = lock_from_faulty(tmp_path / "site", fault, target, where)
     if fault is None:
         assert result.returncode == 0, result.stderr
         (package,) = read(where / "pylock.toml").packages
