@@ -312,6 +312,19 @@ def test_a_named_target_gets_its_wheels_and_environment(served: str, tmp_path: P
     }
 
 
+def test_a_python_version_alone_keeps_the_interpreters_platform(
+    served: str, tmp_path: Path
+) -> None:
+    result = lock(["--index-url", served, "--python-version", "3.12", "vcommon"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    locked = read(tmp_path / "pylock.toml")
+    assert locked.environments == (
+        'python_full_version >= "3.12" and python_full_version < "3.13" and '
+        f'sys_platform == "{sys.platform}" and platform_machine == "{platform.machine()}"',
+    )
+    assert (locked.tool or {})["wheelwise"]["targets"] == [{"python-version": "3.12"}]
+
+
 def test_targets_that_choose_differently_get_markers(served: str, tmp_path: Path) -> None:
     platforms = ["linux", "windows", "macos"]
     args = ["--index-url", served, "--python-version", "3.12"]
@@ -506,6 +519,7 @@ BAD = {
     "a variant label": (["vtorch#cu126"], "write 'vtorch'"),
     "check on stdout": (["--check", "-o", "-", "vcommon"], "--check compares with a lock file"),
     "unknown package": (["vnothing"], "no release of vnothing was found"),
+    "no such interpreter": (["--python", "./nope", "vcommon"], "no such Python executable"),
 }
 
 
