@@ -37,7 +37,6 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
 
-import httpx
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -52,10 +51,10 @@ from wheelwise.index.bounded import (
     Deadline,
     read_body,
 )
-from wheelwise.index.deadline_transport import deadline_client
 from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
 from wheelwise.index.grouped_cache import MIN_BODY, GroupedPages
 from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir, freshness
+from wheelwise.index.lazy_http import LazyHttpClient
 from wheelwise.index.page_files import SDIST_LINK, WHEEL_LINK, PageFiles
 from wheelwise.index.simple_parse import (
     SDIST,
@@ -67,11 +66,13 @@ from wheelwise.index.simple_parse import (
     read_json_page,
     read_page,
 )
-from wheelwise.index.tls import client_tls_context
 from wheelwise.variants.errors import InvalidMetadata
 from wheelwise.variants.filenames import variants_json_filename
 
-if TYPE_CHECKING:  # loaded with the first release that has variant wheels
+if TYPE_CHECKING:
+    import httpx
+
+    # loaded with the first release that has variant wheels
     from wheelwise.install.wheel_cache import ContentStore
     from wheelwise.variants.metadata import VariantMetadata
 
@@ -324,25 +325,18 @@ class IndexClient:
         # Big JSON pages, grouped by version, beside the entries they were read from.
         self.grouped = GroupedPages(self.cache.directory / "grouped") if self.cache else None
         self._sleep = sleep
-        options: dict[str, Any] = {
-            "timeout": httpx.Timeout(timeout),
-            "follow_redirects": True,
-            # Only the encodings read_body decodes in bounded steps.
-            "headers": {
-                "User-Agent": f"wheelwise/{__version__}",
-                "Accept-Encoding": ACCEPT_ENCODING,
-            },
-        }
-        self._http = (
-            # The deadline bounds the whole request, headers and TLS included.
-            deadline_client(verify=client_tls_context(), **options)
-            if transport is None
-            else httpx.Client(trust_env=True, transport=transport, **options)
-        )
+        self._http = LazyHttpClient(lambda: _http_client(timeout, transport))
 
     @property
     def http(self) -> httpx.Client:
-        """The underlying client, for downloads that should share its connections."""
+        """The underlying client, for downloads that should share its connections
+        (made now if no request has needed it yet)."""
+        return self._http()
+
+    @property
+    def http_source(self) -> LazyHttpClient:
+        """What gives the underlying client, made by the first request that needs it
+        (see :mod:`wheelwise.index.lazy_http`)."""
         return self._http
 
     def close(self) -> None:
@@ -619,12 +613,14 @@ class IndexClient:
         rate: int | None,
     ) -> tuple[httpx.Response, bytes]:
         """The answer (a 2xx one with its body read by *read*), after retries."""
+        import httpx  # with the first request: see wheelwise.index.lazy_http
+
         tries = self.retry.retries + 1
         for attempt in range(tries):
             last = attempt == tries - 1
             deadline = Deadline(self.deadline, rate)
             try:
-                with deadline, self._http.stream("GET", url, headers=dict(headers)) as response:
+                with deadline, self._http().stream("GET", url, headers=dict(headers)) as response:
                     if response.status_code >= 500 and not last:
                         pass  # retried below
                     elif response.status_code >= 500:
@@ -673,7 +669,31 @@ class IndexClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-_Reader = Callable[[httpx.Response, Deadline], bytes]
+_Reader = Callable[["httpx.Response", Deadline], bytes]
+
+
+def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx.Client:
+    """The client an :class:`IndexClient` sends its requests with."""
+    import httpx
+
+    from wheelwise.index.deadline_transport import deadline_client
+    from wheelwise.index.tls import client_tls_context
+
+    options: dict[str, Any] = {
+        "timeout": httpx.Timeout(timeout),
+        "follow_redirects": True,
+        # Only the encodings read_body decodes in bounded steps.
+        "headers": {
+            "User-Agent": f"wheelwise/{__version__}",
+            "Accept-Encoding": ACCEPT_ENCODING,
+        },
+    }
+    if transport is not None:
+        return httpx.Client(trust_env=True, transport=transport, **options)
+    # The deadline bounds the whole request, headers and TLS included.
+    return deadline_client(verify=client_tls_context(), **options)
+
+
 # A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
 _WHEEL_EXPANSION = 16
 

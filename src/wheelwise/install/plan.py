@@ -270,7 +270,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             verified[wheel] = verify_wheel(wheel)
 
         speculative = SpeculativeDownloads(
-            client.http,
+            client.http_source,
             budget=IN_MEMORY_DOWNLOADS,
             then=check,
             deadline=options.request_deadline,
@@ -390,7 +390,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         items,
                         folder,
                         in_memory=IN_MEMORY_DOWNLOADS - speculative.bytes_taken,
-                        client=client.http,
+                        client=client.http_source,
                         progress=options.progress,
                         require_hashes=options.require_hashes,
                         timeout=options.timeout,
