@@ -33,7 +33,7 @@ from wheelfactory import make_wheel
 from wheelwise.cli.inputs import load_system
 from wheelwise.index.client import PAGE_ACCEPT, IndexClient, IndexSource, RetryPolicy
 from wheelwise.index.errors import HashMismatch
-from wheelwise.index.http_cache import CachedResponse, HttpCache, freshness
+from wheelwise.index.http_cache import CachedResponse, HttpCache, body_stamp, freshness
 from wheelwise.install.errors import DownloadError
 from wheelwise.install.plan import InstallOptions, run_install
 from wheelwise.install.wheel_cache import ContentStore, content_key
@@ -694,6 +694,26 @@ def test_entries_of_the_old_format_are_ignored(tmp_path: Path) -> None:
     old = json.loads(header)
     old["format"] = 1
     path.write_bytes(json.dumps(old).encode() + b"\n" + body)
+    assert cache.get(url, PAGE_ACCEPT) is None
+
+
+def test_an_entry_is_opened_without_its_body_and_checked_by_its_size(tmp_path: Path) -> None:
+    cache = HttpCache(tmp_path)
+    url = "https://example.invalid/simple/x/"
+    entry = CachedResponse(url, JSON_PAGE, '"e"', None, b'{"a": 1}', stored_at=1.0, lifetime=5.0)
+    cache.put(url, PAGE_ACCEPT, entry)
+    stored = cache.open(url, PAGE_ACCEPT)
+    assert stored is not None
+    assert stored.response == entry._replace(body=b"")
+    assert (stored.size, stored.stamp) == (8, body_stamp(entry.body))
+    [path] = [p for p in tmp_path.rglob("*") if p.is_file()]
+    # Another writer replaces the entry (by rename, as every writer of the cache does)
+    # with one whose body is not the one its header describes.
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(path.read_bytes() + b"more")
+    damaged.replace(path)
+    assert stored.read_body() == entry.body  # what was opened stays readable
+    assert cache.open(url, PAGE_ACCEPT) is None
     assert cache.get(url, PAGE_ACCEPT) is None
 
 

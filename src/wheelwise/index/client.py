@@ -53,7 +53,13 @@ from wheelwise.index.bounded import (
 )
 from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
 from wheelwise.index.grouped_cache import MIN_BODY, GroupedPages
-from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir, freshness
+from wheelwise.index.http_cache import (
+    CachedResponse,
+    HttpCache,
+    StoredEntry,
+    default_cache_dir,
+    freshness,
+)
 from wheelwise.index.lazy_http import LazyHttpClient
 from wheelwise.index.page_files import SDIST_LINK, WHEEL_LINK, PageFiles
 from wheelwise.index.simple_parse import (
@@ -284,8 +290,26 @@ class RetryPolicy(NamedTuple):
 class _Fetched(NamedTuple):
     url: str  # after redirects: relative links resolve against it
     content_type: str | None
-    body: bytes
+    read_body: Callable[[], bytes]  # a cached body is read when first needed
+    size: int
     kept: bool = False  # the body is in the HTTP cache (it came from there, or went there)
+    stamp: str | None = None  # the cached body's body_stamp, where the entry records it
+
+    @property
+    def body(self) -> bytes:
+        return self.read_body()
+
+    @classmethod
+    def read(cls, url: str, content_type: str | None, body: bytes) -> _Fetched:
+        """A body read from the network."""
+        return cls(url, content_type, lambda: body, len(body))
+
+    @classmethod
+    def stored(cls, entry: StoredEntry) -> _Fetched:
+        response = entry.response
+        return cls(
+            response.url, response.content_type, entry.read_body, entry.size, True, entry.stamp
+        )
 
 
 class IndexClient:
@@ -370,10 +394,12 @@ class IndexClient:
         if (
             fetched.kept
             and self.grouped is not None
-            and len(fetched.body) >= MIN_BODY
+            and fetched.size >= MIN_BODY
             and page_kind(fetched.content_type) == "json"
         ):
-            files = self.grouped.read(fetched.body, fetched.url, self.warn)
+            files = self.grouped.read(
+                fetched.read_body, fetched.url, self.warn, stamp=fetched.stamp
+            )
         else:
             files = read_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
         return ProjectListing(normalized, source, files, fetched.url)
@@ -552,19 +578,20 @@ class IndexClient:
         """A 2xx answer's body, read within *cap* and the deadline (or by *read*,
         which then gets the deadline, grown by *rate*); None for a 404 when
         *missing_ok*."""
-        entry = self.cache.get(url, accept) if (cached and self.cache is not None) else None
-        if entry is not None and not self.revalidate and entry.is_fresh():
-            return _Fetched(entry.url, entry.content_type, entry.body, kept=True)
+        stored = self.cache.open(url, accept) if (cached and self.cache is not None) else None
+        if stored is not None and not self.revalidate and stored.response.is_fresh():
+            return _Fetched.stored(stored)
         headers = {"Accept": accept}
-        if entry is not None:
-            headers.update(entry.validators())
+        if stored is not None:
+            headers.update(stored.response.validators())
         what = "an index page" if cap == PAGE_CAP else "an index file"
 
         def whole(response: httpx.Response, deadline: Deadline) -> bytes:
             return b"".join(read_body(response, cap=cap, what=what, deadline=deadline))
 
         response, body = self._request(url, headers, hint, read or whole, rate)
-        if response.status_code == 304 and entry is not None:
+        if response.status_code == 304 and stored is not None:
+            entry = stored.response
             # Fresh again from now, for the lifetime the 304 gives (else the stored one).
             lifetime = (
                 freshness(response.headers).lifetime
@@ -573,9 +600,13 @@ class IndexClient:
             )
             if lifetime > 0 and self.cache is not None:
                 self.cache.put(
-                    url, accept, entry._replace(stored_at=time.time(), lifetime=lifetime)
+                    url,
+                    accept,
+                    entry._replace(
+                        body=stored.read_body(), stored_at=time.time(), lifetime=lifetime
+                    ),
                 )
-            return _Fetched(entry.url, entry.content_type, entry.body, kept=True)
+            return _Fetched.stored(stored)
         if response.status_code == 404 and missing_ok:
             return None
         if response.status_code >= 400 or response.status_code == 304:
@@ -585,7 +616,7 @@ class IndexClient:
                 f"{url}: the server answered {response.status_code} {reason}".rstrip()
                 + f"; {hint}",
             )
-        fetched = _Fetched(str(response.url), response.headers.get("content-type"), body)
+        fetched = _Fetched.read(str(response.url), response.headers.get("content-type"), body)
         allowed = freshness(response.headers)
         if cached and self.cache is not None and allowed.store:
             fetched = fetched._replace(kept=True)
