@@ -71,6 +71,7 @@ __all__ = [
     "installation_report",
     "run_install",
     "sources_for",
+    "supported_for",
 ]
 
 # Memory that downloaded wheels may take instead of temporary files (32 MiB at most
@@ -163,7 +164,7 @@ def sources_for(options: InstallOptions) -> list[IndexSource]:
     return sources
 
 
-def _supported_for(
+def supported_for(
     options: InstallOptions, markers: Mapping[str, str]
 ) -> Callable[[VariantMetadata], SupportedProperties]:
     """What the target supports, per release's metadata: ``--system`` or detection,
@@ -296,7 +297,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 resolution = resolve(
                     requirements,
                     finder,
-                    supported=_supported_for(options, env.markers),
+                    supported=supported_for(options, env.markers),
                     tags=env.tags,
                     environment=env.markers,
                     constraints=options.constraints,
