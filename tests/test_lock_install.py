@@ -351,6 +351,26 @@ def test_sync_removes_what_the_lock_does_not_select(house: House, tmp_path: Path
     assert installed(python) == {"alpha": None, "beta": None}
 
 
+def test_sync_keeps_the_installer_it_runs_in() -> None:
+    """Syncing the environment wheelwise runs in keeps wheelwise and what it needs
+    (and pip), unless the lock lists them; in another environment only pip is kept."""
+    from wheelwise.install.environment import TargetEnvironment
+    from wheelwise.install.from_lock import _removals
+    from wheelwise.install.transaction import InstalledDist
+
+    here = TargetEnvironment.current()
+    found = {n: InstalledDist(n, "1.0", None, None, Path(n)) for n in ("alpha", "click", "pip")}
+    found["wheelwise"] = InstalledDist("wheelwise", "1.0", None, None, Path("wheelwise"))
+    empty = PyLock(created_by="x")
+    assert [d.name for d in _removals(empty, (), found, here)] == ["alpha"]
+    elsewhere = replace(here, prefix=here.prefix / "elsewhere")
+    assert [d.name for d in _removals(empty, (), found, elsewhere)] == [
+        "alpha",
+        "click",
+        "wheelwise",
+    ]
+
+
 def test_dry_run_installs_nothing_and_reads_only_what_gates(house: House, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     before = tree_hash(python.parent.parent)

@@ -7,6 +7,7 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
@@ -24,6 +25,7 @@ from wheelwise.install.variant_requirement import VariantRequirementError
 # The installer's modules load inside the commands: `install` first starts querying
 # the target interpreter, which answers while they load (~0.15 s).
 if TYPE_CHECKING:
+    from wheelwise.install.environment import PendingEnvironment
     from wheelwise.install.plan import InstallOptions, InstallOutcome, PlannedPackage
     from wheelwise.install.transaction import InstalledDist, InterruptedAfterCommit
 
@@ -55,7 +57,10 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
             if isinstance(exc, InterruptedAfterCommit):
                 _report_late_interrupt(exc)
             else:  # every change was rolled back (or none was made yet)
-                python = kwargs.get("python") or sys.executable
+                target = kwargs.get("target")
+                python = (
+                    target.python if isinstance(target, TargetArgs) else kwargs.get("python")
+                ) or sys.executable
                 click.echo(
                     f"wheelwise: interrupted; {python}'s environment was left as it was",
                     err=True,
@@ -156,9 +161,67 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     return choice
 
 
-def target_options(func: Callable[_P, _R]) -> Callable[_P, _R]:
+@dataclass(frozen=True)
+class TargetArgs:
+    """The options :func:`target_options` adds, as given on the command line."""
+
+    python: str | None
+    no_variant: bool
+    variants: tuple[str, ...]
+    system_file: Path | None
+    dry_run: bool
+    report_file: Path | None
+    require_hashes: bool
+    break_system_packages: bool
+    timeout: float
+    request_deadline: float
+    retries: int
+    no_cache: bool
+    quiet: bool
+    allow_provider: tuple[str, ...]
+    enable_provider: tuple[str, ...]
+    refresh: bool
+
+    def install_options(self) -> InstallOptions:
+        """InstallOptions for these options (no requirements, no sources)."""
+        from wheelwise.cli.inputs import load_system
+        from wheelwise.install.plan import InstallOptions
+
+        return InstallOptions(
+            python=Path(self.python) if self.python is not None else None,
+            no_variant=self.no_variant,
+            variant_choice=_variant_option(self.variants),
+            system=load_system(self.system_file) if self.system_file is not None else None,
+            allowed_providers=self.allow_provider,
+            enabled_providers=self.enable_provider,
+            dry_run=self.dry_run,
+            require_hashes=self.require_hashes,
+            break_system_packages=self.break_system_packages,
+            timeout=self.timeout,
+            request_deadline=self.request_deadline,
+            retries=self.retries,
+            no_cache=self.no_cache,
+            refresh=self.refresh,
+            warn=_warn,
+        )
+
+    def query(self) -> PendingEnvironment:
+        """The target interpreter's query, started (see TargetEnvironment.start_query)."""
+        from wheelwise.install.environment import TargetEnvironment
+
+        return TargetEnvironment.start_query(self.python or sys.executable)
+
+
+def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
     """The options of ``install`` that also apply to installing a lock (``sync``):
-    the target, the machine, the output, the network and the cache."""
+    the target, the machine, the output, the network and the cache. The command
+    gets them as one keyword argument, ``target`` (a :class:`TargetArgs`)."""
+
+    @functools.wraps(func)
+    def collected(*args: Any, **kwargs: Any) -> _R:
+        given = {name: kwargs.pop(name) for name in TargetArgs.__dataclass_fields__}
+        return func(*args, target=TargetArgs(**given), **kwargs)
+
     decorators: list[Callable[[Any], Any]] = [
         _python_option("Install"),
         click.option("--no-variant", is_flag=True, help="Install non-variant wheels only."),
@@ -237,50 +300,10 @@ def target_options(func: Callable[_P, _R]) -> Callable[_P, _R]:
             + ", and revalidate every cached index page, however fresh.",
         ),
     ]
-    wrapped: Any = func
+    wrapped: Any = collected
     for decorator in reversed(decorators):
         wrapped = decorator(wrapped)
-    return cast("Callable[_P, _R]", wrapped)
-
-
-def target_install_options(
-    *,
-    python: str | None,
-    no_variant: bool,
-    variants: tuple[str, ...],
-    system_file: Path | None,
-    dry_run: bool,
-    require_hashes: bool,
-    break_system_packages: bool,
-    timeout: float,
-    request_deadline: float,
-    retries: int,
-    no_cache: bool,
-    allow_provider: tuple[str, ...],
-    enable_provider: tuple[str, ...],
-    refresh: bool,
-) -> InstallOptions:
-    """InstallOptions from the options of :func:`target_options` (no requirements)."""
-    from wheelwise.cli.inputs import load_system
-    from wheelwise.install.plan import InstallOptions
-
-    return InstallOptions(
-        python=Path(python) if python is not None else None,
-        no_variant=no_variant,
-        variant_choice=_variant_option(variants),
-        system=load_system(system_file) if system_file is not None else None,
-        allowed_providers=allow_provider,
-        enabled_providers=enable_provider,
-        dry_run=dry_run,
-        require_hashes=require_hashes,
-        break_system_packages=break_system_packages,
-        timeout=timeout,
-        request_deadline=request_deadline,
-        retries=retries,
-        no_cache=no_cache,
-        refresh=refresh,
-        warn=_warn,
-    )
+    return cast("Callable[..., _R]", wrapped)
 
 
 # Options of `install` that choose what to install: a lock file has chosen already.
@@ -372,26 +395,9 @@ def install(
     upgrade: bool,
     pre: bool,
     no_deps: bool,
-    python: str | None,
-    no_variant: bool,
-    variants: tuple[str, ...],
-    system_file: Path | None,
-    dry_run: bool,
-    report_file: Path | None,
-    require_hashes: bool,
-    break_system_packages: bool,
-    timeout: float,
-    request_deadline: float,
-    retries: int,
-    no_cache: bool,
-    quiet: bool,
-    allow_provider: tuple[str, ...],
-    enable_provider: tuple[str, ...],
-    refresh: bool,
+    target: TargetArgs,
 ) -> None:
     """Install packages, choosing the wheel variant that fits this machine."""
-    from wheelwise.install.environment import TargetEnvironment
-
     lock = _lock_among(
         requirement_files,
         requirements,
@@ -405,31 +411,16 @@ def install(
             "find_links": find_links,
         },
     )
-    with TargetEnvironment.start_query(python if python is not None else sys.executable) as query:
+    with target.query() as query:
         from dataclasses import replace
 
         from wheelwise.install.plan import run_install
 
-        base = target_install_options(
-            python=python,
-            no_variant=no_variant,
-            variants=variants,
-            system_file=system_file,
-            dry_run=dry_run,
-            require_hashes=require_hashes,
-            break_system_packages=break_system_packages,
-            timeout=timeout,
-            request_deadline=request_deadline,
-            retries=retries,
-            no_cache=no_cache,
-            allow_provider=allow_provider,
-            enable_provider=enable_provider,
-            refresh=refresh,
-        )
+        base = target.install_options()
         if lock is not None:
             from wheelwise.cli.sync_cmd import install_lock
 
-            install_lock(lock, query, base, sync=False, quiet=quiet, report_file=report_file)
+            install_lock(lock, query, target, sync=False)
             return
         files = RequirementsSet()
         for path in requirement_files:
@@ -452,12 +443,12 @@ def install(
             pre=pre,
             no_deps=no_deps,
         )
-        if interactive(quiet) and not dry_run:
+        if interactive(target.quiet) and not target.dry_run:
             with RichProgress() as bar:
                 outcome = run_install(replace(options, progress=bar), query)
         else:
             outcome = run_install(options, query)
-        show_outcome(outcome, quiet=quiet, report_file=report_file)
+        show_outcome(outcome, quiet=target.quiet, report_file=target.report_file)
 
 
 def interactive(quiet: bool) -> bool:

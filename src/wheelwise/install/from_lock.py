@@ -26,18 +26,19 @@ from typing import NamedTuple
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 from packaging.version import InvalidVersion, Version
 
-from wheelwise.cachedir import user_cache_dir
 from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy
 from wheelwise.install.consistency import check_variant_consistency
 from wheelwise.install.download import DownloadItem, download_wheels
 from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
-from wheelwise.install.errors import DownloadError, ExternallyManagedError, InstallError
+from wheelwise.install.errors import DownloadError, InstallError
 from wheelwise.install.lock_selection import LockedChoice, LockTarget, select_from_lock
 from wheelwise.install.plan import (
     IN_MEMORY_DOWNLOADS,
     InstallOptions,
     InstallOutcome,
     PlannedPackage,
+    cache_root_of,
+    prepare_target,
     supported_for,
 )
 from wheelwise.install.resolve import ResolvedPackage
@@ -48,8 +49,6 @@ from wheelwise.install.transaction import (
     InstallReport,
     VerifiedWheel,
     install_wheels,
-    list_installed,
-    recover,
     verify_wheel,
 )
 from wheelwise.install.wheel_cache import ContentCache
@@ -94,27 +93,12 @@ def run_lock_install(
         for warning in lock.warnings:
             warn(warning)
     lock_path = lock_path.absolute()
-    cache_root = options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
-    kept = None if options.no_cache else ContentCache.at(cache_root)
-    with (
-        query
-        if query is not None
-        else TargetEnvironment.start_query(options.python or sys.executable)
-    ) as pending:
-        env = pending.result()
-    if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
-        raise ExternallyManagedError(
-            f"{env.prefix} is externally managed (PEP 668: "
-            f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
-            "--break-system-packages to override"
-        )
-    if not options.dry_run:  # what a killed run left must not count as installed
-        recover(env, warn=warn)
-    installed = {dist.name: dist for dist in list_installed(env)}
-    if options.refresh and options.system is None:
-        from wheelwise.providers.detect import detect_cached
-
-        detect_cached(refresh=True)
+    kept = None if options.no_cache else ContentCache.at(cache_root_of(options))
+    if query is None:
+        query = TargetEnvironment.start_query(options.python or sys.executable)
+    with query:
+        env = query.result()
+    installed = prepare_target(env, options)
     # Hashes pin every file: no plugin is installed without one (as --require-hashes).
     machine = supported_for(replace(options, require_hashes=True), env.markers)
     target = LockTarget(
