@@ -237,6 +237,14 @@ def test_plain_lock_installs_exactly_what_it_lists(house: House, tmp_path: Path)
     again = install_lock(tmp_path, python, lock, "cpu")
     assert again.returncode == 0, again.stderr
     assert "already installed alpha 1.0" in again.stdout
+    # A newer minor lock-version is read, with a warning (PEP 751).
+    lock.write_text(lock.read_text().replace('lock-version = "1.0"', 'lock-version = "1.1"'))
+    newer = install_lock(tmp_path, python, lock, "cpu")
+    assert newer.returncode == 0, newer.stderr
+    assert newer.stderr.splitlines() == [
+        f"wheelwise: warning: {lock}: lock-version 1.1 is newer than the 1.0 this wheelwise "
+        "knows; keys it does not know are ignored"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -422,6 +430,7 @@ def refusals(house: House) -> dict[str, tuple[str, str]]:
         replace(alpha, marker="python_version > '3'"),
     ]
     zeros = "0" * 64
+    missing = locked_wheel(house.wheels["alpha"][0], path="wheels/alpha-1.0-py3-none-any.whl")
     source_only = (
         'lock-version = "1.0"\ncreated-by = "x"\n[[packages]]\nname = "alpha"\n'
         f'version = "1.0"\nsdist = {{ url = "{house.base}/files/alpha-1.0.tar.gz", '
@@ -472,6 +481,10 @@ def refusals(house: House) -> dict[str, tuple[str, str]]:
             ),
             "requires-python '<3' does not allow the target's Python",
         ),
+        "missing-path": (
+            lock_text(house, [Package(name="alpha", version="1.0", wheels=(missing,))]),
+            "package alpha 1.0: alpha-1.0-py3-none-any.whl at file://",
+        ),
         "environments": (
             lock_text(house, [alpha]).replace(
                 'created-by = "wheelwise"',
@@ -496,6 +509,7 @@ def refusals(house: House) -> dict[str, tuple[str, str]]:
         "vcs",
         "requires-python",
         "environments",
+        "missing-path",
     ],
 )
 def test_bad_lock_is_one_error_line_and_changes_nothing(
