@@ -17,6 +17,7 @@ COMMANDS = {
     "list": "wheelwise.cli.install_cmd:list_cmd",
     "recover": "wheelwise.cli.install_cmd:recover",
     "select": "wheelwise.cli.select_cmd:select",
+    "sync": "wheelwise.cli.sync_cmd:sync",
     "uninstall": "wheelwise.cli.install_cmd:uninstall",
     "variant": "wheelwise.cli.variant_cmd:variant",
 }

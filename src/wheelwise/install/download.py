@@ -359,8 +359,8 @@ class _Fetcher:
                 if expected is not None and item.size is not None and expected > item.size:
                     raise DownloadError(
                         url,
-                        f"the server announces {expected} bytes, but the index gives its "
-                        f"size as {item.size} bytes",
+                        f"the server announces {expected} bytes, but its index page (or "
+                        f"lock file) gives its size as {item.size} bytes",
                     )
                 cap = min(
                     item.size if item.size is not None else sys.maxsize,
@@ -423,7 +423,7 @@ def _size_of(path: Path) -> int:
 
 def _capped(item: DownloadItem, expected: int | None) -> str:
     if item.size is not None and (expected is None or item.size <= expected):
-        return f"this file (the size its index page gives, {item.size} bytes)"
+        return f"this file (the size its index page or lock file gives, {item.size} bytes)"
     return f"this file (its Content-Length, {expected} bytes)"
 
 

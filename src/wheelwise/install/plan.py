@@ -68,9 +68,12 @@ __all__ = [
     "InstallOptions",
     "InstallOutcome",
     "PlannedPackage",
+    "cache_root_of",
     "installation_report",
+    "prepare_target",
     "run_install",
     "sources_for",
+    "supported_for",
 ]
 
 # Memory that downloaded wheels may take instead of temporary files (32 MiB at most
@@ -163,7 +166,7 @@ def sources_for(options: InstallOptions) -> list[IndexSource]:
     return sources
 
 
-def _supported_for(
+def supported_for(
     options: InstallOptions, markers: Mapping[str, str]
 ) -> Callable[[VariantMetadata], SupportedProperties]:
     """What the target supports, per release's metadata: ``--system`` or detection,
@@ -208,6 +211,33 @@ def _requested(requirements: Sequence[str]) -> set[str]:
     return names
 
 
+def cache_root_of(options: InstallOptions) -> Path:
+    """``options.cache_dir``, else the user cache folder."""
+    return options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
+
+
+def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str, InstalledDist]:
+    """What is installed in *env*, by name, once it is known to be usable: refused
+    when externally managed (PEP 668; not for a dry run, nor with
+    ``break_system_packages``), recovered from a killed run (not for a dry run), and
+    with the machine detected afresh for ``refresh`` (unless ``system`` is given)."""
+    if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
+        raise ExternallyManagedError(
+            f"{env.prefix} is externally managed (PEP 668: "
+            f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
+            "--break-system-packages to override"
+        )
+    if not options.dry_run:  # what a killed run left must not count as installed
+        recover(env, warn=options.warn)
+    installed = {dist.name: dist for dist in list_installed(env)}
+    if options.refresh and options.system is None:
+        # Once, now: every release's detection then reads the fresh cache.
+        from wheelwise.providers.detect import detect_cached
+
+        detect_cached(refresh=True)
+    return installed
+
+
 def run_install(options: InstallOptions, query: PendingEnvironment | None = None) -> InstallOutcome:
     """Resolve *options*' requirements for the target and install them (all or
     nothing). Raises ResolveError, SourceError, InstallError (and subclasses).
@@ -221,7 +251,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         options.requirements, options.variant_choice
     )
     sources = sources_for(options)
-    cache_root = options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
+    cache_root = cache_root_of(options)
     kept = None if options.no_cache else ContentCache.at(cache_root)
     # The target interpreter answers while the client starts and the requested
     # projects' listings download.
@@ -246,21 +276,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         requested = _requested(requirements)
         prefetcher.want(sorted(requested))  # the metadata comes once the target is known
         env = pending.result()
-        if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
-            raise ExternallyManagedError(
-                f"{env.prefix} is externally managed (PEP 668: "
-                f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
-                "--break-system-packages to override"
-            )
-        if not options.dry_run:  # what a killed run left must not count as installed
-            recover(env, warn=options.warn)
-        installed = {dist.name: dist for dist in list_installed(env)}
+        installed = prepare_target(env, options)
         python_version = ".".join(str(part) for part in env.version_info)
-        if options.refresh and options.system is None:
-            # Once, now: every release's detection then reads the fresh cache.
-            from wheelwise.providers.detect import detect_cached
-
-            detect_cached(refresh=True)
         # Small wheels stay in memory: nothing to write, and delete, on disk. Each
         # candidate the resolver pins starts downloading (a dry run downloads
         # nothing), and each wheel is checked as soon as it is complete.
@@ -296,7 +313,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 resolution = resolve(
                     requirements,
                     finder,
-                    supported=_supported_for(options, env.markers),
+                    supported=supported_for(options, env.markers),
                     tags=env.tags,
                     environment=env.markers,
                     constraints=options.constraints,
