@@ -20,6 +20,7 @@ from wheelwise.index import simple_parse
 from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy
 from wheelwise.index.errors import InvalidPage
 from wheelwise.index.grouped_cache import MIN_BODY, GroupedPages
+from wheelwise.index.http_cache import body_stamp
 from wheelwise.index.simple_parse import parse_json_page
 
 URL = "https://example.test/simple/big/"
@@ -77,6 +78,44 @@ def test_a_kept_page_reads_as_the_page_itself(
     assert again.files_for(wanted) == first.files_for(wanted)
     assert again.built() == 2  # one version's links read in full
     assert again.all() == tuple(parse_json_page(BODY, URL))
+
+
+def test_with_its_stamp_the_body_is_not_read_while_the_copy_serves(tmp_path: Path) -> None:
+    """The HTTP cache records each body's stamp: a warm run reads neither the page
+    nor its body, only the groups of the versions it asks for."""
+    store = GroupedPages(tmp_path)
+    store.read(BODY, URL)
+    reads: list[int] = []
+
+    def body() -> bytes:
+        reads.append(1)
+        return BODY
+
+    page = store.read(body, URL, stamp=body_stamp(BODY))
+    wanted = Version("1.3.7")
+    assert [f.filename for f in page.files_for(wanted)] == [
+        "big-1.3.7-py3-none-any.whl",
+        "big-1.3.7.tar.gz",
+    ]
+    assert reads == []
+    # Another stamp is another body: read, and copied again.
+    changed = _page(marker="x")
+    assert store.read(lambda: changed, URL, stamp=body_stamp(changed)).all() == tuple(
+        parse_json_page(changed, URL)
+    )
+
+
+def test_a_damaged_group_is_read_from_the_body_when_only_its_stamp_was_known(
+    tmp_path: Path,
+) -> None:
+    store = GroupedPages(tmp_path)
+    store.read(BODY, URL)
+    copy = _copy(tmp_path)
+    data = bytearray(copy.read_bytes())
+    data[-50] ^= 0x20  # inside the last group: its checksum fails
+    copy.write_bytes(bytes(data))
+    page = store.read(lambda: BODY, URL, stamp=body_stamp(BODY))
+    assert page.all() == tuple(parse_json_page(BODY, URL))
 
 
 def test_a_changed_page_is_read_again(tmp_path: Path) -> None:

@@ -739,13 +739,17 @@ def test_proxy_settings_are_honoured(
 def test_unreadable_ca_bundle_is_a_clear_error(
     live: tuple[str, Recorder], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bundle that cannot be read fails at once; one that cannot be parsed fails
-    at the first TLS connection (certificates load then), with the same message,
-    and plain http:// never loads it."""
+    """A bundle that cannot be read fails the first request (the client is made
+    then), plain http:// too; one that cannot be parsed fails at the first TLS
+    connection (certificates load then), with the same message, and plain http://
+    never loads it."""
     missing = tmp_path / "no-such-bundle.pem"
     monkeypatch.setenv("SSL_CERT_FILE", str(missing))
-    with pytest.raises(SourceError, match=r"SSL_CERT_FILE=.*no-such-bundle\.pem.*fix or unset"):
-        IndexClient(cache=False)
+    with (
+        IndexClient(cache=False) as client,
+        pytest.raises(SourceError, match=r"SSL_CERT_FILE=.*no-such-bundle\.pem.*fix or unset"),
+    ):
+        client.fetch_project(IndexSource.index(f"{live[0]}/simple/"), "demo-pkg")
     garbage = tmp_path / "garbage.pem"
     garbage.write_text("not a certificate\n")
     monkeypatch.setenv("SSL_CERT_FILE", str(garbage))

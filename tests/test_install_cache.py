@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import threading
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +33,7 @@ from wheelfactory import make_wheel
 from wheelwise.cli.inputs import load_system
 from wheelwise.index.client import PAGE_ACCEPT, IndexClient, IndexSource, RetryPolicy
 from wheelwise.index.errors import HashMismatch
-from wheelwise.index.http_cache import CachedResponse, HttpCache, freshness
+from wheelwise.index.http_cache import CachedResponse, HttpCache, body_stamp, freshness
 from wheelwise.install.errors import DownloadError
 from wheelwise.install.plan import InstallOptions, run_install
 from wheelwise.install.wheel_cache import ContentStore, content_key
@@ -315,6 +317,46 @@ def test_pages_fresh_for_their_max_age_are_not_asked_for(
     pages = page_gets(served.since(mark))
     assert {r.path for r in pages} == {f"/simple/{p}/" for p in [*PROJECTS, "vpkg"]}
     assert all(r.conditional and r.status == 304 for r in pages)
+
+
+# The command line, then whether it loaded httpx (no request can be sent without it).
+_LOADS_HTTPX = """
+import sys
+from wheelwise.cli import _run
+sys.argv = ["wheelwise", *sys.argv[1:]]
+try:
+    _run()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("httpx" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("refresh", [False, True])
+def test_a_run_served_from_the_cache_never_loads_the_http_client(
+    site: tuple[Site, str], tmp_path: Path, refresh: bool
+) -> None:
+    """Every page fresh and every wheel cached: no request, so the HTTP client (and
+    httpx with it) is never made (wheelwise.index.lazy_http); ``--refresh`` asks."""
+    served, index = site
+    served.page_headers = {"Cache-Control": "max-age=600, public"}
+    install(tmp_path, index, "one")
+    python = make_venv(tmp_path / "two")
+    system = str(system_file(tmp_path, ["v3"]))
+    argv = ["install", "-q", "--python", str(python), "-i", index, "--system", system, "app"]
+    mark = served.mark()
+    result = subprocess.run(
+        [sys.executable, "-c", _LOADS_HTTPX, *argv, *(["--refresh"] if refresh else [])],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WHEELWISE_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == str(refresh)
+    assert bool(served.since(mark)) == refresh
+    assert installed(python) == INSTALLED
 
 
 def test_pages_with_max_age_and_no_validators_are_kept(
@@ -652,6 +694,26 @@ def test_entries_of_the_old_format_are_ignored(tmp_path: Path) -> None:
     old = json.loads(header)
     old["format"] = 1
     path.write_bytes(json.dumps(old).encode() + b"\n" + body)
+    assert cache.get(url, PAGE_ACCEPT) is None
+
+
+def test_an_entry_is_opened_without_its_body_and_checked_by_its_size(tmp_path: Path) -> None:
+    cache = HttpCache(tmp_path)
+    url = "https://example.invalid/simple/x/"
+    entry = CachedResponse(url, JSON_PAGE, '"e"', None, b'{"a": 1}', stored_at=1.0, lifetime=5.0)
+    cache.put(url, PAGE_ACCEPT, entry)
+    stored = cache.open(url, PAGE_ACCEPT)
+    assert stored is not None
+    assert stored.response == entry._replace(body=b"")
+    assert (stored.size, stored.stamp) == (8, body_stamp(entry.body))
+    [path] = [p for p in tmp_path.rglob("*") if p.is_file()]
+    # Another writer replaces the entry (by rename, as every writer of the cache does)
+    # with one whose body is not the one its header describes.
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(path.read_bytes() + b"more")
+    damaged.replace(path)
+    assert stored.read_body() == entry.body  # what was opened stays readable
+    assert cache.open(url, PAGE_ACCEPT) is None
     assert cache.get(url, PAGE_ACCEPT) is None
 
 

@@ -832,3 +832,28 @@ def test_abi_dependency_builds_follow_the_locked_version(tmp_path: Path) -> None
         "its abi_dependency packages (vbase 2.8, 2.9); pin those packages to a version one "
         "of its builds is for; nothing was written"
     )
+
+
+@pytest.mark.parametrize(
+    ("machine_env", "build", "packages"),
+    [
+        (CPU, "'null'", {"vtorch", "vcommon"}),
+        (GPU, "'cu130'", {"vtorch", "vcommon", "vcublas", "vnvjit"}),
+    ],
+    ids=["cpu", "cuda13"],
+)
+def test_wheelwise_installs_the_lock_it_wrote(
+    served: str, tmp_path: Path, machine_env: dict[str, str], build: str, packages: set[str]
+) -> None:
+    """Locked on a CPU machine, installed on each: the CUDA build brings its gated
+    packages in, the CPU build does not."""
+    where = tmp_path / "work"
+    where.mkdir()
+    assert lock(["--index-url", served, "vtorch"], where, CPU).returncode == 0
+    python = make_venv(tmp_path / "venv")
+    args = ["install", "--python", str(python), "-r", str(where / "pylock.toml")]
+    done = wheelwise(args, tmp_path / "install-cache", machine_env)
+    assert done.returncode == 0, done.stderr
+    assert installed(python) == packages
+    built = run_python(python, "import vtorch; print(repr(vtorch.VARIANT))")
+    assert built.stdout.strip() == build

@@ -348,33 +348,33 @@ def test_a_broken_real_document_is_one_line() -> None:
 def test_install_evaluates_enable_if_with_the_target_interpreters_markers() -> None:
     """``install`` hands the target environment's markers (from the ``--python``
     interpreter's query) to the providers: the same GPU, two targets."""
-    from wheelwise.install.plan import InstallOptions, _supported_for
+    from wheelwise.install.plan import InstallOptions, supported_for
 
     md = VariantMetadata.from_json(TORCH_29.read_bytes())
     gpu = SupportedProperties.from_dict(
         {"nvidia": {"cuda_version_lower_bound": ["13.0", "12.0"], "sm_arch": ["90_real"]}}
     )
     options = InstallOptions(system=gpu)
-    linux = _supported_for(options, {**LINUX})(md)
+    linux = supported_for(options, {**LINUX})(md)
     assert rank_variants(md, linux).selected == "cuda13.0"
-    macos = _supported_for(options, {"platform_system": "Darwin"})(md)
+    macos = supported_for(options, {"platform_system": "Darwin"})(md)
     assert "nvidia" not in macos.namespaces
     assert rank_variants(md, macos).selected == "null"
 
 
 def test_install_warns_once_about_an_ignored_static_claim_on_a_built_in_namespace() -> None:
-    from wheelwise.install.plan import InstallOptions, _supported_for
+    from wheelwise.install.plan import InstallOptions, supported_for
 
     doc = era_document("v0.0.3")
     doc["providers"]["nvidia"] = {"install-time": False}
     doc["static-properties"]["nvidia"] = {"cuda_version_lower_bound": ["13.0"]}
     md = VariantMetadata.from_dict(doc, source="pkg-1.0-variants.json")
     warnings: list[str] = []
-    supported_for = _supported_for(
+    supported = supported_for(
         InstallOptions(system=SupportedProperties(), warn=warnings.append), LINUX
     )
     for _ in range(2):
-        assert "nvidia" not in supported_for(md).namespaces
+        assert "nvidia" not in supported(md).namespaces
     assert warnings == [
         "pkg-1.0-variants.json: static properties for the built-in namespace 'nvidia' "
         "ignored: the machine's own answer is used"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +19,15 @@ def make_wheel(
     extra_members: Mapping[str, bytes] | None = None,
     record: bool = False,
     requires_python: str | None = None,
+    requires_dist: Sequence[str] = (),
 ) -> Path:
     """Write *filename* into *directory* with a minimal dist-info.
 
     *variant_json* is a document (serialized as JSON) or raw bytes for
     ``{name}-{version}.dist-info/variant.json``; None leaves it out. With *record*,
     RECORD lists every member with its hash and size (else it is empty).
-    *requires_python* adds a ``Requires-Python`` field to METADATA.
+    *requires_python* adds a ``Requires-Python`` field to METADATA, and each of
+    *requires_dist* a ``Requires-Dist`` field.
     """
     name, version = filename.split("-")[:2]
     dist_info = f"{name}-{version}.dist-info"
@@ -34,6 +36,7 @@ def make_wheel(
         f"{dist_info}/METADATA": (
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
             + (f"Requires-Python: {requires_python}\n" if requires_python else "")
+            + "".join(f"Requires-Dist: {requirement}\n" for requirement in requires_dist)
         ).encode(),
         f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n",
     }

@@ -9,6 +9,7 @@ read whole (JSON, TOML, requirements files) also have a size cap.
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import stat
 import zipfile
@@ -17,6 +18,7 @@ from typing import BinaryIO
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "NotARegularFile",
+    "map_regular",
     "open_regular",
     "open_regular_zip",
     "read_regular_file",
@@ -47,6 +49,16 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def map_regular(path: str | os.PathLike[str]) -> mmap.mmap:
+    """The regular file *path*, mapped read-only: only the parts read are loaded, and
+    they stay those of the file opened, even if another is renamed over it (ValueError
+    for an empty file, which cannot be mapped). Only for files that are replaced by
+    rename, never rewritten in place (as wheelwise's caches are): reading a mapping
+    whose file was truncated under it faults."""
+    with open_regular(path) as stream:
+        return mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def read_regular_file(path: str | os.PathLike[str], *, limit: int = MAX_DOCUMENT_BYTES) -> bytes:

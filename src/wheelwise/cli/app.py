@@ -18,6 +18,7 @@ COMMANDS = {
     "lock": "wheelwise.cli.lock_cmd:lock",
     "recover": "wheelwise.cli.install_cmd:recover",
     "select": "wheelwise.cli.select_cmd:select",
+    "sync": "wheelwise.cli.sync_cmd:sync",
     "uninstall": "wheelwise.cli.install_cmd:uninstall",
     "variant": "wheelwise.cli.variant_cmd:variant",
 }

@@ -6,13 +6,15 @@ import functools
 import json
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import click
 
 from wheelwise.cli.errors import InputError, input_errors, warn
+from wheelwise.cli.inputs import read_requirement_files
 from wheelwise.cli.options import REFRESH_HELP, network_options, provider_options, source_options
 from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
@@ -25,7 +27,7 @@ from wheelwise.install.variant_requirement import VariantRequirementError
 if TYPE_CHECKING:
     from wheelwise.install.environment import PendingEnvironment
     from wheelwise.install.plan import InstallOptions, InstallOutcome, PlannedPackage
-    from wheelwise.install.transaction import InterruptedAfterCommit
+    from wheelwise.install.transaction import InstalledDist, InterruptedAfterCommit
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -42,7 +44,8 @@ def _python_option(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
 
 
 def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Resolver, source, install and requirements-file errors: one clear error, exit 2."""
+    """Resolver, source, install, requirements-file and lock-file errors: one clear
+    error, exit 2."""
 
     @functools.wraps(func)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -54,7 +57,10 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
             if isinstance(exc, InterruptedAfterCommit):
                 _report_late_interrupt(exc)
             else:  # every change was rolled back (or none was made yet)
-                python = kwargs.get("python") or sys.executable
+                target = kwargs.get("target")
+                python = (
+                    target.python if isinstance(target, TargetArgs) else kwargs.get("python")
+                ) or sys.executable
                 click.echo(
                     f"wheelwise: interrupted; {python}'s environment was left as it was",
                     err=True,
@@ -66,8 +72,9 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
             raise InputError(exc.message) from None
         except Exception as exc:
             from wheelwise.install.selection import ResolveError
+            from wheelwise.lock.errors import LockError
 
-            if isinstance(exc, ResolveError):
+            if isinstance(exc, ResolveError | LockError):
                 raise InputError(str(exc)) from None
             raise
 
@@ -87,7 +94,7 @@ def _report_late_interrupt(exc: InterruptedAfterCommit) -> None:
     )
 
 
-class _RichProgress:
+class RichProgress:
     """One overall download bar (a ProgressSink); calls come from worker threads."""
 
     def __init__(self) -> None:
@@ -113,7 +120,7 @@ class _RichProgress:
         )
         self.task = self.progress.add_task("downloading", total=None)
 
-    def __enter__(self) -> _RichProgress:
+    def __enter__(self) -> RichProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -154,46 +161,167 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     return choice
 
 
+@dataclass(frozen=True)
+class TargetArgs:
+    """The options :func:`target_options` adds, as given on the command line."""
+
+    python: str | None
+    no_variant: bool
+    variants: tuple[str, ...]
+    system_file: Path | None
+    dry_run: bool
+    report_file: Path | None
+    require_hashes: bool
+    break_system_packages: bool
+    timeout: float
+    request_deadline: float
+    retries: int
+    no_cache: bool
+    quiet: bool
+    allow_provider: tuple[str, ...]
+    enable_provider: tuple[str, ...]
+    refresh: bool
+
+    def install_options(self) -> InstallOptions:
+        """InstallOptions for these options (no requirements, no sources)."""
+        from wheelwise.cli.inputs import load_system
+        from wheelwise.install.plan import InstallOptions
+
+        return InstallOptions(
+            python=Path(self.python) if self.python is not None else None,
+            no_variant=self.no_variant,
+            variant_choice=_variant_option(self.variants),
+            system=load_system(self.system_file) if self.system_file is not None else None,
+            allowed_providers=self.allow_provider,
+            enabled_providers=self.enable_provider,
+            dry_run=self.dry_run,
+            require_hashes=self.require_hashes,
+            break_system_packages=self.break_system_packages,
+            timeout=self.timeout,
+            request_deadline=self.request_deadline,
+            retries=self.retries,
+            no_cache=self.no_cache,
+            refresh=self.refresh,
+            warn=_warn,
+        )
+
+    def query(self) -> PendingEnvironment:
+        """The target interpreter's query, started (see TargetEnvironment.start_query)."""
+        from wheelwise.install.environment import TargetEnvironment
+
+        return TargetEnvironment.start_query(self.python or sys.executable)
+
+
+def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
+    """The options of ``install`` that also apply to installing a lock (``sync``):
+    the target, the machine, the output, the network and the cache. The command
+    gets them as one keyword argument, ``target`` (a :class:`TargetArgs`)."""
+
+    @functools.wraps(func)
+    def collected(*args: Any, **kwargs: Any) -> _R:
+        given = {name: kwargs.pop(name) for name in TargetArgs.__dataclass_fields__}
+        return func(*args, target=TargetArgs(**given), **kwargs)
+
+    decorators: list[Callable[[Any], Any]] = [
+        _python_option("Install"),
+        click.option("--no-variant", is_flag=True, help="Install non-variant wheels only."),
+        click.option(
+            "--variant",
+            "variants",
+            multiple=True,
+            metavar="NAME=LABEL",
+            help="Install this variant of package NAME (repeatable); or write NAME#LABEL.",
+        ),
+        click.option(
+            "--system",
+            "system_file",
+            type=click.Path(path_type=Path),
+            help="JSON or TOML file of the target machine's supported properties "
+            "(instead of detecting).",
+        ),
+        click.option("--dry-run", is_flag=True, help="Resolve and show the plan; install nothing."),
+        click.option(
+            "--report",
+            "report_file",
+            type=click.Path(path_type=Path),
+            help="Write pip's installation report (version 1, with variants) to FILE "
+            "('-': stdout).",
+        ),
+        click.option(
+            "--require-hashes",
+            is_flag=True,
+            help="Refuse files without a known hash (always so for a lock file).",
+        ),
+        click.option(
+            "--break-system-packages",
+            is_flag=True,
+            help="Install into an externally managed environment (PEP 668) anyway.",
+        ),
+        network_options,
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        functools.partial(
+            provider_options,
+            refresh_help=REFRESH_HELP[:-1]
+            + ", and revalidate every cached index page, however fresh.",
+        ),
+    ]
+    wrapped: Any = collected
+    for decorator in reversed(decorators):
+        wrapped = decorator(wrapped)
+    return cast("Callable[..., _R]", wrapped)
+
+
+# Options of `install` that choose what to install: a lock file has chosen already.
+_NOT_WITH_A_LOCK = (
+    ("-U/--upgrade", "upgrade"),
+    ("--pre", "pre"),
+    ("--no-deps", "no_deps"),
+    ("-i/--index-url", "index_url"),
+    ("--extra-index-url", "extra_index_url"),
+    ("-f/--find-links", "find_links"),
+)
+
+
+def _lock_among(
+    requirement_files: tuple[Path, ...],
+    requirements: tuple[str, ...],
+    constraint_files: tuple[Path, ...],
+    given: dict[str, object],
+) -> Path | None:
+    """The lock file given with ``-r`` (named ``pylock.toml`` or ``pylock.*.toml``,
+    as pip and uv tell one), checked to come alone; None when there is none."""
+    if not requirement_files:
+        return None
+    from wheelwise.lock import is_lock_file_name
+
+    locks = [path for path in requirement_files if is_lock_file_name(path.name)]
+    if not locks:
+        return None
+    lock = locks[0]
+    if requirements or constraint_files or len(requirement_files) > 1:
+        raise InputError(
+            f"{lock}: a lock file is installed on its own; give no other requirements, "
+            "-r or -c files with it"
+        )
+    for flag, name in _NOT_WITH_A_LOCK:
+        if given[name]:
+            raise InputError(
+                f"{flag} cannot be used with a lock file ({lock}): the lock gives every "
+                f"package, version and file; drop {flag.split('/')[-1]}"
+            )
+    return lock
+
+
 @click.command()
 @click.argument("requirements", nargs=-1, metavar="[REQ[#LABEL]]...")
-@source_options("Install")
+@source_options(
+    "Install from a requirements file (repeatable), or from a lock file named "
+    "pylock.toml or pylock.NAME.toml."
+)
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade installed packages to the newest.")
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
-@_python_option("Install")
-@click.option("--no-variant", is_flag=True, help="Install non-variant wheels only.")
-@click.option(
-    "--variant",
-    "variants",
-    multiple=True,
-    metavar="NAME=LABEL",
-    help="Install this variant of package NAME (repeatable); or write NAME#LABEL.",
-)
-@click.option(
-    "--system",
-    "system_file",
-    type=click.Path(path_type=Path),
-    help="JSON or TOML file of the target machine's supported properties (instead of detecting).",
-)
-@click.option("--dry-run", is_flag=True, help="Resolve and show the plan; install nothing.")
-@click.option(
-    "--report",
-    "report_file",
-    type=click.Path(path_type=Path),
-    help="Write pip's installation report (version 1, with variants) to FILE ('-': stdout).",
-)
-@click.option("--require-hashes", is_flag=True, help="Refuse files without a known hash.")
-@click.option(
-    "--break-system-packages",
-    is_flag=True,
-    help="Install into an externally managed environment (PEP 668) anyway.",
-)
-@network_options
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-@functools.partial(
-    provider_options,
-    refresh_help=REFRESH_HELP[:-1] + ", and revalidate every cached index page, however fresh.",
-)
+@target_options
 @input_errors
 @install_errors
 def install(
@@ -206,37 +334,41 @@ def install(
     upgrade: bool,
     pre: bool,
     no_deps: bool,
-    python: str | None,
-    no_variant: bool,
-    variants: tuple[str, ...],
-    system_file: Path | None,
-    dry_run: bool,
-    report_file: Path | None,
-    require_hashes: bool,
-    break_system_packages: bool,
-    timeout: float,
-    request_deadline: float,
-    retries: int,
-    no_cache: bool,
-    quiet: bool,
-    allow_provider: tuple[str, ...],
-    enable_provider: tuple[str, ...],
-    refresh: bool,
+    target: TargetArgs,
 ) -> None:
     """Install packages, choosing the wheel variant that fits this machine."""
-    from wheelwise.install.environment import TargetEnvironment
+    lock = _lock_among(
+        requirement_files,
+        requirements,
+        constraint_files,
+        {
+            "upgrade": upgrade,
+            "pre": pre,
+            "no_deps": no_deps,
+            "index_url": index_url,
+            "extra_index_url": extra_index_url,
+            "find_links": find_links,
+        },
+    )
+    with target.query() as query:
+        from dataclasses import replace
 
-    with TargetEnvironment.start_query(python if python is not None else sys.executable) as query:
-        from wheelwise.cli.inputs import load_system, read_requirement_files
-        from wheelwise.install.plan import InstallOptions, installation_report, run_install
+        from wheelwise.install.plan import run_install
 
+        base = target.install_options()
+        if lock is not None:
+            from wheelwise.cli.sync_cmd import install_lock
+
+            install_lock(lock, query, target, sync=False)
+            return
         files = read_requirement_files(requirement_files, constraint_files)
         wanted = [*requirements, *files.requirements]
         if not wanted:
             raise InputError("nothing to install: give requirements or -r FILE")
         if index_url is None:
             index_url = files.index_url or DEFAULT_INDEX_URL
-        options = InstallOptions(
+        options = replace(
+            base,
             requirements=wanted,
             constraints=files.constraints,
             index_url=index_url,
@@ -245,62 +377,60 @@ def install(
             upgrade=upgrade,
             pre=pre,
             no_deps=no_deps,
-            python=Path(python) if python is not None else None,
-            no_variant=no_variant,
-            variant_choice=_variant_option(variants),
-            system=load_system(system_file) if system_file is not None else None,
-            allowed_providers=allow_provider,
-            enabled_providers=enable_provider,
-            dry_run=dry_run,
-            require_hashes=require_hashes,
-            break_system_packages=break_system_packages,
-            timeout=timeout,
-            request_deadline=request_deadline,
-            retries=retries,
-            no_cache=no_cache,
-            refresh=refresh,
-            warn=_warn,
         )
-        interactive = not quiet and sys.stderr.isatty() and sys.stdout.isatty()
-        if interactive and not dry_run:
-            with _RichProgress() as bar:
-                outcome = _run_with_bar(options, query, bar)
+        if interactive(target.quiet) and not target.dry_run:
+            with RichProgress() as bar:
+                outcome = run_install(replace(options, progress=bar), query)
         else:
             outcome = run_install(options, query)
-        # With the report on stdout, what people read goes to stderr: stdout is JSON.
-        to_stderr = report_file is not None and str(report_file) == "-"
-        if report_file is not None:
-            text = json.dumps(installation_report(outcome), indent=2)
-            if to_stderr:
-                click.echo(text)
-            else:
-                report_file.write_text(text + "\n", encoding="utf-8")
-        if dry_run:
-            _render_plan(outcome, to_stderr)
-            return
-        for planned in outcome.plan:
-            if planned.skipped:
-                if not quiet:
-                    click.echo(
-                        f"already installed {planned.name} {planned.package.version}"
-                        + (f" (variant {planned.package.label})" if planned.package.label else ""),
-                        err=to_stderr,
-                    )
-                continue
-            click.echo(
-                f"installed {planned.name} {planned.package.version} ({_why(planned)})",
-                err=to_stderr,
-            )
+        show_outcome(outcome, quiet=target.quiet, report_file=target.report_file)
 
 
-def _run_with_bar(
-    options: InstallOptions, query: PendingEnvironment, bar: _RichProgress
-) -> InstallOutcome:
-    from dataclasses import replace
+def interactive(quiet: bool) -> bool:
+    """Whether a progress bar is shown: not with -q, nor when output is no terminal."""
+    return not quiet and sys.stderr.isatty() and sys.stdout.isatty()
 
-    from wheelwise.install.plan import run_install
 
-    return run_install(replace(options, progress=bar), query)
+def show_outcome(
+    outcome: InstallOutcome,
+    *,
+    quiet: bool,
+    report_file: Path | None,
+    removals: Sequence[InstalledDist] = (),
+) -> None:
+    """The report (``--report``), then the plan of a dry run, or a line per package
+    installed (and kept, unless *quiet*); then a line per distribution a sync
+    removes (*removals*)."""
+    from wheelwise.install.plan import installation_report
+
+    # With the report on stdout, what people read goes to stderr: stdout is JSON.
+    to_stderr = report_file is not None and str(report_file) == "-"
+    if report_file is not None:
+        text = json.dumps(installation_report(outcome), indent=2)
+        if to_stderr:
+            click.echo(text)
+        else:
+            report_file.write_text(text + "\n", encoding="utf-8")
+    if outcome.dry_run:
+        _render_plan(outcome, to_stderr)
+        for dist in removals:
+            click.echo(f"would uninstall {dist.name} {dist.version}", err=to_stderr)
+        return
+    for planned in outcome.plan:
+        if planned.skipped:
+            if not quiet:
+                click.echo(
+                    f"already installed {planned.name} {planned.package.version}"
+                    + (f" (variant {planned.package.label})" if planned.package.label else ""),
+                    err=to_stderr,
+                )
+            continue
+        click.echo(
+            f"installed {planned.name} {planned.package.version} ({_why(planned)})",
+            err=to_stderr,
+        )
+    for dist in removals:
+        click.echo(f"uninstalled {dist.name} {dist.version}", err=to_stderr)
 
 
 def _why(planned: PlannedPackage) -> str:

@@ -23,7 +23,7 @@ from wheelwise.install.variant_requirement import VariantRequirementError
 from wheelwise.lock.errors import LockError
 
 if TYPE_CHECKING:
-    from wheelwise.install.targets import LockTarget, Platform
+    from wheelwise.install.targets import LockEnvironment, Platform
     from wheelwise.lock import PyLock
 
 _P = ParamSpec("_P")
@@ -63,7 +63,7 @@ def lock_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
 
 @click.command()
 @click.argument("requirements", nargs=-1, metavar="[REQ]...")
-@source_options("Lock")
+@source_options("Lock the requirements of a requirements file (repeatable).")
 @click.option("--no-index", is_flag=True, help="Use no index: --find-links only.")
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option(
@@ -202,7 +202,7 @@ def lock(
 
 def _targets(
     python_versions: list[str], platforms: list[Platform], python: str | None
-) -> list[LockTarget]:
+) -> list[LockEnvironment]:
     from wheelwise.install.environment import TargetEnvironment
     from wheelwise.install.targets import lock_targets
 

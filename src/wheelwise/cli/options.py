@@ -52,9 +52,9 @@ def provider_options(func: _F, *, refresh_help: str = REFRESH_HELP) -> _F:
     )(func)
 
 
-def source_options(verb: str) -> Callable[[_F], _F]:
-    """``-r``, ``-c``, ``-i``, ``--extra-index-url`` and ``-f``: what to *verb*
-    ("Install", "Lock") and where from."""
+def source_options(requirement_help: str) -> Callable[[_F], _F]:
+    """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``
+    and ``-f``: what to install or lock, and where from."""
     from pathlib import Path
 
     from wheelwise.install.defaults import DEFAULT_INDEX_URL
@@ -90,7 +90,7 @@ def source_options(verb: str) -> Callable[[_F], _F]:
             "requirement_files",
             multiple=True,
             type=click.Path(path_type=Path),
-            help=f"{verb} from a requirements file (repeatable).",
+            help=requirement_help,
         )(func)
 
     return decorate

@@ -37,7 +37,6 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
 
-import httpx
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -52,10 +51,16 @@ from wheelwise.index.bounded import (
     Deadline,
     read_body,
 )
-from wheelwise.index.deadline_transport import deadline_client
 from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
 from wheelwise.index.grouped_cache import MIN_BODY, GroupedPages
-from wheelwise.index.http_cache import CachedResponse, HttpCache, default_cache_dir, freshness
+from wheelwise.index.http_cache import (
+    CachedResponse,
+    HttpCache,
+    StoredEntry,
+    default_cache_dir,
+    freshness,
+)
+from wheelwise.index.lazy_http import LazyHttpClient
 from wheelwise.index.page_files import SDIST_LINK, WHEEL_LINK, PageFiles
 from wheelwise.index.simple_parse import (
     SDIST,
@@ -67,11 +72,13 @@ from wheelwise.index.simple_parse import (
     read_json_page,
     read_page,
 )
-from wheelwise.index.tls import client_tls_context
 from wheelwise.variants.errors import InvalidMetadata
 from wheelwise.variants.filenames import variants_json_filename
 
-if TYPE_CHECKING:  # loaded with the first release that has variant wheels
+if TYPE_CHECKING:
+    import httpx
+
+    # loaded with the first release that has variant wheels
     from wheelwise.install.wheel_cache import ContentStore
     from wheelwise.variants.metadata import VariantMetadata
 
@@ -283,8 +290,26 @@ class RetryPolicy(NamedTuple):
 class _Fetched(NamedTuple):
     url: str  # after redirects: relative links resolve against it
     content_type: str | None
-    body: bytes
+    read_body: Callable[[], bytes]  # a cached body is read when first needed
+    size: int
     kept: bool = False  # the body is in the HTTP cache (it came from there, or went there)
+    stamp: str | None = None  # the cached body's body_stamp, where the entry records it
+
+    @property
+    def body(self) -> bytes:
+        return self.read_body()
+
+    @classmethod
+    def read(cls, url: str, content_type: str | None, body: bytes) -> _Fetched:
+        """A body read from the network."""
+        return cls(url, content_type, lambda: body, len(body))
+
+    @classmethod
+    def stored(cls, entry: StoredEntry) -> _Fetched:
+        response = entry.response
+        return cls(
+            response.url, response.content_type, entry.read_body, entry.size, True, entry.stamp
+        )
 
 
 class IndexClient:
@@ -324,25 +349,18 @@ class IndexClient:
         # Big JSON pages, grouped by version, beside the entries they were read from.
         self.grouped = GroupedPages(self.cache.directory / "grouped") if self.cache else None
         self._sleep = sleep
-        options: dict[str, Any] = {
-            "timeout": httpx.Timeout(timeout),
-            "follow_redirects": True,
-            # Only the encodings read_body decodes in bounded steps.
-            "headers": {
-                "User-Agent": f"wheelwise/{__version__}",
-                "Accept-Encoding": ACCEPT_ENCODING,
-            },
-        }
-        self._http = (
-            # The deadline bounds the whole request, headers and TLS included.
-            deadline_client(verify=client_tls_context(), **options)
-            if transport is None
-            else httpx.Client(trust_env=True, transport=transport, **options)
-        )
+        self._http = LazyHttpClient(lambda: _http_client(timeout, transport))
 
     @property
     def http(self) -> httpx.Client:
-        """The underlying client, for downloads that should share its connections."""
+        """The underlying client, for downloads that should share its connections
+        (made now if no request has needed it yet)."""
+        return self._http()
+
+    @property
+    def http_source(self) -> LazyHttpClient:
+        """What gives the underlying client, made by the first request that needs it
+        (see :mod:`wheelwise.index.lazy_http`)."""
         return self._http
 
     def close(self) -> None:
@@ -376,10 +394,12 @@ class IndexClient:
         if (
             fetched.kept
             and self.grouped is not None
-            and len(fetched.body) >= MIN_BODY
+            and fetched.size >= MIN_BODY
             and page_kind(fetched.content_type) == "json"
         ):
-            files = self.grouped.read(fetched.body, fetched.url, self.warn)
+            files = self.grouped.read(
+                fetched.read_body, fetched.url, self.warn, stamp=fetched.stamp
+            )
         else:
             files = read_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
         return ProjectListing(normalized, source, files, fetched.url)
@@ -558,19 +578,20 @@ class IndexClient:
         """A 2xx answer's body, read within *cap* and the deadline (or by *read*,
         which then gets the deadline, grown by *rate*); None for a 404 when
         *missing_ok*."""
-        entry = self.cache.get(url, accept) if (cached and self.cache is not None) else None
-        if entry is not None and not self.revalidate and entry.is_fresh():
-            return _Fetched(entry.url, entry.content_type, entry.body, kept=True)
+        stored = self.cache.open(url, accept) if (cached and self.cache is not None) else None
+        if stored is not None and not self.revalidate and stored.response.is_fresh():
+            return _Fetched.stored(stored)
         headers = {"Accept": accept}
-        if entry is not None:
-            headers.update(entry.validators())
+        if stored is not None:
+            headers.update(stored.response.validators())
         what = "an index page" if cap == PAGE_CAP else "an index file"
 
         def whole(response: httpx.Response, deadline: Deadline) -> bytes:
             return b"".join(read_body(response, cap=cap, what=what, deadline=deadline))
 
         response, body = self._request(url, headers, hint, read or whole, rate)
-        if response.status_code == 304 and entry is not None:
+        if response.status_code == 304 and stored is not None:
+            entry = stored.response
             # Fresh again from now, for the lifetime the 304 gives (else the stored one).
             lifetime = (
                 freshness(response.headers).lifetime
@@ -579,9 +600,13 @@ class IndexClient:
             )
             if lifetime > 0 and self.cache is not None:
                 self.cache.put(
-                    url, accept, entry._replace(stored_at=time.time(), lifetime=lifetime)
+                    url,
+                    accept,
+                    entry._replace(
+                        body=stored.read_body(), stored_at=time.time(), lifetime=lifetime
+                    ),
                 )
-            return _Fetched(entry.url, entry.content_type, entry.body, kept=True)
+            return _Fetched.stored(stored)
         if response.status_code == 404 and missing_ok:
             return None
         if response.status_code >= 400 or response.status_code == 304:
@@ -591,7 +616,7 @@ class IndexClient:
                 f"{url}: the server answered {response.status_code} {reason}".rstrip()
                 + f"; {hint}",
             )
-        fetched = _Fetched(str(response.url), response.headers.get("content-type"), body)
+        fetched = _Fetched.read(str(response.url), response.headers.get("content-type"), body)
         allowed = freshness(response.headers)
         if cached and self.cache is not None and allowed.store:
             fetched = fetched._replace(kept=True)
@@ -619,12 +644,14 @@ class IndexClient:
         rate: int | None,
     ) -> tuple[httpx.Response, bytes]:
         """The answer (a 2xx one with its body read by *read*), after retries."""
+        import httpx  # with the first request: see wheelwise.index.lazy_http
+
         tries = self.retry.retries + 1
         for attempt in range(tries):
             last = attempt == tries - 1
             deadline = Deadline(self.deadline, rate)
             try:
-                with deadline, self._http.stream("GET", url, headers=dict(headers)) as response:
+                with deadline, self._http().stream("GET", url, headers=dict(headers)) as response:
                     if response.status_code >= 500 and not last:
                         pass  # retried below
                     elif response.status_code >= 500:
@@ -673,7 +700,31 @@ class IndexClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-_Reader = Callable[[httpx.Response, Deadline], bytes]
+_Reader = Callable[["httpx.Response", Deadline], bytes]
+
+
+def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx.Client:
+    """The client an :class:`IndexClient` sends its requests with."""
+    import httpx
+
+    from wheelwise.index.deadline_transport import deadline_client
+    from wheelwise.index.tls import client_tls_context
+
+    options: dict[str, Any] = {
+        "timeout": httpx.Timeout(timeout),
+        "follow_redirects": True,
+        # Only the encodings read_body decodes in bounded steps.
+        "headers": {
+            "User-Agent": f"wheelwise/{__version__}",
+            "Accept-Encoding": ACCEPT_ENCODING,
+        },
+    }
+    if transport is not None:
+        return httpx.Client(trust_env=True, transport=transport, **options)
+    # The deadline bounds the whole request, headers and TLS included.
+    return deadline_client(verify=client_tls_context(), **options)
+
+
 # A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
 _WHEEL_EXPANSION = 16
 

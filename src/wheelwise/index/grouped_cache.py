@@ -6,9 +6,10 @@ are written once more, grouped by version: a header line (for each version, wher
 its links lie in the rest of the file and which kinds of file they are) and the
 groups, each a JSON array of ``[position, entry]`` with its checksum in the header.
 When the same body comes back (fresh in the HTTP cache, or after a 304), only the
-header is decoded, and a version's group when that version is asked for (the groups
-are read from disk once, as a whole, with the first one asked for); each entry
-is checked again as it is read, exactly as if it came from the page. A copy made
+header is decoded, and a version's group when that version is asked for (the copy
+is mapped, so only the groups asked for are read from disk); each entry is checked
+again as it is read, exactly as if it came from the page. The body itself is only
+read when the HTTP cache entry does not record its stamp, or a group fails a check. A copy made
 from another body, or that cannot be read, is ignored; a group that fails a check is
 read from the body. Failing to write a copy never fails a fetch.
 """
@@ -19,7 +20,7 @@ import functools
 import hashlib
 import json
 import logging
-import os
+import mmap
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -27,10 +28,11 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from wheelwise.atomic_file import replace_with_bytes
+from wheelwise.index.http_cache import body_stamp
 from wheelwise.index.page_files import OTHER_LINK, SDIST_LINK, WHEEL_LINK, PageFiles, PageLink
 from wheelwise.index.simple_parse import json_builder, json_entry, json_link
 from wheelwise.untrusted_json import loads_json
-from wheelwise.userfiles import open_regular
+from wheelwise.userfiles import map_regular
 
 __all__ = ["MIN_BODY", "GroupedPages", "body_stamp"]
 
@@ -44,12 +46,6 @@ _ALL_KINDS = WHEEL_LINK | SDIST_LINK | OTHER_LINK
 _Warn = Callable[[str], None]
 
 
-def body_stamp(body: bytes) -> str:
-    """What tells one page body from another, cheaply (a copy is only ever compared
-    with the body of the same URL)."""
-    return f"{len(body)}:{zlib.crc32(body):08x}"
-
-
 class GroupedPages:
     """Grouped copies of JSON pages under *directory*, one file per page URL."""
 
@@ -60,16 +56,27 @@ class GroupedPages:
         key = hashlib.sha256(url.encode()).hexdigest()
         return self.directory / key[:2] / key
 
-    def read(self, body: bytes, url: str, warn: _Warn | None = None) -> PageFiles:
-        """The JSON page *body* fetched from *url*: from its copy where there is one
-        for this very body, else read (raising what reading raises) and copied."""
+    def read(
+        self,
+        body: bytes | Callable[[], bytes],
+        url: str,
+        warn: _Warn | None = None,
+        *,
+        stamp: str | None = None,
+    ) -> PageFiles:
+        """The JSON page *body* (or what reads it) fetched from *url*: from its copy
+        where there is one for this very body, else read (raising what reading
+        raises) and copied. *stamp*: the body's :func:`body_stamp`, where known (the
+        body is then not read while the copy serves)."""
         from wheelwise.index.simple_parse import read_json_page
 
-        stamp = body_stamp(body)
+        read_body = body if callable(body) else functools.partial(bytes, body)
+        if stamp is None:
+            stamp = body_stamp(read_body())
 
         @functools.cache
         def from_body() -> PageFiles:
-            return read_json_page(body, url, warn=warn)
+            return read_json_page(read_body(), url, warn=warn)
 
         found = self._load(url, stamp, warn, from_body)
         if found is None:
@@ -82,22 +89,22 @@ class GroupedPages:
     def _load(
         self, url: str, stamp: str, warn: _Warn | None, from_body: Callable[[], PageFiles]
     ) -> PageFiles | None:
-        path = self._path(url)
         try:
-            with open_regular(path) as stream:
-                header = stream.readline(_HEADER_CAP)
-                start = stream.tell()
-                size = os.fstat(stream.fileno()).st_size - start
-        except OSError:
+            mapped = map_regular(self._path(url))
+        except (OSError, ValueError):
             return None
+        end = mapped.find(b"\n", 0, _HEADER_CAP)
+        if end < 0:
+            return None
+        start = end + 1
+        size = len(mapped) - start
         try:
-            meta = loads_json(header)
+            meta = loads_json(mapped[:end])
             if meta.get("format") != _FORMAT or meta.get("url") != url:
                 return None
             if meta.get("stamp") != stamp:
                 return None
             count = _count(meta["count"])
-            blob = functools.cache(functools.partial(_blob, path, start))
             groups: dict[Version, Callable[[], list[PageLink]]] = {}
             kinds: dict[Version, int] = {}
             for text, (offset, length, crc, kind) in meta["groups"].items():
@@ -106,14 +113,16 @@ class GroupedPages:
                 if not isinstance(kind, int) or not 0 < kind <= _ALL_KINDS:
                     return None
                 groups[version] = functools.partial(
-                    _group, blob, (offset, length, crc), url, version, from_body
+                    _group, mapped, (start + offset, length, crc), url, version, from_body
                 )
                 kinds[version] = kind
             offset, length, crc = meta["rest"]
             _span(offset, length, size)
         except (KeyError, TypeError, ValueError, InvalidVersion, AttributeError):
             return None
-        rest = functools.partial(_group, blob, (offset, length, crc), url, None, from_body)
+        rest = functools.partial(
+            _group, mapped, (start + offset, length, crc), url, None, from_body
+        )
         return PageFiles.grouped(groups, kinds, rest, count, json_builder(url, warn))
 
     # -- writing ---------------------------------------------------------------------
@@ -143,16 +152,8 @@ class GroupedPages:
             _log.debug("cannot keep a grouped copy of %s: %s", url, exc)
 
 
-def _blob(path: Path, start: int) -> bytes:
-    """The groups of the copy at *path* (after its header): read once, as a whole,
-    when the first group is asked for (going back through releases reads hundreds)."""
-    with open_regular(path) as stream:
-        stream.seek(start)
-        return stream.read()
-
-
 def _group(
-    blob: Callable[[], bytes],
+    mapped: mmap.mmap,
     span: tuple[int, int, object],
     url: str,
     version: Version | None,
@@ -162,7 +163,7 @@ def _group(
     copy, or from the body when the copy fails a check (its checksum first)."""
     offset, length, crc = span
     try:
-        data = blob()[offset : offset + length]
+        data = mapped[offset : offset + length]
         if len(data) != length or zlib.crc32(data) != crc:
             raise ValueError("the group's checksum does not match")
         entries = loads_json(data)

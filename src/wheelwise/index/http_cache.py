@@ -2,11 +2,13 @@
 revalidated with ETag / Last-Modified.
 
 One file per (URL, ``Accept``) pair, named by their sha256: a JSON header line
-(validators, final URL after redirects, ``Content-Type``, when it was stored and
-for how long it is fresh) and the body. Entries are written to a temporary file and
-renamed into place, so a reader never sees half an entry; an entry that cannot be
-read, or was written in another format, is treated as missing. Failing to write the
-cache never fails a fetch.
+(validators, final URL after redirects, ``Content-Type``, when it was stored, for
+how long it is fresh, and the body's size and checksum) and the body. An entry is
+opened without reading its body (:meth:`HttpCache.open`): a page whose grouped copy
+is kept (:mod:`wheelwise.index.grouped_cache`) is read from that, by the checksum.
+Entries are written to a temporary file and renamed into place, so a reader never
+sees half an entry; an entry that cannot be read, or was written in another format,
+is treated as missing. Failing to write the cache never fails a fetch.
 
 Freshness follows ``Cache-Control`` as a private cache reads it (RFC 9111):
 ``max-age=N`` makes the entry fresh for N seconds from when it was stored, less the
@@ -22,18 +24,26 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 from wheelwise.atomic_file import replace_with_bytes
 from wheelwise.cachedir import user_cache_dir
 from wheelwise.untrusted_json import loads_json
+from wheelwise.userfiles import map_regular
 
 _log = logging.getLogger(__name__)
 _FORMAT = 2
 # Longer lifetimes are clamped: a year, as far as anyone caches a page.
 _MAX_LIFETIME = 365 * 24 * 3600
+
+
+def body_stamp(body: bytes) -> str:
+    """What tells one body from another, cheaply (only ever compared with a body
+    fetched from the same URL)."""
+    return f"{len(body)}:{zlib.crc32(body):08x}"
 
 
 def default_cache_dir() -> Path:
@@ -109,6 +119,17 @@ class CachedResponse(NamedTuple):
         return headers
 
 
+class StoredEntry(NamedTuple):
+    """An entry opened without reading its body: *response* has an empty body,
+    *read_body* reads it (as stored when the entry was opened), *stamp* is its
+    :func:`body_stamp` when the entry records it."""
+
+    response: CachedResponse
+    size: int
+    stamp: str | None
+    read_body: Callable[[], bytes]
+
+
 class HttpCache:
     """Cached responses under *directory* (created on first write)."""
 
@@ -120,15 +141,24 @@ class HttpCache:
         return self.directory / key[:2] / key
 
     def get(self, url: str, accept: str) -> CachedResponse | None:
-        try:
-            raw = self._path(url, accept).read_bytes()
-        except OSError:
+        stored = self.open(url, accept)
+        if stored is None:
             return None
-        header, sep, body = raw.partition(b"\n")
-        if not sep:
-            return None
+        return stored.response._replace(body=stored.read_body())
+
+    def open(self, url: str, accept: str) -> StoredEntry | None:
+        """The entry for *url* and *accept*, its body not read yet; None when there
+        is none that can be read."""
         try:
-            meta = loads_json(header)
+            mapped = map_regular(self._path(url, accept))
+        except (OSError, ValueError):
+            return None
+        end = mapped.find(b"\n")
+        if end < 0:
+            return None
+        start = end + 1
+        try:
+            meta = loads_json(mapped[:end])
             if meta.get("format") != _FORMAT or meta.get("request") != url:
                 return None
             entry = CachedResponse(
@@ -136,21 +166,30 @@ class HttpCache:
                 content_type=meta.get("content_type"),
                 etag=meta.get("etag"),
                 last_modified=meta.get("last_modified"),
-                body=body,
+                body=b"",
                 stored_at=meta["stored_at"],
                 lifetime=meta["lifetime"],
             )
+            stamp = meta.get("stamp")
             # The header is untrusted: each field must have its type.
-            texts = (entry.content_type, entry.etag, entry.last_modified)
+            texts = (entry.content_type, entry.etag, entry.last_modified, stamp)
             if not isinstance(entry.url, str) or any(
                 t is not None and not isinstance(t, str) for t in texts
             ):
                 return None
-            return entry._replace(
+            entry = entry._replace(
                 stored_at=_number(entry.stored_at), lifetime=_number(entry.lifetime)
             )
         except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
             return None
+        size = len(mapped) - start
+        if stamp is not None and not stamp.startswith(f"{size}:"):
+            return None  # not the body the header was written with
+
+        def read_body() -> bytes:
+            return mapped[start:]
+
+        return StoredEntry(entry, size, stamp, read_body)
 
     def put(self, url: str, accept: str, response: CachedResponse) -> None:
         if not response.etag and not response.last_modified and response.lifetime <= 0:
@@ -164,6 +203,7 @@ class HttpCache:
             "last_modified": response.last_modified,
             "stored_at": response.stored_at,
             "lifetime": response.lifetime,
+            "stamp": body_stamp(response.body),
         }
         data = json.dumps(header, separators=(",", ":")).encode() + b"\n" + response.body
         path = self._path(url, accept)

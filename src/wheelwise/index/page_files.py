@@ -137,6 +137,7 @@ class PageFiles:
         self._build = build
         self._built: dict[int, IndexFile | None] = {}
         self._lock = threading.Lock()
+        self._oldest_first: list[Version] | None = None
 
     @classmethod
     def of(cls, files: Iterable[IndexFile]) -> PageFiles:
@@ -172,7 +173,9 @@ class PageFiles:
     def versions(self, kinds: int = WHEEL_LINK | SDIST_LINK | OTHER_LINK) -> list[Version]:
         """The versions the links' file names give, oldest first: those with a link of
         one of *kinds* (an OR of ``*_LINK``), by file name (nothing read in full)."""
-        return sorted(v for v, found in self._kinds.items() if found & kinds)
+        if self._oldest_first is None:  # sorted once: a big project has thousands
+            self._oldest_first = sorted(self._kinds)
+        return [v for v in self._oldest_first if self._kinds[v] & kinds]
 
     def kinds_of(self, version: Version) -> int:
         """The kinds of link *version* has (an OR of ``*_LINK``; 0 when none)."""

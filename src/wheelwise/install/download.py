@@ -36,9 +36,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, NamedTuple, Protocol
-
-import httpx
+from typing import IO, TYPE_CHECKING, NamedTuple, Protocol
 
 from wheelwise.index.bounded import (
     ACCEPT_ENCODING,
@@ -48,10 +46,13 @@ from wheelwise.index.bounded import (
     Deadline,
     read_body,
 )
-from wheelwise.index.deadline_transport import deadline_client
+from wheelwise.index.lazy_http import LazyHttpClient, as_client_source
 from wheelwise.install.errors import DownloadError
 from wheelwise.install.wheel_cache import ContentStore
 from wheelwise.wheels.archive import InMemoryWheel
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "DownloadError",
@@ -217,7 +218,7 @@ class _Fetcher:
     def __init__(
         self,
         dest_dir: Path | None,
-        client: httpx.Client,
+        client: Callable[[], httpx.Client],
         progress: ProgressSink | None,
         *,
         retries: int,
@@ -336,12 +337,14 @@ class _Fetcher:
         return digests
 
     def _http(self, item: DownloadItem, out: _Output) -> dict[str, str]:
+        import httpx  # with the first download: see wheelwise.index.lazy_http
+
         url = item.url
         expected: int | None = None
         received = 0
         deadline = Deadline(self.deadline, WHEEL_RATE)
         try:
-            with deadline, self.client.stream("GET", url) as response:
+            with deadline, self.client().stream("GET", url) as response:
                 if response.status_code >= 500:
                     raise _Retryable(f"HTTP {response.status_code} {response.reason_phrase}")
                 if response.status_code >= 400:
@@ -356,8 +359,8 @@ class _Fetcher:
                 if expected is not None and item.size is not None and expected > item.size:
                     raise DownloadError(
                         url,
-                        f"the server announces {expected} bytes, but the index gives its "
-                        f"size as {item.size} bytes",
+                        f"the server announces {expected} bytes, but its index page (or "
+                        f"lock file) gives its size as {item.size} bytes",
                     )
                 cap = min(
                     item.size if item.size is not None else sys.maxsize,
@@ -387,7 +390,7 @@ class _Fetcher:
                 raise DownloadError(url, deadline.reason()) from None
             if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
                 raise _Retryable(f"connection timed out ({exc})") from None
-            waited = self.client.timeout.read
+            waited = self.client().timeout.read
             within = f" within {waited:g} s (--timeout)" if waited is not None else ""
             raise DownloadError(
                 url, f"timed out: no data{within} ({type(exc).__name__}); check the network"
@@ -420,7 +423,7 @@ def _size_of(path: Path) -> int:
 
 def _capped(item: DownloadItem, expected: int | None) -> str:
     if item.size is not None and (expected is None or item.size <= expected):
-        return f"this file (the size its index page gives, {item.size} bytes)"
+        return f"this file (the size its index page or lock file gives, {item.size} bytes)"
     return f"this file (its Content-Length, {expected} bytes)"
 
 
@@ -439,7 +442,7 @@ class SpeculativeDownloads:
 
     def __init__(
         self,
-        client: httpx.Client,
+        client: httpx.Client | Callable[[], httpx.Client],
         *,
         budget: int,
         per_file: int = 32 << 20,
@@ -454,7 +457,7 @@ class SpeculativeDownloads:
         self._cancel = threading.Event()
         self._fetcher = _Fetcher(
             None,
-            client,
+            as_client_source(client),
             None,
             retries=1,
             backoff=0.0,
@@ -586,7 +589,7 @@ def download_all(
     items: Sequence[DownloadItem],
     dest_dir: str | os.PathLike[str],
     *,
-    client: httpx.Client | None = None,
+    client: httpx.Client | Callable[[], httpx.Client] | None = None,
     progress: ProgressSink | None = None,
     max_workers: int = 4,
     require_hashes: bool = False,
@@ -622,7 +625,7 @@ def download_wheels(
     *,
     in_memory: int = 0,
     in_memory_per_file: int = 32 << 20,
-    client: httpx.Client | None = None,
+    client: httpx.Client | Callable[[], httpx.Client] | None = None,
     progress: ProgressSink | None = None,
     max_workers: int = 4,
     require_hashes: bool = False,
@@ -660,10 +663,12 @@ def download_wheels(
             raise DownloadError(item.url, "no expected hash, and hashes are required")
     if not items:
         return []
-    own_client = client is None
-    http = client or deadline_client(
-        timeout=timeout, follow_redirects=True, headers={"Accept-Encoding": ACCEPT_ENCODING}
-    )
+    own: LazyHttpClient | None = None
+    http: Callable[[], httpx.Client]
+    if client is None:
+        http = own = LazyHttpClient(lambda: _own_client(timeout))
+    else:
+        http = as_client_source(client)
     cancel = threading.Event()
     fetcher = _Fetcher(
         dest,
@@ -706,8 +711,8 @@ def download_wheels(
                 except BaseException as exc:
                     results.append(exc)
     finally:
-        if own_client:
-            http.close()
+        if own is not None:
+            own.close()
         if progress is not None:
             progress.close()
     errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, _Cancelled)]
@@ -716,3 +721,12 @@ def download_wheels(
     if any(isinstance(r, BaseException) for r in results):  # pragma: no cover
         raise DownloadError(items[0].url, "cancelled")
     return [r for r in results if isinstance(r, Path | InMemoryWheel)]
+
+
+def _own_client(timeout: float) -> httpx.Client:
+    """The client of downloads not given one."""
+    from wheelwise.index.deadline_transport import deadline_client
+
+    return deadline_client(
+        timeout=timeout, follow_redirects=True, headers={"Accept-Encoding": ACCEPT_ENCODING}
+    )

@@ -460,8 +460,11 @@ class IndexFinder:
 
     def _releases_from(self, listings: list[SourceListing]) -> list[IndexRelease]:
         """A release for each version that a source lists wheels of (read lazily)."""
-        versions = {v for entry in listings for v in entry.listing.versions(WHEEL_LINK)}
-        return [IndexRelease(version, listings, self) for version in sorted(versions)]
+        if len(listings) == 1:  # sorted already, and without duplicates
+            versions = listings[0].listing.versions(WHEEL_LINK)
+        else:
+            versions = sorted({v for e in listings for v in e.listing.versions(WHEEL_LINK)})
+        return [IndexRelease(version, listings, self) for version in versions]
 
     def choose_source(
         self, version: Version, listings: Sequence[SourceListing]

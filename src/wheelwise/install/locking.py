@@ -30,6 +30,7 @@ from packaging.version import Version
 from wheelwise.index.client import INDEX, IndexFile
 from wheelwise.index.distfiles import sha256_file
 from wheelwise.install.finder import IndexFinder, Link, source_label
+from wheelwise.install.lock_selection import variant_group
 from wheelwise.install.plan import InstallOptions, caches_for, index_client, sources_for
 from wheelwise.install.prefetch import ListingPrefetcher
 from wheelwise.install.resolve import (
@@ -40,7 +41,7 @@ from wheelwise.install.resolve import (
     resolve,
 )
 from wheelwise.install.selection import ListedWheel
-from wheelwise.install.targets import LockTarget
+from wheelwise.install.targets import LockEnvironment
 from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.lock import Package, PyLock, VariantsJson, Wheel
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
@@ -51,7 +52,6 @@ from wheelwise.variants.supported import SupportedProperties
 __all__ = [
     "CREATED_BY",
     "LockInputs",
-    "gate_group",
     "lock_inputs",
     "locked_versions",
     "run_lock",
@@ -59,11 +59,6 @@ __all__ = [
 
 CREATED_BY = "wheelwise"
 TOOL = "wheelwise"
-
-
-def gate_group(name: str) -> str:
-    """The synthetic dependency group that lets a variant-gated package in."""
-    return f"variant-needs-{canonicalize_name(name)}"
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,7 @@ class LockInputs:
         return {**self.document(), "inputs-hash": self.digest}
 
 
-def lock_inputs(options: InstallOptions, targets: Sequence[LockTarget]) -> LockInputs:
+def lock_inputs(options: InstallOptions, targets: Sequence[LockEnvironment]) -> LockInputs:
     """The inputs of a lock of *options*' requirements for *targets*."""
     return LockInputs(
         requirements=tuple(options.requirements),
@@ -113,12 +108,12 @@ def lock_inputs(options: InstallOptions, targets: Sequence[LockTarget]) -> LockI
 
 
 def locked_versions(
-    lock: PyLock, target: LockTarget, upgrading: Collection[str] = ()
+    lock: PyLock, target: LockEnvironment, upgrading: Collection[str] = ()
 ) -> dict[str, str]:
     """The version *lock* holds for each package on *target* (the entry whose marker
     holds there, every variant-gated one included), except those *upgrading* names.
     Raises LockError when more than one entry of a name applies."""
-    groups = frozenset(gate_group(p.name) for p in lock.packages)
+    groups = frozenset(variant_group(p.name) for p in lock.packages)
     environment: dict[str, str | frozenset[str]] = {
         **target.markers,
         "extras": frozenset(),
@@ -137,7 +132,7 @@ def locked_versions(
 
 def run_lock(
     options: InstallOptions,
-    targets: Sequence[LockTarget],
+    targets: Sequence[LockEnvironment],
     preferences: Mapping[str, Mapping[str, str]] | None = None,
 ) -> PyLock:
     """Resolve *options*' requirements for each of *targets* and build the lock.
@@ -191,7 +186,7 @@ def run_lock(
 
 def _resolve(
     options: InstallOptions,
-    target: LockTarget,
+    target: LockEnvironment,
     finder: IndexFinder,
     prefetcher: ListingPrefetcher,
     preferred: Mapping[str, str],
@@ -225,7 +220,7 @@ def _never_asked(metadata: VariantMetadata) -> SupportedProperties:
     return SupportedProperties()
 
 
-def _roots(requirements: Sequence[str], target: LockTarget) -> set[NormalizedName]:
+def _roots(requirements: Sequence[str], target: LockEnvironment) -> set[NormalizedName]:
     """The requested projects whose markers hold on *target* (the resolver has
     checked every requirement already)."""
     names: set[NormalizedName] = set()
@@ -267,7 +262,7 @@ class _Entry:
     labels: set[str] = field(default_factory=set)
     requires: set[NormalizedName] = field(default_factory=set)
 
-    def package(self, name: NormalizedName, targets: Sequence[LockTarget]) -> Package:
+    def package(self, name: NormalizedName, targets: Sequence[LockEnvironment]) -> Package:
         variants_json = None
         if self.labels:
             # Listed variant wheels have their label's entry (selection.every_wheel).
@@ -287,8 +282,8 @@ class _Entry:
             variants_json=variants_json,
         )
 
-    def _marker(self, name: NormalizedName, targets: Sequence[LockTarget]) -> str | None:
-        gate = f"'{gate_group(name)}' in dependency_groups"
+    def _marker(self, name: NormalizedName, targets: Sequence[LockEnvironment]) -> str | None:
+        gate = f"'{variant_group(name)}' in dependency_groups"
         gated = set(self.targets.values())
         if len(self.targets) == len(targets) and len(gated) == 1:
             return gate if gated == {True} else None
@@ -302,7 +297,7 @@ class _Entry:
 def _collect(
     entries: dict[tuple[NormalizedName, Version], _Entry],
     position: int,
-    target: LockTarget,
+    target: LockEnvironment,
     resolution: Resolution,
     finder: IndexFinder,
     options: InstallOptions,
@@ -383,7 +378,7 @@ def _wheel(file: IndexFile, finder: IndexFinder) -> Wheel:
     return Wheel(url=file.url, size=size, hashes={"sha256": sha256.lower()})
 
 
-def _requires_python(targets: Sequence[LockTarget]) -> str:
+def _requires_python(targets: Sequence[LockEnvironment]) -> str:
     """``>=`` the oldest target Python (the lock holds wheels for those only)."""
     oldest = min(tuple(int(p) for p in t.markers["python_version"].split(".")) for t in targets)
     return ">=" + ".".join(str(part) for part in oldest)

@@ -68,11 +68,14 @@ __all__ = [
     "InstallOptions",
     "InstallOutcome",
     "PlannedPackage",
+    "cache_root_of",
     "caches_for",
     "index_client",
     "installation_report",
+    "prepare_target",
     "run_install",
     "sources_for",
+    "supported_for",
 ]
 
 # Memory that downloaded wheels may take instead of temporary files (32 MiB at most
@@ -166,8 +169,9 @@ def sources_for(options: InstallOptions) -> list[IndexSource]:
 
 
 def caches_for(options: InstallOptions) -> tuple[Path, ContentCache | None]:
-    """The cache root, and its wheel and metadata stores unless ``no_cache``."""
-    cache_root = options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
+    """The cache root (see cache_root_of), and its wheel and metadata stores unless
+    ``no_cache``."""
+    cache_root = cache_root_of(options)
     return cache_root, None if options.no_cache else ContentCache.at(cache_root)
 
 
@@ -187,7 +191,7 @@ def index_client(
     )
 
 
-def _supported_for(
+def supported_for(
     options: InstallOptions, markers: Mapping[str, str]
 ) -> Callable[[VariantMetadata], SupportedProperties]:
     """What the target supports, per release's metadata: ``--system`` or detection,
@@ -232,6 +236,33 @@ def _requested(requirements: Sequence[str]) -> set[str]:
     return names
 
 
+def cache_root_of(options: InstallOptions) -> Path:
+    """``options.cache_dir``, else the user cache folder."""
+    return options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
+
+
+def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str, InstalledDist]:
+    """What is installed in *env*, by name, once it is known to be usable: refused
+    when externally managed (PEP 668; not for a dry run, nor with
+    ``break_system_packages``), recovered from a killed run (not for a dry run), and
+    with the machine detected afresh for ``refresh`` (unless ``system`` is given)."""
+    if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
+        raise ExternallyManagedError(
+            f"{env.prefix} is externally managed (PEP 668: "
+            f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
+            "--break-system-packages to override"
+        )
+    if not options.dry_run:  # what a killed run left must not count as installed
+        recover(env, warn=options.warn)
+    installed = {dist.name: dist for dist in list_installed(env)}
+    if options.refresh and options.system is None:
+        # Once, now: every release's detection then reads the fresh cache.
+        from wheelwise.providers.detect import detect_cached
+
+        detect_cached(refresh=True)
+    return installed
+
+
 def run_install(options: InstallOptions, query: PendingEnvironment | None = None) -> InstallOutcome:
     """Resolve *options*' requirements for the target and install them (all or
     nothing). Raises ResolveError, SourceError, InstallError (and subclasses).
@@ -260,21 +291,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         requested = _requested(requirements)
         prefetcher.want(sorted(requested))  # the metadata comes once the target is known
         env = pending.result()
-        if env.is_externally_managed and not options.break_system_packages and not options.dry_run:
-            raise ExternallyManagedError(
-                f"{env.prefix} is externally managed (PEP 668: "
-                f"{env.stdlib / 'EXTERNALLY-MANAGED'}); use a virtual environment, or pass "
-                "--break-system-packages to override"
-            )
-        if not options.dry_run:  # what a killed run left must not count as installed
-            recover(env, warn=options.warn)
-        installed = {dist.name: dist for dist in list_installed(env)}
+        installed = prepare_target(env, options)
         python_version = ".".join(str(part) for part in env.version_info)
-        if options.refresh and options.system is None:
-            # Once, now: every release's detection then reads the fresh cache.
-            from wheelwise.providers.detect import detect_cached
-
-            detect_cached(refresh=True)
         # Small wheels stay in memory: nothing to write, and delete, on disk. Each
         # candidate the resolver pins starts downloading (a dry run downloads
         # nothing), and each wheel is checked as soon as it is complete.
@@ -284,7 +302,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             verified[wheel] = verify_wheel(wheel)
 
         speculative = SpeculativeDownloads(
-            client.http,
+            client.http_source,
             budget=IN_MEMORY_DOWNLOADS,
             then=check,
             deadline=options.request_deadline,
@@ -310,7 +328,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 resolution = resolve(
                     requirements,
                     finder,
-                    supported=_supported_for(options, env.markers),
+                    supported=supported_for(options, env.markers),
                     tags=env.tags,
                     environment=env.markers,
                     constraints=options.constraints,
@@ -404,7 +422,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                         items,
                         folder,
                         in_memory=IN_MEMORY_DOWNLOADS - speculative.bytes_taken,
-                        client=client.http,
+                        client=client.http_source,
                         progress=options.progress,
                         require_hashes=options.require_hashes,
                         timeout=options.timeout,

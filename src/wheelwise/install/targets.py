@@ -25,7 +25,7 @@ from packaging.tags import Tag
 from wheelwise.install.environment import TargetEnvironment, compute_tags
 
 __all__ = [
-    "LockTarget",
+    "LockEnvironment",
     "Platform",
     "TargetError",
     "lock_targets",
@@ -160,7 +160,7 @@ def parse_python_version(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class LockTarget:
+class LockEnvironment:
     """One environment a lock is resolved for: its wheel tags (best first) and marker
     values, and how it was asked for (``python_version`` and ``platform`` as given;
     None for what comes from the interpreter)."""
@@ -202,14 +202,14 @@ class LockTarget:
         return found
 
 
-def interpreter_target(environment: TargetEnvironment) -> LockTarget:
+def interpreter_target(environment: TargetEnvironment) -> LockEnvironment:
     """The target *environment*'s interpreter is: its own tags and markers."""
-    return LockTarget(tuple(environment.tags), dict(environment.markers))
+    return LockEnvironment(tuple(environment.tags), dict(environment.markers))
 
 
 def synthetic_target(
     python_version: str | None, platform: Platform | None, base: Mapping[str, Any] | None
-) -> LockTarget:
+) -> LockEnvironment:
     """CPython *python_version* on *platform*; what is None comes from *base* (an
     interpreter query's answer), which must then be given."""
     if base is None and (python_version is None or platform is None):
@@ -244,7 +244,7 @@ def synthetic_target(
             "py_version_nodot": f"{major}{minor}",
         },
     }
-    return LockTarget(
+    return LockEnvironment(
         tuple(compute_tags(info)),
         markers,
         python_version=python_version,
@@ -265,7 +265,7 @@ def lock_targets(
     python_versions: Sequence[str],
     platforms: Sequence[Platform],
     base: TargetEnvironment | None,
-) -> list[LockTarget]:
+) -> list[LockEnvironment]:
     """Every combination of *python_versions* and *platforms* (what is not given comes
     from *base*); *base*'s own target when neither is given. Two targets whose
     markers cannot be told apart are a TargetError: a lock could not say which
@@ -280,7 +280,7 @@ def lock_targets(
     targets = [
         synthetic_target(version, platform, info) for version in versions for platform in named
     ]
-    seen: dict[str, LockTarget] = {}
+    seen: dict[str, LockEnvironment] = {}
     for target in targets:
         twin = seen.setdefault(target.environment, target)
         if twin is not target:

@@ -18,6 +18,7 @@ from wheelwise.lock.pylock import (
     VariantsJson,
     Vcs,
     Wheel,
+    is_lock_file_name,
     wheel_files,
 )
 from wheelwise.lock.reader import read_pylock
@@ -34,6 +35,7 @@ __all__ = [
     "VariantsJson",
     "Vcs",
     "Wheel",
+    "is_lock_file_name",
     "read_pylock",
     "wheel_files",
     "write_pylock",

@@ -8,6 +8,7 @@ so that a lock read back from its written text compares equal to it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,9 +24,18 @@ from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
 
 LOCK_VERSION = "1.0"
+# PEP 751 "File Name": pylock.toml, or pylock.<name>.toml for a named lock.
+_LOCK_FILE_NAME = re.compile(r"pylock\.([^.]+\.)?toml")
 
 # TOML data kept as read (``[tool]``, ``dependencies``): tables, arrays and scalars.
 TomlTable = dict[str, Any]
+
+
+def is_lock_file_name(filename: str) -> bool:
+    """Whether *filename* (a file name, not a path) names a lock file: ``pylock.toml``
+    or ``pylock.<name>.toml`` (PEP 751 "File Name"), as pip and uv tell a lock given
+    with ``-r`` from a requirements file."""
+    return _LOCK_FILE_NAME.fullmatch(filename) is not None
 
 
 def file_name_of(name: str | None, path: str | None, url: str | None) -> str:

@@ -1,0 +1,387 @@
+"""Installing a ``pylock.toml``: ``wheelwise install -r pylock.toml`` and ``wheelwise sync``.
+
+Nothing is resolved and no index page is fetched: :mod:`wheelwise.install.lock_selection`
+chooses each package's wheel among those the lock lists, for the target (``--python``)
+and the machine (``--system`` or the providers). Each chosen wheel is downloaded from
+its ``url``, or copied from its ``path`` (relative to the lock's folder), checked
+against the size and hashes the lock gives, opened and checked (:func:`verify_wheel`),
+and a variant wheel's own ``variant.json`` checked against the lock's
+``variants-json``; then one transaction installs them, as ``install`` does. With
+*sync*, that transaction also removes every installed distribution the lock does not
+select, except the installer's tooling (pip, setuptools, wheel, unless the lock lists
+them; and, in the environment wheelwise itself runs in, wheelwise and what it needs).
+
+A dry run downloads only the wheels whose ``Requires-Dist`` settle variant-gated
+packages (into the cache, unless ``no_cache``), and installs nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import NamedTuple
+
+from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
+from packaging.version import InvalidVersion, Version
+
+from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy
+from wheelwise.install.consistency import check_variant_consistency
+from wheelwise.install.download import DownloadItem, download_wheels
+from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
+from wheelwise.install.errors import DownloadError, InstallError
+from wheelwise.install.lock_selection import LockedChoice, LockTarget, select_from_lock
+from wheelwise.install.plan import (
+    IN_MEMORY_DOWNLOADS,
+    InstallOptions,
+    InstallOutcome,
+    PlannedPackage,
+    cache_root_of,
+    prepare_target,
+    supported_for,
+)
+from wheelwise.install.resolve import ResolvedPackage
+from wheelwise.install.scratch import make_scratch
+from wheelwise.install.selection import TargetSpec
+from wheelwise.install.transaction import (
+    InstalledDist,
+    InstallReport,
+    VerifiedWheel,
+    install_wheels,
+    verify_wheel,
+)
+from wheelwise.install.wheel_cache import ContentCache
+from wheelwise.lock import LockError, PyLock, Wheel
+from wheelwise.wheels.archive import InMemoryWheel
+
+__all__ = ["TOOLING", "LockInstallOutcome", "run_lock_install"]
+
+# Kept by a sync unless the lock lists them, as uv pip sync keeps them.
+TOOLING = frozenset({"pip", "setuptools", "wheel"})
+
+
+class LockInstallOutcome(NamedTuple):
+    """What :func:`run_lock_install` did (or, for a dry run, would do)."""
+
+    outcome: InstallOutcome
+    # Distributions a sync removed (or, for a dry run, would remove).
+    removals: tuple[InstalledDist, ...] = ()
+    # The dependency groups in effect: default-groups, those asked for, variant-needs-*.
+    groups: frozenset[str] = frozenset()
+
+
+def run_lock_install(
+    lock: PyLock,
+    lock_path: Path,
+    options: InstallOptions,
+    query: PendingEnvironment | None = None,
+    *,
+    sync: bool = False,
+    extras: Collection[str] = (),
+    groups: Collection[str] = (),
+) -> LockInstallOutcome:
+    """Install what *lock* selects for ``options.python`` (all or nothing); with
+    *sync*, also remove what it does not select. *lock_path* is the lock's file: a
+    relative ``path`` is read from its folder, and output names it as the source.
+    Of *options*, those about the target, the machine, the network, the cache and the
+    output apply; requirements, sources, ``upgrade``, ``pre`` and ``no_deps`` do not,
+    and hashes are always required. Raises LockError, InstallError (and subclasses); the lock's
+    ``warnings`` go to ``options.warn``."""
+    warn = options.warn
+    if warn is not None:
+        for warning in lock.warnings:
+            warn(warning)
+    lock_path = lock_path.absolute()
+    kept = None if options.no_cache else ContentCache.at(cache_root_of(options))
+    if query is None:
+        query = TargetEnvironment.start_query(options.python or sys.executable)
+    with query:
+        env = query.result()
+    installed = prepare_target(env, options)
+    # Hashes pin every file: no plugin is installed without one (as --require-hashes).
+    machine = supported_for(replace(options, require_hashes=True), env.markers)
+    target = LockTarget(
+        env.markers,
+        TargetSpec(
+            env.tags,
+            machine,
+            no_variant=options.no_variant,
+            variant_choice={canonicalize_name(n): v for n, v in options.variant_choice.items()},
+        ),
+        frozenset(extras),
+        frozenset(groups),
+    )
+    with (
+        IndexClient(
+            timeout=options.timeout,
+            deadline=options.request_deadline,
+            retry=RetryPolicy(retries=options.retries),
+            cache=False,
+            warn=warn,
+        ) as client,
+        make_scratch("download", options.cache_dir) as folder,
+    ):
+        wheels = _LockWheels(lock, lock_path.parent, options, Path(folder), client, kept)
+        selection = select_from_lock(lock, target, wheels.metadata)
+        skipped = {c.name for c in selection.choices if _is_installed(c, installed)}
+        removals = _removals(lock, selection.choices, installed, env) if sync else ()
+        wanted = [c for c in selection.choices if c.name not in skipped]
+        if not options.dry_run:
+            wheels.fetch(wanted)
+        source = IndexSource.find_links(lock_path)
+        plan = [
+            _planned(lock, choice, installed, wheels, source, choice.name in skipped)
+            for choice in selection.choices
+        ]
+        if options.dry_run:
+            outcome = InstallOutcome(env, plan, dry_run=True)
+            return LockInstallOutcome(outcome, removals, selection.groups)
+        report = InstallReport()
+        if wanted or removals:
+            report = install_wheels(
+                env,
+                wheels.fetch(wanted),
+                remove=[dist.name for dist in removals],
+                break_system_packages=options.break_system_packages,
+                warn=warn,
+            )
+    outcome = InstallOutcome(env, plan, dry_run=False, report=report)
+    return LockInstallOutcome(outcome, removals, selection.groups)
+
+
+def _is_installed(choice: LockedChoice, installed: Mapping[str, InstalledDist]) -> bool:
+    """Whether exactly the chosen build is installed: same version, same label."""
+    current = installed.get(choice.name)
+    return (
+        current is not None
+        and canonicalize_version(current.version) == canonicalize_version(choice.version)
+        and current.variant == choice.label
+    )
+
+
+def _removals(
+    lock: PyLock,
+    choices: Sequence[LockedChoice],
+    installed: Mapping[str, InstalledDist],
+    env: TargetEnvironment,
+) -> tuple[InstalledDist, ...]:
+    """What a sync removes: every installed distribution the lock does not select,
+    but the tooling the lock does not list."""
+    listed = {canonicalize_name(package.name) for package in lock.packages}
+    kept = {choice.name for choice in choices} | (TOOLING - listed)
+    if _same_environment(env):
+        kept |= _running_installer() - listed
+    return tuple(dist for name, dist in sorted(installed.items()) if name not in kept)
+
+
+def _same_environment(env: TargetEnvironment) -> bool:
+    try:
+        return env.prefix.resolve() == Path(sys.prefix).resolve()
+    except OSError:
+        return False
+
+
+def _running_installer() -> frozenset[NormalizedName]:
+    """wheelwise and every distribution it needs, as installed here: a sync of the
+    environment wheelwise runs in must not remove the installer doing it."""
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found: set[NormalizedName] = set()
+    pending = ["wheelwise"]
+    while pending:
+        name = canonicalize_name(pending.pop())
+        if name in found:
+            continue
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        found.add(name)
+        for text in requires:
+            try:
+                requirement = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                pending.append(requirement.name)
+    return frozenset(found)
+
+
+def _planned(
+    lock: PyLock,
+    choice: LockedChoice,
+    installed: Mapping[str, InstalledDist],
+    wheels: _LockWheels,
+    source: IndexSource,
+    skipped: bool,
+) -> PlannedPackage:
+    """*choice* as ``install`` shows and reports a package (the same table and lines)."""
+    selection = choice.selection
+    ranking = selection.ranking
+    current = installed.get(choice.name)
+    package = ResolvedPackage(
+        name=choice.name,
+        version=choice.version,
+        file=selection.file,
+        label=choice.label,
+        won_by=selection.won_by,
+        rejected=dict(ranking.rejected) if ranking is not None else {},
+        installed=_version(current.version) if current is not None else None,
+        ranking=ranking,
+    )
+    wheel = choice.wheel
+    file = IndexFile(
+        filename=wheel.filename,
+        url=wheels.location(wheel),
+        hashes=dict(wheel.hashes),
+        requires_python=choice.package.requires_python,
+        size=wheel.size,
+    )
+    verified = wheels.verified.get(wheel.filename)
+    return PlannedPackage(
+        package=package,
+        file=file,
+        source=source,
+        requested=True,
+        skipped=skipped,
+        properties=choice.properties,
+        metadata=verified.metadata if verified is not None else _lock_metadata(choice),
+        variant_source=_variants_json_source(lock, choice),
+    )
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _lock_metadata(choice: LockedChoice) -> bytes:
+    """What the lock says of a package whose wheel a dry run did not download."""
+    lines = ["Metadata-Version: 2.1", f"Name: {choice.name}", f"Version: {choice.version}"]
+    if choice.package.requires_python is not None:
+        lines.append(f"Requires-Python: {choice.package.requires_python}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _variants_json_source(lock: PyLock, choice: LockedChoice) -> str | None:
+    if choice.label is None:
+        return None
+    return f"{lock.source} ([packages.variants-json] of {choice.name})"
+
+
+class _LockWheels:
+    """The chosen wheels, each downloaded once, checked against the size and hashes
+    the lock gives, opened (:func:`verify_wheel`) and checked against the entry:
+    its name and version, and a variant wheel's own ``variant.json``."""
+
+    def __init__(
+        self,
+        lock: PyLock,
+        lock_dir: Path,
+        options: InstallOptions,
+        folder: Path,
+        client: IndexClient,
+        kept: ContentCache | None,
+    ) -> None:
+        self.lock = lock
+        self.lock_dir = lock_dir
+        self.options = options
+        self.folder = folder
+        self.client = client
+        self.kept = kept
+        self.memory_left = IN_MEMORY_DOWNLOADS
+        # By file name (unique within one lock's choices: each names its package).
+        self.verified: dict[str, VerifiedWheel] = {}
+
+    def location(self, wheel: Wheel) -> str:
+        """Where *wheel* is read from: its ``path`` (relative to the lock's folder)
+        when it has one, as PEP 751 says, else its ``url``."""
+        if wheel.path is not None:
+            return (self.lock_dir / wheel.path).absolute().as_uri()
+        assert wheel.url is not None  # the reader requires one of them
+        return wheel.url
+
+    def metadata(self, choices: Sequence[LockedChoice]) -> list[bytes]:
+        return [wheel.metadata for wheel in self.fetch(choices)]
+
+    def fetch(self, choices: Sequence[LockedChoice]) -> list[VerifiedWheel]:
+        """*choices*' wheels, verified, downloading those not yet here."""
+        missing = {c.wheel.filename: c for c in choices if c.wheel.filename not in self.verified}
+        for choice in missing.values():
+            self._check_hashes(choice)
+        if missing:
+            self._download(missing)
+        return [self.verified[choice.wheel.filename] for choice in choices]
+
+    def _where(self, choice: LockedChoice) -> str:
+        return f"{self.lock.source}: package {choice.package.describe()}: {choice.wheel.filename}"
+
+    def _check_hashes(self, choice: LockedChoice) -> None:
+        item = self._item(choice)
+        if not item.expected_hashes():
+            raise LockError(
+                f"{self._where(choice)}: the lock gives no sha256 (or stronger) hash for it "
+                f"({', '.join(choice.wheel.hashes)}); lock it again with sha256 hashes"
+            )
+
+    def _item(self, choice: LockedChoice) -> DownloadItem:
+        wheel = choice.wheel
+        return DownloadItem(self.location(wheel), dict(wheel.hashes), wheel.filename, wheel.size)
+
+    def _download(self, missing: Mapping[str, LockedChoice]) -> None:
+        options = self.options
+
+        def check(found: Path | InMemoryWheel) -> None:
+            choice = missing[found.name]
+            size = len(found.data) if isinstance(found, InMemoryWheel) else found.stat().st_size
+            item = self._item(choice)
+            if choice.wheel.size is not None and size != choice.wheel.size:
+                raise DownloadError(
+                    item.url,
+                    f"size mismatch: the lock gives {choice.wheel.size} bytes, the file "
+                    f"has {size} bytes",
+                )
+            try:
+                self.verified[choice.wheel.filename] = self._checked(choice, verify_wheel(found))
+            except InstallError as exc:
+                raise DownloadError(item.url, str(exc)) from None
+
+        items = [self._item(choice) for choice in missing.values()]
+        try:
+            found = download_wheels(
+                items,
+                self.folder,
+                in_memory=self.memory_left,
+                client=self.client.http_source,
+                progress=options.progress,
+                require_hashes=True,
+                timeout=options.timeout,
+                retries=options.retries + 1,
+                deadline=options.request_deadline,
+                then=check,
+                cache=self.kept.wheels if self.kept is not None else None,
+            )
+        except DownloadError as exc:
+            choice = next((c for c in missing.values() if self._item(c).url == exc.url), None)
+            if choice is None:  # pragma: no cover - every item is one of the choices
+                raise
+            raise InstallError(f"{self._where(choice)} at {exc.url}: {exc.reason}") from None
+        self.memory_left -= sum(len(f.data) for f in found if isinstance(f, InMemoryWheel))
+
+    def _checked(self, choice: LockedChoice, wheel: VerifiedWheel) -> VerifiedWheel:
+        if wheel.name != choice.name or canonicalize_version(wheel.version) != (
+            canonicalize_version(choice.version)
+        ):
+            raise InstallError(
+                f"its METADATA says {wheel.name} {wheel.version}, not the "
+                f"{choice.name} {choice.version} the lock lists it for; refusing it"
+            )
+        check_variant_consistency(
+            wheel, choice.label, choice.properties, _variants_json_source(self.lock, choice)
+        )
+        return wheel
