@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 import click
 
 from wheelwise.cli.errors import InputError, input_errors, warn
-from wheelwise.cli.inputs import read_requirement_files
 from wheelwise.cli.options import REFRESH_HELP, network_options, provider_options, source_options
 from wheelwise.index.errors import SourceError
 from wheelwise.install.defaults import DEFAULT_INDEX_URL
@@ -361,6 +360,8 @@ def install(
 
             install_lock(lock, query, target, sync=False)
             return
+        from wheelwise.cli.inputs import read_requirement_files
+
         files = read_requirement_files(requirement_files, constraint_files)
         wanted = [*requirements, *files.requirements]
         if not wanted:
