@@ -245,6 +245,36 @@ def test_a_newer_schema_in_variants_json_is_kept_as_written() -> None:
     assert '[packages.variants-json.future-key]\na = "x"\nb = [\n' in text
 
 
+def test_a_legacy_variants_json_is_inlined_and_read_as_published() -> None:
+    """PyTorch 2.9's document is a PEP 817 draft whose providers (``priority``: no
+    plugin, always supported) choose the wheel; PEP 825's format has no place for
+    them, so a lock keeps the document as published, ``$schema`` and all."""
+    published = VariantMetadata.from_json(TORCH_29.read_bytes(), source=TORCH_29.name)
+    kept = published.with_variants({k: published.variants[k] for k in ("null", "cuda13.0")})
+    package = Package(
+        name="torch",
+        version="2.9.0",
+        wheels=(
+            Wheel(
+                url=f"https://files.example.test/torch-2.9.0-{TORCH_TAGS}-cuda13.0.whl",
+                hashes={"sha256": SHA},
+            ),
+        ),
+        variants_json=VariantsJson.from_metadata(kept),
+    )
+    text = write_pylock(PyLock(created_by="wheelwise", packages=(package,)))
+    (again,) = read_pylock(text).packages
+    assert again.variants_json is not None
+    document = again.variants_json.document
+    assert document["$schema"] == "https://variants-schema.wheelnext.dev/v0.0.2.json"
+    assert set(document["variants"]) == {"null", "cuda13.0"}
+    assert document["providers"]["priority"] == {"plugin-use": "none", "requires": []}
+    metadata = again.variants_json.metadata
+    assert metadata.providers == published.providers
+    assert metadata.property_priorities == published.property_priorities
+    assert metadata.variants == kept.variants
+
+
 def test_other_sources_round_trip() -> None:
     packages = (
         Package(
@@ -560,16 +590,6 @@ BAD_INPUTS = [
         "bad.toml: packages[0].variants-json: missing required key '$schema'; PEP 825 "
         f'keeps it, e.g. "$schema" = "{PEP825_SCHEMA_URL}"',
         id="no-schema",
-    ),
-    pytest.param(
-        HEAD
-        + f'[[packages]]\nname = "demo"\nwheels = [{_variant_wheel("x86_64_v3")}]\n'
-        + VARIANTS.replace(PEP825_SCHEMA_URL, "https://variants-schema.wheelnext.dev/v0.0.2.json"),
-        "bad.toml: packages[0].variants-json.$schema: "
-        "'https://variants-schema.wheelnext.dev/v0.0.2.json' is PEP 817 draft metadata, "
-        "not PEP 825; inline the release's variant metadata as PEP 825 "
-        f"({PEP825_SCHEMA_URL})",
-        id="legacy-schema",
     ),
     pytest.param(
         HEAD

@@ -96,3 +96,42 @@ def test_install_picks_what_pytorch_intended(
     built = run_python(python, "import faketorch; print(faketorch.BUILD)")
     assert built.stdout.strip() == expected, result.stdout
     assert f"(variant {expected}" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def torch_lock(house: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``pylock.toml`` of faketorch 2.9.0 (PyTorch's real 2.9 metadata), written
+    on a CPU machine."""
+    where = tmp_path_factory.mktemp("lock")
+    args = ["lock", "--no-index", "--find-links", str(house), "faketorch==2.9.0"]
+    result = wheelwise(args, where / "cache", {"WHEELWISE_NVIDIA_DRIVER": "none"}, cwd=where)
+    assert result.returncode == 0, result.stderr
+    return where / "pylock.toml"
+
+
+@pytest.mark.parametrize(
+    ("machine", "driver", "gpus", "expected"),
+    [
+        ("an H100 with a CUDA 13 driver", "13.0", "9.0", "cuda13.0"),
+        # CUDA 13 builds leave out Pascal (sm_61): the 12.6 build is the one that runs.
+        ("a GTX 1080 Ti with a CUDA 13 driver", "13.0", "6.1", "cuda12.6"),
+        ("a GTX 1080 Ti with a CUDA 12.8 driver", "12.8", "6.1", "cuda12.6"),
+        ("no GPU", "none", "", "null"),
+    ],
+)
+def test_one_lock_installs_the_build_each_machine_needs(
+    torch_lock: Path, tmp_path: Path, machine: str, driver: str, gpus: str, expected: str
+) -> None:
+    python = make_venv(tmp_path / "venv")
+    env = {
+        "WHEELWISE_CPUINFO": str(DATA / "cpuinfo" / "linux-scientific7-k10"),
+        "WHEELWISE_AMD_ROCM": "none",
+        "WHEELWISE_AMD_GFX": "none",
+        "WHEELWISE_NVIDIA_DRIVER": driver,
+        **({"WHEELWISE_NVIDIA_GPUS": gpus} if gpus else {}),
+    }
+    args = ["install", "--python", str(python), "-r", str(torch_lock)]
+    result = wheelwise(args, tmp_path / "cache", env)
+    assert result.returncode == 0, f"{machine}: {result.stderr}"
+    built = run_python(python, "import faketorch; print(faketorch.BUILD)")
+    assert built.stdout.strip() == expected, f"{machine}: {result.stdout}"

@@ -133,8 +133,9 @@ class VariantsJson:
 
     @classmethod
     def from_metadata(cls, metadata: VariantMetadata) -> VariantsJson:
-        """The canonical PEP 825 document of *metadata*."""
-        return cls(metadata.to_dict(), source=metadata.source)
+        """The document of *metadata* to inline (:meth:`VariantMetadata.inline_document`:
+        PEP 825, or a legacy draft as published)."""
+        return cls(metadata.inline_document(), source=metadata.source)
 
     @property
     def labels(self) -> tuple[str, ...]:

@@ -555,15 +555,11 @@ class _Reader:
                 f'"$schema" = "{PEP825_SCHEMA_URL}"',
             )
         try:
-            schema = SchemaVersion.from_url(document["$schema"])
+            # A legacy draft is read too, as the index would serve it: its providers
+            # and priorities choose the wheel, and PEP 825's format cannot hold them.
+            SchemaVersion.from_url(document["$schema"])
         except InvalidMetadata as exc:
             raise self.fail(_at(where, "$schema"), str(exc)) from None
-        if schema.legacy:
-            raise self.fail(
-                _at(where, "$schema"),
-                f"{schema.url!r} is {schema.era} metadata, not PEP 825; inline the "
-                f"release's variant metadata as PEP 825 ({PEP825_SCHEMA_URL})",
-            )
         try:
             return VariantsJson(document, source=f"{self.source}: {where}")
         except VariantError as exc:

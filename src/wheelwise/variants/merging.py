@@ -69,7 +69,23 @@ def merge_two(left: VariantMetadata, right: VariantMetadata) -> VariantMetadata:
             "default-priorities.property for namespace",
         ),
         source=_join_sources(left.source, right.source),
+        published=_merge_published(left, right),
     )
+
+
+def _merge_published(left: VariantMetadata, right: VariantMetadata) -> dict[str, Any] | None:
+    """The legacy documents of both joined, when they differ in labels only (a
+    release's wheels each carry the release's document narrowed to their label)."""
+    if left.published is None or right.published is None:
+        return None
+    rest = {k: v for k, v in left.published.items() if k != "variants"}
+    if rest != {k: v for k, v in right.published.items() if k != "variants"}:
+        return None
+    variants = dict(left.published.get("variants", {}))
+    for label, properties in right.published.get("variants", {}).items():
+        if variants.setdefault(label, properties) != properties:
+            return None
+    return {**rest, "variants": variants}
 
 
 def _merge_namespaces(left: VariantMetadata, right: VariantMetadata) -> tuple[str, ...]:

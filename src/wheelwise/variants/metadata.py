@@ -8,6 +8,7 @@ layer can use it, but it is not part of the PEP 825 output.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -148,6 +149,9 @@ class VariantMetadata:
     property_priorities: OrderedProperties = field(default_factory=dict)
     # Where this document came from, for error messages; not part of equality.
     source: str = field(default="<metadata>", compare=False)
+    # A legacy draft's document as read: its providers, static properties and
+    # priorities have no place in PEP 825's format, so a lock inlines it as published.
+    published: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
     # The variants table as distinct (namespace, feature, values) groups, built once
     # with the object: ordering scores each group once, not once per label.
     feature_groups: FeatureGroups = field(init=False, repr=False, compare=False)
@@ -276,7 +280,15 @@ class VariantMetadata:
             label: {ns: {f: list(v) for f, v in feats.items()} for ns, feats in props.items()}
             for label, props in variants.items()
         }
-        return replace(self, variants=_Reader(self.source).variants(raw, self.namespaces))
+        published = None
+        listed = self.published.get("variants", {}) if self.published is not None else {}
+        if self.published is not None and set(variants) <= set(listed):
+            published = {**self.published, "variants": {label: listed[label] for label in variants}}
+        return replace(
+            self,
+            variants=_Reader(self.source).variants(raw, self.namespaces),
+            published=published,
+        )
 
     # -- output ------------------------------------------------------------
 
@@ -299,6 +311,15 @@ class VariantMetadata:
                 for label, props in sorted(self.variants.items())
             },
         }
+
+    def inline_document(self) -> dict[str, Any]:
+        """The document a lock inlines (PEP 825 "Integration with pylock.toml"): a
+        legacy draft as published, ``$schema`` kept, since its providers and
+        priorities choose the wheel and PEP 825's format cannot hold them; else the
+        canonical PEP 825 document."""
+        if self.published is not None:
+            return copy.deepcopy(dict(self.published))
+        return self.to_dict()
 
     def to_json(self) -> str:
         """Canonical PEP 825 0.1.1 JSON text, with a trailing newline."""
@@ -469,6 +490,7 @@ class _Reader:
             feature_priorities=feature_priorities,
             property_priorities=property_priorities,
             source=self.source,
+            published=doc if read_legacy and "$schema" in doc else None,
         )
 
     def unlisted_namespaces(
