@@ -863,3 +863,39 @@ def test_wheelwise_installs_the_lock_it_wrote(
     assert installed(python) == packages
     built = run_python(python, "import vtorch; print(repr(vtorch.VARIANT))")
     assert built.stdout.strip() == build
+
+
+def test_wheelwise_installs_a_lock_written_by_uv_or_pip(served: str, tmp_path: Path) -> None:
+    """``uv pip compile --format pylock.toml`` and ``pip lock`` write PEP 751 locks of a
+    plain project and its dependency; ``wheelwise install -r`` installs exactly what
+    each lists, from the lock alone."""
+    home = tmp_path / "home"
+    requirements = tmp_path / "requirements.in"
+    requirements.write_text("vcublas\n")  # vcublas 1.0 and its dependency vnvjit 1.0
+    uv_lock, pip_lock = tmp_path / "uv" / "pylock.toml", tmp_path / "pip" / "pylock.toml"
+    uv_lock.parent.mkdir()
+    pip_lock.parent.mkdir()
+    written = subprocess.run(
+        [
+            uv_executable(), "pip", "compile", "--no-config", "--no-cache", "--quiet",
+            "--index-url", served, "--format", "pylock.toml", "-o", str(uv_lock),
+            str(requirements),
+        ],
+        env=installer_env(home), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    written = subprocess.run(
+        [
+            sys.executable, "-m", "pip", "lock", "--no-cache-dir", "--quiet", "--index-url",
+            served, "-r", str(requirements), "-o", str(pip_lock),
+        ],
+        env=installer_env(home), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    for writer, path in (("uv", uv_lock), ("pip", pip_lock)):
+        assert read(path).created_by == writer
+        python = make_venv(tmp_path / f"venv-{writer}")
+        args = ["install", "--python", str(python), "-r", str(path)]
+        done = wheelwise(args, tmp_path / f"cache-{writer}", CPU)
+        assert done.returncode == 0, f"{writer}: {done.stderr}"
+        assert installed(python) == {"vcublas", "vnvjit"}, writer
