@@ -10,6 +10,7 @@ DEMO_SITE       := $(VENV)/demo-site
 DEMO_INDEX      := file://$(abspath $(DEMO_SITE))/simple/
 DEMO            := $(DEMO_SITE)/files/wheelwise-demo/wheelwise_demo-1.0-variants.json
 DEMO_TARGET     := .venv-demo-target
+DEMO_LOCK       := $(VENV)/demo-lock
 
 .PHONY: demo demo-install test lint bench clean
 
@@ -58,6 +59,13 @@ demo-install: $(VENV)/.installed
 	$(BIN)/wheelwise install --python $(DEMO_TARGET)/bin/python --index-url $(DEMO_INDEX) \
 		wheelwise-demo
 	$(DEMO_TARGET)/bin/python -m wheelwise_demo
+	@echo "== lock it once, every build listed; then what that one lock installs on a GTX 1080 Ti and on a CPU-only machine"
+	mkdir -p $(DEMO_LOCK)
+	$(BIN)/wheelwise lock --index-url $(DEMO_INDEX) wheelwise-demo -o $(DEMO_LOCK)/pylock.toml
+	$(BIN)/wheelwise install --python $(DEMO_TARGET)/bin/python -r $(DEMO_LOCK)/pylock.toml \
+		--dry-run --system examples/machines/gtx1080ti-driver12.8.json
+	$(BIN)/wheelwise install --python $(DEMO_TARGET)/bin/python -r $(DEMO_LOCK)/pylock.toml \
+		--dry-run --system examples/machines/core2-no-gpu.json
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench examples
