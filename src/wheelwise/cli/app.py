@@ -12,6 +12,7 @@ from wheelwise import __version__
 COMMANDS = {
     "build": "wheelwise.cli.build_cmd:build",
     "detect": "wheelwise.cli.detect_cmd:detect",
+    "doctor": "wheelwise.cli.doctor_cmd:doctor",
     "index": "wheelwise.cli.index_cmd:index",
     "install": "wheelwise.cli.install_cmd:install",
     "list": "wheelwise.cli.install_cmd:list_cmd",
