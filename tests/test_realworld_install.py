@@ -56,18 +56,24 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def machine_env(cache: Path, driver: str = "none", gpus: str = "") -> dict[str, str]:
+    """A CPU without ROCm, with this NVIDIA driver and these GPUs (none by default)."""
+    return {
+        "WHEELWISE_CONFIG": str(cache / "config.toml"),
+        "WHEELWISE_CPUINFO": str(DATA / "cpuinfo" / "linux-scientific7-k10"),
+        "WHEELWISE_AMD_ROCM": "none",
+        "WHEELWISE_AMD_GFX": "none",
+        "WHEELWISE_NVIDIA_DRIVER": driver,
+        **({"WHEELWISE_NVIDIA_GPUS": gpus} if gpus else {}),
+    }
+
+
 def install(
     python: Path, house: Path, requirement: str, cache: Path, **machine: str
 ) -> subprocess.CompletedProcess[str]:
     """``wheelwise install`` from *house* only, on a CPU without a GPU or ROCm unless
     *machine* says otherwise."""
-    env = {
-        "WHEELWISE_CONFIG": str(cache / "config.toml"),
-        "WHEELWISE_CPUINFO": str(DATA / "cpuinfo" / "linux-scientific7-k10"),
-        "WHEELWISE_AMD_ROCM": "none",
-        "WHEELWISE_AMD_GFX": "none",
-        **machine,
-    }
+    env = {**machine_env(cache), **machine}
     args = ["install", "--python", str(python), "--find-links", str(house)]
     return wheelwise([*args, "--index-url", str(house / "no-index"), requirement], cache, env)
 
@@ -123,15 +129,9 @@ def test_one_lock_installs_the_build_each_machine_needs(
     torch_lock: Path, tmp_path: Path, machine: str, driver: str, gpus: str, expected: str
 ) -> None:
     python = make_venv(tmp_path / "venv")
-    env = {
-        "WHEELWISE_CPUINFO": str(DATA / "cpuinfo" / "linux-scientific7-k10"),
-        "WHEELWISE_AMD_ROCM": "none",
-        "WHEELWISE_AMD_GFX": "none",
-        "WHEELWISE_NVIDIA_DRIVER": driver,
-        **({"WHEELWISE_NVIDIA_GPUS": gpus} if gpus else {}),
-    }
     args = ["install", "--python", str(python), "-r", str(torch_lock)]
-    result = wheelwise(args, tmp_path / "cache", env)
+    cache = tmp_path / "cache"
+    result = wheelwise(args, cache, machine_env(cache, driver, gpus))
     assert result.returncode == 0, f"{machine}: {result.stderr}"
     built = run_python(python, "import faketorch; print(faketorch.BUILD)")
     assert built.stdout.strip() == expected, f"{machine}: {result.stdout}"
