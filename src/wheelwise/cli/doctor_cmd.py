@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -84,6 +86,9 @@ def _render(report: object) -> None:
         if not findings and section not in report.facts:
             continue
         console.print(f"\n[bold]{section}[/]")
+        if section == "machine":
+            for line in _machine_lines(report.facts.get("machine", {})):
+                console.print(f"  {escape(line)}")
         for finding in findings:
             console.print(f"  {_MARKS[finding.severity]} {escape(finding.what)}")
             if finding.why:
@@ -97,3 +102,101 @@ def _render(report: object) -> None:
         f"\n{_MARKS[report.severity]}: {counts['error']} error(s), {counts['warning']} "
         f"warning(s) (exit {report.exit_code})"
     )
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _machine_lines(facts: Mapping[str, Any]) -> list[str]:
+    """The machine section's facts as lines: the providers' view, the platform, the
+    NVIDIA driver and GPUs, ROCm and AMD GPUs."""
+    lines = []
+    if facts.get("source") == "--system":
+        lines.append("described by --system (not detected)")
+        for namespace, features in _mapping(facts.get("properties")).items():
+            for feature, values in _mapping(features).items():
+                shown = ", ".join(map(str, _list(values)))
+                lines.append(f"--system {namespace} {feature}: {shown}")
+    for namespace, report in _mapping(facts.get("providers")).items():
+        report = _mapping(report)
+        lines.append(f"provider {namespace}: {report.get('status')} ({report.get('detail')})")
+    platform = _mapping(facts.get("platform"))
+    if platform.get("wsl"):
+        device = "with" if platform.get("wsl_gpu_device") else "without"
+        lines.append(f"platform: WSL ({device} the GPU device /dev/dxg)")
+    if platform.get("container"):
+        lines.append(f"platform: {platform['container']} container")
+    lines += _nvidia_lines(_mapping(facts.get("nvidia")), bool(platform.get("wsl")))
+    lines += _amd_lines(_mapping(facts.get("amd")))
+    return lines
+
+
+def _nvidia_lines(nvidia: dict[str, Any], wsl: bool) -> list[str]:
+    if not nvidia:
+        return []
+    if nvidia.get("checked") is False:
+        return [f"NVIDIA: not checked ({nvidia.get('why')})"]
+    if not nvidia.get("present") and not wsl:
+        return ["NVIDIA: none (no kernel module, no NVIDIA GPU on the PCI bus, no libcuda)"]
+    lines = []
+    kernel = _mapping(nvidia.get("kernel_module"))
+    if kernel.get("version"):
+        flavor = f" ({kernel['flavor']})" if kernel.get("flavor") else ""
+        lines.append(
+            f"NVIDIA kernel module {kernel['version']}{flavor}, from {kernel.get('source')}"
+        )
+    elif kernel:
+        lines.append(f"NVIDIA kernel module: loaded, version unreadable ({kernel.get('source')})")
+    elif wsl:
+        lines.append("NVIDIA kernel driver: the Windows host's (WSL)")
+    else:
+        lines.append("NVIDIA kernel module: not loaded")
+    for name, library in _mapping(nvidia.get("user_mode_driver")).items():
+        library = _mapping(library)
+        if library.get("found"):
+            version = library.get("version") or "version unknown"
+            lines.append(f"{name}: {version} at {library.get('file')} (via {library.get('via')})")
+        else:
+            elsewhere = _list(library.get("elsewhere"))
+            also = f"; it is at {', '.join(map(str, elsewhere))}" if elsewhere else ""
+            lines.append(f"{name}: not found by the loader{also}")
+    for gpu in _list(nvidia.get("gpus")):
+        gpu = _mapping(gpu)
+        capability = gpu.get("compute_capability")
+        model = gpu.get("model") or "model unknown"
+        cc = f", compute capability {capability}" if capability else ""
+        lines.append(f"GPU {gpu.get('address')}: {model}{cc}")
+    detection = _mapping(nvidia.get("detection"))
+    capabilities = _list(detection.get("compute_capabilities"))
+    if detection.get("cuda_driver"):
+        lines.append(
+            f"detected: CUDA driver {detection['cuda_driver']}, GPU compute capabilities "
+            f"{', '.join(map(str, capabilities))} (from {detection.get('source')})"
+        )
+    return lines
+
+
+def _amd_lines(amd: dict[str, Any]) -> list[str]:
+    if not amd or amd.get("checked") is False:
+        return []
+    rocm = _mapping(amd.get("rocm"))
+    gpus = [_mapping(gpu) for gpu in _list(amd.get("gpus"))]
+    if not rocm and not gpus and not amd.get("pci_devices"):
+        return ["AMD: none (no ROCm, no AMD GPU)"]
+    lines = []
+    if rocm:
+        lines.append(f"ROCm {rocm.get('version') or '(version unknown)'} at {rocm.get('path')}")
+    else:
+        lines.append("ROCm: not installed")
+    for gpu in gpus:
+        lines.append(f"AMD GPU (node {gpu.get('node')}): {gpu.get('gfx') or 'unknown target'}")
+    if not gpus:
+        for device in _list(amd.get("pci_devices")):
+            device = _mapping(device)
+            lines.append(f"AMD GPU {device.get('address')} on the PCI bus: no compute driver")
+    return lines

@@ -3,9 +3,17 @@
 
 from __future__ import annotations
 
+from wheelwise.doctor.amd_probe import amd_probe
+from wheelwise.doctor.nvidia_probe import nvidia_probe
 from wheelwise.doctor.providers_probe import providers_probe
 from wheelwise.doctor.runner import Probe
+from wheelwise.doctor.virtualization import platform_probe
 
 __all__ = ["PROBES"]
 
-PROBES: tuple[Probe, ...] = (("providers", providers_probe),)
+PROBES: tuple[Probe, ...] = (
+    ("providers", providers_probe),
+    ("platform", platform_probe),
+    ("nvidia-driver", nvidia_probe),
+    ("amd-driver", amd_probe),
+)

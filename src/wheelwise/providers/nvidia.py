@@ -525,6 +525,26 @@ def _capability_list(capabilities: Sequence[tuple[int, int]]) -> str:
     return ", ".join(format_version(cc) for cc in capabilities)
 
 
+def describe(driver: tuple[int, int], gpus: Sequence[tuple[int, int]]) -> str:
+    """The start of a report's detail: ``"CUDA driver 12.8; GPUs: 8.6, 9.0"``."""
+    return f"CUDA driver {format_version(driver)}; GPUs: {_capability_list(gpus)}"
+
+
+_DESCRIPTION_RE = re.compile(r"CUDA driver (\d+)\.(\d+); GPUs: (\d+\.\d+(?:, \d+\.\d+)*)")
+
+
+def parse_description(detail: str) -> tuple[tuple[int, int], list[tuple[int, int]]] | None:
+    """The driver version and every GPU's compute capability (in device order) that
+    :func:`describe` wrote at the start of *detail*; None for any other text."""
+    match = _DESCRIPTION_RE.match(detail)
+    if not match:
+        return None
+    gpus = [_CAPABILITY_RE.fullmatch(item) for item in match.group(3).split(", ")]
+    return (int(match.group(1)), int(match.group(2))), [
+        (int(cc.group(1)), int(cc.group(2))) for cc in gpus if cc
+    ]
+
+
 # ---------------------------------------------------------------------------------
 
 
@@ -683,5 +703,4 @@ class NvidiaProvider(BuiltinProvider):
         if upper:
             configs.append(FeatureConfig(UPPER_BOUND, upper))
         configs.append(FeatureConfig(SM_ARCH, sm_arch_values(usable), multi_value=True))
-        detail = f"CUDA driver {version}; GPUs: {_capability_list(gpus)}"
-        return Probe(tuple(configs), source, "; ".join([detail, *notes]))
+        return Probe(tuple(configs), source, "; ".join([describe(driver, gpus), *notes]))
