@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from wheelwise.cli.errors import input_errors
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _MARKS = {"ok": "[green]ok[/]", "warning": "[yellow]warning[/]", "error": "[red]error[/]"}
 
@@ -84,6 +89,9 @@ def _render(report: object) -> None:
         if not findings and section not in report.facts:
             continue
         console.print(f"\n[bold]{section}[/]")
+        show_facts = _FACTS_RENDERERS.get(section)
+        if show_facts is not None:
+            show_facts(console, report.facts.get(section, {}))
         for finding in findings:
             console.print(f"  {_MARKS[finding.severity]} {escape(finding.what)}")
             if finding.why:
@@ -97,3 +105,39 @@ def _render(report: object) -> None:
         f"\n{_MARKS[report.severity]}: {counts['error']} error(s), {counts['warning']} "
         f"warning(s) (exit {report.exit_code})"
     )
+
+
+def _render_builds(console: Console, facts: Mapping[str, Any]) -> None:
+    """The installed variant wheels and known GPU builds, before the findings."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    driver = facts.get("driver_cuda")
+    console.print(
+        f"  {facts.get('distributions', 0)} distributions installed; NVIDIA driver: "
+        + (f"CUDA {driver}" if driver else "none")
+        + ("; AMD GPU: yes" if facts.get("amd_gpu") else "")
+    )
+    variants = facts.get("variant_wheels") or []
+    if variants:
+        table = Table("variant wheel", "version", "label", "", box=box.SIMPLE, padding=(0, 1))
+        for row in variants:
+            cells = (escape(str(row[key])) for key in ("name", "version", "label"))
+            table.add_row(*cells, _MARKS.get(row["status"], ""))
+        console.print(table)
+    packages = facts.get("gpu_packages") or []
+    if packages:
+        table = Table("GPU package", "version", "built for", box=box.SIMPLE, padding=(0, 1))
+        for row in packages:
+            built_for = f"{_RUNTIMES[row['runtime']]} {row['expects'] or ''}".rstrip()
+            table.add_row(escape(row["name"]), escape(row["version"]), built_for)
+        console.print(table)
+
+
+_RUNTIMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU"}
+
+# Sections whose facts are shown before their findings.
+_FACTS_RENDERERS: dict[str, Callable[[Console, Mapping[str, Any]], None]] = {
+    "builds": _render_builds,
+}
