@@ -37,6 +37,7 @@ from wheelwise.doctor.findings import SEVERITIES
 from wheelwise.doctor.fix_commands import FixCommands
 from wheelwise.doctor.gpu_fit import MachineRuntimes, judge_gpu_builds
 from wheelwise.doctor.gpu_packages import CPU, CUDA, ROCM, recognize
+from wheelwise.doctor.installed_dists import installed_dists, read_name_version
 from wheelwise.index.static import build_site
 
 SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "doctor-report.schema.json"
@@ -583,3 +584,50 @@ def test_each_family_gets_its_own_fix() -> None:
     )
     # Older builds run on newer drivers.
     assert judged([("torch", "2.5.1+cu118"), ("cupy-cuda11x", "13.3.0")], (12, 8)) == []
+
+
+# -- reading installed distributions ------------------------------------------------------
+
+
+def test_installed_distributions_are_read_from_their_dist_info(tmp_path: Path) -> None:
+    first, second = tmp_path / "purelib", tmp_path / "platlib"
+    classifiers = "".join(f"Classifier: Topic :: Item {i}\n" for i in range(400))
+    folders = {
+        first / "Big_Pkg-1.0.dist-info": f"Name: Big_Pkg\n{classifiers}Version: 1.0\n\nBody",
+        first / "shadow-1.0.dist-info": "Metadata-Version: 2.1\nName: shadow\nVersion: 1.0\n",
+        second / "shadow-2.0.dist-info": "Metadata-Version: 2.1\nName: shadow\nVersion: 2.0\n",
+        first / "broken-1.0.dist-info": "Metadata-Version: 2.1\nName: broken\n",
+        first / "nometa-1.0.dist-info": None,
+    }
+    for folder, metadata in folders.items():
+        folder.mkdir(parents=True)
+        if metadata is not None:
+            (folder / "METADATA").write_text(metadata)
+    (first / "shadow-1.0.dist-info" / "variant.json").write_text("{}")
+    found = installed_dists([first, second, tmp_path / "missing"])
+    assert [(d.name, d.version, d.has_variant_json) for d in found] == [
+        ("big-pkg", "1.0", False),  # its Version comes after 8 KiB of header
+        ("shadow", "1.0", True),  # the first on the path, as imports find it
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        (b"Metadata-Version: 2.1\r\nName: a\r\nVersion: 1\r\n", ("a", "1")),
+        (b"Summary: x\n  folded\nNAME:  b \nversion:2.0\n", ("b", "2.0")),
+        (b"Name: a\n\nVersion: 1\n", None),  # Version in the body
+        (b"", None),
+    ],
+)
+def test_the_metadata_header_gives_name_and_version(
+    metadata: bytes, expected: tuple[str, str] | None
+) -> None:
+    assert read_name_version(metadata) == expected
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=400))
+def test_reading_any_metadata_never_fails(metadata: bytes) -> None:
+    found = read_name_version(metadata)
+    assert found is None or all(found)

@@ -8,8 +8,9 @@ machine.
   ``cupy-cuda12x``, ``nvidia-cublas-cu12``...): the CUDA version each expects against
   the one the NVIDIA driver supports, ROCm builds against the AMD GPUs found.
 
-Distributions are read from the target's ``.dist-info`` folders directly (as
-``wheelwise list`` does); nothing is imported from the target and nothing is run.
+Distributions are read from the target's ``.dist-info`` folders directly
+(:mod:`wheelwise.doctor.installed_dists`); nothing is imported from the target and
+nothing is run.
 """
 
 from __future__ import annotations
@@ -22,17 +23,17 @@ from wheelwise.doctor.fix_commands import FixCommands
 from wheelwise.doctor.gpu_fit import MachineRuntimes, judge_gpu_builds, machine_runtimes
 from wheelwise.doctor.gpu_packages import GpuBuild, recognize
 from wheelwise.doctor.index_choice import IndexChoices, ask_index
+from wheelwise.doctor.installed_dists import installed_dists
 from wheelwise.doctor.installed_variants import InstalledVariant, UnreadableVariant, read_variant
 from wheelwise.doctor.runner import ProbeOutcome
 from wheelwise.doctor.variant_fit import judge_variant
 from wheelwise.doctor.variant_machine import VariantMachine
-from wheelwise.install.transaction import list_installed
 
 __all__ = ["builds_probe"]
 
 
 def builds_probe(context: DoctorContext) -> ProbeOutcome:
-    dists = list_installed(context.target)
+    dists = installed_dists(context.target.site_dirs)
     variants: list[InstalledVariant] = []
     unreadable: list[UnreadableVariant] = []
     gpu_builds: list[GpuBuild] = []

@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wheelwise.install.environment import TargetEnvironment
-
 if TYPE_CHECKING:
+    from wheelwise.install.environment import TargetEnvironment
     from wheelwise.install.selection import Selection, Unavailable
     from wheelwise.variants.metadata import VariantMetadata
     from wheelwise.variants.supported import SupportedProperties

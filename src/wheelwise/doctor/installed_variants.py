@@ -7,14 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wheelwise.install.transaction import InstalledDist
+from wheelwise.doctor.installed_dists import VARIANT_JSON, InstalledDist
 
 if TYPE_CHECKING:
     from wheelwise.variants.metadata import VariantMetadata
 
 __all__ = ["InstalledVariant", "UnreadableVariant", "read_variant"]
-
-VARIANT_JSON = "variant.json"
 
 
 @dataclass(frozen=True)
@@ -36,9 +34,9 @@ class UnreadableVariant:
 
 def read_variant(dist: InstalledDist) -> InstalledVariant | UnreadableVariant | None:
     """*dist*'s variant, if it is a variant wheel (None if not); never raises."""
-    path = dist.location / VARIANT_JSON
-    if dist.variant is None and not path.is_file():
+    if not dist.has_variant_json:
         return None
+    path = dist.location / VARIANT_JSON
     from wheelwise.variants.errors import VariantError
     from wheelwise.variants.metadata import VariantMetadata
 

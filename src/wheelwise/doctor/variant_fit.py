@@ -5,13 +5,16 @@ against the build the index's release would give today."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wheelwise.doctor.findings import ERROR, OK, WARNING, Finding
 from wheelwise.doctor.fix_commands import FixCommands
 from wheelwise.doctor.index_choice import IndexAnswer
 from wheelwise.doctor.installed_variants import InstalledVariant
 from wheelwise.doctor.variant_machine import MachineForVariant, VariantMachine
+
+if TYPE_CHECKING:
+    from wheelwise.install.selection import Selection, Unavailable
 
 __all__ = ["judge_variant"]
 
@@ -25,7 +28,6 @@ def judge_variant(
 ) -> Finding:
     """``variant-fits`` (ok), ``better-variant`` (warning) or ``variant-unfit``
     (error) for *variant*; *answer*: what *index_url* offers for its release."""
-    from wheelwise.install.selection import Selection
     from wheelwise.variants.ordering import rank_variants
 
     dist, label, metadata = variant.dist, variant.label, variant.metadata
@@ -64,7 +66,7 @@ def judge_variant(
         if view.unchecked
         else ""
     )
-    better = chosen if isinstance(chosen, Selection) else None
+    better = _selection(chosen)
     if better is not None and better.label not in (None, label) and not view.unchecked:
         facts["better_label"] = better.label
         won_by = f" ({better.won_by})" if better.won_by is not None else ""
@@ -92,19 +94,19 @@ def _replacement(
     variant: InstalledVariant,
     view: MachineForVariant,
     commands: FixCommands,
-    chosen: object,
+    chosen: Selection | Unavailable | None,
     index_url: str | None,
 ) -> str:
     """The command that puts a build that fits in place of an unfit one: the index's
     choice (a non-variant wheel: no label), else the best label of the wheel's own
     metadata that fits, else whatever install chooses."""
-    from wheelwise.install.selection import Selection, Unavailable
     from wheelwise.variants.ordering import rank_variants
 
     name = variant.dist.name
-    if isinstance(chosen, Selection):
-        return commands.wheelwise_upgrade(name, chosen.label, index_url)
-    if isinstance(chosen, Unavailable):
+    selection = _selection(chosen)
+    if selection is not None:
+        return commands.wheelwise_upgrade(name, selection.label, index_url)
+    if chosen is not None:  # Unavailable: no build of the release fits
         return (
             f"no build of {name} {variant.dist.version} on {index_url} fits this machine "
             f"either: update the driver or hardware it needs, or remove it: "
@@ -126,15 +128,24 @@ def _missing_namespaces(variant: InstalledVariant, view: MachineForVariant) -> s
     return f" ({'; '.join(clauses)})" if clauses else ""
 
 
-def _index_facts(answer: IndexAnswer, index_url: str | None) -> dict[str, Any]:
+def _selection(chosen: Selection | Unavailable | None) -> Selection | None:
+    """*chosen* if the index has a wheel that fits (selection loads with the index's
+    answers only)."""
+    if chosen is None:
+        return None
     from wheelwise.install.selection import Selection
 
+    return chosen if isinstance(chosen, Selection) else None
+
+
+def _index_facts(answer: IndexAnswer, index_url: str | None) -> dict[str, Any]:
     choice = answer.choice
+    selection = _selection(choice)
     facts: dict[str, Any] = {"url": index_url, "notes": list(answer.notes)}
     if choice is None:
         facts.update(release=False, label=None, reason="the index has no such release")
-    elif isinstance(choice, Selection):
-        facts.update(release=True, label=choice.label, wheel=str(choice.file.filename))
+    elif selection is not None:
+        facts.update(release=True, label=selection.label, wheel=str(selection.file.filename))
     else:
-        facts.update(release=True, label=None, reason=choice.reason)
+        facts.update(release=True, label=None, reason=getattr(choice, "reason", ""))
     return facts
