@@ -47,25 +47,24 @@ WHEEL = b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\nTag: py3-
 AIM_SECONDS = 0.5
 
 
-def make_wheel(
-    directory: Path,
-    name: str,
-    version: str,
-    label: str | None = None,
-    properties: dict[str, dict[str, list[str]]] | None = None,
-) -> Path:
-    """A small wheel with a full RECORD; with *label*, a variant wheel."""
+# A variant: its label and properties.
+Variant = tuple[str, dict[str, dict[str, list[str]]]]
+
+
+def make_wheel(directory: Path, name: str, version: str, variant: Variant | None = None) -> Path:
+    """A small wheel with a full RECORD; with *variant*, a variant wheel."""
     info = f"{name}-{version}.dist-info"
+    label = variant[0] if variant is not None else None
     members = {
         f"{name}/__init__.py": f"VARIANT = {label!r}\n".encode(),
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
         f"{info}/WHEEL": WHEEL,
     }
-    if label is not None:
+    if variant is not None:
         document = {
             "$schema": SCHEMA,
             "default-priorities": {"namespace": ["nvidia", "x86_64"]},
-            "variants": {label: properties or {}},
+            "variants": dict([variant]),
         }
         members[f"{info}/variant.json"] = json.dumps(document).encode()
     record = f"{info}/RECORD"
@@ -87,11 +86,11 @@ def wheelhouse(directory: Path, plain: int) -> list[str]:
     for name in names:
         make_wheel(directory, name, "1.0")
     for level in ("v1", "v2", "v3", "v4"):
-        make_wheel(directory, "cpukit", "1.0", f"x86_64_{level}", {"x86_64": {"level": [level]}})
+        make_wheel(directory, "cpukit", "1.0", (f"x86_64_{level}", {"x86_64": {"level": [level]}}))
     for label, bound in (("cu126", "12.6"), ("cu128", "12.8"), ("cu130", "13.0")):
         properties = {"nvidia": {"cuda_version_lower_bound": [bound], "sm_arch": ["90_real"]}}
-        make_wheel(directory, "gpukit", "1.0", label, properties)
-    make_wheel(directory, "gpukit", "1.0", "null")
+        make_wheel(directory, "gpukit", "1.0", (label, properties))
+    make_wheel(directory, "gpukit", "1.0", ("null", {}))
     return [*names, "cpukit", "gpukit"]
 
 
@@ -156,12 +155,12 @@ def main(argv: list[str] | None = None) -> int:
             contenders["python -m torch.utils.collect_env"] = lambda: run_once(
                 [sys.executable, "-m", "torch.utils.collect_env"], env
             )
-        for run in contenders.values():  # warm up the file cache and bytecode
-            run()
         times: dict[str, list[float]] = {name: [] for name in contenders}
-        for _ in range(args.runs):
+        for round_number in range(args.runs + 1):
             for name, run in contenders.items():
-                times[name].append(run())
+                elapsed = run()
+                if round_number:  # round 0 fills the file cache and bytecode caches
+                    times[name].append(elapsed)
 
     medians = {name: statistics.median(values) * 1e3 for name, values in times.items()}
     doctor_ms = medians["wheelwise doctor --json"]

@@ -11,14 +11,11 @@ validated against docs/doctor-report.schema.json.
 
 from __future__ import annotations
 
-import contextlib
-import http.server
+import asyncio
 import json
 import shlex
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from indexkit import free_port, http_server
+from indexkit import free_port, http_server, uvicorn_thread
 from installkit import WHEEL, make_venv
 from paths import DATA
 from variantkit import wheelwise
@@ -306,40 +303,25 @@ def test_an_x86_64_variant_is_checked_against_the_cpu(scenario: Scenario, index:
 # -- the index: unreachable, or misbehaving ----------------------------------------------
 
 
-class _Misbehaving(http.server.BaseHTTPRequestHandler):
-    kind = "error"
+# An index that never answers, answers 503, or serves a page that is not JSON.
+GARBAGE = b'{"meta": {"api-version": "1.0"}, "files": [{"filename": 7'
 
-    def do_GET(self) -> None:
-        if self.kind == "hang":
-            time.sleep(20)
+
+def misbehaving(kind: str) -> Any:
+    """An ASGI app: the index *kind* describes."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
             return
-        if self.kind == "error":
-            self.send_response(503)
-            self.end_headers()
+        if kind == "hang":  # longer than the index may take, then nothing
+            await asyncio.sleep(5)
             return
-        body = b'{"meta": {"api-version": "1.0"}, "files": [{"filename": 7'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        status, body = (503, b"") if kind == "error" else (200, GARBAGE)
+        headers = [(b"content-type", b"application/vnd.pypi.simple.v1+json")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def misbehaving(kind: str) -> Iterator[str]:
-    handler = type(f"Handler_{kind}", (_Misbehaving,), {"kind": kind})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return app
 
 
 def test_an_unreachable_index_is_a_finding_not_a_crash(scenario: Scenario) -> None:
@@ -367,8 +349,8 @@ def test_a_misbehaving_index_is_a_finding_within_the_probe_time(
 ) -> None:
     scenario.install(machine("12.8"), "gpukit")
     env = {**machine("12.8"), "WHEELWISE_DOCTOR_TIMEOUT": "3"}
-    with misbehaving(kind) as url:
-        document = scenario.doctor(env, "--index-url", url)
+    with uvicorn_thread(misbehaving(kind)) as base:
+        document = scenario.doctor(env, "--index-url", f"{base}/simple/")
     failed = only(document, "index-failed")
     assert said in failed["what"]
     assert document["sections"]["doctor"]["findings"] == []  # the probe did not time out

@@ -168,16 +168,13 @@ def _groups(builds: Sequence[GpuBuild]) -> list[_Group]:
     ]
 
 
+@dataclass(frozen=True)
 class _Judge:
-    def __init__(
-        self,
-        group: _Group,
-        machine: MachineRuntimes,
-        commands: FixCommands,
-    ) -> None:
-        self.group = group
-        self.machine = machine
-        self.commands = commands
+    """One group of builds against the machine, and its fixes."""
+
+    group: _Group
+    machine: MachineRuntimes
+    commands: FixCommands
 
     def finding(self, code: str, severity: Severity, what: str, why: str, fix: str) -> Finding:
         group = self.group

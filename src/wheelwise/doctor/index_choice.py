@@ -60,69 +60,75 @@ def ask_index(
     if not releases:
         return choices
     budget = max(0.1, timeout * INDEX_SHARE)
-    worker = threading.Thread(
-        target=_ask_all,
-        args=(choices, releases, target, supported, budget),
-        name="doctor-index",
-        daemon=True,  # a server that never answers must not keep the process alive
-    )
-    worker.start()
+    question = _Question(tuple(releases), target, supported, budget)
+
+    def ask_all() -> None:
+        try:
+            _ask(choices, question)
+        except Exception as exc:  # this thread has no caller to raise to: a finding
+            choices.failure = _reason(exc)
+
+    worker = threading.Thread(target=ask_all, name="doctor-index", daemon=True)
+    worker.start()  # a daemon: a server that never answers must not keep us alive
     worker.join(budget)
     if worker.is_alive():
         return IndexChoices(url, failure=f"no answer within {budget:.1f} s")
     return choices
 
 
-def _ask_all(
-    choices: IndexChoices,
-    releases: Sequence[tuple[str, str]],
-    target: TargetEnvironment,
-    supported: Callable[[VariantMetadata], SupportedProperties],
-    budget: float,
-) -> None:
+@dataclass(frozen=True)
+class _Question:
+    releases: tuple[tuple[str, str], ...]
+    target: TargetEnvironment
+    supported: Callable[[VariantMetadata], SupportedProperties]
+    budget: float
+
+
+def _ask(choices: IndexChoices, question: _Question) -> None:
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
-    from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy, SourceError
+    from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy
     from wheelwise.install.finder import IndexFinder
     from wheelwise.install.selection import TargetSpec, select_wheel
 
-    started = time.monotonic()
-    spec = TargetSpec(tags=target.tags, supported=supported)
-    python_version = ".".join(str(part) for part in target.version_info)
+    started, budget, target = time.monotonic(), question.budget, question.target
+    spec = TargetSpec(tags=target.tags, supported=question.supported)
     notes: list[str] = []
-    try:
-        source = IndexSource.index(choices.url)
-        # No page cache: the question is what the index offers today.
-        with IndexClient(
-            timeout=budget, deadline=budget, retry=RetryPolicy(retries=0), cache=False
-        ) as client:
-            finder = IndexFinder(
-                [source],
-                client,
-                tags=target.tags,
-                python_version=python_version,
-                warn=notes.append,
-            )
-            try:
-                for name, version in releases:
-                    if time.monotonic() - started > budget:
-                        choices.failure = f"no answer within {budget:.1f} s"
-                        return
-                    notes.clear()
-                    try:
-                        release = finder.release(name, Version(version))
-                    except InvalidVersion:
-                        release = None
-                    choice = (
-                        None
-                        if release is None
-                        else select_wheel(canonicalize_name(name), release, spec)
-                    )
-                    choices.answers[name] = IndexAnswer(choice, tuple(notes))
-            finally:
-                finder.close()
-    except SourceError as exc:
-        choices.failure = exc.message
-    except (OSError, ValueError) as exc:  # a wheel or document the index served is unusable
-        choices.failure = f"{type(exc).__name__}: {exc}"
+    # No page cache: the question is what the index offers today.
+    with IndexClient(
+        timeout=budget, deadline=budget, retry=RetryPolicy(retries=0), cache=False
+    ) as client:
+        finder = IndexFinder(
+            [IndexSource.index(choices.url)],
+            client,
+            tags=target.tags,
+            python_version=".".join(str(part) for part in target.version_info),
+            warn=notes.append,
+        )
+        try:
+            for name, version in question.releases:
+                if time.monotonic() - started > budget:
+                    choices.failure = f"no answer within {budget:.1f} s"
+                    return
+                notes.clear()
+                try:
+                    release = finder.release(name, Version(version))
+                except InvalidVersion:
+                    release = None
+                choice = (
+                    None
+                    if release is None
+                    else select_wheel(canonicalize_name(name), release, spec)
+                )
+                choices.answers[name] = IndexAnswer(choice, tuple(notes))
+        finally:
+            finder.close()
+
+
+def _reason(exc: Exception) -> str:
+    from wheelwise.index.errors import SourceError
+
+    if isinstance(exc, SourceError):
+        return exc.message  # says the URL, what happened and what to check
+    return f"{type(exc).__name__}: {exc}"
