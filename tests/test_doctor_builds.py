@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from indexkit import free_port, http_server, uvicorn_thread
-from installkit import WHEEL, make_venv
-from paths import DATA
+from installkit import WHEEL, make_venv, pip
+from paths import CORPUS, DATA
 from variantkit import wheelwise
 from wheelfactory import make_wheel, variant_doc
-from wheelwise.doctor.findings import SEVERITIES
+from wheelwise.doctor.findings import SECTIONS, SEVERITIES
 from wheelwise.doctor.fix_commands import FixCommands
 from wheelwise.doctor.gpu_fit import MachineRuntimes, judge_gpu_builds
 from wheelwise.doctor.gpu_packages import CPU, CUDA, ROCM, recognize
@@ -57,6 +57,7 @@ def wheel(
     version: str,
     label: str | None = None,
     properties: dict[str, dict[str, list[str]]] | None = None,
+    namespaces: list[str] = NAMESPACES,
 ) -> Path:
     """A wheel of *name* (a distribution name, ``-`` allowed) with a full RECORD."""
     stem = name.replace("-", "_")
@@ -68,7 +69,7 @@ def wheel(
     document = None
     if label is not None:
         document = variant_doc(label, properties or {})
-        document["default-priorities"]["namespace"] = NAMESPACES
+        document["default-priorities"]["namespace"] = namespaces
     suffix = f"-{label}" if label else ""
     filename = f"{stem}-{version}-py3-none-any{suffix}.whl"
     return make_wheel(directory, filename, document, extra_members=members, record=True)
@@ -91,6 +92,11 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheel(directory, "nvidia-cublas-cu12", "12.8.4.1")
     for name in PLAIN:
         wheel(directory, name, "1.0")
+    # Builds against a dependency's version (PEP 817 abi_dependency).
+    for major in ("1", "2"):
+        wheel(directory, "depkit", f"{major}.0")
+        abi = {"abi_dependency": {"depkit": [major]}}
+        wheel(directory, "abikit", "1.0", f"dep{major}", abi, ["abi_dependency"])
     return directory
 
 
@@ -300,6 +306,59 @@ def test_an_x86_64_variant_is_checked_against_the_cpu(scenario: Scenario, index:
     assert only(document, "variant-fits")["facts"]["label"] == "x86_64_v3"
 
 
+def test_a_build_against_a_dependency_follows_its_installed_version(
+    scenario: Scenario, index: str
+) -> None:
+    scenario.install(machine(), "abikit", "depkit==1.0")
+    assert only(scenario.doctor(machine()), "variant-fits")["facts"]["label"] == "dep1"
+    # depkit moves to 2.0 under abikit's build for 1.x.
+    moved = pip(scenario.python, "install", "--no-index", "--find-links", str(scenario.house),
+                "--no-deps", "depkit==2.0")  # fmt: skip
+    assert moved.returncode == 0, moved.stderr
+    document = scenario.doctor(machine())
+    exit_status_follows(document, "error")
+    unfit = only(document, "variant-unfit")
+    assert "needs abi_dependency :: depkit :: 1; machine has 2.0" in unfit["what"]
+    # No --upgrade: install then matches the installed depkit 2.0 first.
+    assert unfit["fix"] == f"wheelwise install --python {scenario.python} abikit"
+    # The index's choice matches the installed depkit too.
+    asked = only(scenario.doctor(machine(), "--index-url", index), "variant-unfit")
+    assert asked["fix"] == (
+        f"wheelwise install --python {scenario.python} --index-url {index} "
+        "--variant abikit=dep2 abikit"
+    )
+    args = shlex.split(unfit["fix"])[1:]
+    args += ["--index-url", str(scenario.tmp / "empty"), "--find-links", str(scenario.house)]
+    fixed = wheelwise(args, scenario.cache, machine())
+    assert fixed.returncode == 0, fixed.stderr
+    after = scenario.doctor(machine())
+    assert only(after, "variant-fits")["facts"]["label"] == "dep2"
+
+
+def test_a_namespace_only_a_plugin_answers_is_not_checked(scenario: Scenario) -> None:
+    # variantlib's test package: its namespace installable_plugin has a plugin. It is
+    # installed for a described machine (no plugin runs then); doctor runs none either.
+    system = scenario.tmp / "system.json"
+    system.write_text(json.dumps({"system": {"installable_plugin": {"feat1": ["val1c"]}}}))
+    dist = CORPUS / "test-package" / "dist"
+    args = ["install", "--python", str(scenario.python), "--index-url", str(scenario.tmp / "empty")]
+    args += ["--find-links", str(dist), "--system", str(system), "--variant", "test-package=foo"]
+    done = wheelwise([*args, "test-package"], scenario.cache, machine())
+    assert done.returncode == 0, done.stderr
+    fits = only(scenario.doctor(machine()), "variant-fits")
+    assert fits["facts"]["unchecked"] == ["installable_plugin"]
+    assert fits["what"].endswith(
+        "(installable_plugin :: feat1 :: val1c); installable_plugin not checked: a "
+        "third-party plugin answers it"
+    )
+    # A described machine answers every namespace, as it does for install.
+    assert only(scenario.doctor(machine(), "--system", str(system)), "variant-fits")
+    other = scenario.tmp / "other.json"
+    other.write_text(json.dumps({"system": {"installable_plugin": {"feat1": ["val1a"]}}}))
+    unfit = only(scenario.doctor(machine(), "--system", str(other)), "variant-unfit")
+    assert "needs installable_plugin :: feat1 :: val1c; machine has val1a" in unfit["what"]
+
+
 # -- the index: unreachable, or misbehaving ----------------------------------------------
 
 
@@ -454,6 +513,31 @@ def test_the_report_shows_the_sections_and_the_exit_status(scenario: Scenario) -
     assert "error gpukit 1.0, variant cu130, no longer fits this machine" in out
     assert f"fix: wheelwise install --python {scenario.python} --upgrade gpukit" in out
     assert out.rstrip().endswith("(exit 2)")
+
+
+def test_the_schema_refuses_what_the_format_does_not_allow(
+    validator: Draft202012Validator,
+) -> None:
+    sections: dict[str, Any] = {name: {"facts": {}, "findings": []} for name in SECTIONS}
+    counts = {"ok": 0, "warning": 0, "error": 0}
+    healthy: dict[str, Any] = {"format": 1, "target": "py", "status": "ok", "exit_code": 0}
+    healthy |= {"counts": counts, "sections": sections}
+    assert list(validator.iter_errors(healthy)) == []
+    finding: dict[str, Any] = {"section": "builds", "code": "variant-fits", "severity": "ok"}
+    finding["what"] = "x"
+    finding |= {"why": "", "fix": "", "facts": {}}
+    wrong = [
+        {**healthy, "exit_code": 1},  # not the status's
+        {**healthy, "sections": {k: v for k, v in sections.items() if k != "doctor"}},
+        {**healthy, "sections": {**sections, "builds": {"facts": {}, "findings": [
+            {**finding, "code": "no-such-code"}]}}},
+        {**healthy, "sections": {**sections, "builds": {"facts": {}, "findings": [
+            {**finding, "section": "machine"}]}}},
+        {**healthy, "sections": {**sections, "builds": {"facts": {}, "findings": [
+            finding]}}},  # variant-fits without its facts
+    ]  # fmt: skip
+    for document in wrong:
+        assert list(validator.iter_errors(document)) != [], document
 
 
 # -- recognizing and judging GPU builds ---------------------------------------------------

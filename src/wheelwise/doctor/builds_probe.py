@@ -58,6 +58,7 @@ def builds_probe(context: DoctorContext) -> ProbeOutcome:
             context.target,
             machine.supported,
             context.timeout,
+            machine.installed,
         )
         if index.failure is not None:
             findings.append(_index_failed(context.index_url, index.failure))
@@ -100,7 +101,7 @@ def _unreadable(item: UnreadableVariant, commands: FixCommands, index_url: str |
         severity=WARNING,
         what=f"{dist.name} {dist.version}: its variant.json cannot be used: {item.reason}",
         why="which build this is, and whether it fits the machine, cannot be told",
-        fix=commands.wheelwise_upgrade(dist.name, None, index_url),
+        fix=commands.wheelwise_install(dist.name, None, index_url),
         facts={"name": dist.name, "version": dist.version, "reason": item.reason},
     )
 

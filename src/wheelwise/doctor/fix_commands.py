@@ -31,15 +31,23 @@ class FixCommands:
     def pip_uninstall(self, *names: str) -> str:
         return f"{self.pip} uninstall -y {_join(names)}"
 
-    def wheelwise_upgrade(
-        self, name: str, label: str | None = None, index_url: str | None = None
+    def wheelwise_install(
+        self,
+        name: str,
+        label: str | None = None,
+        index_url: str | None = None,
+        *,
+        upgrade: bool = True,
     ) -> str:
         """``wheelwise install --upgrade [--index-url URL] [--variant NAME=LABEL] NAME``:
-        the build of *name* that fits the machine (*label*'s, when given)."""
+        the build of *name* that fits the machine (*label*'s, when given). Without
+        *upgrade*, the installed versions of other distributions are matched first
+        (what an ``abi_dependency`` build needs)."""
         words = ["wheelwise", "install"]
         if self._elsewhere:
             words += ["--python", str(self.python)]
-        words.append("--upgrade")
+        if upgrade:
+            words.append("--upgrade")
         if index_url:
             words += ["--index-url", index_url]
         if label is not None:

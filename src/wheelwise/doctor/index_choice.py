@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,14 +53,17 @@ def ask_index(
     target: TargetEnvironment,
     supported: Callable[[VariantMetadata], SupportedProperties],
     timeout: float,
+    installed: Mapping[str, str] | None = None,
 ) -> IndexChoices:
     """Ask *url* about each of *releases* (``(normalized name, version)``) within
-    ``timeout * INDEX_SHARE`` seconds; never raises."""
+    ``timeout * INDEX_SHARE`` seconds; never raises. *installed* (``{name:
+    version}``): the versions an ``abi_dependency`` build is matched against first,
+    as install matches them."""
     choices = IndexChoices(url)
     if not releases:
         return choices
     budget = max(0.1, timeout * INDEX_SHARE)
-    question = _Question(tuple(releases), target, supported, budget)
+    question = _Question(tuple(releases), target, supported, budget, dict(installed or {}))
 
     def ask_all() -> None:
         try:
@@ -82,6 +85,7 @@ class _Question:
     target: TargetEnvironment
     supported: Callable[[VariantMetadata], SupportedProperties]
     budget: float
+    installed: Mapping[str, str]
 
 
 def _ask(choices: IndexChoices, question: _Question) -> None:
@@ -93,7 +97,13 @@ def _ask(choices: IndexChoices, question: _Question) -> None:
     from wheelwise.install.selection import TargetSpec, select_wheel
 
     started, budget, target = time.monotonic(), question.budget, question.target
-    spec = TargetSpec(tags=target.tags, supported=question.supported)
+    preferred = {}
+    for name, text in question.installed.items():
+        try:
+            preferred[canonicalize_name(name)] = Version(text)
+        except InvalidVersion:
+            continue  # a broken version matches nothing
+    spec = TargetSpec(tags=target.tags, supported=question.supported, abi_preferred=preferred)
     notes: list[str] = []
     # No page cache: the question is what the index offers today.
     with IndexClient(

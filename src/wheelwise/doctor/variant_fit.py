@@ -11,7 +11,7 @@ from wheelwise.doctor.findings import ERROR, OK, WARNING, Finding
 from wheelwise.doctor.fix_commands import FixCommands
 from wheelwise.doctor.index_choice import IndexAnswer
 from wheelwise.doctor.installed_variants import InstalledVariant
-from wheelwise.doctor.variant_machine import MachineForVariant, VariantMachine
+from wheelwise.doctor.variant_machine import ABI_NAMESPACE, MachineForVariant, VariantMachine
 
 if TYPE_CHECKING:
     from wheelwise.install.selection import Selection, Unavailable
@@ -78,7 +78,7 @@ def judge_variant(
             f"{better.label}{won_by}",
             why=f"`wheelwise install` would choose {better.label} for this machine today; "
             "the installed build leaves part of what the machine supports unused",
-            fix=commands.wheelwise_upgrade(dist.name, better.label, index_url),
+            fix=commands.wheelwise_install(dist.name, better.label, index_url),
             facts=facts,
         )
     return Finding(
@@ -103,9 +103,12 @@ def _replacement(
     from wheelwise.variants.ordering import rank_variants
 
     name = variant.dist.name
+    # A build against a dependency's version (abi_dependency) must match the version
+    # installed now; --upgrade would let the resolver change that version instead.
+    upgrade = ABI_NAMESPACE not in variant.metadata.variants[variant.label]
     selection = _selection(chosen)
     if selection is not None:
-        return commands.wheelwise_upgrade(name, selection.label, index_url)
+        return commands.wheelwise_install(name, selection.label, index_url, upgrade=upgrade)
     if chosen is not None:  # Unavailable: no build of the release fits
         return (
             f"no build of {name} {variant.dist.version} on {index_url} fits this machine "
@@ -113,7 +116,7 @@ def _replacement(
             f"{commands.wheelwise_uninstall(name)}"
         )
     own = rank_variants(variant.metadata, view.supported).selected
-    return commands.wheelwise_upgrade(name, own, index_url)
+    return commands.wheelwise_install(name, own, index_url, upgrade=upgrade)
 
 
 def _missing_namespaces(variant: InstalledVariant, view: MachineForVariant) -> str:

@@ -83,6 +83,9 @@ class VariantMachine:
         return self.for_metadata(metadata).supported
 
     def _abi_values(self, metadata: VariantMetadata) -> dict[str, tuple[str, ...]]:
+        """The ``abi_dependency`` values the installed versions match, each feature
+        ending with the installed version itself, so that a build for another
+        version says which one is installed."""
         from packaging.version import InvalidVersion, Version
 
         from wheelwise.providers.abi_dependency import abi_dependency_report
@@ -97,7 +100,13 @@ class VariantMachine:
                     versions[name] = Version(text)
                 except InvalidVersion:
                     continue  # a broken version matches nothing
-        return dict(abi_dependency_report(metadata, versions).features)
+        values = dict(abi_dependency_report(metadata, versions).features)
+        for feature in used_features(metadata):
+            version = versions.get(package_name(feature))
+            if version is not None:
+                release = ".".join(str(part) for part in version.release[:3])
+                values[feature] = tuple(dict.fromkeys((*values.get(feature, ()), release)))
+        return values
 
     def _plugin_namespaces(self, metadata: VariantMetadata) -> list[str]:
         """The namespaces of *metadata* only a third-party plugin answers."""
