@@ -143,3 +143,18 @@ def test_the_command_reports_a_described_machine_and_exits_by_status(tmp_path: P
     facts = document["sections"]["machine"]["facts"]
     assert facts["source"] == "--system"
     assert facts["properties"]["x86_64"] == {"level": ["v2", "v1"]}
+
+
+def test_a_python_that_does_not_exist_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "wheelwise", "doctor", "--python", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"wheelwise: error: {tmp_path / 'nope'}: no such Python executable"
+    ]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from wheelwise.cli.errors import input_errors
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _MARKS = {"ok": "[green]ok[/]", "warning": "[yellow]warning[/]", "error": "[red]error[/]"}
 
@@ -55,7 +58,13 @@ def doctor(
         timeout = probe_timeout(environ)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    target = TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
+    from wheelwise.cli.errors import InputError
+    from wheelwise.install.errors import EnvironmentQueryError
+
+    try:
+        target = TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
+    except EnvironmentQueryError as exc:
+        raise InputError(str(exc)) from None
     context = DoctorContext(
         target=target,
         environ=environ,
@@ -86,9 +95,9 @@ def _render(report: object) -> None:
         if not findings and section not in report.facts:
             continue
         console.print(f"\n[bold]{section}[/]")
-        if section == "machine":
-            for line in _machine_lines(report.facts.get("machine", {})):
-                console.print(f"  {escape(line)}")
+        show_facts = _FACTS_RENDERERS.get(section)
+        if show_facts is not None:
+            show_facts(console, report.facts.get(section, {}))
         for finding in findings:
             console.print(f"  {_MARKS[finding.severity]} {escape(finding.what)}")
             if finding.why:
@@ -200,3 +209,48 @@ def _amd_lines(amd: dict[str, Any]) -> list[str]:
             device = _mapping(device)
             lines.append(f"AMD GPU {device.get('address')} on the PCI bus: no compute driver")
     return lines
+
+
+def _render_machine(console: Console, facts: Mapping[str, Any]) -> None:
+    """The providers' view, the drivers and what detection could not see."""
+    from rich.markup import escape
+
+    for line in _machine_lines(facts):
+        console.print(f"  {escape(line)}")
+
+
+def _render_builds(console: Console, facts: Mapping[str, Any]) -> None:
+    """The installed variant wheels and known GPU builds, before the findings."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    driver = facts.get("driver_cuda")
+    console.print(
+        f"  {facts.get('distributions', 0)} distributions installed; NVIDIA driver: "
+        + (f"CUDA {driver}" if driver else "none")
+        + ("; AMD GPU: yes" if facts.get("amd_gpu") else "")
+    )
+    variants = facts.get("variant_wheels") or []
+    if variants:
+        table = Table("variant wheel", "version", "label", "", box=box.SIMPLE, padding=(0, 1))
+        for row in variants:
+            cells = (escape(str(row[key])) for key in ("name", "version", "label"))
+            table.add_row(*cells, _MARKS.get(row["status"], ""))
+        console.print(table)
+    packages = facts.get("gpu_packages") or []
+    if packages:
+        table = Table("GPU package", "version", "built for", box=box.SIMPLE, padding=(0, 1))
+        for row in packages:
+            built_for = f"{_RUNTIMES[row['runtime']]} {row['expects'] or ''}".rstrip()
+            table.add_row(escape(row["name"]), escape(row["version"]), built_for)
+        console.print(table)
+
+
+_RUNTIMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU"}
+
+# Sections whose facts are shown before their findings.
+_FACTS_RENDERERS: dict[str, Callable[[Console, Mapping[str, Any]], None]] = {
+    "machine": _render_machine,
+    "builds": _render_builds,
+}

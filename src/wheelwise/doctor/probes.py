@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from wheelwise.doctor.amd_probe import amd_probe
+from wheelwise.doctor.builds_probe import builds_probe
 from wheelwise.doctor.nvidia_probe import nvidia_probe
 from wheelwise.doctor.providers_probe import providers_probe
 from wheelwise.doctor.runner import Probe
@@ -16,4 +17,5 @@ PROBES: tuple[Probe, ...] = (
     ("platform", platform_probe),
     ("nvidia-driver", nvidia_probe),
     ("amd-driver", amd_probe),
+    ("builds", builds_probe),
 )
