@@ -145,11 +145,11 @@ def static_server(site: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def index_server(wheelwise: Path) -> Iterator[str]:
-    """``wheelwise index serve`` on the wheelhouse; yields the index URL."""
+def index_server(wheelwise: Path, directory: Path = WHEELHOUSE) -> Iterator[str]:
+    """``wheelwise index serve`` on *directory* (the wheelhouse); yields the index URL."""
     port = free_port()
     process = subprocess.Popen(
-        [str(wheelwise), "index", "serve", str(WHEELHOUSE), "--port", str(port)],
+        [str(wheelwise), "index", "serve", str(directory), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
