@@ -41,8 +41,6 @@ import argparse
 import contextlib
 import itertools
 import json
-import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -56,7 +54,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variant_house
-from benchkit import cpu_model, machine_info
+from benchkit import clean_env, cpu_model, installer_paths, machine_info, run_timed
 from install import (
     EXPECTED,
     REQUIREMENTS,
@@ -163,17 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--runs: at least 1")
 
     started = time.perf_counter()
-    here = Path(sys.executable).parent
-    wheelwise = here / "wheelwise"
-    uv = Path(shutil.which("uv", path=str(here)) or shutil.which("uv") or "uv")
-    # No user or site configuration of any tool, and no inherited tool settings;
+    wheelwise, uv = installer_paths()
+    base_env = clean_env()
     # PYTHONPATH reaches wheelwise only (it may name the source tree to measure).
-    base_env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PIP_", "UV_", "WHEELWISE_", "PYTHONDONTWRITEBYTECODE"))
-    }
-    base_env["UV_NO_CONFIG"] = "1"
     uv_env = {k: v for k, v in base_env.items() if k != "PYTHONPATH"}
 
     with contextlib.ExitStack() as stack:
@@ -224,20 +214,11 @@ def main(argv: list[str] | None = None) -> int:
             argv = command(name, lock_set, venv_python(venv), cache)
             installer = name.split("-")[0]
             env = uv_env if installer == "uv" else {**base_env, "WHEELWISE_CACHE_DIR": str(cache)}
-            start = time.perf_counter()
-            try:
-                result = subprocess.run(
-                    argv, env=env, cwd=tmp, capture_output=True, text=True,
-                    timeout=args.timeout, check=False,
-                )  # fmt: skip
-            except subprocess.TimeoutExpired:
-                raise SystemExit(
-                    f"{name} took over {args.timeout:.0f} s on set {lock_set.name}; raise --timeout"
-                ) from None
-            elapsed = time.perf_counter() - start
             where = f"{name}, set {lock_set.name}"
-            if result.returncode != 0:
-                raise SystemExit(f"{where} failed ({result.returncode}):\n{result.stderr}")
+            elapsed = run_timed(
+                argv, env=env, cwd=tmp, timeout=args.timeout, where=where,
+                on_timeout="raise --timeout",
+            )  # fmt: skip
             got, want = installed(venv), lock_set.distributions[installer]
             if got != want:
                 raise SystemExit(

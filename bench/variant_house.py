@@ -56,6 +56,11 @@ class Project:
     requires: tuple[str, ...] = ()
 
 
+# label -> (cuda_version_lower_bound, sm_arch)
+CUDA_BUILDS = {
+    "cu126": ("12.6", ["80_real", "90_real"]),
+    "cu130": ("13.0", ["90_real", "100_real"]),
+}
 CUDA_PAYLOAD = 4 * MiB
 CPU_PAYLOAD = 2 * MiB
 PROJECTS = (
@@ -66,27 +71,14 @@ PROJECTS = (
         (
             Build(None, payload=CPU_PAYLOAD),
             Build("null", payload=CPU_PAYLOAD),
-            Build(
-                "cu126",
-                {
-                    "nvidia": {
-                        "cuda_version_lower_bound": ["12.6"],
-                        "sm_arch": ["80_real", "90_real"],
-                    }
-                },
-                CUDA_PAYLOAD,
-                gated=True,
-            ),
-            Build(
-                "cu130",
-                {
-                    "nvidia": {
-                        "cuda_version_lower_bound": ["13.0"],
-                        "sm_arch": ["90_real", "100_real"],
-                    }
-                },
-                CUDA_PAYLOAD,
-                gated=True,
+            *(
+                Build(
+                    label,
+                    {"nvidia": {"cuda_version_lower_bound": [cuda], "sm_arch": archs}},
+                    CUDA_PAYLOAD,
+                    gated=True,
+                )
+                for label, (cuda, archs) in CUDA_BUILDS.items()
             ),
         ),
         modules=120,

@@ -3,13 +3,8 @@ and mode reported, and each installer's builds checked."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from benchrun import run_bench
 
-ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = {"uv-install", "uv-sync", "wheelwise-install", "wheelwise-sync"}
 PLAIN = ["fakefilelock", "fakefsspec", "fakenetworkx", "fakesimd", "fakesympy", "faketorch"]
 
@@ -17,19 +12,7 @@ PLAIN = ["fakefilelock", "fakefsspec", "fakenetworkx", "fakesimd", "fakesympy", 
 def test_smoke_run_of_the_variant_set() -> None:
     # The script checks each install itself (distributions, builds, no .pyc) and exits
     # non-zero on a wrong venv or a failed installer.
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "bench/lock_install.py", "--sets", "variants", "--runs", "1", "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout)
+    report = run_bench("lock_install.py", "--sets", "variants", "--runs", "1", timeout=300)
     assert set(report["median_s"]) == {"variants"}
     modes = report["median_s"]["variants"]
     assert set(modes) == {"cold", "warm"}
