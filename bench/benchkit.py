@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +46,49 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def installer_paths() -> tuple[Path, Path]:
+    """The ``wheelwise`` and ``uv`` executables beside this interpreter (``uv`` from
+    PATH when it is not there)."""
+    here = Path(sys.executable).parent
+    uv = shutil.which("uv", path=str(here)) or shutil.which("uv") or "uv"
+    return here / "wheelwise", Path(uv)
+
+
+def clean_env() -> dict[str, str]:
+    """This environment without any tool's settings (``PIP_*``, ``UV_*``,
+    ``WHEELWISE_*``, ``PYTHONDONTWRITEBYTECODE``: installers run as users run them),
+    with pip and uv told to read no configuration file."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PIP_", "UV_", "WHEELWISE_", "PYTHONDONTWRITEBYTECODE"))
+    }
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.update(PIP_NO_INPUT="1", UV_NO_CONFIG="1")
+    return env
+
+
+def run_timed(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout: float,
+    where: str,
+    on_timeout: str,
+) -> float:
+    """The seconds *argv* took, run as a whole process; stops the benchmark (naming
+    *where*) when it fails, or takes over *timeout* seconds (saying *on_timeout*)."""
+    start = time.perf_counter()
+    try:
+        result = subprocess.run(
+            argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{where} took over {timeout:.0f} s; {on_timeout}") from None
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{where} failed ({result.returncode}):\n{result.stderr}")
+    return elapsed

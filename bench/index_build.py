@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from benchkit import cpu_model
@@ -64,23 +64,45 @@ def variant_json(label: str, properties: dict[str, dict[str, list[str]]]) -> byt
     return json.dumps(document, indent=2).encode()
 
 
-def write_wheel(directory: Path, name: str, version: str, label: str, props: bytes) -> None:
+def write_wheel(
+    directory: Path,
+    name: str,
+    version: str,
+    label: str | None,
+    props: bytes | None,
+    *,
+    requires: Sequence[str] = (),
+    files: Mapping[str, bytes] | None = None,
+    deflate: bool = False,
+) -> Path:
+    """A wheel of *name* *version*: a variant wheel labelled *label* whose
+    ``variant.json`` is *props*, or a non-variant wheel when *label* is None. Its
+    METADATA lists *requires* as ``Requires-Dist``; *files* replace the package's
+    one module (``NAME/__init__.py``) when given. Members are stored, or deflated
+    with *deflate*."""
     dist_info = f"{name}-{version}.dist-info"
-    members = {
-        f"{name}/__init__.py": f"VERSION = {version!r}\n".encode(),
-        f"{dist_info}/METADATA": (
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: >=3.9\n"
-        ).encode(),
-        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\n"
-        b"Tag: py3-none-any\n",
-        f"{dist_info}/variant.json": props,
-    }
+    metadata = (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: >=3.9\n"
+        + "".join(f"Requires-Dist: {requirement}\n" for requirement in requires)
+    )
+    members = dict(files) if files is not None else {}
+    if not members:
+        members[f"{name}/__init__.py"] = f"VERSION = {version!r}\n".encode()
+    members[f"{dist_info}/METADATA"] = metadata.encode()
+    members[f"{dist_info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    if props is not None:
+        members[f"{dist_info}/variant.json"] = props
     rows = [f"{path},{record_hash(data)},{len(data)}" for path, data in members.items()]
     members[f"{dist_info}/RECORD"] = ("\n".join([*rows, f"{dist_info}/RECORD,,"]) + "\n").encode()
-    path = directory / f"{name}-{version}-py3-none-any-{label}.whl"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+    suffix = f"-{label}" if label is not None else ""
+    path = directory / f"{name}-{version}-py3-none-any{suffix}.whl"
+    method = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w") as archive:
         for member, data in members.items():
-            archive.writestr(zipfile.ZipInfo(member, (2020, 1, 1, 0, 0, 0)), data)
+            archive.writestr(zipfile.ZipInfo(member, (2020, 1, 1, 0, 0, 0)), data, method)
+    return path
 
 
 def generate(directory: Path, seed: int = 825) -> int:

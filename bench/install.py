@@ -43,7 +43,6 @@ import itertools
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -54,7 +53,7 @@ from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 
-from benchkit import bin_dir, cpu_model, free_port
+from benchkit import bin_dir, clean_env, cpu_model, free_port, installer_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / "bench" / ".wheelhouse"
@@ -145,11 +144,11 @@ def static_server(site: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def index_server(wheelwise: Path) -> Iterator[str]:
-    """``wheelwise index serve`` on the wheelhouse; yields the index URL."""
+def index_server(wheelwise: Path, directory: Path = WHEELHOUSE) -> Iterator[str]:
+    """``wheelwise index serve`` on *directory* (the wheelhouse); yields the index URL."""
     port = free_port()
     process = subprocess.Popen(
-        [str(wheelwise), "index", "serve", str(WHEELHOUSE), "--port", str(port)],
+        [str(wheelwise), "index", "serve", str(directory), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -225,19 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
-    here = Path(sys.executable).parent
-    wheelwise = here / "wheelwise"
-    uv = Path(shutil.which("uv", path=str(here)) or shutil.which("uv") or "uv")
+    wheelwise, uv = installer_paths()
     pip_version = metadata.version("pip")
     ensure_wheelhouse(pip_version)
-    # No user or site configuration of any tool, and no inherited tool settings.
-    base_env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PIP_", "UV_", "WHEELWISE_", "PYTHONDONTWRITEBYTECODE"))
-    }
-    base_env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    base_env.update(PIP_NO_INPUT="1", UV_NO_CONFIG="1")
+    base_env = clean_env()
 
     with_wheelwise = has_install_command(wheelwise)
     notes: list[str] = []

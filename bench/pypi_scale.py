@@ -79,7 +79,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchkit import bin_dir, cpu_model, free_port, machine_info
+from benchkit import (
+    bin_dir,
+    clean_env,
+    cpu_model,
+    free_port,
+    installer_paths,
+    machine_info,
+    run_timed,
+)
 from scale_index import SETS, plan, resolve
 
 HERE = Path(__file__).resolve().parent
@@ -227,18 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     projects = plan(args.scale, args.seed)
     expected = {name: resolve(projects, SETS[name]) for name in SETS}
-    here = Path(sys.executable).parent
-    wheelwise = here / "wheelwise"
-    uv = Path(shutil.which("uv", path=str(here)) or shutil.which("uv") or "uv")
-    # No user or site configuration of any tool, and no inherited tool settings;
+    wheelwise, uv = installer_paths()
+    base_env = clean_env()
     # PYTHONPATH reaches wheelwise only (it may name the source tree to measure).
-    base_env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PIP_", "UV_", "WHEELWISE_", "PYTHONDONTWRITEBYTECODE"))
-    }
-    base_env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    base_env.update(PIP_NO_INPUT="1", UV_NO_CONFIG="1")
     tool_env = {k: v for k, v in base_env.items() if k != "PYTHONPATH"}
 
     with contextlib.ExitStack() as stack:
@@ -305,22 +304,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             argv = command(name, venv, cache, SETS[set_name])
             before = get_json(stats_url)
-            start = time.perf_counter()
-            try:
-                result = subprocess.run(
-                    argv, env=env, cwd=tmp, capture_output=True, text=True,
-                    timeout=args.timeout, check=False,
-                )  # fmt: skip
-            except subprocess.TimeoutExpired:
-                raise SystemExit(
-                    f"{name} took over {args.timeout:.0f} s to install {set_name}; "
-                    "raise --timeout or leave it out with --installers"
-                ) from None
-            elapsed = time.perf_counter() - start
-            after = get_json(stats_url)
             where = f"{name}, set {set_name} ({' '.join(SETS[set_name])})"
-            if result.returncode != 0:
-                raise SystemExit(f"{where} failed ({result.returncode}):\n{result.stderr}")
+            elapsed = run_timed(
+                argv, env=env, cwd=tmp, timeout=args.timeout, where=where,
+                on_timeout="raise --timeout or leave it out with --installers",
+            )  # fmt: skip
+            after = get_json(stats_url)
             missing = after["not_found"][len(before["not_found"]) :]
             if missing:
                 raise SystemExit(f"{where} asked for files that do not exist: {missing[:5]}")

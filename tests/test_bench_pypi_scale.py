@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchrun import run_bench
+
 INSTALLERS = {"pip", "uv", "wheelwise"}
 SETS = {"boto3", "boto3-backtrack", "pydantic", "ordinary"}
 
@@ -18,19 +13,7 @@ SETS = {"boto3", "boto3-backtrack", "pydantic", "ordinary"}
 def test_smoke_run_reports_every_installer() -> None:
     # The script checks each install itself and exits non-zero on a wrong venv, a
     # request for a file that does not exist, or a failed installer.
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "bench/pypi_scale.py", "--runs", "1", "--scale", "0.05", "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout)
+    report = run_bench("pypi_scale.py", "--runs", "1", "--scale", "0.05", timeout=600)
     assert set(report["median_s"]) == SETS
     for set_name, modes in report["median_s"].items():
         assert set(modes) == {"cold", "warm"}
