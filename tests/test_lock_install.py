@@ -592,3 +592,20 @@ def test_options_that_choose_are_refused_with_a_lock(
     assert line.startswith("wheelwise: error: ")
     assert message in line
     assert tree_hash(python.parent.parent) == before
+
+
+def test_a_sync_with_nothing_to_do_downloads_nothing(house: House, tmp_path: Path) -> None:
+    """The gate is settled from the installed builds' own METADATA when the chosen
+    builds are installed already (same version, same label)."""
+    python = make_venv(tmp_path / "venv")
+    lock = write_lock(tmp_path / "gated", house.vtorch_lock())
+    first = install_lock(tmp_path, python, lock, "cuda13", command="sync")
+    assert first.returncode == 0, first.stderr
+    assert installed(python)["vcublas"] is None
+    before = tree_hash(python.parent.parent)
+    house.files.asked.clear()
+    again = install_lock(tmp_path, python, lock, "cuda13", "--no-cache", command="sync")
+    assert again.returncode == 0, again.stderr
+    assert house.files.asked == []
+    assert tree_hash(python.parent.parent) == before
+    assert build_of(python) == "'cu130'"

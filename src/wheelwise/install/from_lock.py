@@ -17,8 +17,9 @@ packages (into the cache, unless ``no_cache``), and installs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -123,7 +124,7 @@ def run_lock_install(
         make_scratch("download", options.cache_dir) as folder,
     ):
         wheels = _LockWheels(lock, lock_path.parent, options, Path(folder), client, kept)
-        selection = select_from_lock(lock, target, wheels.metadata)
+        selection = select_from_lock(lock, target, _metadata_source(wheels, installed))
         skipped = {c.name for c in selection.choices if _is_installed(c, installed)}
         removals = _removals(lock, selection.choices, installed, env) if sync else ()
         wanted = [c for c in selection.choices if c.name not in skipped]
@@ -148,6 +149,25 @@ def run_lock_install(
             )
     outcome = InstallOutcome(env, plan, dry_run=False, report=report)
     return LockInstallOutcome(outcome, removals, selection.groups)
+
+
+def _metadata_source(
+    wheels: _LockWheels, installed: Mapping[str, InstalledDist]
+) -> Callable[[Sequence[LockedChoice]], list[bytes]]:
+    """What reads the chosen wheels' METADATA to settle gated packages: a build
+    installed already (same version, same label) answers from its own ``METADATA``,
+    so a sync with nothing to do downloads nothing; the others are downloaded."""
+
+    def metadata_of(choices: Sequence[LockedChoice]) -> list[bytes]:
+        local: dict[str, bytes] = {}
+        for choice in choices:
+            if _is_installed(choice, installed):
+                with contextlib.suppress(OSError):  # unreadable: downloaded instead
+                    local[choice.name] = (installed[choice.name].location / "METADATA").read_bytes()
+        fetched = iter(wheels.metadata([c for c in choices if c.name not in local]))
+        return [local[c.name] if c.name in local else next(fetched) for c in choices]
+
+    return metadata_of
 
 
 def _is_installed(choice: LockedChoice, installed: Mapping[str, InstalledDist]) -> bool:
