@@ -32,6 +32,7 @@ from wheelwise.doctor.context import MachineRoots
 from wheelwise.doctor.cuda_machine import parse_cuda_version, parse_sm_arch
 from wheelwise.doctor.distributions import installed_distributions
 from wheelwise.doctor.elf import ElfError, is_elf, parse_elf, read_elf, read_needed, read_soname
+from wheelwise.doctor.fatbin import FatbinError, parse_fatbin
 from wheelwise.doctor.gpu_code import gpu_builds
 from wheelwise.doctor.library_names import (
     cuda_major_of_distribution,
@@ -162,6 +163,23 @@ def elf_bytes(
 
 def library(soname: str, *needed: str) -> bytes:
     return elf_bytes(soname, needed)
+
+
+def fatbin_bytes(*containers: Sequence[tuple[int, int]], payload: int = 5) -> bytes:
+    """A ``.nv_fatbin`` section: containers of (kind, arch) entries (kind 1 PTX, 2
+    cubin), each entry a 64-byte header and *payload* bytes padded to 8."""
+    data = bytearray()
+    for entries in containers:
+        body = bytearray()
+        for kind, arch in entries:
+            padded = payload + (-payload % 8)
+            header = struct.pack("<HHIQ12xI", kind, 0x0101, 64, padded, arch)
+            body += (
+                header + b"\0" * (64 - len(header)) + b"\xaa" * payload + b"\0" * (padded - payload)
+            )
+        data += struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+        data += b"\0" * (-len(data) % 8)
+    return bytes(data)
 
 
 # -- fake environments, machines and the command ------------------------------------------------
@@ -593,11 +611,36 @@ def test_a_gpu_no_installed_build_has_code_for_is_an_error(tmp_path: Path) -> No
     finding = the_finding(document, "compatibility", "no-code-for-gpu")
     assert finding["severity"] == "error"
     assert finding["what"] == (
-        "torch 2.8.0 (variant cu118) has no code for the GPU's architecture sm_90: it "
-        "carries sm_80, sm_86"
+        "torch 2.8.0 (variant cu118) has no code for the GPU's architecture sm_90: its "
+        "variant properties name sm_80, sm_86"
     )
     assert "no kernel image is available" in finding["why"]
     assert finding["fix"].startswith("wheelwise install --upgrade torch")
+
+
+def test_gpu_code_is_read_from_the_fat_binaries_of_other_packages(tmp_path: Path) -> None:
+    kernels = elf_bytes(
+        None,
+        ["libcudart.so.12"],
+        sections={".nv_fatbin": fatbin_bytes([(2, 80), (2, 86)], [(1, 80)])},
+    )
+    python = environment(
+        tmp_path, wheel(tmp_path / "wheels", "gpukernels", "1.0", {"gpukernels/_ops.so": kernels})
+    )
+
+    code, document = doctor(python, tmp_path / "root", driver="12.8", gpus="7.5,9.0")
+
+    assert code == 2
+    finding = the_finding(document, "compatibility", "no-code-for-gpu")
+    assert finding["what"] == (
+        "gpukernels 1.0 has no code for the GPU's architecture sm_75: its fat binaries name "
+        "sm_80, sm_86, compute_80"
+    )
+    jit = the_finding(document, "compatibility", "ptx-jit-only")
+    assert "gpukernels 1.0 runs on the GPU's sm_90 through PTX JIT (compute_80" in jit["what"]
+    (build,) = document["sections"]["compatibility"]["facts"]["builds"]
+    assert build["from"] == "fat binaries"
+    assert build["gpus"] == {"7.5": "none", "9.0": "ptx"}
 
 
 def test_two_runtime_majors_in_one_process_are_an_error(tmp_path: Path) -> None:
@@ -745,6 +788,53 @@ def test_fuzz_damaged_elf_files_give_an_elf_info_or_an_elf_error(
         return
     assert len(info.needed) <= 4096
     assert len(info.sections) <= 65536
+
+
+def test_the_fat_binary_reader_lists_sass_and_ptx() -> None:
+    data = fatbin_bytes([(2, 80), (2, 90), (1, 90)], [(2, 120)], payload=3)
+    code = parse_fatbin(data + b"\0" * 24)
+    assert code.sass == {(8, 0), (9, 0), (12, 0)}
+    assert code.ptx == {(9, 0)}
+    assert parse_fatbin(b"") == parse_fatbin(b"\0" * 40)
+    assert not parse_fatbin(b"").sass
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"not a fat binary at all", "no fat binary header"),
+        (struct.pack("<IHHQ", 0xBA55ED50, 2, 16, 0), "version"),
+        (struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 64), "past the section"),
+        (fatbin_bytes([(2, 80)])[:-8], "past"),
+        (fatbin_bytes([(2, 5)]), "does not fit"),
+    ],
+)
+def test_the_fat_binary_reader_refuses_what_does_not_fit(data: bytes, message: str) -> None:
+    with pytest.raises(FatbinError, match=message):
+        parse_fatbin(data)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=400))
+def test_fuzz_any_bytes_give_fat_binary_code_or_an_error(data: bytes) -> None:
+    with contextlib.suppress(FatbinError):
+        parse_fatbin(data)
+
+
+_FATBIN = fatbin_bytes([(2, 80), (1, 80)], [(2, 90)])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, len(_FATBIN) - 1), st.integers(0, 255)), max_size=8))
+def test_fuzz_damaged_fat_binaries_give_code_or_an_error(changes: list[tuple[int, int]]) -> None:
+    data = bytearray(_FATBIN)
+    for offset, value in changes:
+        data[offset] = value
+    try:
+        code = parse_fatbin(bytes(data))
+    except FatbinError:
+        return
+    assert all(10 <= 10 * major + minor < 1000 for major, minor in code.sass | code.ptx)
 
 
 # -- names, versions, search paths --------------------------------------------------------------

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from wheelwise.doctor.context import DoctorContext
 from wheelwise.doctor.cuda_machine import CudaMachine, Version, cuda_machine, format_version
 from wheelwise.doctor.findings import ERROR, OK, WARNING, Finding
-from wheelwise.doctor.gpu_code import GpuBuild, gpu_builds
+from wheelwise.doctor.gpu_code import GpuBuild, fatbin_builds, gpu_builds
 from wheelwise.doctor.library_names import version_key
 from wheelwise.doctor.library_survey import LibraryCopy, Survey, survey
 from wheelwise.doctor.path_fixes import drop_copies
@@ -35,7 +35,7 @@ def compatibility_probe(context: DoctorContext) -> ProbeOutcome:
     found = survey(context)
     runtimes = found.in_use("libcudart")
     nvrtcs = found.in_use("libnvrtc")
-    builds = gpu_builds(found.distributions)
+    builds = gpu_builds(found.distributions) + fatbin_builds(found.distributions, found.gpu_code)
     findings = [
         *_runtime_vs_driver(machine, runtimes, found),
         *_old_nvrtc(machine, nvrtcs, found),
@@ -166,8 +166,8 @@ def _gpu_code(
                         section=SECTION,
                         code="no-code-for-gpu",
                         severity=ERROR,
-                        what=f"{build.spec} has no code for the GPU's architecture {sm}: it "
-                        f"carries {', '.join(build.architectures)}",
+                        what=f"{build.spec} has no code for the GPU's architecture {sm}: its "
+                        f"{build.evidence} name {', '.join(build.architectures) or 'none'}",
                         why="its CUDA kernels cannot run on this GPU: they fail with 'no kernel "
                         "image is available for execution on the device'",
                         fix=f"wheelwise install --upgrade {name} (it picks a build with code for "

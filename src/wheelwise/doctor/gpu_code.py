@@ -1,6 +1,8 @@
-"""The GPU code of the installed variant builds: the architectures a build has SASS
-(``NN_real``) and PTX (``NN_virtual``) for, from its ``nvidia :: sm_arch`` property,
-and the CUDA toolkit that made it (``nvidia :: cuda_version_lower_bound``).
+"""The GPU code of the installed builds: the architectures a build has SASS and PTX
+for. A variant build declares them (``nvidia :: sm_arch``: ``NN_real`` and
+``NN_virtual``) with the CUDA toolkit that made it (``nvidia :: cuda_version_lower_bound``);
+for any other package they are read from the fat binaries of its shared objects, all
+of them together (:mod:`wheelwise.doctor.fatbin`).
 
 SASS built for X.y runs on GPUs X.z with z >= y; PTX for X.y is JIT-compiled by the
 driver on any GPU of capability X.y or higher (the rules the ``nvidia`` provider
@@ -8,14 +10,15 @@ applies when it lists what a machine supports)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from wheelwise.doctor.cuda_machine import Version, format_version, newest, parse_sm_arch
-from wheelwise.doctor.distributions import InstalledDistribution
+from wheelwise.doctor.distributions import InstalledDistribution, record_files
+from wheelwise.doctor.fatbin import FatbinCode
 
-__all__ = ["GpuBuild", "gpu_builds"]
+__all__ = ["GpuBuild", "fatbin_builds", "gpu_builds"]
 
 Code = Literal["sass", "ptx", "none"]
 
@@ -26,11 +29,17 @@ class GpuBuild:
     sass: frozenset[Version]
     ptx: frozenset[Version]
     toolkit: Version | None
+    files: tuple[str, ...] = ()
+    """The shared objects the code was read from (none: the variant declares it)."""
 
     @property
     def spec(self) -> str:
         label = f" (variant {self.dist.variant})" if self.dist.variant else ""
         return self.dist.spec + label
+
+    @property
+    def evidence(self) -> str:
+        return "fat binaries" if self.files else "variant properties"
 
     @property
     def architectures(self) -> list[str]:
@@ -56,6 +65,7 @@ class GpuBuild:
             "variant": self.dist.variant,
             "toolkit": format_version(self.toolkit) if self.toolkit else None,
             "architectures": self.architectures,
+            "from": self.evidence,
             "gpus": {format_version(gpu): self.code_for(gpu) for gpu in gpus},
         }
 
@@ -77,3 +87,39 @@ def gpu_builds(distributions: Iterable[InstalledDistribution]) -> list[GpuBuild]
             )
         )
     return builds
+
+
+def fatbin_builds(
+    distributions: Iterable[InstalledDistribution], gpu_code: Mapping[str, FatbinCode]
+) -> list[GpuBuild]:
+    """The packages, other than variant builds that declare their code and the
+    ``nvidia-*`` wheels, whose shared objects carry fat binaries (*gpu_code*, by path
+    relative to the site folder): each with the code of all of them together."""
+    if not gpu_code:
+        return []
+    tops = {path.split("/", 1)[0] for path in gpu_code}
+    owners: dict[str, InstalledDistribution] = {}
+    for dist in distributions:
+        if dist.name.startswith("nvidia-") or dist.properties.get("nvidia", {}).get("sm_arch"):
+            continue
+        for path in record_files(dist):
+            top = path.split("/", 1)[0]
+            if top in tops:
+                owners.setdefault(top, dist)
+        if tops <= owners.keys():
+            break
+    grouped: dict[str, tuple[InstalledDistribution, list[str]]] = {}
+    for path in sorted(gpu_code):
+        owner = owners.get(path.split("/", 1)[0])
+        if owner is not None:
+            grouped.setdefault(owner.name, (owner, []))[1].append(path)
+    return [
+        GpuBuild(
+            dist=dist,
+            sass=frozenset().union(*(gpu_code[f].sass for f in files)),
+            ptx=frozenset().union(*(gpu_code[f].ptx for f in files)),
+            toolkit=None,
+            files=tuple(files),
+        )
+        for dist, files in grouped.values()
+    ]

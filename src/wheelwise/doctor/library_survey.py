@@ -31,6 +31,7 @@ from wheelwise.doctor.distributions import (
     record_files,
 )
 from wheelwise.doctor.elf import ElfError, read_elf
+from wheelwise.doctor.fatbin import FatbinCode
 from wheelwise.doctor.library_names import parse_library_name, version_key
 from wheelwise.doctor.search_path import (
     FRAMEWORK,
@@ -41,6 +42,7 @@ from wheelwise.doctor.search_path import (
     conda_prefixes,
     search_path,
 )
+from wheelwise.doctor.shared_objects import scan_shared_objects
 from wheelwise.untrusted_json import loads_json
 
 __all__ = [
@@ -85,12 +87,6 @@ JAX_PRELOADED = frozenset(
     }
 )
 _JAX_PLUGIN = re.compile(r"jax-cuda[0-9]+-plugin")
-# Shared objects among the target's files: "_C.cpython-312-x86_64-linux-gnu.so",
-# "libtorch_cuda.so", "libfoo.so.1.2".
-_SHARED_OBJECT = re.compile(r"\.so(?:\.[0-9]+)*$")
-# Bounds of the scan of the target's files for the SONAMEs they need.
-MAX_SCANNED_FILES = 200_000
-MAX_SCANNED_OBJECTS = 20_000
 # conda-meta records of the packages that ship CUDA/ROCm libraries.
 _CONDA_PACKAGES = ("cuda-", "libcu", "libnv", "nccl", "libnccl", "cudnn", "cudatoolkit", "cupti")
 
@@ -165,6 +161,8 @@ class Survey:
     needed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """CUDA/ROCm SONAMEs the target's own shared objects need, with (some of) those
     that need them, relative to their site folder."""
+    gpu_code: Mapping[str, FatbinCode] = field(default_factory=dict)
+    """The target's shared objects with a readable fat binary, and its GPU code."""
     distributions: tuple[InstalledDistribution, ...] = ()
     frameworks: tuple[str, ...] = ()
     """Installed frameworks that load libraries by path (``jax-cuda12-plugin 0.7.2``)."""
@@ -259,17 +257,18 @@ def take_survey(context: DoctorContext) -> Survey:
             else c
             for c in copies
         ]
-    needed, scanned, complete = scan_needed(site_dirs)
+    objects = scan_shared_objects(site_dirs)
     return Survey(
         linux=True,
         search=search,
         copies=tuple(copies),
         winners=_winners(copies),
-        needed=needed,
+        needed=objects.needed,
+        gpu_code=objects.gpu_code,
         distributions=distributions,
         frameworks=frameworks,
-        scanned=scanned,
-        scan_complete=complete,
+        scanned=objects.scanned,
+        scan_complete=objects.complete,
     )
 
 
@@ -459,44 +458,3 @@ def _version(
     if soname_version:
         return ".".join(map(str, soname_version)), "SONAME"
     return "unknown", "SONAME"
-
-
-# -- what the target's packages need ------------------------------------------------------
-
-
-def scan_needed(
-    site_dirs: Iterable[Path],
-) -> tuple[dict[str, tuple[str, ...]], int, bool]:
-    """The CUDA/ROCm SONAMEs the shared objects in *site_dirs* need (the ``nvidia``
-    folder of the wheels themselves left out), each with up to five of the files
-    that need it; how many shared objects were read; whether the scan was complete."""
-    found: dict[str, list[str]] = {}
-    visited = objects = 0
-    for site in site_dirs:
-        top = str(site)
-        for current, folders, files in os.walk(top):
-            if current == top:
-                folders[:] = [f for f in folders if f != "nvidia" and not f.endswith(".dist-info")]
-            folders[:] = [f for f in folders if f != "__pycache__"]
-            for name in files:
-                visited += 1
-                if visited > MAX_SCANNED_FILES or objects >= MAX_SCANNED_OBJECTS:
-                    return _finish(found), objects, False
-                if not _SHARED_OBJECT.search(name):
-                    continue
-                objects += 1
-                path = Path(current, name)
-                try:
-                    needed = read_elf(path).needed
-                except (ElfError, OSError):
-                    continue
-                for soname in needed:
-                    if parse_library_name(soname) is not None:
-                        consumers = found.setdefault(soname, [])
-                        if len(consumers) < 5:
-                            consumers.append(path.relative_to(site).as_posix())
-    return _finish(found), objects, True
-
-
-def _finish(found: Mapping[str, list[str]]) -> dict[str, tuple[str, ...]]:
-    return {soname: tuple(found[soname]) for soname in sorted(found)}
