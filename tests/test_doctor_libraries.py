@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,8 @@ from hypothesis import strategies as st
 from installkit import make_venv, pip
 from paths import DATA
 from wheelfactory import make_wheel, variant_doc
-from wheelwise.doctor.context import MachineRoots
-from wheelwise.doctor.cuda_machine import parse_cuda_version, parse_sm_arch
+from wheelwise.doctor.context import DoctorContext, MachineRoots
+from wheelwise.doctor.cuda_machine import cuda_machine, parse_cuda_version, parse_sm_arch
 from wheelwise.doctor.distributions import installed_distributions
 from wheelwise.doctor.elf import ElfError, is_elf, parse_elf, read_elf, read_needed, read_soname
 from wheelwise.doctor.fatbin import FatbinError, parse_fatbin
@@ -49,6 +50,7 @@ from wheelwise.doctor.search_path import (
 from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.transaction import install_wheels
 from wheelwise.providers.fingerprint import OVERRIDE_VARIABLES
+from wheelwise.variants.supported import SupportedProperties
 
 # -- hand-written ELF files ---------------------------------------------------------------------
 
@@ -301,10 +303,35 @@ def findings(document: Mapping[str, Any], section: str) -> dict[str, dict[str, A
     return {f["code"]: f for f in document["sections"][section]["findings"]}
 
 
-def the_finding(document: Mapping[str, Any], section: str, code: str) -> dict[str, Any]:
+def the_finding(
+    document: Mapping[str, Any], section: str, code: str, severity: str
+) -> dict[str, Any]:
+    """The finding *code* of *section*, checked to have *severity*."""
     found = findings(document, section)
     assert code in found, f"no {code} in {section}: {sorted(found)}"
+    assert found[code]["severity"] == severity
     return found[code]
+
+
+def expect(
+    document: Mapping[str, Any],
+    section: str,
+    code: str,
+    severity: str,
+    *,
+    what: Sequence[str],
+    why: Sequence[str] = (),
+    fix: str = "",
+) -> dict[str, Any]:
+    """The finding *code* of *section*: of *severity*, its line holding each of *what*,
+    its reason each of *why*, and its fix starting with *fix*."""
+    finding = the_finding(document, section, code, severity)
+    for text in what:
+        assert text in finding["what"]
+    for text in why:
+        assert text in finding["why"]
+    assert finding["fix"].startswith(fix)
+    return finding
 
 
 def copies(document: Mapping[str, Any], soname: str) -> list[dict[str, Any]]:
@@ -318,6 +345,7 @@ def winner(document: Mapping[str, Any], soname: str) -> dict[str, Any]:
     return won
 
 
+TARGET = TargetEnvironment.current()
 CU12_RUNTIME = ("nvidia-cuda-runtime-cu12", "12.4.127", "libcudart.so.12")
 
 
@@ -402,12 +430,36 @@ def test_wheels_of_two_cuda_majors_are_an_error_with_the_uninstall(tmp_path: Pat
     code, document = doctor(python, tmp_path / "root")
 
     assert code == 2
-    finding = the_finding(document, "libraries", "mixed-cuda-majors")
-    assert finding["severity"] == "error"
-    assert "CUDA 11: nvidia-cublas-cu11 11.11.3.6" in finding["what"]
-    assert "CUDA 12: nvidia-cublas-cu12 12.4.5.8" in finding["what"]
-    assert "torch 2.8.0 require the CUDA 12 ones" in finding["why"]
+    finding = expect(
+        document,
+        "libraries",
+        "mixed-cuda-majors",
+        "error",
+        what=["CUDA 11: nvidia-cublas-cu11 11.11.3.6", "CUDA 12: nvidia-cublas-cu12 12.4.5.8"],
+        why=["torch 2.8.0 require the CUDA 12 ones"],
+    )
     assert finding["fix"] == "pip uninstall nvidia-cublas-cu11 nvidia-cuda-runtime-cu11"
+
+
+def test_cuda_13_wheels_are_told_apart_by_their_folder(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    python = environment(
+        tmp_path,
+        cuda_wheel(wheels, "nvidia-cuda-runtime", "13.0.96", "libcudart.so.13", folder="cu13"),
+        cuda_wheel(wheels, "nvidia-cublas-cu12", "12.4.5.8", "libcublas.so.12"),
+    )
+
+    code, document = doctor(python, tmp_path / "root", driver="13.0")
+
+    assert code == 2
+    finding = expect(
+        document,
+        "libraries",
+        "mixed-cuda-majors",
+        "error",
+        what=["CUDA 12: nvidia-cublas-cu12 12.4.5.8; CUDA 13: nvidia-cuda-runtime 13.0.96"],
+    )
+    assert finding["fix"] == "pip uninstall nvidia-cublas-cu12"
 
 
 def test_cupy_for_cuda_11_and_12_together_is_an_error(tmp_path: Path) -> None:
@@ -425,12 +477,14 @@ def test_cupy_for_cuda_11_and_12_together_is_an_error(tmp_path: Path) -> None:
     code, document = doctor(python, tmp_path / "root", driver="12.8")
 
     assert code == 2
-    finding = the_finding(document, "libraries", "mixed-cupy-builds")
-    assert finding["severity"] == "error"
-    assert "cupy-cuda11x 13.3.0 (CUDA 11) and cupy-cuda12x 13.3.0 (CUDA 12)" in finding["what"]
-    assert "overwrote" in finding["why"]
-    assert finding["fix"] == (
-        "pip uninstall -y cupy-cuda11x cupy-cuda12x && pip install cupy-cuda12x==13.3.0"
+    expect(
+        document,
+        "libraries",
+        "mixed-cupy-builds",
+        "error",
+        what=["cupy-cuda11x 13.3.0 (CUDA 11) and cupy-cuda12x 13.3.0 (CUDA 12)"],
+        why=["overwrote"],
+        fix="pip uninstall -y cupy-cuda11x cupy-cuda12x && pip install cupy-cuda12x==13.3.0",
     )
 
 
@@ -444,11 +498,19 @@ def test_ld_preload_shadowing_the_wheels_runtime_is_a_warning(tmp_path: Path) ->
     code, document = doctor(python, root, env={"LD_PRELOAD": preload})
 
     assert code == 1
-    finding = the_finding(document, "libraries", "library-shadowed")
-    assert finding["severity"] == "warning"
-    assert finding["what"].startswith(f"libcudart.so.12 12.1.105 from LD_PRELOAD ({preload})")
-    assert "nvidia-cuda-runtime-cu12 12.4.127 (nvidia wheel) (12.4.127)" in finding["what"]
-    assert "run with 12.1.105 instead" in finding["why"]
+    site = TargetEnvironment.from_python(python).purelib
+    finding = expect(
+        document,
+        "libraries",
+        "library-shadowed",
+        "warning",
+        what=[
+            f"libcudart.so.12 12.1.105 from LD_PRELOAD ({preload}) wins over the environment's "
+            f"own copy: {site}/nvidia/cuda_runtime/lib/libcudart.so.12, "
+            "nvidia-cuda-runtime-cu12 12.4.127 (nvidia wheel) (12.4.127)"
+        ],
+        why=["run with 12.1.105 instead"],
+    )
     assert finding["fix"] == "unset LD_PRELOAD"
     facts = document["sections"]["libraries"]["facts"]
     assert facts["LD_PRELOAD"] == preload
@@ -468,8 +530,13 @@ def test_ld_library_path_shadowing_names_the_folder_to_drop(tmp_path: Path) -> N
         python, root, env={"LD_LIBRARY_PATH": "/opt/other:/usr/local/cuda-12.6/lib64"}
     )
 
-    finding = the_finding(document, "libraries", "library-shadowed")
-    assert "libcudart.so.12 12.6.77 from LD_LIBRARY_PATH" in finding["what"]
+    finding = expect(
+        document,
+        "libraries",
+        "library-shadowed",
+        "warning",
+        what=["libcudart.so.12 12.6.77 from LD_LIBRARY_PATH"],
+    )
     assert finding["fix"] == "export LD_LIBRARY_PATH=/opt/other"
     assert document["sections"]["libraries"]["facts"]["search_order"][0] == {
         "path": "/opt/other",
@@ -515,12 +582,14 @@ def test_a_runtime_newer_minor_than_the_driver_warns_of_minor_version_compatibil
     code, document = doctor(python, tmp_path / "root", driver="12.4")
 
     assert code == 1
-    finding = the_finding(document, "compatibility", "runtime-newer-than-driver")
-    assert finding["severity"] == "warning"
-    assert finding["what"].startswith("the CUDA runtime 12.8.90 (")
-    assert "is newer than the driver's CUDA 12.4" in finding["what"]
-    assert "minor-version compatibility" in finding["why"]
-    assert "PTX" in finding["why"]
+    finding = expect(
+        document,
+        "compatibility",
+        "runtime-newer-than-driver",
+        "warning",
+        what=["the CUDA runtime 12.8.90 (", "is newer than the driver's CUDA 12.4"],
+        why=["minor-version compatibility", "PTX"],
+    )
     assert finding["fix"] == (
         "upgrade the NVIDIA driver to one for CUDA 12.8 or later, or reinstall the builds "
         "for CUDA 12.4: wheelwise install --upgrade torch (or choose one: --variant torch=LABEL)"
@@ -539,12 +608,18 @@ def test_a_runtime_of_a_newer_major_than_the_driver_is_an_error(tmp_path: Path) 
     code, document = doctor(python, tmp_path / "root", driver="12.8")
 
     assert code == 2
-    finding = the_finding(document, "compatibility", "driver-too-old-for-runtime")
-    assert finding["severity"] == "error"
-    assert "the CUDA runtime 13.0.96" in finding["what"]
-    assert "needs a driver for CUDA 13; this driver supports CUDA 12.8" in finding["what"]
-    assert "cudaErrorInsufficientDriver" in finding["why"]
-    assert finding["fix"].startswith("upgrade the NVIDIA driver to one for CUDA 13.0 or later")
+    finding = expect(
+        document,
+        "compatibility",
+        "driver-too-old-for-runtime",
+        "error",
+        what=[
+            "the CUDA runtime 13.0.96",
+            "needs a driver for CUDA 13; this driver supports CUDA 12.8",
+        ],
+        why=["cudaErrorInsufficientDriver"],
+        fix="upgrade the NVIDIA driver to one for CUDA 13.0 or later",
+    )
     assert "wheelwise install --upgrade torch" in finding["fix"]
 
 
@@ -559,13 +634,17 @@ def test_nvrtc_11_1_on_the_library_path_warns(tmp_path: Path) -> None:
     )
 
     assert code == 1
-    finding = the_finding(document, "compatibility", "nvrtc-without-minor-compat")
-    assert finding["severity"] == "warning"
-    assert finding["what"] == (
-        "NVRTC 11.1 (/usr/local/cuda-11.1/lib64/libnvrtc.so.11.1, CUDA toolkit) is older than "
-        "CUDA 11.2"
+    finding = expect(
+        document,
+        "compatibility",
+        "nvrtc-without-minor-compat",
+        "warning",
+        what=[
+            "NVRTC 11.1 (/usr/local/cuda-11.1/lib64/libnvrtc.so.11.1, CUDA toolkit) is older "
+            "than CUDA 11.2"
+        ],
+        why=["needs a driver for CUDA 11.1 or newer (this one supports CUDA 11.0)"],
     )
-    assert "needs a driver for CUDA 11.1 or newer (this one supports CUDA 11.0)" in finding["why"]
     assert finding["fix"] == "unset LD_LIBRARY_PATH and pip install nvidia-cuda-nvrtc-cu11"
 
 
@@ -579,68 +658,94 @@ def test_a_ptx_only_build_with_an_older_driver_than_its_toolkit_is_an_error(tmp_
     code, document = doctor(python, tmp_path / "root", driver="12.4", gpus="12.0")
 
     assert code == 2
-    finding = the_finding(document, "compatibility", "ptx-needs-newer-driver")
-    assert finding["severity"] == "error"
-    assert finding["what"] == (
-        "torch 2.8.0 (variant cu128) has only PTX (compute_90) for the GPU's sm_120, made by "
-        "CUDA 12.8; this driver supports CUDA 12.4"
-    )
-    assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in finding["why"]
-    assert finding["fix"] == (
-        "upgrade the NVIDIA driver to one for CUDA 12.8 or later, or wheelwise install "
-        "--upgrade torch (a build with SASS for sm_120)"
+    expect(
+        document,
+        "compatibility",
+        "ptx-needs-newer-driver",
+        "error",
+        what=[
+            "torch 2.8.0 (variant cu128) has only PTX (compute_90) for the GPU's sm_120, made "
+            "by CUDA 12.8; this driver supports CUDA 12.4"
+        ],
+        why=["CUDA_ERROR_UNSUPPORTED_PTX_VERSION"],
+        fix="upgrade the NVIDIA driver to one for CUDA 12.8 or later, or wheelwise install "
+        "--upgrade torch (a build with SASS for sm_120)",
     )
 
     # With a driver as new as the toolkit, the PTX is JIT-compiled: worth saying, not wrong.
     code, document = doctor(python, tmp_path / "root", driver="12.8", gpus="12.0")
-    jit = the_finding(document, "compatibility", "ptx-jit-only")
-    assert jit["severity"] == "ok"
-    assert "through PTX JIT" in jit["what"]
+    expect(document, "compatibility", "ptx-jit-only", "ok", what=["through PTX JIT"])
     assert code == 0
 
 
-def test_a_gpu_no_installed_build_has_code_for_is_an_error(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
-    python = environment(
-        tmp_path, torch_wheel(wheels, label="cu118", sm_arch=("80_real", "86_real"), cuda="11.8")
-    )
-
-    code, document = doctor(python, tmp_path / "root", driver="12.8", gpus="9.0")
-
-    assert code == 2
-    finding = the_finding(document, "compatibility", "no-code-for-gpu")
-    assert finding["severity"] == "error"
-    assert finding["what"] == (
-        "torch 2.8.0 (variant cu118) has no code for the GPU's architecture sm_90: its "
-        "variant properties name sm_80, sm_86"
-    )
-    assert "no kernel image is available" in finding["why"]
-    assert finding["fix"].startswith("wheelwise install --upgrade torch")
-
-
-def test_gpu_code_is_read_from_the_fat_binaries_of_other_packages(tmp_path: Path) -> None:
+def gpu_kernels_wheel(directory: Path) -> Path:
+    """``gpukernels``, a package whose extension carries a fat binary: SASS for sm_80
+    and sm_86, PTX for compute_80."""
     kernels = elf_bytes(
         None,
         ["libcudart.so.12"],
         sections={".nv_fatbin": fatbin_bytes([(2, 80), (2, 86)], [(1, 80)])},
     )
-    python = environment(
-        tmp_path, wheel(tmp_path / "wheels", "gpukernels", "1.0", {"gpukernels/_ops.so": kernels})
-    )
+    return wheel(directory, "gpukernels", "1.0", {"gpukernels/_ops.so": kernels})
 
-    code, document = doctor(python, tmp_path / "root", driver="12.8", gpus="7.5,9.0")
+
+@pytest.mark.parametrize(
+    ("source", "what"),
+    [
+        (
+            "variant properties",
+            "torch 2.8.0 (variant cu118) has no code for the GPU's architecture sm_75: its "
+            "variant properties name sm_80, sm_86",
+        ),
+        (
+            "fat binaries",
+            "gpukernels 1.0 has no code for the GPU's architecture sm_75: its fat binaries "
+            "name sm_80, sm_86, compute_80",
+        ),
+    ],
+)
+def test_a_gpu_no_installed_build_has_code_for_is_an_error(
+    tmp_path: Path, source: str, what: str
+) -> None:
+    wheels = tmp_path / "wheels"
+    if source == "variant properties":
+        built = torch_wheel(wheels, label="cu118", sm_arch=("80_real", "86_real"), cuda="11.8")
+    else:
+        built = gpu_kernels_wheel(wheels)
+    python = environment(tmp_path, built)
+
+    code, document = doctor(python, tmp_path / "root", driver="12.8", gpus="7.5")
 
     assert code == 2
-    finding = the_finding(document, "compatibility", "no-code-for-gpu")
-    assert finding["what"] == (
-        "gpukernels 1.0 has no code for the GPU's architecture sm_75: its fat binaries name "
-        "sm_80, sm_86, compute_80"
+    package = what.split()[0]
+    expect(
+        document,
+        "compatibility",
+        "no-code-for-gpu",
+        "error",
+        what=[what],
+        why=["no kernel image is available"],
+        fix=f"wheelwise install --upgrade {package}",
     )
-    jit = the_finding(document, "compatibility", "ptx-jit-only")
-    assert "gpukernels 1.0 runs on the GPU's sm_90 through PTX JIT (compute_80" in jit["what"]
     (build,) = document["sections"]["compatibility"]["facts"]["builds"]
-    assert build["from"] == "fat binaries"
-    assert build["gpus"] == {"7.5": "none", "9.0": "ptx"}
+    assert build["from"] == source
+
+
+def test_ptx_in_a_fat_binary_is_jit_compiled_for_newer_gpus(tmp_path: Path) -> None:
+    python = environment(tmp_path, gpu_kernels_wheel(tmp_path / "wheels"))
+
+    code, document = doctor(python, tmp_path / "root", driver="12.8", gpus="8.6,9.0")
+
+    assert code == 0
+    expect(
+        document,
+        "compatibility",
+        "ptx-jit-only",
+        "ok",
+        what=["gpukernels 1.0 runs on the GPU's sm_90 through PTX JIT (compute_80"],
+    )
+    (build,) = document["sections"]["compatibility"]["facts"]["builds"]
+    assert build["gpus"] == {"8.6": "sass", "9.0": "ptx"}
 
 
 def test_two_runtime_majors_in_one_process_are_an_error(tmp_path: Path) -> None:
@@ -653,10 +758,17 @@ def test_two_runtime_majors_in_one_process_are_an_error(tmp_path: Path) -> None:
     code, document = doctor(python, root, env={"LD_PRELOAD": f"{preload} libfoo.so"})
 
     assert code == 2
-    finding = the_finding(document, "libraries", "mixed-runtime-majors")
-    assert finding["severity"] == "error"
-    assert f"libcudart.so.11.0 (LD_PRELOAD {preload})" in finding["what"]
-    assert "libcudart.so.12 (needed by torch/_C.cpython-3-x86_64-linux-gnu.so)" in finding["what"]
+    finding = expect(
+        document,
+        "libraries",
+        "mixed-runtime-majors",
+        "error",
+        what=[
+            f"libcudart.so.11.0 (LD_PRELOAD {preload})",
+            "libcudart.so.12 (needed by torch/_C.cpython-3-x86_64-linux-gnu.so)",
+        ],
+        why=["two copies of the library"],
+    )
     assert finding["fix"] == "export LD_PRELOAD=libfoo.so"
 
 
@@ -837,6 +949,27 @@ def test_fuzz_damaged_fat_binaries_give_code_or_an_error(changes: list[tuple[int
     assert all(10 <= 10 * major + minor < 1000 for major, minor in code.sass | code.ptx)
 
 
+def test_a_described_machine_gives_the_driver_and_one_gpu_per_architecture_family() -> None:
+    system = SupportedProperties(
+        {
+            "nvidia": {
+                "cuda_version_lower_bound": ("12.8", "12.7", "12", "11.8"),
+                "sm_arch": ("90_real", "86_real", "85_real", "80_real", "90_virtual"),
+            }
+        }
+    )
+    machine = cuda_machine(DoctorContext(target=TARGET, environ={}, system=system))
+    assert machine.driver == (12, 8)
+    assert machine.gpus == ((8, 6), (9, 0))
+    nothing = cuda_machine(DoctorContext(target=TARGET, environ={}, system=SupportedProperties()))
+    assert (nothing.driver, nothing.gpus) == (None, ())
+
+
+def sited(site: Path) -> TargetEnvironment:
+    """This interpreter's environment, with *site* as its site folder."""
+    return replace(TARGET, purelib=site, platlib=site)
+
+
 # -- names, versions, search paths --------------------------------------------------------------
 
 
@@ -965,7 +1098,7 @@ def test_fuzz_damaged_dist_info_is_read_leniently(variant_json: bytes, metadata:
         (dist_info / "METADATA").write_bytes(b"Name: x\nVersion: 1\n" + metadata)
         (dist_info / "variant.json").write_bytes(variant_json)
         (dist_info / "RECORD").write_bytes(variant_json)
-        (dist,) = installed_distributions([site])
+        (dist,) = installed_distributions(sited(site))
         assert dist.name == "x"
         gpu_builds([dist])
 
@@ -981,7 +1114,7 @@ def test_variant_builds_give_their_gpu_code(tmp_path: Path) -> None:
     (dist_info / "variant.json").write_text(
         json.dumps(variant_doc("cu128", {"nvidia": properties}))
     )
-    (build,) = gpu_builds(installed_distributions([tmp_path]))
+    (build,) = gpu_builds(installed_distributions(sited(tmp_path)))
     assert build.toolkit == (12, 8)
     assert [build.code_for(gpu) for gpu in ((8, 0), (8, 6), (9, 0), (12, 0), (7, 5))] == [
         "sass",

@@ -7,14 +7,15 @@ from __future__ import annotations
 import csv
 import email.parser
 import email.policy
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from wheelwise.install.environment import TargetEnvironment
+from wheelwise.install.transaction import list_installed
 from wheelwise.untrusted_json import loads_json
 
 __all__ = ["InstalledDistribution", "installed_distributions", "record_files"]
@@ -43,50 +44,39 @@ class InstalledDistribution:
         return f"{self.name} {self.version}"
 
 
-def installed_distributions(site_dirs: Iterable[Path]) -> tuple[InstalledDistribution, ...]:
-    """Every distribution with a readable ``METADATA`` in *site_dirs* (the first of a
-    name wins, as on ``sys.path``), sorted by name."""
-    found: dict[str, InstalledDistribution] = {}
-    for site in site_dirs:
-        try:
-            with os.scandir(site) as scan:
-                folders = sorted(e.path for e in scan if e.name.endswith(".dist-info"))
-        except OSError:
-            continue
-        for folder in folders:
-            dist = _read(Path(folder), Path(site))
-            if dist is not None and dist.name not in found:
-                found[dist.name] = dist
-    return tuple(sorted(found.values(), key=lambda d: d.name))
+def installed_distributions(target: TargetEnvironment) -> tuple[InstalledDistribution, ...]:
+    """Every distribution with a readable ``METADATA`` in the target's site folders
+    (the first of a name wins, as on ``sys.path``), sorted by name."""
+    found = []
+    for installed in list_installed(target):
+        variant, properties = _variant(installed.location)
+        found.append(
+            InstalledDistribution(
+                name=installed.name,
+                version=installed.version,
+                site=installed.location.parent,
+                dist_info=installed.location,
+                requires=_requires(installed.location),
+                variant=variant,
+                properties=properties,
+            )
+        )
+    return tuple(found)
 
 
-def _read(dist_info: Path, site: Path) -> InstalledDistribution | None:
+def _requires(dist_info: Path) -> frozenset[str]:
     try:
         raw = (dist_info / "METADATA").read_bytes()
     except OSError:
-        return None
-    message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
-        raw, headersonly=True
-    )
-    name, version = message.get("Name"), message.get("Version")
-    if not name or not version:
-        return None
-    requires = set()
-    for value in message.get_all("Requires-Dist") or []:
+        return frozenset()
+    parser = email.parser.BytesParser(policy=email.policy.compat32)
+    names = set()
+    for value in parser.parsebytes(raw, headersonly=True).get_all("Requires-Dist") or []:
         try:
-            requires.add(canonicalize_name(Requirement(str(value)).name))
+            names.add(canonicalize_name(Requirement(str(value)).name))
         except InvalidRequirement:
             continue
-    variant, properties = _variant(dist_info)
-    return InstalledDistribution(
-        name=canonicalize_name(str(name)),
-        version=str(version).strip(),
-        site=site,
-        dist_info=dist_info,
-        requires=frozenset(requires),
-        variant=variant,
-        properties=properties,
-    )
+    return frozenset(names)
 
 
 def _variant(dist_info: Path) -> tuple[str | None, dict[str, dict[str, tuple[str, ...]]]]:

@@ -261,45 +261,55 @@ def _shadowed(found: Survey) -> list[Finding]:
 
 
 def _shadow_finding(found: Survey, winner: LibraryCopy, own: Sequence[LibraryCopy]) -> Finding:
-    lost = ", ".join(f"{c.where} ({c.version})" for c in own)
-    return Finding(
-        section=SECTION,
-        code="library-shadowed",
-        severity=WARNING,
-        what=f"{winner.soname} {winner.version} from {winner.searched} ({winner.path}) wins over "
-        f"the environment's own copy: {lost}",
-        why=f"the loader takes the first {winner.soname} it finds and never loads a second: the "
-        f"packages installed with {own[0].version} run with {winner.version} instead, which "
-        "may lack symbols they use ('undefined symbol') or not match the libraries installed "
-        "beside it",
+    return _several_copies(
+        "library-shadowed",
+        winner,
+        own,
+        what=f"{winner.soname} {winner.version} from {winner.searched} ({winner.path}) wins "
+        "over the environment's own copy:",
+        why=f"the loader takes the first {winner.soname} it finds and never loads a second: "
+        f"the packages installed with {own[0].version} run with {winner.version} instead, "
+        "which may lack symbols they use ('undefined symbol') or not match the libraries "
+        "installed beside it",
         fix=_drop(found, winner),
-        facts={
-            "soname": winner.soname,
-            "winner": winner.to_fact(True),
-            "shadowed": [c.to_fact(False) for c in own],
-        },
     )
 
 
 def _versions_differ_finding(
     found: Survey, winner: LibraryCopy, others: Sequence[LibraryCopy]
 ) -> Finding:
-    lost = ", ".join(f"{c.where} ({c.version})" for c in others)
-    return Finding(
-        section=SECTION,
-        code="library-versions-differ",
-        severity=WARNING,
-        what=f"{winner.soname} is found in several versions: {winner.version} at {winner.path} "
-        f"({winner.searched}) wins over {lost}",
+    by_path = winner.searched in ("LD_PRELOAD", "LD_LIBRARY_PATH")
+    return _several_copies(
+        "library-versions-differ",
+        winner,
+        others,
+        what=f"{winner.soname} is found in several versions: {winner.version} at "
+        f"{winner.path} ({winner.searched}) wins over",
         why="which version a package gets depends on the search order alone: one built "
         f"against another version than {winner.version} may lack symbols or misbehave",
         fix=_drop(found, winner)
-        if winner.searched in ("LD_PRELOAD", "LD_LIBRARY_PATH")
-        else ("remove the folder you do not want from /etc/ld.so.conf.d, then run sudo ldconfig"),
+        if by_path
+        else "remove the folder you do not want from /etc/ld.so.conf.d, then run sudo ldconfig",
+    )
+
+
+def _several_copies(
+    code: str, winner: LibraryCopy, losers: Sequence[LibraryCopy], *, what: str, why: str, fix: str
+) -> Finding:
+    """A warning about one SONAME found in several versions: *what* says which wins,
+    the copies it wins over follow."""
+    lost = ", ".join(f"{c.where} ({c.version})" for c in losers)
+    return Finding(
+        section=SECTION,
+        code=code,
+        severity=WARNING,
+        what=f"{what} {lost}",
+        why=why,
+        fix=fix,
         facts={
             "soname": winner.soname,
             "winner": winner.to_fact(True),
-            "others": [c.to_fact(False) for c in others],
+            "others": [c.to_fact(False) for c in losers],
         },
     )
 

@@ -226,7 +226,7 @@ def survey(context: DoctorContext) -> Survey:
 def take_survey(context: DoctorContext) -> Survey:
     target = context.target
     site_dirs = target.site_dirs
-    distributions = installed_distributions(site_dirs)
+    distributions = installed_distributions(target)
     if target.markers.get("sys_platform") != "linux":
         return Survey(linux=False, search=None, distributions=distributions)
     prefixes = [target.prefix, Path(str(target.info.get("base_prefix", target.prefix)))]
