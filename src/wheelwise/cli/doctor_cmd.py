@@ -97,6 +97,8 @@ def _render(report: object) -> None:
                 console.print(f"     fix: {escape(finding.fix)}")
         if not findings:
             console.print(f"  {_MARKS['ok']} nothing wrong found")
+        if section == "libraries":
+            _render_libraries(console, report.facts.get(section, {}))
     counts = {s: sum(f.severity == s for f in report.findings) for s in ("error", "warning")}
     console.print(
         f"\n{_MARKS[report.severity]}: {counts['error']} error(s), {counts['warning']} "
@@ -200,3 +202,37 @@ def _amd_lines(amd: dict[str, Any]) -> list[str]:
             device = _mapping(device)
             lines.append(f"AMD GPU {device.get('address')} on the PCI bus: no compute driver")
     return lines
+
+
+def _render_libraries(console: object, facts: Mapping[str, Any]) -> None:
+    """The library search variables, and a table of the copies found: which SONAME,
+    which version, where, and whether the loader takes it."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    assert isinstance(console, Console)
+    for variable in ("LD_PRELOAD", "LD_LIBRARY_PATH"):
+        if facts.get(variable) is not None:
+            console.print(f"  {variable}={escape(str(facts[variable]))}")
+    copies = facts.get("libraries") or []
+    if not copies:
+        return
+    table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 2))
+    for column in ("library", "version", "from", "loader", "path"):
+        table.add_column(column, overflow="fold")
+    for copy in copies:
+        if copy.get("winner"):
+            loader = "[green]loads it[/]"
+        elif copy.get("searched"):
+            loader = "shadowed"
+        else:
+            loader = "[dim]not searched[/]"
+        table.add_row(
+            escape(str(copy.get("soname", ""))),
+            escape(str(copy.get("version", ""))),
+            escape(str(copy.get("provider") or copy.get("kind") or "")),
+            loader,
+            escape(str(copy.get("path", ""))),
+        )
+    console.print(table)
