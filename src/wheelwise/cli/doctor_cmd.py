@@ -89,6 +89,9 @@ def _render(report: object) -> None:
         if section == "machine":
             for line in _machine_lines(report.facts.get("machine", {})):
                 console.print(f"  {escape(line)}")
+        elif section == "compatibility":
+            for line in _compatibility_lines(report.facts.get(section, {})):
+                console.print(f"  {escape(line)}")
         for finding in findings:
             console.print(f"  {_MARKS[finding.severity]} {escape(finding.what)}")
             if finding.why:
@@ -201,6 +204,26 @@ def _amd_lines(amd: dict[str, Any]) -> list[str]:
         for device in _list(amd.get("pci_devices")):
             device = _mapping(device)
             lines.append(f"AMD GPU {device.get('address')} on the PCI bus: no compute driver")
+    return lines
+
+
+def _compatibility_lines(facts: Mapping[str, Any]) -> list[str]:
+    """The compatibility section's facts as lines: what the rules were applied to
+    (driver, GPUs, the runtime in use), and each build's code for each GPU."""
+    gpus = ", ".join(map(str, _list(facts.get("gpus")))) or "none known"
+    runtimes = [_mapping(r) for r in _list(facts.get("runtime"))]
+    in_use = ", ".join(f"{r.get('soname')} {r.get('version')}" for r in runtimes) or "none"
+    driver = facts.get("driver_cuda")
+    lines = [
+        f"driver: {f'CUDA {driver}' if driver else 'none known'}; GPUs: {gpus}; "
+        f"runtime in use: {in_use}"
+    ]
+    for build in map(_mapping, _list(facts.get("builds"))):
+        code = ", ".join(f"{gpu} {how}" for gpu, how in _mapping(build.get("gpus")).items())
+        lines.append(
+            f"{build.get('name')} {build.get('version')} ({build.get('from')}): "
+            f"{code or 'no GPU to check'}"
+        )
     return lines
 
 

@@ -17,6 +17,7 @@ from wheelwise.doctor.library_names import (
     parse_library_name,
 )
 from wheelwise.doctor.library_survey import SEARCH_RULE, LibraryCopy, Survey, survey
+from wheelwise.doctor.loader import VIA_CACHE
 from wheelwise.doctor.path_fixes import drop_copies
 from wheelwise.doctor.runner import ProbeOutcome
 
@@ -44,14 +45,18 @@ def _facts(found: Survey) -> dict[str, Any]:
     order: list[dict[str, str | None]] = [
         {"path": e.shown, "searched": "LD_PRELOAD"} for e in search.preload
     ]
-    order += [{"path": f.shown, "kind": f.kind, "searched": f.searched} for f in search.searched]
+    order += [
+        {"path": f.shown, "kind": f.kind, "searched": f.searched or VIA_CACHE}
+        for f in search.searched
+    ]
     return {
         "LD_PRELOAD": search.ld_preload,
         "LD_LIBRARY_PATH": search.ld_library_path,
+        "ld.so.cache": search.cache_state,
         "rule": SEARCH_RULE,
         "frameworks_loading_by_path": list(found.frameworks),
         "search_order": order,
-        "not_searched": [f.shown for f in search.folders if f.rank is None],
+        "not_searched": [f.shown for f in search.folders if f.order is None],
         "libraries": [
             c.to_fact(id(c) in winners)
             for c in sorted(

@@ -6,7 +6,8 @@ A copy's version comes from, in order: its file name when that says more than th
 SONAME (``libcudart.so.12.4.127``), the ``nvidia-*`` wheel or conda package that
 installed it (when its major matches the SONAME's: ``nvidia-cublas-cu12 12.4.5.8``
 for ``libcublas.so.12``), else the SONAME itself (``libcublas.so.12``: 12). Files are
-parsed as bytes (:mod:`wheelwise.doctor.elf`), never loaded.
+parsed as bytes (:mod:`wheelwise.doctor.elf`), never loaded; a file whose ELF header
+is for another machine than the target's is passed over, as the loader passes it over.
 
 The survey is made once per :class:`~wheelwise.doctor.context.DoctorContext` and
 shared by the probes that need it.
@@ -30,7 +31,7 @@ from wheelwise.doctor.distributions import (
     installed_distributions,
     record_files,
 )
-from wheelwise.doctor.elf import ElfError, read_elf
+from wheelwise.doctor.elf import ElfError, ElfInfo, read_elf
 from wheelwise.doctor.fatbin import FatbinCode
 from wheelwise.doctor.library_names import parse_library_name, version_key
 from wheelwise.doctor.search_path import (
@@ -58,8 +59,9 @@ SEARCH_RULE = (
     "LD_PRELOAD first; then the nvidia-* wheel copies JAX's CUDA plugin loads by path; "
     "then LD_LIBRARY_PATH in order; then the environment's own copies (the nvidia-* "
     "wheels, which PyTorch and the wheels themselves find through DT_RUNPATH, then the "
-    "conda environment's lib/); then the ld.so.conf folders and the default ones. A "
-    "SONAME already loaded is not looked up again."
+    "conda environment's lib/); then the libraries /etc/ld.so.cache lists (ldconfig's "
+    "cache of the ld.so.conf folders); then the default folders. A SONAME already "
+    "loaded is not looked up again; a file for another machine is passed over."
 )
 
 # The SONAMEs jax-cuda12-plugin / jax-cuda13-plugin load from the nvidia-* wheels by
@@ -111,7 +113,7 @@ class LibraryCopy:
     """The ``nvidia-*`` distribution that installed it."""
     searched: str | None = None
     """How the loader reaches it (``LD_PRELOAD``, ``JAX``, ``LD_LIBRARY_PATH``,
-    ``environment``, ``ld.so.conf``, ``default``); None: it does not."""
+    ``environment``, ``ld.so.cache``, ``default folder``); None: it does not."""
     rank: Rank | None = None
 
     @property
@@ -230,12 +232,13 @@ def take_survey(context: DoctorContext) -> Survey:
     if target.markers.get("sys_platform") != "linux":
         return Survey(linux=False, search=None, distributions=distributions)
     prefixes = [target.prefix, Path(str(target.info.get("base_prefix", target.prefix)))]
+    machine = target.markers.get("platform_machine", "")
     search = search_path(
         roots=context.roots,
         environ=context.environ,
         site_dirs=site_dirs,
         prefixes=prefixes,
-        machine=target.markers.get("platform_machine", ""),
+        machine=machine,
     )
     owners = _wheel_owners(distributions)
     for prefix in conda_prefixes(prefixes):
@@ -246,9 +249,9 @@ def take_survey(context: DoctorContext) -> Survey:
     copies: list[LibraryCopy] = []
     for index, entry in enumerate(search.preload):
         if entry.actual is not None:
-            copies += _copies_of_file(entry.shown, entry.actual, (PRELOAD, index), owners)
+            copies += _copies_of_file(entry.shown, entry.actual, (PRELOAD, index), owners, machine)
     for folder in search.folders:
-        copies += _copies_in(folder, owners)
+        copies += _copies_in(folder, owners, machine)
     frameworks = tuple(d.spec for d in distributions if _JAX_PLUGIN.fullmatch(d.name))
     if frameworks:
         copies = [
@@ -335,8 +338,9 @@ def _conda_owners(prefix: Path) -> dict[str, _Owner]:
     return owners
 
 
-def _copies_in(folder: Folder, owners: Mapping[str, _Owner]) -> list[LibraryCopy]:
-    """The library files of *folder*, one copy per real file, looked up by SONAME."""
+def _copies_in(folder: Folder, owners: Mapping[str, _Owner], machine: str) -> list[LibraryCopy]:
+    """The library files of *folder* that suit *machine*, one copy per real file,
+    looked up by SONAME."""
     try:
         with os.scandir(folder.actual) as scan:
             entries = sorted((e.name, e.path) for e in scan)
@@ -351,37 +355,37 @@ def _copies_in(folder: Folder, owners: Mapping[str, _Owner]) -> list[LibraryCopy
             names_of.setdefault(real, []).append(name)
     copies = []
     for real, names in names_of.items():
-        soname = _soname(real, names)
+        soname = _soname(real, names, machine)
         if soname is None:
             continue
         # The loader opens FOLDER/SONAME: without that name here, the copy is found
         # only by a path or a development link.
-        findable = soname in names
+        reach = folder.reach(soname) if soname in names else None
         owner = owners.get(os.path.normpath(folder.actual / names[0])) or owners.get(real)
         copies.append(
             _copy(
                 soname,
                 [*names, Path(real).name],
-                path=str(PurePosixPath(folder.shown, soname if findable else names[0])),
+                path=str(PurePosixPath(folder.shown, soname if reach else names[0])),
                 actual=Path(real),
                 kind=folder.kind,
                 owner=owner,
-                searched=folder.searched if findable else None,
-                rank=folder.rank if findable else None,
+                searched=reach[0] if reach else None,
+                rank=reach[1] if reach else None,
             )
         )
     return copies
 
 
 def _copies_of_file(
-    shown: str, actual: Path, rank: Rank, owners: Mapping[str, _Owner]
+    shown: str, actual: Path, rank: Rank, owners: Mapping[str, _Owner], machine: str
 ) -> list[LibraryCopy]:
     """The copy an ``LD_PRELOAD`` entry loads, when it is a CUDA/ROCm library."""
     real = os.path.realpath(actual)
     names = [actual.name, Path(real).name]
     if not Path(real).is_file() or all(parse_library_name(n) is None for n in names):
         return []
-    soname = _soname(real, [n for n in names if parse_library_name(n) is not None])
+    soname = _soname(real, [n for n in names if parse_library_name(n) is not None], machine)
     if soname is None:
         return []
     owner = owners.get(os.path.normpath(actual)) or owners.get(real)
@@ -399,12 +403,17 @@ def _copies_of_file(
     ]
 
 
-def _soname(real: str, names: list[str]) -> str | None:
-    """The file's ``DT_SONAME``, else what its most precise name suggests."""
+def _soname(real: str, names: list[str], machine: str) -> str | None:
+    """The file's ``DT_SONAME``, else what its most precise name suggests; None for a
+    file built for another machine than *machine*."""
+    info: ElfInfo | None
     try:
-        soname = read_elf(real).soname
+        info = read_elf(real)
     except (ElfError, OSError):
-        soname = None
+        info = None
+    if info is not None and machine and not info.header.suits(machine):
+        return None
+    soname = info.dynamic.soname if info is not None else None
     if soname and parse_library_name(soname) is not None:
         return soname
     parsed = [p for p in (parse_library_name(n) for n in names) if p is not None]

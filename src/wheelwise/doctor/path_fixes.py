@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
 from wheelwise.doctor.library_survey import LibraryCopy
-from wheelwise.doctor.search_path import SearchPath, split_library_path, split_preload
+from wheelwise.doctor.loader import split_library_path
+from wheelwise.doctor.search_path import SearchPath, split_preload
 
 __all__ = ["drop_copies", "without_entries"]
 

@@ -12,7 +12,13 @@ SONAME; see docs/doctor.md):
 4. the environment's own copies: the ``nvidia-*`` wheels' folders (which PyTorch,
    CuPy and the wheels themselves reach through ``DT_RUNPATH``), then the conda
    environment's ``lib/``;
-5. the folders of ``/etc/ld.so.conf`` (``ldconfig``'s cache), then the default ones.
+5. the libraries the loader cache (``/etc/ld.so.cache``) lists, in its order;
+6. the default folders.
+
+Stages 3, 5 and 6 are the machine's loader, :class:`wheelwise.doctor.loader.Loader`
+(the same one the machine section finds ``libcuda.so.1`` with). The folders
+``/etc/ld.so.conf`` lists are searched only through the cache ``ldconfig`` writes
+from them: one not in the cache is listed, not searched.
 
 Paths the process environment names (``LD_LIBRARY_PATH``, ``LD_PRELOAD``,
 ``CONDA_PREFIX``, ``CUDA_HOME``) and fixed machine paths are read under
@@ -25,39 +31,33 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from wheelwise.doctor.context import MachineRoots
+from wheelwise.doctor.loader import VIA_CACHE, VIA_DEFAULT, VIA_ENVIRONMENT, Loader
 
 __all__ = [
+    "CACHE",
+    "DEFAULT",
     "ENVIRONMENT",
     "FRAMEWORK",
     "LIBRARY_PATH",
     "PRELOAD",
-    "SYSTEM",
     "Folder",
     "PreloadEntry",
     "SearchPath",
-    "ld_so_conf_folders",
     "search_path",
-    "split_library_path",
     "split_preload",
 ]
 
 # The loader's stages, in order (a rank is (stage, position within it)).
-PRELOAD, FRAMEWORK, LIBRARY_PATH, ENVIRONMENT, SYSTEM = range(5)
+PRELOAD, FRAMEWORK, LIBRARY_PATH, ENVIRONMENT, CACHE, DEFAULT = range(6)
 Rank = tuple[int, int]
-
-# How far ld.so.conf "include" lines are followed, and how many folders are kept.
-MAX_INCLUDE_DEPTH = 8
-MAX_CONF_FOLDERS = 512
-_MULTIARCH = {
-    "x86_64": "x86_64-linux-gnu",
-    "aarch64": "aarch64-linux-gnu",
-    "ppc64le": "powerpc64le-linux-gnu",
-    "s390x": "s390x-linux-gnu",
-}
+# How the environment's own folders are reached.
+VIA_OWN = "environment"
+# How many folders of loader-cache entries are looked into.
+MAX_CACHE_FOLDERS = 512
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,32 @@ class Folder:
     """What it is: ``nvidia wheel``, ``conda``, ``CUDA toolkit``, ``ROCm``, ``system``
     or ``folder``."""
     searched: str | None
-    """How the loader reaches it (``LD_LIBRARY_PATH``, ``environment``,
-    ``ld.so.conf``, ``default``), or None when it does not search it."""
+    """How the loader searches it (``LD_LIBRARY_PATH``, ``environment``, ``default
+    folder``), or None when it does not."""
     rank: Rank | None
+    cached: Mapping[str, int] = field(default_factory=dict)
+    """Library names the loader cache lists in this folder, with their position in
+    the cache: the loader finds those even when it does not search the folder."""
+
+    def reach(self, soname: str) -> tuple[str, Rank] | None:
+        """How the loader finds ``FOLDER/SONAME`` first, and when; None: it does not."""
+        ways: list[tuple[Rank, str]] = []
+        if self.searched is not None and self.rank is not None:
+            ways.append((self.rank, self.searched))
+        if soname in self.cached:
+            ways.append(((CACHE, self.cached[soname]), VIA_CACHE))
+        if not ways:
+            return None
+        rank, how = min(ways)
+        return how, rank
+
+    @property
+    def order(self) -> Rank | None:
+        """Where the folder comes in the search (its first cached library, for a
+        folder only the cache reaches)."""
+        if self.rank is not None:
+            return self.rank
+        return (CACHE, min(self.cached.values())) if self.cached else None
 
 
 @dataclass(frozen=True)
@@ -83,85 +106,29 @@ class PreloadEntry:
 
     shown: str
     actual: Path | None
-    """The file it names (None: a bare name found in no searched folder)."""
+    """The file it names (None: a bare name the loader finds nowhere)."""
 
 
 @dataclass(frozen=True)
 class SearchPath:
     preload: tuple[PreloadEntry, ...]
     folders: tuple[Folder, ...]
-    """Searched folders in the loader's order, then the folders it does not search."""
+    """The folders the loader reaches, then those it does not."""
     ld_preload: str | None
     ld_library_path: str | None
+    cache_state: str = ""
+    """What became of ``/etc/ld.so.cache`` (``read``, ``missing``...)."""
 
     @property
     def searched(self) -> tuple[Folder, ...]:
-        return tuple(f for f in self.folders if f.rank is not None)
+        """The folders the loader reaches, in its order."""
+        reached = [f for f in self.folders if f.order is not None]
+        return tuple(sorted(reached, key=lambda f: f.order or (0, 0)))
 
 
 def split_preload(value: str) -> list[str]:
     """``LD_PRELOAD`` entries: glibc separates them by spaces or colons."""
     return [part for part in re.split(r"[ :]", value) if part]
-
-
-def split_library_path(value: str) -> list[str]:
-    """``LD_LIBRARY_PATH`` folders: glibc separates them by colons or semicolons. An
-    empty entry means the current folder; doctor leaves those out."""
-    return [part for part in re.split(r"[:;]", value) if part]
-
-
-def machine_path(roots: MachineRoots, shown: str) -> Path:
-    """Where the machine path *shown* is read."""
-    return roots.path(shown)
-
-
-def ld_so_conf_folders(roots: MachineRoots, conf: str = "/etc/ld.so.conf") -> list[str]:
-    """The folders ``/etc/ld.so.conf`` lists, ``include`` lines followed (globs,
-    relative to the including file's folder), in order, each once."""
-    folders: list[str] = []
-    _read_conf(roots, conf, folders, set(), 0)
-    return list(dict.fromkeys(folders))[:MAX_CONF_FOLDERS]
-
-
-def _read_conf(
-    roots: MachineRoots, conf: str, folders: list[str], seen: set[str], depth: int
-) -> None:
-    if depth > MAX_INCLUDE_DEPTH or conf in seen or len(folders) >= MAX_CONF_FOLDERS:
-        return
-    seen.add(conf)
-    try:
-        text = roots.path(conf).read_text("utf-8", errors="replace")
-    except OSError:
-        return
-    base = PurePosixPath(conf).parent
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line or line.startswith("hwcap "):
-            continue
-        if line.startswith("include") and line[7:8] in (" ", "\t"):
-            for pattern in line[8:].split():
-                absolute = base / pattern
-                root = roots.path("/")
-                try:
-                    matches = sorted(root.glob(str(absolute.relative_to("/"))))
-                except (OSError, ValueError):
-                    continue
-                for match in matches:
-                    relative = match.relative_to(root).as_posix()
-                    _read_conf(roots, "/" + relative, folders, seen, depth + 1)
-            continue
-        # "dir=TYPE" marks a library type in old formats; the folder is before it.
-        for folder in re.split(r"[\s,:]+", line):
-            folder = folder.split("=", 1)[0]
-            if folder.startswith("/"):
-                folders.append(os.path.normpath(folder))
-
-
-def default_folders(machine: str) -> list[str]:
-    """The folders glibc searches after its cache (with the Debian multiarch ones)."""
-    triplet = _MULTIARCH.get(machine)
-    multiarch = [f"/lib/{triplet}", f"/usr/lib/{triplet}"] if triplet else []
-    return [*multiarch, "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
 
 
 def wheel_folders(site_dirs: Iterable[Path]) -> list[Path]:
@@ -212,6 +179,22 @@ def _key(path: Path) -> str:
     return os.path.realpath(path)
 
 
+def _cached_by_folder(loader: Loader) -> dict[str, tuple[str, dict[str, int]]]:
+    """Resolved folder -> (the folder as the cache names it, {library name: position
+    in the cache}); the first entry of each name and folder counts."""
+    folders: dict[str, tuple[str, dict[str, int]]] = {}
+    for index, entry in enumerate(loader.cache_entries()):
+        path = PurePosixPath(entry.path)
+        folder = str(path.parent)
+        if not folder.startswith("/"):
+            continue
+        key = _key(loader.roots.path(folder))
+        if key not in folders and len(folders) >= MAX_CACHE_FOLDERS:
+            continue
+        folders.setdefault(key, (folder, {}))[1].setdefault(path.name, index)
+    return folders
+
+
 def search_path(
     *,
     roots: MachineRoots,
@@ -221,8 +204,10 @@ def search_path(
     machine: str,
 ) -> SearchPath:
     """The loader's search order for the target (*site_dirs* and the interpreter's
-    *prefixes*: its prefix and base prefix), and the unsearched library folders."""
+    *prefixes*: its prefix and base prefix; *machine*: its ``platform.machine()``),
+    and the unsearched library folders."""
     site_dirs = list(site_dirs)
+    loader = Loader(roots, environ, machine)
     # What each known folder is, by its resolved path.
     kinds: dict[str, tuple[str, str, Path]] = {}
     for folder in wheel_folders(site_dirs):
@@ -233,55 +218,58 @@ def search_path(
     others: list[tuple[str, str, Path]] = []
     conda_prefix = environ.get("CONDA_PREFIX", "")
     if conda_prefix.startswith("/"):
-        actual = machine_path(roots, conda_prefix)
+        actual = roots.path(conda_prefix)
         if (actual / "conda-meta").is_dir():
             shown = str(PurePosixPath(os.path.normpath(conda_prefix), "lib"))
             others.append((shown, "conda", actual / "lib"))
     for shown, kind in toolkit_folders(roots, environ):
-        others.append((shown, kind, machine_path(roots, shown)))
+        others.append((shown, kind, roots.path(shown)))
     for shown, kind, actual in others:
         kinds.setdefault(_key(actual), (shown, kind, actual))
 
+    cached = _cached_by_folder(loader)
     ordered: dict[str, Folder] = {}
 
-    def add(shown: str, actual: Path, searched: str, rank: Rank, default_kind: str) -> None:
+    def add(shown: str, actual: Path, searched: str | None, rank: Rank | None, kind: str) -> None:
         key = _key(actual)
         if key in ordered:
             return
-        kind = kinds[key][1] if key in kinds else default_kind
-        ordered[key] = Folder(shown, actual, kind, searched, rank)
+        kind = kinds[key][1] if key in kinds else kind
+        names = cached[key][1] if key in cached else {}
+        ordered[key] = Folder(shown, actual, kind, searched, rank, names)
 
-    library_path = environ.get("LD_LIBRARY_PATH")
-    for index, shown in enumerate(split_library_path(library_path or "")):
-        add(shown, machine_path(roots, shown), "LD_LIBRARY_PATH", (LIBRARY_PATH, index), "folder")
+    for index, shown in enumerate(loader.environment_folders()):
+        add(shown, roots.path(shown), VIA_ENVIRONMENT, (LIBRARY_PATH, index), "folder")
     environment = wheel_folders(site_dirs) + [prefix / "lib" for prefix in target_conda]
     for index, folder in enumerate(environment):
-        add(str(folder), folder, "environment", (ENVIRONMENT, index), "folder")
-    system = [(f, "ld.so.conf") for f in ld_so_conf_folders(roots)]
-    system += [(f, "default") for f in default_folders(machine)]
-    for index, (shown, how) in enumerate(system):
-        add(shown, machine_path(roots, shown), how, (SYSTEM, index), "system")
-    folders = list(ordered.values())
-    for key, (shown, kind, actual) in kinds.items():
-        if key not in ordered:
-            folders.append(Folder(shown, actual, kind, None, None))
-            ordered[key] = folders[-1]
+        add(str(folder), folder, VIA_OWN, (ENVIRONMENT, index), "folder")
+    for index, shown in enumerate(loader.default_folders()):
+        add(shown, roots.path(shown), VIA_DEFAULT, (DEFAULT, index), "system")
+    # Folders the loader reaches only through its cache, then those it does not reach:
+    # the toolkits, the conda environment, ld.so.conf folders ldconfig has not cached.
+    for shown in [*(folder for folder, _ in cached.values()), *loader.conf_folders()]:
+        if shown.startswith("/") and "\0" not in shown:  # a damaged file names anything
+            add(shown, roots.path(shown), None, None, "system")
+    for shown, kind, actual in kinds.values():
+        add(shown, actual, None, None, kind)
 
     preload_value = environ.get("LD_PRELOAD")
     preload = tuple(
-        _preload_entry(roots, entry, folders) for entry in split_preload(preload_value or "")
+        _preload_entry(roots, loader, entry) for entry in split_preload(preload_value or "")
     )
-    return SearchPath(preload, tuple(folders), preload_value, library_path)
+    return SearchPath(
+        preload,
+        tuple(ordered.values()),
+        preload_value,
+        environ.get("LD_LIBRARY_PATH"),
+        loader.cache_state,
+    )
 
 
-def _preload_entry(roots: MachineRoots, entry: str, folders: list[Folder]) -> PreloadEntry:
+def _preload_entry(roots: MachineRoots, loader: Loader, entry: str) -> PreloadEntry:
     if "/" in entry:
-        return PreloadEntry(entry, machine_path(roots, entry))
+        return PreloadEntry(entry, roots.path(entry))
     # A bare name is looked up like a needed library (the environment's RUNPATHs
     # do not apply to it).
-    for folder in folders:
-        if folder.searched in ("LD_LIBRARY_PATH", "ld.so.conf", "default"):
-            candidate = folder.actual / entry
-            if candidate.exists():
-                return PreloadEntry(entry, candidate)
-    return PreloadEntry(entry, None)
+    found = loader.find(entry)
+    return PreloadEntry(entry, roots.path(found.path) if found is not None else None)

@@ -59,7 +59,7 @@ def scan_shared_objects(site_dirs: Iterable[Path]) -> SharedObjects:
                     info = read_elf(path, sections=True)
                 except (ElfError, OSError):
                     continue
-                for soname in info.needed:
+                for soname in info.dynamic.needed:
                     if parse_library_name(soname) is not None:
                         users = needed.setdefault(soname, [])
                         if len(users) < MAX_CONSUMERS:
