@@ -7,14 +7,11 @@ unit and fuzz tests cover each parser."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-import os
-import platform
 import struct
-import subprocess
-import sys
-from collections.abc import Mapping, Sequence
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +19,29 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paths import DATA
+from doctorkit import (
+    H100_INFORMATION,
+    LIBDIR,
+    MACHINE,
+    OPEN,
+    OTHER_MACHINE,
+    PROPRIETARY,
+    FakeMachine,
+    build_elf,
+    build_ld_so_cache,
+    finding_codes,
+    run_doctor,
+)
+from installkit import make_venv
 from wheelwise.doctor.amd_machine import gfx_name, parse_kfd_properties
 from wheelwise.doctor.context import MachineRoots
 from wheelwise.doctor.elf import (
     ELF_MACHINES,
+    ElfError,
     ElfReader,
+    parse_elf,
     read_dynamic,
+    read_elf,
     read_header,
     read_soname,
     read_strings,
@@ -44,7 +57,6 @@ from wheelwise.doctor.nvidia_machine import (
 )
 from wheelwise.doctor.pci import parse_hex
 from wheelwise.doctor.virtualization import cgroup_container, is_wsl_kernel
-from wheelwise.providers.fingerprint import OVERRIDE_VARIABLES
 from wheelwise.providers.nvidia import describe, parse_description
 
 FUZZ = settings(
@@ -53,318 +65,13 @@ FUZZ = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-MACHINE = platform.machine()
-if MACHINE.lower() not in ELF_MACHINES:
-    MACHINE = "x86_64"  # the fake libraries then suit a loader of any machine
-OTHER_MACHINE = "aarch64" if MACHINE.lower() not in ("aarch64", "arm64") else "x86_64"
-LIBDIR = {
-    "x86_64": "/usr/lib/x86_64-linux-gnu",
-    "aarch64": "/usr/lib/aarch64-linux-gnu",
-}.get(MACHINE, "/usr/lib64")
-
-PROPRIETARY = (
-    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {v}  Tue Sep 23 09:15:21 UTC 2025\n"
-    "GCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)\n"
-)
-OPEN = (
-    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build  "
-    "(dvs-builder@U22-I3-AF03-09-1)  Tue Sep 23 09:15:21 UTC 2025\n"
-    "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n"
-)
-H100_INFORMATION = (
-    "Model: \t\t NVIDIA H100 80GB HBM3\n"
-    "IRQ:   \t\t 145\n"
-    "GPU UUID: \t GPU-5b1c3a4e-0000-0000-0000-000000000000\n"
-    "Video BIOS: \t 96.00.99.00.01\n"
-    "Bus Type: \t PCIe\n"
-    "DMA Size: \t 52 bits\n"
-    "DMA Mask: \t 0xfffffffffffff\n"
-    "Bus Location: \t 0000:01:00.0\n"
-    "Device Minor: \t 0\n"
-    "GPU Excluded:\t No\n"
-)
-
-
-# ---------------------------------------------------------------------------------
-# Hand-written ELF files and loader caches
-
-
-def _align(value: int, to: int = 8) -> int:
-    return (value + to - 1) // to * to
-
-
-def build_elf(
-    *,
-    machine: str = MACHINE,
-    soname: str | None = None,
-    needed: Sequence[str] = (),
-    runpath: str | None = None,
-    rodata: bytes = b"",
-    data: bytes = b"",
-    with_sections: bool = True,
-) -> bytes:
-    """A minimal ELF shared object: one PT_LOAD over the whole file (addresses equal
-    offsets), PT_DYNAMIC, and sections .dynstr, .dynamic, .rodata, .data, .shstrtab."""
-    bits, little, e_machine = ELF_MACHINES[machine]
-    order = "<" if little else ">"
-    wide = bits == 64
-    ehsize, phentsize, shentsize = (64, 56, 64) if wide else (52, 32, 40)
-    dynstr = b"\0"
-
-    def add(text: str) -> int:
-        nonlocal dynstr
-        offset = len(dynstr)
-        dynstr += text.encode() + b"\0"
-        return offset
-
-    tags = [(1, add(name)) for name in needed]
-    if soname is not None:
-        tags.append((14, add(soname)))
-    if runpath is not None:
-        tags.append((29, add(runpath)))
-    dynstr_offset = ehsize + 2 * phentsize
-    dynamic_offset = _align(dynstr_offset + len(dynstr))
-    tags += [(5, dynstr_offset), (10, len(dynstr)), (0, 0)]
-    dynamic = b"".join(struct.pack(order + ("qQ" if wide else "iI"), t, v) for t, v in tags)
-    rodata_offset = dynamic_offset + len(dynamic)
-    data_offset = rodata_offset + len(rodata)
-    names = [b"", b".dynstr", b".dynamic", b".rodata", b".data", b".shstrtab"]
-    shstrtab = b"\0".join(names) + b"\0"
-    name_offsets = [shstrtab.index(b"\0" + n + b"\0") + 1 if n else 0 for n in names]
-    shstrtab_offset = data_offset + len(data)
-    shoff = _align(shstrtab_offset + len(shstrtab))
-    total = shoff + len(names) * shentsize if with_sections else shoff
-    ident = b"\x7fELF" + bytes([1 if bits == 32 else 2, 1 if little else 2, 1]) + bytes(9)
-    header_layout = order + ("HHIQQQIHHHHHH" if wide else "HHIIIIIHHHHHH")
-    header = ident + struct.pack(
-        header_layout,
-        3,
-        e_machine,
-        1,
-        0,
-        ehsize,
-        shoff if with_sections else 0,
-        0,
-        ehsize,
-        phentsize,
-        2,
-        shentsize,
-        len(names) if with_sections else 0,
-        5 if with_sections else 0,
-    )
-    if wide:
-        phdrs = struct.pack(order + "IIQQQQQQ", 1, 5, 0, 0, 0, total, total, 4096)
-        phdrs += struct.pack(
-            order + "IIQQQQQQ",
-            2,
-            6,
-            dynamic_offset,
-            dynamic_offset,
-            0,
-            len(dynamic),
-            len(dynamic),
-            8,
-        )
-    else:
-        phdrs = struct.pack(order + "IIIIIIII", 1, 0, 0, 0, total, total, 5, 4096)
-        phdrs += struct.pack(
-            order + "IIIIIIII",
-            2,
-            dynamic_offset,
-            dynamic_offset,
-            0,
-            len(dynamic),
-            len(dynamic),
-            6,
-            4,
-        )
-    body = header + phdrs + dynstr
-    body += bytes(dynamic_offset - len(body)) + dynamic + rodata + data + shstrtab
-    body += bytes(shoff - len(body))
-    if with_sections:
-        layout = order + ("IIQQQQIIQQ" if wide else "IIIIIIIIII")
-        spans = [
-            (0, 0, 0, 0),
-            (3, dynstr_offset, len(dynstr), 0),
-            (6, dynamic_offset, len(dynamic), 1),
-            (1, rodata_offset, len(rodata), 0),
-            (1, data_offset, len(data), 0),
-            (3, shstrtab_offset, len(shstrtab), 0),
-        ]
-        for name, (kind, offset, size, link) in zip(name_offsets, spans, strict=True):
-            body += struct.pack(layout, name, kind, 0, offset, offset, size, link, 0, 1, 0)
-    return body
-
-
-def build_ld_so_cache(entries: Sequence[tuple[str, str]], *, big_endian: bool = False) -> bytes:
-    """A glibc "new format" loader cache listing *entries* (name, path)."""
-    order = ">" if big_endian else "<"
-    strings = b""
-    start = 48 + 24 * len(entries)
-    records = b""
-    for name, path in entries:
-        key = start + len(strings)
-        strings += name.encode() + b"\0"
-        value = start + len(strings)
-        strings += path.encode() + b"\0"
-        records += struct.pack(order + "iIIIQ", 0x0303, key, value, 0, 0)
-    header = b"glibc-ld.so.cache1.1" + struct.pack(
-        order + "IIB3sI12s",
-        len(entries),
-        len(strings),
-        3 if big_endian else 2,
-        bytes(3),
-        0,
-        bytes(12),
-    )
-    return header + records + strings
-
-
-# ---------------------------------------------------------------------------------
-# Fake machines
-
-
-class FakeMachine:
-    """A machine tree under *root*: every path is written as the machine names it."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.cache: list[tuple[str, str]] = []
-
-    def path(self, absolute: str) -> Path:
-        return self.root / absolute.lstrip("/")
-
-    def write(self, absolute: str, content: str | bytes) -> Path:
-        path = self.path(absolute)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-        return path
-
-    def nvidia_kernel(self, version: str, text: str = PROPRIETARY) -> None:
-        self.write("/proc/driver/nvidia/version", text.format(v=version))
-        self.write("/sys/module/nvidia/version", version + "\n")
-
-    def nvidia_gpu(
-        self, address: str = "0000:01:00.0", information: str = H100_INFORMATION
-    ) -> None:
-        self.write(f"/proc/driver/nvidia/gpus/{address}/information", information)
-
-    def pci(
-        self, address: str, vendor: int, pci_class: int, driver: str | None, device: int = 0x2330
-    ) -> None:
-        folder = f"/sys/bus/pci/devices/{address}"
-        self.write(f"{folder}/vendor", f"0x{vendor:04x}\n")
-        self.write(f"{folder}/device", f"0x{device:04x}\n")
-        self.write(f"{folder}/class", f"0x{pci_class:06x}\n")
-        if driver:
-            os.symlink(f"../../../bus/pci/drivers/{driver}", self.path(f"{folder}/driver"))
-
-    def nodes(self, *names: str) -> None:
-        for name in names:
-            self.write(f"/dev/{name}", "")
-
-    def driver_library(
-        self,
-        folder: str,
-        library: str,
-        version: str,
-        *,
-        cached: bool = True,
-        machine: str = MACHINE,
-    ) -> str:
-        """``libcuda.so.VERSION`` (holding its version string) and the
-        ``libcuda.so.1`` link to it, in *folder*; listed in the loader cache."""
-        stem = library.split(".so", 1)[0]
-        real = f"{folder}/{stem}.so.{version}"
-        rodata = b"\0NVIDIA driver\0" + version.encode() + b"\0"
-        self.write(real, build_elf(machine=machine, soname=library, rodata=rodata))
-        os.symlink(f"{stem}.so.{version}", self.path(f"{folder}/{library}"))
-        if cached:
-            self.cache.append((library, f"{folder}/{library}"))
-        return real
-
-    def nvidia_user_driver(
-        self, version: str, folder: str = LIBDIR, *, cached: bool = True
-    ) -> None:
-        for library in ("libcuda.so.1", "libnvidia-ml.so.1"):
-            self.driver_library(folder, library, version, cached=cached)
-
-    def healthy_nvidia(self, version: str = "580.95.05") -> None:
-        self.nvidia_kernel(version)
-        self.nvidia_gpu()
-        self.pci("0000:01:00.0", 0x10DE, 0x030200, "nvidia")
-        self.nodes("nvidiactl", "nvidia0", "nvidia-uvm")
-        self.nvidia_user_driver(version)
-
-    def wsl(self) -> None:
-        self.write(
-            "/proc/version",
-            "Linux version 5.15.167.4-microsoft-standard-WSL2 (root@f9c826d3017f) "
-            "(gcc (GCC) 11.2.0, GNU ld (GNU Binutils) 2.37) #1 SMP\n",
-        )
-        self.nodes("dxg")
-        for library in ("libcuda.so.1", "libnvidia-ml.so.1"):
-            self.write(f"/usr/lib/wsl/lib/{library}", build_elf(soname=library))
-
-    def kfd_node(self, node: int, target_version: int) -> None:
-        self.write(
-            f"/sys/class/kfd/kfd/topology/nodes/{node}/properties",
-            f"cpu_cores_count {0 if target_version else 16}\nsimd_count "
-            f"{192 if target_version else 0}\ngfx_target_version {target_version}\n"
-            "vendor_id 4098\ndevice_id 29772\n",
-        )
-
-    def finish(self) -> None:
-        """Write the loader cache the scenario's libraries are listed in."""
-        if self.cache:
-            self.write("/etc/ld.so.cache", build_ld_so_cache(self.cache))
-
-
-def run_doctor(
-    root: Path,
-    env: Mapping[str, str] | None = None,
-    *,
-    as_json: bool = True,
-    args: Sequence[str] = (),
-) -> tuple[int, Any]:
-    """The real command on the machine under *root*, the providers told (by their
-    overrides) of no GPU unless *env* says otherwise; (exit status, document or text)."""
-    environ = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in OVERRIDE_VARIABLES
-        and key not in ("LD_LIBRARY_PATH", "ROCM_PATH", "KUBERNETES_SERVICE_HOST")
-    }
-    environ.update(
-        WHEELWISE_DOCTOR_ROOT=str(root),
-        WHEELWISE_CPUINFO=str(DATA / "cpuinfo" / "linux-scientific7-k10"),
-        WHEELWISE_NVIDIA_DRIVER="none",
-        WHEELWISE_AMD_ROCM="none",
-        WHEELWISE_AMD_GFX="none",
-        WHEELWISE_CACHE_DIR=str(root.parent / "cache"),
-        WHEELWISE_CONFIG=str(root.parent / "config.toml"),
-        COLUMNS="200",
-    )
-    environ.update(env or {})
-    json_flag = ["--json"] if as_json else []
-    command = [sys.executable, "-m", "wheelwise", "doctor", *json_flag, *args]
-    done = subprocess.run(
-        command, capture_output=True, text=True, env=environ, timeout=120, check=False
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    if not as_json:
-        return done.returncode, done.stdout
-    document = json.loads(done.stdout)
-    assert document["exit_code"] == done.returncode
-    return done.returncode, document
 
 
 def machine_findings(document: Any) -> dict[str, dict[str, Any]]:
+    """The machine section's findings by code; no other section has any (the target
+    is an empty environment)."""
+    assert set(finding_codes(document)) <= {"machine"}, finding_codes(document)
     findings = document["sections"]["machine"]["findings"]
-    assert not document["sections"]["doctor"]["findings"], document["sections"]["doctor"]
     by_code = {finding["code"]: finding for finding in findings}
     assert len(by_code) == len(findings), findings
     return by_code
@@ -381,9 +88,15 @@ def expect(
     return finding, document
 
 
+@pytest.fixture(scope="module")
+def empty_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An environment with nothing installed: the machine alone decides the report."""
+    return make_venv(tmp_path_factory.mktemp("target") / "venv")
+
+
 @pytest.fixture
-def fake(tmp_path: Path) -> FakeMachine:
-    return FakeMachine(tmp_path / "root")
+def fake(tmp_path: Path, empty_target: Path) -> FakeMachine:
+    return FakeMachine(tmp_path / "root", target=empty_target)
 
 
 NVIDIA_OK = {"WHEELWISE_NVIDIA_DRIVER": "13.0", "WHEELWISE_NVIDIA_GPUS": "9.0"}
@@ -396,7 +109,7 @@ NVIDIA_OK = {"WHEELWISE_NVIDIA_DRIVER": "13.0", "WHEELWISE_NVIDIA_GPUS": "9.0"}
 def test_a_healthy_nvidia_machine_reports_its_driver_and_gpus(fake: FakeMachine) -> None:
     fake.healthy_nvidia()
     fake.finish()
-    status, document = run_doctor(fake.root, NVIDIA_OK)
+    status, document = run_doctor(fake, NVIDIA_OK)
     assert status == 0, machine_findings(document)
     assert machine_findings(document) == {}
     nvidia = document["sections"]["machine"]["facts"]["nvidia"]
@@ -425,7 +138,7 @@ def test_a_healthy_nvidia_machine_reports_its_driver_and_gpus(fake: FakeMachine)
     ]
     assert nvidia["detection"]["cuda_driver"] == "13.0"
 
-    status, text = run_doctor(fake.root, NVIDIA_OK, as_json=False)
+    status, text = run_doctor(fake, NVIDIA_OK, as_json=False)
     assert status == 0
     assert "NVIDIA kernel module 580.95.05 (proprietary), from /proc/driver/nvidia/version" in text
     assert f"libcuda.so.1: 580.95.05 at {LIBDIR}/libcuda.so.580.95.05 (via ld.so.cache)" in text
@@ -451,7 +164,7 @@ def test_a_user_mode_driver_of_another_version_is_a_mismatch(
     fake.nodes("nvidiactl", "nvidia0")
     fake.nvidia_user_driver(user)
     fake.finish()
-    finding, document = expect(run_doctor(fake.root, NVIDIA_OK), "driver-mismatch", 2, "error")
+    finding, document = expect(run_doctor(fake, NVIDIA_OK), "driver-mismatch", 2, "error")
     assert "NVIDIA kernel module 580.95.05" in finding["what"]
     assert f"libcuda.so.1 {user} at {LIBDIR}/libcuda.so.{user}" in finding["what"]
     assert f"libnvidia-ml.so.1 {user}" in finding["what"]
@@ -465,7 +178,7 @@ def test_the_sysfs_version_stands_in_for_a_damaged_proc_file(fake: FakeMachine) 
     fake.healthy_nvidia("580.95.05")
     fake.write("/proc/driver/nvidia/version", "NVRM version: (damaged)\n")
     fake.finish()
-    status, document = run_doctor(fake.root, NVIDIA_OK)
+    status, document = run_doctor(fake, NVIDIA_OK)
     assert (status, machine_findings(document)) == (0, {})
     kernel = document["sections"]["machine"]["facts"]["nvidia"]["kernel_module"]
     assert kernel == {"version": "580.95.05", "source": "/sys/module/nvidia/version"}
@@ -484,7 +197,7 @@ def test_compute_capabilities_go_to_gpus_only_when_the_order_is_known(
     fake.nvidia_gpu("0000:02:00.0", H100_INFORMATION.replace("0000:01:00.0", "0000:02:00.0"))
     fake.finish()
     env = {"WHEELWISE_NVIDIA_DRIVER": "12.8", "WHEELWISE_NVIDIA_GPUS": gpus}
-    status, document = run_doctor(fake.root, env)
+    status, document = run_doctor(fake, env)
     nvidia = document["sections"]["machine"]["facts"]["nvidia"]
     assert status == 0
     assert [gpu.get("compute_capability") for gpu in nvidia["gpus"]] == paired
@@ -495,7 +208,7 @@ def test_compute_capabilities_go_to_gpus_only_when_the_order_is_known(
 def test_a_described_machine_shows_its_sm_arch(fake: FakeMachine) -> None:
     system = fake.root.parent / "system.json"
     system.write_text(json.dumps({"system": {"nvidia": {"sm_arch": ["90_real", "90_virtual"]}}}))
-    status, text = run_doctor(fake.root, as_json=False, args=["--system", str(system)])
+    status, text = run_doctor(fake, as_json=False, args=["--system", str(system)])
     assert status == 0
     assert "described by --system (not detected)" in text
     assert "--system nvidia sm_arch: 90_real, 90_virtual" in text
@@ -509,7 +222,7 @@ def run_with_libcuda_on_ld_library_path(
     fake.healthy_nvidia(kernel)
     fake.driver_library(folder, "libcuda.so.1", version, cached=False)
     fake.finish()
-    return run_doctor(fake.root, {**NVIDIA_OK, "LD_LIBRARY_PATH": folder})
+    return run_doctor(fake, {**NVIDIA_OK, "LD_LIBRARY_PATH": folder})
 
 
 def test_a_stale_driver_on_ld_library_path_is_named_in_the_fix(fake: FakeMachine) -> None:
@@ -543,7 +256,7 @@ def test_a_kernel_module_without_libcuda_is_an_error(fake: FakeMachine) -> None:
     fake.nvidia_kernel("580.95.05")
     fake.nvidia_gpu()
     fake.nodes("nvidiactl", "nvidia0")
-    status, document = run_doctor(fake.root)
+    status, document = run_doctor(fake)
     findings = machine_findings(document)
     libcuda, nvml = findings["libcuda-missing"], findings["nvml-missing"]
     assert (status, libcuda["severity"], nvml["severity"]) == (2, "error", "warning")
@@ -559,7 +272,7 @@ def test_libcuda_outside_the_loader_path_is_found_and_named(fake: FakeMachine) -
     fake.nvidia_kernel("580.95.05")
     fake.nodes("nvidiactl", "nvidia0")
     fake.nvidia_user_driver("580.95.05", "/usr/local/nvidia/lib64", cached=False)
-    status, document = run_doctor(fake.root)
+    status, document = run_doctor(fake)
     libcuda = machine_findings(document)["libcuda-missing"]
     assert status == 2
     assert libcuda["fix"].startswith("export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:")
@@ -576,7 +289,7 @@ def test_libcuda_in_a_configured_folder_missing_from_the_cache_needs_ldconfig(
     fake.nvidia_user_driver("580.95.05", "/usr/lib/nvidia-580", cached=False)
     fake.cache.append(("libz.so.1", f"{LIBDIR}/libz.so.1"))
     fake.finish()
-    status, document = run_doctor(fake.root)
+    status, document = run_doctor(fake)
     assert machine_findings(document)["libcuda-missing"]["fix"].startswith("sudo ldconfig")
     assert status == 2
 
@@ -593,7 +306,7 @@ def test_an_nvidia_gpu_without_its_kernel_module_is_a_warning(
 ) -> None:
     fake.pci("0000:01:00.0", 0x10DE, 0x030000, driver, device=0x2684)
     fake.pci("0000:01:00.1", 0x10DE, 0x040300, "snd_hda_intel")  # its audio function
-    finding, _ = expect(run_doctor(fake.root), "nvidia-kernel-module-missing", 1, "warning")
+    finding, _ = expect(run_doctor(fake), "nvidia-kernel-module-missing", 1, "warning")
     assert "NVIDIA GPU on the PCI bus (0000:01:00.0 (0x2684" in finding["what"]
     assert "no NVIDIA kernel module loaded" in finding["what"]
     assert "installs choose builds without CUDA" in finding["why"]
@@ -603,15 +316,13 @@ def test_an_nvidia_gpu_without_its_kernel_module_is_a_warning(
 
 def test_a_gpu_handed_to_a_virtual_machine_is_not_this_machines_problem(fake: FakeMachine) -> None:
     fake.pci("0000:41:00.0", 0x10DE, 0x030200, "vfio-pci")
-    status, document = run_doctor(fake.root)
+    status, document = run_doctor(fake)
     assert (status, machine_findings(document)) == (0, {})
 
 
 def test_wsl_libraries_off_the_loader_path_are_an_error(fake: FakeMachine) -> None:
     fake.wsl()
-    finding, document = expect(
-        run_doctor(fake.root), "wsl-libraries-not-on-loader-path", 2, "error"
-    )
+    finding, document = expect(run_doctor(fake), "wsl-libraries-not-on-loader-path", 2, "error")
     assert "libcuda.so.1, libnvidia-ml.so.1" in finding["what"]
     assert "/usr/lib/wsl/lib" in finding["what"]
     assert "echo /usr/lib/wsl/lib | sudo tee /etc/ld.so.conf.d/ld.wsl.conf" in finding["fix"]
@@ -626,11 +337,11 @@ def test_wsl_with_its_libraries_in_the_loader_cache_is_healthy(fake: FakeMachine
         (name, f"/usr/lib/wsl/lib/{name}") for name in ("libcuda.so.1", "libnvidia-ml.so.1")
     ]
     fake.finish()
-    status, document = run_doctor(fake.root, NVIDIA_OK)
+    status, document = run_doctor(fake, NVIDIA_OK)
     assert (status, machine_findings(document)) == (0, {})
     libcuda = document["sections"]["machine"]["facts"]["nvidia"]["user_mode_driver"]["libcuda.so.1"]
     assert (libcuda["file"], libcuda["version"]) == ("/usr/lib/wsl/lib/libcuda.so.1", None)
-    status, text = run_doctor(fake.root, NVIDIA_OK, as_json=False)
+    status, text = run_doctor(fake, NVIDIA_OK, as_json=False)
     assert "NVIDIA kernel driver: the Windows host's (WSL)" in text
     assert "platform: WSL (with the GPU device /dev/dxg)" in text
 
@@ -639,7 +350,7 @@ def test_a_linux_driver_inside_wsl_shadowing_the_windows_one_is_an_error(fake: F
     fake.wsl()
     fake.nvidia_user_driver("550.54.14")
     fake.finish()
-    finding, _ = expect(run_doctor(fake.root), "wsl-libcuda-shadowed", 2, "error")
+    finding, _ = expect(run_doctor(fake), "wsl-libcuda-shadowed", 2, "error")
     assert f"resolves to {LIBDIR}/libcuda.so.550.54.14" in finding["what"]
     assert "sudo apt remove --purge 'libnvidia-compute-*'" in finding["fix"]
 
@@ -649,7 +360,7 @@ def test_a_container_without_device_nodes_is_told_how_to_get_the_gpus(fake: Fake
     fake.nvidia_kernel("580.95.05")
     fake.nvidia_gpu()
     fake.pci("0000:01:00.0", 0x10DE, 0x030200, "nvidia")
-    status, document = run_doctor(fake.root)
+    status, document = run_doctor(fake)
     findings = machine_findings(document)
     finding = findings["container-without-gpu-devices"]
     assert (status, finding["severity"]) == (1, "warning")
@@ -661,7 +372,7 @@ def test_a_container_without_device_nodes_is_told_how_to_get_the_gpus(fake: Fake
 
 def test_a_kubernetes_pod_without_gpus_is_told_to_request_them(fake: FakeMachine) -> None:
     fake.nvidia_kernel("580.95.05")
-    status, document = run_doctor(fake.root, {"KUBERNETES_SERVICE_HOST": "10.0.0.1"})
+    status, document = run_doctor(fake, {"KUBERNETES_SERVICE_HOST": "10.0.0.1"})
     finding = machine_findings(document)["container-without-gpu-devices"]
     assert "nvidia.com/gpu" in finding["fix"]
     assert status == 1
@@ -670,7 +381,7 @@ def test_a_kubernetes_pod_without_gpus_is_told_to_request_them(fake: FakeMachine
 def test_an_nvidia_driver_the_provider_did_not_see_is_a_warning(fake: FakeMachine) -> None:
     fake.healthy_nvidia()
     fake.finish()
-    status, document = run_doctor(fake.root)  # WHEELWISE_NVIDIA_DRIVER=none
+    status, document = run_doctor(fake)  # WHEELWISE_NVIDIA_DRIVER=none
     finding = machine_findings(document)["nvidia-not-detected"]
     assert (status, finding["severity"]) == (1, "warning")
     assert "WHEELWISE_NVIDIA_DRIVER=none" in finding["what"]
@@ -684,7 +395,7 @@ def test_an_amd_gpu_with_rocm_reports_version_and_targets(fake: FakeMachine) -> 
     fake.nodes("kfd")
     fake.pci("0000:03:00.0", 0x1002, 0x030000, "amdgpu", device=0x744C)
     status, document = run_doctor(
-        fake.root, {"WHEELWISE_AMD_ROCM": "6.4", "WHEELWISE_AMD_GFX": "gfx1100"}
+        fake, {"WHEELWISE_AMD_ROCM": "6.4", "WHEELWISE_AMD_GFX": "gfx1100"}
     )
     assert (status, machine_findings(document)) == (0, {})
     amd = document["sections"]["machine"]["facts"]["amd"]
@@ -696,7 +407,7 @@ def test_an_amd_gpu_with_rocm_reports_version_and_targets(fake: FakeMachine) -> 
     assert amd["gpus"] == [{"node": "1", "gfx": "gfx1100", "gfx_target_version": 110000}]
     assert amd["detection"]["gfx_arch"] == ["gfx1100"]
     status, text = run_doctor(
-        fake.root, {"WHEELWISE_AMD_ROCM": "6.4", "WHEELWISE_AMD_GFX": "gfx1100"}, as_json=False
+        fake, {"WHEELWISE_AMD_ROCM": "6.4", "WHEELWISE_AMD_GFX": "gfx1100"}, as_json=False
     )
     assert "ROCm 6.4.1 at /opt/rocm" in text
     assert "AMD GPU (node 1): gfx1100" in text
@@ -706,7 +417,7 @@ def test_an_amd_gpu_without_rocm_is_a_warning_naming_its_target(fake: FakeMachin
     fake.kfd_node(0, 0)
     fake.kfd_node(1, 90010)
     fake.nodes("kfd")
-    finding, _ = expect(run_doctor(fake.root), "rocm-missing", 1, "warning")
+    finding, _ = expect(run_doctor(fake), "rocm-missing", 1, "warning")
     assert finding["what"].startswith("gfx90a present but no ROCm installed")
     assert "install ROCm" in finding["fix"]
     assert "export WHEELWISE_AMD_GFX=gfx90a" in finding["fix"]
@@ -715,7 +426,7 @@ def test_an_amd_gpu_without_rocm_is_a_warning_naming_its_target(fake: FakeMachin
 def test_an_amd_gpu_without_its_compute_driver_is_a_warning(fake: FakeMachine) -> None:
     fake.write("/opt/rocm/.info/version", "6.4.1\n")
     fake.pci("0000:03:00.0", 0x1002, 0x038000, None, device=0x74A1)
-    finding, _ = expect(run_doctor(fake.root), "amd-compute-driver-missing", 1, "warning")
+    finding, _ = expect(run_doctor(fake), "amd-compute-driver-missing", 1, "warning")
     assert "AMD GPU 0000:03:00.0" in finding["what"]
     assert finding["fix"].startswith("sudo modprobe amdgpu")
 
@@ -724,7 +435,7 @@ def test_an_amd_gpu_in_a_container_without_dev_kfd_is_a_warning(fake: FakeMachin
     fake.write("/run/.containerenv", "")
     fake.write("/opt/rocm/.info/version", "6.4.1\n")
     fake.kfd_node(1, 90402)
-    status, document = run_doctor(fake.root)
+    status, document = run_doctor(fake)
     finding = machine_findings(document)["container-without-gpu-devices"]
     assert "podman container has no /dev/kfd" in finding["what"]
     assert "--device=/dev/kfd" in finding["fix"]
@@ -734,12 +445,12 @@ def test_an_amd_gpu_in_a_container_without_dev_kfd_is_a_warning(fake: FakeMachin
 def test_a_machine_without_any_gpu_is_healthy(fake: FakeMachine) -> None:
     fake.write("/proc/version", "Linux version 6.8.0-45-generic (buildd@lcy02-amd64-075)\n")
     fake.pci("0000:00:02.0", 0x8086, 0x030000, "i915")
-    status, document = run_doctor(fake.root)
+    status, document = run_doctor(fake)
     assert (status, machine_findings(document)) == (0, {})
     facts = document["sections"]["machine"]["facts"]
     assert facts["nvidia"]["present"] is False
     assert facts["amd"]["rocm"] is None
-    status, text = run_doctor(fake.root, as_json=False)
+    status, text = run_doctor(fake, as_json=False)
     assert status == 0
     assert "NVIDIA: none" in text
     assert "AMD: none" in text
@@ -764,7 +475,7 @@ def test_garbage_driver_files_are_a_warning_not_a_crash(fake: FakeMachine, conte
     fake.write("/sys/class/kfd/kfd/topology/nodes/1/properties", content)
     fake.write("/sys/bus/pci/devices/0000:01:00.0/vendor", content)
     fake.nodes("nvidiactl", "nvidia0")
-    status, document = run_doctor(fake.root)
+    status, document = run_doctor(fake)
     findings = machine_findings(document)  # asserts no probe failed
     finding = findings["nvidia-driver-version-unreadable"]
     assert finding["severity"] == "warning"
@@ -880,12 +591,14 @@ def test_the_loader_cache_is_read_in_either_byte_order(big_endian: bool) -> None
 
 
 def test_ld_so_conf_lists_folders_and_includes() -> None:
-    folders, includes = parse_ld_so_conf(
+    entries = parse_ld_so_conf(
         "# comment\ninclude /etc/ld.so.conf.d/*.conf\n/usr/local/lib\n"
         "/opt/a:/opt/b, /opt/c=libc6\nhwcap 1 nosegneg\n/opt/d # trailing\n"
     )
-    assert folders == ["/usr/local/lib", "/opt/a", "/opt/b", "/opt/c", "/opt/d"]
-    assert includes == ["/etc/ld.so.conf.d/*.conf"]
+    assert entries == [
+        ("include", "/etc/ld.so.conf.d/*.conf"),
+        *(("folder", f) for f in ("/usr/local/lib", "/opt/a", "/opt/b", "/opt/c", "/opt/d")),
+    ]
 
 
 def test_the_loader_takes_ld_library_path_then_the_cache_then_default_folders(
@@ -915,44 +628,85 @@ def test_the_loader_takes_ld_library_path_then_the_cache_then_default_folders(
 
 def test_ld_so_conf_includes_are_followed_relative_to_their_file(tmp_path: Path) -> None:
     fake = FakeMachine(tmp_path)
-    fake.write("/etc/ld.so.conf", "include ld.so.conf.d/*.conf\ninclude /etc/ld.so.conf\n")
-    fake.write("/etc/ld.so.conf.d/a.conf", "/opt/a\n")
-    fake.write("/etc/ld.so.conf.d/b.conf", "/opt/b\n/opt/a\n")
-    assert Loader(MachineRoots(tmp_path), {}).conf_folders() == ["/opt/a", "/opt/b"]
+    fake.write(
+        "/etc/ld.so.conf",
+        "include ld.so.conf.d/*.conf\ninclude /etc/ld.so.conf\n/opt/first # note\n",
+    )
+    fake.write("/etc/ld.so.conf.d/a.conf", "/opt/a\n\n# comment\n")
+    # An include cycle, and folders listed twice.
+    fake.write("/etc/ld.so.conf.d/b.conf", "include /etc/ld.so.conf\n/opt/b\n/opt/a\n/opt/first/\n")
+    # In ldconfig's order: an included file's folders where its include line stands.
+    assert Loader(MachineRoots(tmp_path), {}).conf_folders() == [
+        "/opt/a",
+        "/opt/b",
+        "/opt/first",
+    ]
+    assert Loader(MachineRoots(tmp_path / "nowhere"), {}).conf_folders() == []
     assert machine_path(MachineRoots(tmp_path), tmp_path / "opt/a") == "/opt/a"
     assert machine_path(MachineRoots(tmp_path), "/elsewhere") == "/elsewhere"
 
 
-@pytest.mark.parametrize("machine", ["x86_64", "aarch64", "i686", "s390x"])
+def test_ld_library_path_entries_with_loader_variables_are_left_out() -> None:
+    environ = {"LD_LIBRARY_PATH": "/a:$ORIGIN/lib;;/b"}
+    assert Loader(MachineRoots(), environ).environment_folders() == ["/a", "/b"]
+
+
+# ---------------------------------------------------------------------------------
+# The ELF reader
+
+_RODATA = b"\x00hello world\x00580.95.05\x00"
+_FATBIN_START = b"\x50\xed\x55\xba" + b"\0" * 12
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64", "s390x", "i686", "ppc"])
 @pytest.mark.parametrize("with_sections", [True, False])
-def test_elf_names_are_read_from_sections_or_segments(
+def test_the_elf_reader_reads_header_dynamic_segment_and_sections(
     tmp_path: Path, machine: str, with_sections: bool
 ) -> None:
-    path = tmp_path / "libx.so"
-    path.write_bytes(
-        build_elf(
-            machine=machine,
-            soname="libx.so.1",
-            needed=("libc.so.6", "libm.so.6"),
-            runpath="$ORIGIN:/opt/lib",
-            rodata=b"\x00hello world\x00580.95.05\x00",
-            with_sections=with_sections,
-        )
+    """64- and 32-bit, little- and big-endian; with a section table or stripped of it."""
+    data = build_elf(
+        "libcublas.so.12",
+        ["libcublasLt.so.12", "libc.so.6"],
+        runpath="$ORIGIN:$ORIGIN/../../nvidia/cublas/lib",
+        rpath="/opt/lib",
+        sections={".rodata": _RODATA, ".nv_fatbin": _FATBIN_START} if with_sections else None,
+        machine=machine,
     )
-    header = read_header(path)
-    assert header is not None
-    assert header.suits(machine)
-    assert not header.suits(OTHER_MACHINE if machine != OTHER_MACHINE else "x86_64")
-    assert read_soname(path) == "libx.so.1"
-    dynamic = read_dynamic(path)
-    assert dynamic is not None
-    assert dynamic.needed == ("libc.so.6", "libm.so.6")
-    assert dynamic.runpath == ("$ORIGIN", "/opt/lib")
+    info = parse_elf(data, sections=True)
+    bits, little, _ = ELF_MACHINES[machine]
+    assert (info.header.bits, info.header.little_endian, info.header.kind) == (bits, little, 3)
+    assert info.header.suits(machine)
+    assert not info.header.suits(OTHER_MACHINE if machine != OTHER_MACHINE else "x86_64")
+    assert info.dynamic.soname == "libcublas.so.12"
+    assert info.dynamic.needed == ("libcublasLt.so.12", "libc.so.6")
+    assert info.dynamic.runpath == ("$ORIGIN", "$ORIGIN/../../nvidia/cublas/lib")
+    assert info.dynamic.rpath == ("/opt/lib",)
+    assert parse_elf(data).sections == ()
+
+    path = tmp_path / "libcublas.so.12"
+    path.write_bytes(data)
+    assert read_header(path) == info.header
+    assert read_dynamic(path) == info.dynamic
+    assert read_soname(path) == "libcublas.so.12"
+    assert read_elf(path, sections=True) == info
     if with_sections:
+        fatbin = info.section(".nv_fatbin")
+        assert fatbin is not None
+        assert fatbin.size == 16
+        assert data[fatbin.offset : fatbin.offset + 4] == _FATBIN_START[:4]
+        assert [s.name for s in info.sections] == [
+            "",
+            ".dynstr",
+            ".dynamic",
+            ".rodata",
+            ".nv_fatbin",
+            ".shstrtab",
+        ]
         assert section_contains(path, b"580.95.05") is True
         assert section_contains(path, b"580.95.06") is False
         assert read_strings(path) == ["hello world", "580.95.05"]
     else:
+        assert info.sections == ()
         assert section_contains(path, b"580.95.05") is None
         assert read_strings(path) == []
 
@@ -961,19 +715,50 @@ def test_a_string_across_a_read_boundary_is_found(tmp_path: Path) -> None:
     path = tmp_path / "libbig.so"
     needle = b"580.95.05"
     rodata = bytes((1 << 20) - 4) + needle + bytes(100)
-    path.write_bytes(build_elf(soname="libbig.so", rodata=rodata))
+    path.write_bytes(build_elf("libbig.so", sections={".rodata": rodata}))
     assert section_contains(path, needle) is True
     assert read_strings(path, min_length=9) == ["580.95.05"]
 
 
-def test_missing_and_non_elf_files_give_nothing(tmp_path: Path) -> None:
-    text = tmp_path / "script.so"
-    text.write_text("#!/bin/sh\n")
-    for path in (text, tmp_path / "missing.so"):
+def test_missing_and_non_elf_files_raise_or_give_nothing(tmp_path: Path) -> None:
+    text = tmp_path / "libcudart.so"
+    text.write_text("INPUT(libcudart.so.12)\n")
+    missing = tmp_path / "missing.so"
+    with pytest.raises(ElfError, match="bad magic"):
+        read_elf(text)
+    with pytest.raises(FileNotFoundError):
+        read_elf(missing)
+    for path in (text, missing):
         assert read_header(path) is None
+        assert read_dynamic(path) is None
         assert read_soname(path) is None
         assert section_contains(path, b"x") is None
         assert read_strings(path) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "truncated"),
+        (b"\x7fELF", "truncated"),
+        (b"MZ" + b"\0" * 100, "bad magic"),
+        (b"\x7fELF\x03\x01" + b"\0" * 100, "class"),
+        (b"\x7fELF\x02\x03" + b"\0" * 100, "encoding"),
+    ],
+)
+def test_the_elf_reader_refuses_what_is_not_elf(data: bytes, message: str) -> None:
+    with pytest.raises(ElfError, match=message):
+        parse_elf(data)
+
+
+def test_a_truncated_elf_file_is_an_elf_error() -> None:
+    data = build_elf("libcudart.so.12", ["libdl.so.2"])
+    for size in range(0, len(data), 7):
+        try:
+            info = parse_elf(data[:size])
+        except ElfError:
+            continue
+        assert info.dynamic.needed in ((), ("libdl.so.2",))
 
 
 # Fuzz: no text or bytes makes a parser raise.
@@ -1013,28 +798,64 @@ def test_fuzz_loader_caches_never_raise(data: bytes, count: int) -> None:
         assert isinstance(entry.path, str)
 
 
-_VALID_ELF = build_elf(soname="libx.so.1", needed=("libc.so.6",), rodata=b"\x00580.95.05\x00")
+@FUZZ
+@given(st.text(alphabet=st.sampled_from(list("/ab*.\n# include\t,=:")), max_size=120))
+def test_fuzz_ld_so_conf_files_never_raise(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        fake = FakeMachine(Path(folder))
+        fake.write("/etc/ld.so.conf", text)
+        fake.write("/etc/a.conf", text)
+        for found in Loader(MachineRoots(fake.root), {}).conf_folders():
+            assert isinstance(found, str)
+
+
+_VALID_ELF = build_elf(
+    "libx.so.1",
+    ["libc.so.6"],
+    runpath="$ORIGIN",
+    sections={".rodata": b"\x00580.95.05\x00", ".nv_fatbin": b"x" * 8},
+)
 
 
 def _read_everything(data: bytes) -> None:
+    """Every part of *data* the reader can give: an answer or ElfError, nothing else."""
+    try:
+        info = parse_elf(data, sections=True)
+    except ElfError:
+        return
+    assert len(info.dynamic.needed) <= 4096
+    assert len(info.sections) <= 65536
     reader = ElfReader(io.BytesIO(data), len(data))
-    reader.dynamic()
-    for name in reader.section_names():
-        for _ in reader.section_chunks(name, overlap=3):
-            pass
+    for section in info.sections:
+        with contextlib.suppress(ElfError):
+            for _ in reader.section_chunks(section.name, overlap=3):
+                pass
 
 
-@FUZZ
-@given(st.binary(max_size=400))
-def test_fuzz_elf_reading_of_any_bytes_never_raises(data: bytes) -> None:
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.binary(max_size=600))
+def test_fuzz_any_bytes_give_an_elf_answer_or_an_elf_error(data: bytes) -> None:
     _read_everything(data)
     _read_everything(b"\x7fELF\x02\x01\x01" + data)
 
 
-@FUZZ
-@given(st.lists(st.tuples(st.integers(0, len(_VALID_ELF) - 1), st.integers(0, 255)), max_size=12))
-def test_fuzz_elf_reading_of_damaged_libraries_never_raises(changes: list[tuple[int, int]]) -> None:
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(st.tuples(st.integers(0, len(_VALID_ELF) - 1), st.integers(0, 255)), max_size=12),
+    st.booleans(),
+)
+def test_fuzz_damaged_libraries_give_an_elf_answer_or_an_elf_error(
+    changes: list[tuple[int, int]], big: bool
+) -> None:
     data = bytearray(_VALID_ELF)
     for position, value in changes:
-        data[position] = value
+        data[position] = 0xFF if big else value
     _read_everything(bytes(data))
+    # The helpers never raise at all.
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "libx.so.1")
+        path.write_bytes(data)
+        read_header(path)
+        read_dynamic(path)
+        section_contains(path, b"580.95.05", (".rodata", ".nv_fatbin"))
+        read_strings(path)

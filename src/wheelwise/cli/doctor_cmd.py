@@ -249,8 +249,71 @@ def _render_builds(console: Console, facts: Mapping[str, Any]) -> None:
 
 _RUNTIMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU"}
 
+
+def _compatibility_lines(facts: Mapping[str, Any]) -> list[str]:
+    """The compatibility section's facts as lines: what the rules were applied to
+    (driver, GPUs, the runtime in use), and each build's code for each GPU."""
+    gpus = ", ".join(map(str, _list(facts.get("gpus")))) or "none known"
+    runtimes = [_mapping(r) for r in _list(facts.get("runtime"))]
+    in_use = ", ".join(f"{r.get('soname')} {r.get('version')}" for r in runtimes) or "none"
+    driver = facts.get("driver_cuda")
+    lines = [
+        f"driver: {f'CUDA {driver}' if driver else 'none known'}; GPUs: {gpus}; "
+        f"runtime in use: {in_use}"
+    ]
+    for build in map(_mapping, _list(facts.get("builds"))):
+        code = ", ".join(f"{gpu} {how}" for gpu, how in _mapping(build.get("gpus")).items())
+        lines.append(
+            f"{build.get('name')} {build.get('version')} ({build.get('from')}): "
+            f"{code or 'no GPU to check'}"
+        )
+    return lines
+
+
+def _render_libraries(console: Console, facts: Mapping[str, Any]) -> None:
+    """The library search variables, and a table of the copies found: which SONAME,
+    which version, where, and whether the loader takes it."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    for variable in ("LD_PRELOAD", "LD_LIBRARY_PATH"):
+        if facts.get(variable) is not None:
+            console.print(f"  {variable}={escape(str(facts[variable]))}")
+    copies = facts.get("libraries") or []
+    if not copies:
+        return
+    table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 2))
+    for column in ("library", "version", "from", "loader", "path"):
+        table.add_column(column, overflow="fold")
+    for copy in copies:
+        if copy.get("winner"):
+            loader = "[green]loads it[/]"
+        elif copy.get("searched"):
+            loader = "shadowed"
+        else:
+            loader = "[dim]not searched[/]"
+        table.add_row(
+            escape(str(copy.get("soname", ""))),
+            escape(str(copy.get("version", ""))),
+            escape(str(copy.get("provider") or copy.get("kind") or "")),
+            loader,
+            escape(str(copy.get("path", ""))),
+        )
+    console.print(table)
+
+
+def _render_compatibility(console: Console, facts: Mapping[str, Any]) -> None:
+    """What the CUDA rules were applied to, and each build's code for each GPU."""
+    from rich.markup import escape
+
+    for line in _compatibility_lines(facts):
+        console.print(f"  {escape(line)}")
+
+
 # Sections whose facts are shown before their findings.
 _FACTS_RENDERERS: dict[str, Callable[[Console, Mapping[str, Any]], None]] = {
     "machine": _render_machine,
+    "libraries": _render_libraries,
+    "compatibility": _render_compatibility,
     "builds": _render_builds,
 }

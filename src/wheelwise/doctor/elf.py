@@ -1,14 +1,20 @@
-"""What ``doctor`` reads from ELF shared libraries without loading them: the header
-(word size, byte order, machine), the dynamic section (SONAME, NEEDED, RUNPATH) and
-the bytes of named sections.
+"""Reading ELF shared objects as bytes, without loading them: the header (word size,
+byte order, machine), the dynamic segment (``DT_SONAME``, ``DT_NEEDED``,
+``DT_RPATH``, ``DT_RUNPATH``) and the section table (names, offsets, sizes, and the
+bytes of a named section), for 32- and 64-bit, little- and big-endian files.
 
-Every read is bounded and checked against the file's size: a file that is not ELF,
-is truncated or contradicts itself gives ``None`` (or nothing found), never an
-exception, because ``doctor`` inspects whatever a broken machine holds.
+``doctor`` inspects libraries that may be broken, for another machine, or hostile:
+every count and length read from a file is bounded and checked against the file's
+size. :class:`ElfReader`, :func:`parse_elf` and :func:`read_elf` raise
+:class:`ElfError` (and :class:`OSError` for a file that cannot be read) for a file
+that is not a readable ELF file, so that a misread never passes for an answer; the
+``read_*`` and :func:`section_contains` helpers give ``None`` (or nothing) instead,
+for callers that only ask whether a file says something.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import struct
@@ -20,16 +26,21 @@ from typing import BinaryIO, TypeVar
 __all__ = [
     "ELF_MACHINES",
     "Dynamic",
+    "ElfError",
     "ElfHeader",
+    "ElfInfo",
     "ElfReader",
+    "Section",
+    "parse_elf",
     "read_dynamic",
+    "read_elf",
     "read_header",
     "read_soname",
     "read_strings",
     "section_contains",
 ]
 
-_MAGIC = b"\x7fELF"
+MAGIC = b"\x7fELF"
 # platform.machine() names -> (bits, little-endian, e_machine): what a library must
 # be for an interpreter of that machine to load it.
 ELF_MACHINES: dict[str, tuple[int, bool, int]] = {
@@ -44,27 +55,29 @@ ELF_MACHINES: dict[str, tuple[int, bool, int]] = {
     "i386": (32, True, 3),
     "i686": (32, True, 3),
     "armv7l": (32, True, 40),
+    "ppc": (32, False, 20),
 }
 
-_SHT_DYNAMIC = 6
-_PT_LOAD, _PT_DYNAMIC = 1, 2
-_DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = (
-    0,
-    1,
-    5,
-    10,
-    14,
-    15,
-    29,
-)
-_SHN_XINDEX = 0xFFFF
-# Bounds: no real library comes near them; a hostile or corrupt one must not make
+# Dynamic tags (System V gABI).
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 5, 10, 14, 15, 29
+PT_LOAD, PT_DYNAMIC = 1, 2
+SHT_NOBITS = 8
+SHN_XINDEX = 0xFFFF
+
+# Bounds: no real library comes near them; a damaged or crafted one must not make
 # doctor read gigabytes or loop for long.
-_MAX_TABLE_ENTRIES = 65536
-_MAX_DYNAMIC_BYTES = 1 << 20
-_MAX_NAME = 4096
+MAX_PROGRAM_HEADERS = 4096
+MAX_SECTIONS = 65536
+MAX_DYNAMIC_ENTRIES = 65536
+MAX_NEEDED = 4096
+MAX_STRING = 4096
 _CHUNK = 1 << 20
 _T = TypeVar("_T")
+
+
+class ElfError(ValueError):
+    """The bytes are not an ELF file this reader understands (truncated, inconsistent
+    offsets, not ELF at all)."""
 
 
 @dataclass(frozen=True)
@@ -85,231 +98,250 @@ class ElfHeader:
 
 @dataclass(frozen=True)
 class Dynamic:
-    """The dynamic section's names: what the library calls itself and needs."""
+    """The dynamic segment's names: what the library calls itself and needs."""
 
-    soname: str | None
+    soname: str | None = None
     needed: tuple[str, ...] = ()
     runpath: tuple[str, ...] = ()
     rpath: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
-class _Section:
-    name_offset: int
-    kind: int
-    address: int
+class Section:
+    """One entry of the section table (``.nv_fatbin``, ``.rodata``...): where its
+    bytes lie in the file (*size* is 0 for a section that holds none, ``.bss``)."""
+
+    name: str
+    type: int
     offset: int
     size: int
-    link: int
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    """What the dynamic loader reads from a shared object, and (when asked for) its
+    section table."""
+
+    header: ElfHeader
+    dynamic: Dynamic
+    sections: tuple[Section, ...] = ()
+
+    def section(self, name: str) -> Section | None:
+        return next((s for s in self.sections if s.name == name), None)
 
 
 class ElfReader:
-    """An ELF file open for reading (any seekable binary file object)."""
+    """An ELF file open for reading (any seekable binary file object of *size*
+    bytes). The header is read at once; the rest when asked for. Raises
+    :class:`ElfError` only."""
 
     def __init__(self, handle: BinaryIO, size: int) -> None:
         self._handle = handle
         self._size = size
-        self.header: ElfHeader | None = None
-        self._order = "<"
-        self._fields: tuple[int, ...] = ()
-        self._sections: list[_Section] | None = None
-        self._names: dict[str, _Section] | None = None
-        self._read_header()
+        self._sections: tuple[Section, ...] | None = None
+        ident = self._read(0, 16)
+        if ident[:4] != MAGIC:
+            raise ElfError("not an ELF file (bad magic)")
+        if ident[4] not in (1, 2):
+            raise ElfError(f"unknown ELF class {ident[4]}")
+        if ident[5] not in (1, 2):
+            raise ElfError(f"unknown ELF data encoding {ident[5]}")
+        self._order = "<" if ident[5] == 1 else ">"
+        self._wide = ident[4] == 2
+        w = self._word
+        fields = self._unpack(f"HHI{w}{w}{w}IHHHHHH", 16)
+        kind, machine, _, _, self._phoff, self._shoff, _, _, *tables = fields
+        self._phentsize, self._phnum, self._shentsize, self._shnum, self._shstrndx = tables
+        self.header = ElfHeader(64 if self._wide else 32, self._order == "<", machine, kind)
+
+    @property
+    def _word(self) -> str:
+        return "Q" if self._wide else "I"
 
     def _read(self, offset: int, length: int) -> bytes:
-        """Exactly *length* bytes at *offset*, or b"" when the file is shorter."""
+        """Exactly *length* bytes at *offset*."""
         if offset < 0 or length < 0 or offset + length > self._size:
-            return b""
+            raise ElfError(f"truncated: {length} bytes at offset {offset} past the end")
         self._handle.seek(offset)
         data = self._handle.read(length)
-        return data if len(data) == length else b""
+        if len(data) != length:
+            raise ElfError(f"short read at offset {offset}")
+        return data
 
-    def _read_header(self) -> None:
-        ident = self._read(0, 16)
-        if len(ident) != 16 or ident[:4] != _MAGIC or ident[4] not in (1, 2):
-            return
-        if ident[5] not in (1, 2):
-            return
-        bits = 32 if ident[4] == 1 else 64
-        self._order = "<" if ident[5] == 1 else ">"
-        layout = "HHIIIIIHHHHHH" if bits == 32 else "HHIQQQIHHHHHH"
-        body = self._read(16, struct.calcsize(self._order + layout))
-        if not body:
-            return
-        self._fields = struct.unpack(self._order + layout, body)
-        kind, machine = self._fields[0], self._fields[1]
-        self.header = ElfHeader(bits, self._order == "<", machine, kind)
+    def _unpack(self, layout: str, offset: int) -> tuple[int, ...]:
+        layout = self._order + layout
+        return struct.unpack(layout, self._read(offset, struct.calcsize(layout)))
 
-    # -- sections
+    def _string(self, offset: int, end: int, index: int) -> str:
+        """The NUL-terminated string at *index* of the string table at *offset*
+        (which ends at *end*)."""
+        start = offset + index
+        if index < 0 or start >= end:
+            raise ElfError(f"string offset {index} is outside the string table")
+        data = self._read(start, min(MAX_STRING, end - start))
+        stop = data.find(b"\0")
+        if stop < 0:
+            raise ElfError(f"string at offset {index} is not terminated")
+        return data[:stop].decode("utf-8", errors="replace")
 
-    def _section_table(self) -> list[_Section]:
-        if self._sections is not None:
-            return self._sections
-        self._sections = []
-        if self.header is None:
-            return self._sections
-        shoff, entsize, count, names_index = (
-            self._fields[5],
-            self._fields[10],
-            self._fields[11],
-            self._fields[12],
-        )
-        wide = self.header.bits == 64
-        layout = self._order + ("IIQQQQIIQQ" if wide else "IIIIIIIIII")
-        if shoff == 0 or entsize < struct.calcsize(layout):
-            return self._sections
-        first = self._section_at(shoff, layout)
-        if first is None:
-            return self._sections
-        if count == 0:  # more sections than e_shnum holds: the count is in section 0
-            count = first.size
-        if names_index == _SHN_XINDEX:
-            names_index = first.link
-        if count > _MAX_TABLE_ENTRIES:
-            return self._sections
-        for index in range(count):
-            section = self._section_at(shoff + index * entsize, layout)
-            if section is None:
-                self._sections = []
-                return self._sections
-            self._sections.append(section)
-        self._names = {}
-        if names_index < len(self._sections):
-            table = self._sections[names_index]
-            for section in self._sections:
-                name = self._string(table.offset, table.size, section.name_offset)
-                if name and name not in self._names:
-                    self._names[name] = section
-        return self._sections
+    # -- the dynamic segment
 
-    def _section_at(self, offset: int, layout: str) -> _Section | None:
-        data = self._read(offset, struct.calcsize(layout))
-        if not data:
-            return None
-        values = struct.unpack(layout, data)
-        # (name, type, flags, addr, offset, size, link, ...)
-        return _Section(values[0], values[1], values[3], values[4], values[5], values[6])
-
-    def _string(self, table_offset: int, table_size: int, index: int) -> str | None:
-        """The NUL-terminated string at *index* of a string table, if it is whole."""
-        if index < 0 or index >= table_size:
-            return None
-        length = min(_MAX_NAME, table_size - index, max(0, self._size - table_offset - index))
-        data = self._read(table_offset + index, length)
-        end = data.find(b"\0")
-        if end < 0:
-            return None
-        return data[:end].decode("utf-8", "replace")
-
-    def section_names(self) -> list[str]:
-        self._section_table()
-        return list(self._names or {})
-
-    def section_chunks(self, name: str, overlap: int = 0) -> Iterator[bytes]:
-        """The bytes of section *name* in pieces (consecutive pieces share *overlap*
-        bytes, so that a search never misses a string cut in two); nothing when the
-        file has no such section or it lies outside the file."""
-        self._section_table()
-        section = (self._names or {}).get(name)
-        if section is None or section.offset + section.size > self._size:
-            return
-        start, end = section.offset, section.offset + section.size
-        position = start
-        while position < end:
-            length = min(_CHUNK, end - position)
-            data = self._read(position, length)
-            if not data:
-                return
-            yield data
-            if position + length >= end:
-                return
-            position += max(1, length - overlap)
-
-    # -- the dynamic section
-
-    def dynamic(self) -> Dynamic | None:
-        """SONAME, NEEDED and search paths, from the section headers or (for a file
-        stripped of them) the program headers, as the loader reads them."""
-        if self.header is None:
-            return None
-        found = self._dynamic_from_sections()
-        if found is None:
-            found = self._dynamic_from_segments()
-        if found is None:
-            return None
-        entries, strtab_offset, strtab_size = found
-        names: dict[int, list[str]] = {}
+    def dynamic(self) -> Dynamic:
+        """SONAME, NEEDED and search paths, from ``PT_DYNAMIC`` as the loader reads
+        them (empty for a file without one)."""
+        segments = self._program_headers()
+        loads = [(vaddr, offset, size) for kind, offset, vaddr, size in segments if kind == PT_LOAD]
+        span = next(((off, size) for kind, off, _, size in segments if kind == PT_DYNAMIC), None)
+        if span is None:
+            return Dynamic()
+        entries = self._dynamic_entries(*span)
+        strtab = next((value for tag, value in entries if tag == DT_STRTAB), None)
+        strsz = next((value for tag, value in entries if tag == DT_STRSZ), None)
+        if strtab is None:
+            return Dynamic()
+        offset = _file_offset(loads, strtab)
+        end = min(self._size, offset + strsz) if strsz is not None else self._size
+        soname: str | None = None
+        needed: list[str] = []
+        rpath: tuple[str, ...] = ()
+        runpath: tuple[str, ...] = ()
         for tag, value in entries:
-            if tag in (_DT_NEEDED, _DT_SONAME, _DT_RPATH, _DT_RUNPATH):
-                text = self._string(strtab_offset, strtab_size, value)
-                if text is not None:
-                    names.setdefault(tag, []).append(text)
-        sonames = names.get(_DT_SONAME, [])
-        return Dynamic(
-            soname=sonames[0] if sonames else None,
-            needed=tuple(names.get(_DT_NEEDED, [])),
-            runpath=_search_path(names.get(_DT_RUNPATH, [])),
-            rpath=_search_path(names.get(_DT_RPATH, [])),
-        )
+            if tag == DT_NEEDED and len(needed) < MAX_NEEDED:
+                needed.append(self._string(offset, end, value))
+            elif tag == DT_SONAME and soname is None:
+                soname = self._string(offset, end, value)
+            elif tag == DT_RPATH and not rpath:
+                rpath = _split_path(self._string(offset, end, value))
+            elif tag == DT_RUNPATH and not runpath:
+                runpath = _split_path(self._string(offset, end, value))
+        return Dynamic(soname, tuple(needed), runpath, rpath)
 
-    def _entries(self, offset: int, size: int) -> list[tuple[int, int]]:
-        assert self.header is not None
-        layout = self._order + ("qQ" if self.header.bits == 64 else "iI")
+    def _program_headers(self) -> list[tuple[int, int, int, int]]:
+        """(type, file offset, virtual address, size in the file) of each segment."""
+        if self._phoff == 0 or self._phnum == 0:
+            return []
+        layout, picks = ("IIQQQQQQ", (0, 2, 3, 5)) if self._wide else ("IIIIIIII", (0, 1, 2, 4))
+        width = struct.calcsize(self._order + layout)
+        if self._phentsize < width:
+            raise ElfError(f"program header entries of {self._phentsize} bytes are too small")
+        count = min(self._phnum, MAX_PROGRAM_HEADERS)
+        table = self._read(self._phoff, self._phentsize * count)
+        segments = []
+        for index in range(count):
+            start = index * self._phentsize
+            values = struct.unpack(self._order + layout, table[start : start + width])
+            kind, offset, address, size = (values[i] for i in picks)
+            segments.append((kind, offset, address, size))
+        return segments
+
+    def _dynamic_entries(self, offset: int, size: int) -> list[tuple[int, int]]:
+        layout = self._order + ("qQ" if self._wide else "iI")
         width = struct.calcsize(layout)
-        data = self._read(offset, min(size, _MAX_DYNAMIC_BYTES, max(0, self._size - offset)))
+        count = min(size // width, MAX_DYNAMIC_ENTRIES)
+        data = self._read(offset, width * count)
         entries = []
-        for start in range(0, len(data) - width + 1, width):
-            tag, value = struct.unpack_from(layout, data, start)
-            if tag == _DT_NULL:
+        for index in range(count):
+            tag, value = struct.unpack_from(layout, data, index * width)
+            if tag == DT_NULL:
                 break
             entries.append((tag, value))
         return entries
 
-    def _dynamic_from_sections(self) -> tuple[list[tuple[int, int]], int, int] | None:
-        sections = self._section_table()
-        for section in sections:
-            if section.kind == _SHT_DYNAMIC and section.link < len(sections):
-                strtab = sections[section.link]
-                return self._entries(section.offset, section.size), strtab.offset, strtab.size
-        return None
+    # -- sections
 
-    def _dynamic_from_segments(self) -> tuple[list[tuple[int, int]], int, int] | None:
-        assert self.header is not None
-        phoff, entsize, count = self._fields[4], self._fields[8], self._fields[9]
-        wide = self.header.bits == 64
-        layout = self._order + ("IIQQQQQQ" if wide else "IIIIIIII")
-        if phoff == 0 or entsize < struct.calcsize(layout) or count > _MAX_TABLE_ENTRIES:
-            return None
-        loads: list[tuple[int, int, int]] = []  # (vaddr, offset, filesz)
-        dynamic: tuple[int, int] | None = None
-        for index in range(count):
-            data = self._read(phoff + index * entsize, struct.calcsize(layout))
-            if not data:
-                return None
-            values = struct.unpack(layout, data)
-            if wide:
-                kind, offset, vaddr, filesz = values[0], values[2], values[3], values[5]
-            else:
-                kind, offset, vaddr, filesz = values[0], values[1], values[2], values[4]
-            if kind == _PT_LOAD:
-                loads.append((vaddr, offset, filesz))
-            elif kind == _PT_DYNAMIC and dynamic is None:
-                dynamic = (offset, filesz)
-        if dynamic is None:
-            return None
-        entries = self._entries(*dynamic)
-        tags = dict(reversed(entries))  # the first of each tag counts
-        strtab_address, strtab_size = tags.get(_DT_STRTAB), tags.get(_DT_STRSZ, 0)
-        if strtab_address is None:
-            return None
-        for vaddr, offset, filesz in loads:
-            if vaddr <= strtab_address < vaddr + filesz:
-                return entries, offset + (strtab_address - vaddr), strtab_size
-        return None
+    def sections(self) -> tuple[Section, ...]:
+        """The section table (empty for a file without one)."""
+        if self._sections is None:
+            self._sections = self._section_table() if self._shoff else ()
+        return self._sections
+
+    def section(self, name: str) -> Section | None:
+        return next((s for s in self.sections() if s.name == name), None)
+
+    def _section_table(self) -> tuple[Section, ...]:
+        w = self._word
+        layout = f"II{w}{w}{w}{w}II{w}{w}"
+        width = struct.calcsize(self._order + layout)
+        if self._shentsize < width:
+            raise ElfError(f"section header entries of {self._shentsize} bytes are too small")
+        first = self._unpack(layout, self._shoff)
+        # More than 0xff00 sections: the count and the names' index live in entry 0.
+        count = self._shnum or first[5]
+        names_index = first[6] if self._shstrndx == SHN_XINDEX else self._shstrndx
+        count = min(count, MAX_SECTIONS, max(0, (self._size - self._shoff) // self._shentsize))
+        table = self._read(self._shoff, self._shentsize * count)
+        raw = [
+            struct.unpack(
+                self._order + layout, table[i * self._shentsize : i * self._shentsize + width]
+            )
+            for i in range(count)
+        ]
+        if not 0 <= names_index < len(raw):
+            return tuple(Section("", e[1], e[4], _bytes_held(e)) for e in raw)
+        names = raw[names_index]
+        names_end = min(self._size, names[4] + names[5])
+        result = []
+        for entry in raw:
+            try:
+                name = self._string(names[4], names_end, entry[0])
+            except ElfError:
+                name = ""
+            result.append(Section(name, entry[1], entry[4], _bytes_held(entry)))
+        return tuple(result)
+
+    def section_chunks(self, name: str, overlap: int = 0) -> Iterator[bytes]:
+        """The bytes of section *name* in pieces (consecutive pieces share *overlap*
+        bytes, so that a search never misses a string cut in two); nothing when the
+        file has no such section."""
+        section = self.section(name)
+        if section is None:
+            return
+        end = section.offset + section.size
+        if end > self._size:
+            raise ElfError(f"section {name} runs past the end of the file")
+        position = section.offset
+        while position < end:
+            length = min(_CHUNK, end - position)
+            yield self._read(position, length)
+            if position + length >= end:
+                return
+            position += max(1, length - overlap)
 
 
-def _search_path(values: list[str]) -> tuple[str, ...]:
-    return tuple(folder for value in values for folder in value.split(":") if folder)
+def _bytes_held(entry: tuple[int, ...]) -> int:
+    return 0 if entry[1] == SHT_NOBITS else entry[5]
+
+
+def _file_offset(loads: list[tuple[int, int, int]], address: int) -> int:
+    """Where the byte the loader maps at *address* lies in the file."""
+    for vaddr, offset, size in loads:
+        if vaddr <= address < vaddr + size:
+            return offset + (address - vaddr)
+    raise ElfError(f"address {address:#x} of the string table is in no loaded segment")
+
+
+def _split_path(value: str) -> tuple[str, ...]:
+    return tuple(part for part in value.split(":") if part)
+
+
+def _info(reader: ElfReader, sections: bool) -> ElfInfo:
+    return ElfInfo(reader.header, reader.dynamic(), reader.sections() if sections else ())
+
+
+def parse_elf(data: bytes, *, sections: bool = False) -> ElfInfo:
+    """Parse an ELF file held in *data*; raises :class:`ElfError` only."""
+    return _info(ElfReader(io.BytesIO(data), len(data)), sections)
+
+
+def read_elf(path: str | os.PathLike[str], *, sections: bool = False) -> ElfInfo:
+    """Parse the ELF file at *path*, reading only the parts it needs. Raises
+    :class:`ElfError` for a file that is not a readable ELF file, :class:`OSError`
+    when it cannot be opened or read."""
+    with Path(path).open("rb") as handle:
+        return _info(ElfReader(handle, os.fstat(handle.fileno()).st_size), sections)
+
+
+# -- answers or None: for callers that only ask whether a file says something
 
 
 def _look(path: str | os.PathLike[str], look: Callable[[ElfReader], _T], default: _T) -> _T:
@@ -317,7 +349,7 @@ def _look(path: str | os.PathLike[str], look: Callable[[ElfReader], _T], default
     try:
         with Path(path).open("rb") as handle:
             return look(ElfReader(handle, os.fstat(handle.fileno()).st_size))
-    except (OSError, ValueError):  # ValueError: a NUL in a path read from a file
+    except (OSError, ValueError):  # ElfError; ValueError: a NUL in a path read from a file
         return default
 
 
@@ -327,7 +359,7 @@ def read_header(path: str | os.PathLike[str]) -> ElfHeader | None:
 
 
 def read_dynamic(path: str | os.PathLike[str]) -> Dynamic | None:
-    """The dynamic section's names of *path*, or None."""
+    """The dynamic segment's names of *path*, or None."""
     return _look(path, ElfReader.dynamic, None)
 
 
@@ -344,7 +376,7 @@ def section_contains(
     cannot be read as ELF or has none of them."""
 
     def look(reader: ElfReader) -> bool | None:
-        present = [name for name in sections if name in reader.section_names()]
+        present = [name for name in sections if reader.section(name) is not None]
         if not needle or not present:
             return None
         return any(

@@ -158,13 +158,12 @@ def _groups(builds: Sequence[GpuBuild]) -> list[_Group]:
         else:
             key = build.name
         keyed.setdefault((build.family, build.runtime, key), []).append(build)
-    groups = [
-        _Group(family, runtime, tuple(found)) for (family, runtime, _), found in keyed.items()
-    ]
-    # NVIDIA's libraries are judged only where no package that brings them in is.
-    majors = {(g.runtime, g.expects[0]) for g in groups if g.family != NVIDIA_LIBRARIES}
+    # NVIDIA's own library wheels are judged by the compatibility section, from the
+    # libcudart the target would load: judged here too, one problem would be two.
     return [
-        g for g in groups if g.family != NVIDIA_LIBRARIES or (g.runtime, g.expects[0]) not in majors
+        _Group(family, runtime, tuple(found))
+        for (family, runtime, _), found in keyed.items()
+        if family != NVIDIA_LIBRARIES
     ]
 
 

@@ -12,6 +12,7 @@ written them to the cache) and folders the caller names.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -28,6 +29,7 @@ __all__ = [
     "Loader",
     "machine_path",
     "parse_ld_so_conf",
+    "split_library_path",
 ]
 
 LD_LIBRARY_PATH = "LD_LIBRARY_PATH"
@@ -93,27 +95,31 @@ def machine_path(roots: MachineRoots, path: str | os.PathLike[str]) -> str:
     return text
 
 
-def parse_ld_so_conf(text: str) -> tuple[list[str], list[str]]:
-    """The folders and the ``include`` patterns of one ``ld.so.conf`` file, in order.
-    ``#`` starts a comment; ``hwcap`` lines are ignored; a folder may carry an old
-    ``=TYPE`` suffix, and several may share a line."""
-    folders: list[str] = []
-    includes: list[str] = []
+def split_library_path(value: str) -> list[str]:
+    """``LD_LIBRARY_PATH`` folders: glibc separates them by colons or semicolons. An
+    empty entry means the current folder; doctor leaves those out."""
+    return [part for part in re.split(r"[:;]", value) if part]
+
+
+def parse_ld_so_conf(text: str) -> list[tuple[str, str]]:
+    """The lines of one ``ld.so.conf`` file, in order, as ``("folder", path)`` and
+    ``("include", pattern)``: ``ldconfig`` reads an included file where its
+    ``include`` line stands. ``#`` starts a comment; ``hwcap`` lines are ignored; a
+    folder may carry an old ``=TYPE`` suffix, and several may share a line."""
+    entries: list[tuple[str, str]] = []
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         words = line.split()
         if words[0] == "include":
-            includes += words[1:]
-        elif words[0] == "hwcap":
-            continue
-        else:
+            entries += [("include", pattern) for pattern in words[1:]]
+        elif words[0] != "hwcap":
             for word in line.replace(",", " ").replace(":", " ").split():
                 folder = word.split("=", 1)[0]
                 if folder:
-                    folders.append(folder)
-    return folders, includes
+                    entries.append(("folder", folder))
+    return entries
 
 
 @dataclass
@@ -129,11 +135,10 @@ class Loader:
     _conf: list[str] | None = field(default=None, init=False, repr=False)
 
     def environment_folders(self) -> list[str]:
-        """``LD_LIBRARY_PATH``'s folders (':' or ';' separated; empty entries and
-        ones with loader variables such as $ORIGIN left out)."""
+        """``LD_LIBRARY_PATH``'s folders (ones with loader variables such as $ORIGIN
+        left out)."""
         value = self.environ.get(LD_LIBRARY_PATH, "")
-        parts = value.replace(";", ":").split(":")
-        return [part for part in parts if part and "$" not in part]
+        return [part for part in split_library_path(value) if "$" not in part]
 
     def default_folders(self) -> list[str]:
         folders = []
@@ -213,15 +218,15 @@ class Loader:
             text = self.roots.path(path).read_text(encoding="utf-8", errors="replace")
         except (OSError, ValueError):
             return
-        folders, includes = parse_ld_so_conf(text)
-        for folder in folders:
-            normal = str(PurePosixPath(folder))  # "/usr/lib/wsl/lib/" lists the same folder
-            if normal not in self._conf:
-                self._conf.append(normal)
-        for pattern in includes:
+        for kind, value in parse_ld_so_conf(text):
+            if kind == "folder":
+                normal = str(PurePosixPath(value))  # "/usr/lib/wsl/lib/" lists the same folder
+                if normal not in self._conf:
+                    self._conf.append(normal)
+                continue
             # ldconfig's globs: relative to the including file's folder; patterns in
             # the last component only.
-            absolute = PurePosixPath(path).parent / pattern
+            absolute = PurePosixPath(path).parent / value
             try:
                 matches = sorted(self.roots.path(str(absolute.parent)).glob(absolute.name))
             except (OSError, ValueError):

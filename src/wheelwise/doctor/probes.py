@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from wheelwise.doctor.amd_probe import amd_probe
 from wheelwise.doctor.builds_probe import builds_probe
+from wheelwise.doctor.compatibility_probe import compatibility_probe
+from wheelwise.doctor.libraries_probe import libraries_probe
 from wheelwise.doctor.nvidia_probe import nvidia_probe
 from wheelwise.doctor.providers_probe import providers_probe
 from wheelwise.doctor.runner import Probe
@@ -17,5 +19,7 @@ PROBES: tuple[Probe, ...] = (
     ("platform", platform_probe),
     ("nvidia-driver", nvidia_probe),
     ("amd-driver", amd_probe),
+    ("libraries", libraries_probe),
+    ("compatibility", compatibility_probe),
     ("builds", builds_probe),
 )
