@@ -14,8 +14,8 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from wheelwise.doctor.installed_dists import installed_dists
 from wheelwise.install.environment import TargetEnvironment
-from wheelwise.install.transaction import list_installed
 from wheelwise.untrusted_json import loads_json
 
 __all__ = ["InstalledDistribution", "installed_distributions", "record_files"]
@@ -48,7 +48,7 @@ def installed_distributions(target: TargetEnvironment) -> tuple[InstalledDistrib
     """Every distribution with a readable ``METADATA`` in the target's site folders
     (the first of a name wins, as on ``sys.path``), sorted by name."""
     found = []
-    for installed in list_installed(target):
+    for installed in installed_dists(target.site_dirs):
         variant, properties = _variant(installed.location)
         found.append(
             InstalledDistribution(
