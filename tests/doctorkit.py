@@ -15,11 +15,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from paths import DATA
 from wheelwise.doctor.elf import ELF_MACHINES
 from wheelwise.providers.fingerprint import OVERRIDE_VARIABLES
+
+# The --json document's schema (docs/doctor.md, "The --json document").
+REPORT_SCHEMA = jsonschema.Draft202012Validator(
+    json.loads(
+        (Path(__file__).resolve().parent.parent / "docs" / "doctor-report.schema.json").read_text()
+    )
+)
 
 __all__ = [
     "H100_INFORMATION",
@@ -397,6 +405,7 @@ def run_doctor(
         pytest.fail(f"doctor printed no JSON (exit {done.returncode}): {done.stderr}")
     assert document["exit_code"] == done.returncode
     assert not document["sections"]["doctor"]["findings"], document["sections"]["doctor"]
+    REPORT_SCHEMA.validate(document)  # the documented --json schema holds every section
     return done.returncode, document
 
 
