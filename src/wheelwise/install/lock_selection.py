@@ -136,7 +136,9 @@ def select_from_lock(lock: PyLock, target: LockTarget, metadata_of: MetadataOf) 
             for name, package in packages.items()
             if package.version is not None
         }
-        choices = [_choose(lock, package, target, locked) for package in packages.values()]
+        # One spec a round: building one ranks the target's tags again.
+        spec = replace(target.spec, abi_preferred=locked)
+        choices = [_choose(lock, package, target, spec, locked) for package in packages.values()]
         if not _gated_waiting(lock, target, groups, packages):
             break
         unread = [choice for choice in choices if choice.key not in activated]
@@ -222,7 +224,11 @@ def _applicable(
 
 
 def _choose(
-    lock: PyLock, package: Package, target: LockTarget, locked: Mapping[NormalizedName, Version]
+    lock: PyLock,
+    package: Package,
+    target: LockTarget,
+    spec: TargetSpec,
+    locked: Mapping[NormalizedName, Version],
 ) -> LockedChoice:
     """*package*'s wheel for the target, from those the lock lists."""
     where = f"{lock.source}: package {package.describe()}"
@@ -237,9 +243,7 @@ def _choose(
             )
     version = Version(package.version) if package.version is not None else files[0][0].version
     release = Release(version, [WheelFile(filename, wheel) for filename, wheel in files], metadata)
-    builds = select_builds(
-        canonicalize_name(package.name), release, replace(target.spec, abi_preferred=locked)
-    )
+    builds = select_builds(canonicalize_name(package.name), release, spec)
     if isinstance(builds, Unavailable):
         raise _unavailable(where, builds, target)
     for selection in builds:
