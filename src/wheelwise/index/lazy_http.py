@@ -38,11 +38,6 @@ class LazyHttpClient:
                 client = self._client
         return client
 
-    @property
-    def made(self) -> bool:
-        """Whether a request has needed the client yet."""
-        return self._client is not None
-
     def close(self) -> None:
         """Close the client if it was made (a later call makes a new one)."""
         with self._lock:
