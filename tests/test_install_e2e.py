@@ -22,72 +22,12 @@ from typing import Any
 
 import pytest
 
+from gpuhouse import GATED, HASWELL, demo_house, machine
 from indexkit import demo_wheel, http_server, uvicorn_thread, wheelwise_serve
-from installkit import WHEEL, make_venv, pip, run_python
+from installkit import make_venv, pip, run_python
 from variantkit import wheelwise
 from wheelwise import __version__ as wheelwise_version
 from wheelwise.index.static import build_site
-
-DATA = Path(__file__).parent / "data" / "cpuinfo"
-HASWELL = DATA / "linux-rhel7-haswell"
-K10 = DATA / "linux-scientific7-k10"
-NAMESPACES = ["nvidia", "x86_64"]
-
-
-def sm(*archs: int) -> list[str]:
-    return [f"{a}_real" for a in archs]
-
-
-CUDA = {
-    "cu126": ("12.6", sm(50, 60, 70, 75, 80, 86, 89, 90)),
-    "cu128": ("12.8", sm(70, 75, 80, 86, 89, 90, 100, 120)),
-    "cu130": ("13.0", sm(75, 80, 86, 89, 90, 100, 120)),
-}
-
-
-def metadata_member(name: str, version: str, requires: list[str]) -> dict[str, bytes]:
-    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-    lines += [f"Requires-Dist: {r}" for r in requires]
-    return {f"{name}-{version}.dist-info/METADATA": ("\n".join(lines) + "\n").encode()}
-
-
-GATED = ['cudart; "nvidia" in variant_namespaces']
-
-
-def wheel(directory: Path, filename: str, *args: Any, **kwargs: Any) -> Path:
-    """demo_wheel with a Tag line in WHEEL (``pip check`` wants one)."""
-    name, version = filename.split("-")[:2]
-    members = {f"{name}-{version}.dist-info/WHEEL": WHEEL, **kwargs.pop("extra_members", {})}
-    return demo_wheel(directory, filename, *args, extra_members=members, **kwargs)
-
-
-def demo_house(directory: Path) -> None:
-    directory.mkdir(parents=True)
-    wheel(directory, "gpukit-1.0-py3-none-any.whl")
-    wheel(directory, "gpukit-1.0-py3-none-any-null.whl", "null", {}, namespaces=NAMESPACES)
-    for label, (bound, archs) in CUDA.items():
-        properties = {"nvidia": {"cuda_version_lower_bound": [bound], "sm_arch": archs}}
-        wheel(
-            directory,
-            f"gpukit-1.0-py3-none-any-{label}.whl",
-            label,
-            properties,
-            namespaces=NAMESPACES,
-            extra_members=metadata_member("gpukit", "1.0", GATED),
-        )
-    wheel(
-        directory,
-        "gpukit-1.0-py3-none-any-x86_64_v3.whl",
-        "x86_64_v3",
-        {"x86_64": {"level": ["v3"]}},
-        namespaces=NAMESPACES,
-    )
-    wheel(directory, "cudart-1.0-py3-none-any.whl")
-    wheel(
-        directory,
-        "app-1.0-py3-none-any.whl",
-        extra_members=metadata_member("app", "1.0", ["gpukit>=1.0"]),
-    )
 
 
 @pytest.fixture(scope="module")
@@ -109,18 +49,6 @@ def static(house: Path) -> Iterator[str]:
     build_site(house, site)
     with http_server(site) as base:
         yield f"{base}/simple/"
-
-
-def machine(cpu: Path = K10, driver: str = "none", gpus: str | None = None) -> dict[str, str]:
-    env = {
-        "WHEELWISE_CPUINFO": str(cpu),
-        "WHEELWISE_NVIDIA_DRIVER": driver,
-        "WHEELWISE_AMD_ROCM": "none",
-        "WHEELWISE_AMD_GFX": "none",
-    }
-    if gpus is not None:
-        env["WHEELWISE_NVIDIA_GPUS"] = gpus
-    return env
 
 
 def install(

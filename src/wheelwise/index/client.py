@@ -404,6 +404,22 @@ class IndexClient:
             files = read_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
         return ProjectListing(normalized, source, files, fetched.url)
 
+    def fetch_project_names(self, source: IndexSource) -> list[NormalizedName]:
+        """Every project an index lists on its root page, normalized and sorted."""
+        from wheelwise.index.project_list import read_project_names
+
+        if source.is_local:
+            directory = _file_path(source.url)
+            try:
+                return sorted(
+                    canonicalize_name(entry.name) for entry in directory.iterdir() if entry.is_dir()
+                )
+            except OSError as exc:
+                raise SourceError(source.url, f"{directory}: cannot be read ({exc})") from None
+        fetched = self._get(source.url, PAGE_ACCEPT, source.hint, cached=True)
+        assert fetched is not None
+        return read_project_names(fetched.body, fetched.url, fetched.content_type)
+
     def _local_index(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
         page = source.project_url(name)
         directory = _file_path(page)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -62,10 +62,19 @@ class FileLink:
 
     filename: str
     url: str
-    sha256: str
-    size: int
+    # None (proxy): not known until the file is built; then the page says API 1.0,
+    # where PEP 700's size is not required.
+    sha256: str | None
+    size: int | None
     requires_python: str | None = None
     metadata_sha256: str | None = None
+    # PEP 658 metadata served but its hash not known yet (PEP 714 allows "true").
+    metadata_unhashed: bool = False
+    # PEP 592: True, or the reason.
+    yanked: bool | str = False
+    # Why this file is listed: an HTML comment, and ``_wheelwise`` in JSON (PEP 691
+    # reserves keys with a leading underscore for the index).
+    note: Mapping[str, str] | None = None
 
 
 def project_links(project: Project, urls: Urls) -> list[FileLink]:
@@ -129,40 +138,75 @@ def root_json(projects: Iterable[str]) -> bytes:
 
 def project_html(project: Project, urls: Urls) -> bytes:
     """``/simple/<project>/`` as PEP 503 HTML."""
-    title = html.escape(f"Links for {project.name}")
+    return links_html(project.name, project_links(project, urls))
+
+
+def project_json(project: Project, urls: Urls) -> bytes:
+    """``/simple/<project>/`` as PEP 691 JSON (with PEP 700's ``versions`` and ``size``)."""
+    return links_json(project.name, project.versions, project_links(project, urls))
+
+
+def _comment(note: Mapping[str, str]) -> str:
+    # "--" cannot occur inside an HTML comment.
+    text = "; ".join(f"{key}: {value}" for key, value in note.items())
+    return "    <!-- " + html.escape(text.replace("--", "- -"), quote=False) + " -->\n"
+
+
+def links_html(name: str, links: Iterable[FileLink]) -> bytes:
+    """A project page of *links* as PEP 503 HTML."""
+    title = html.escape(f"Links for {name}")
     parts = [_HTML_HEAD.format(title=title)]
-    for link in project_links(project, urls):
-        attrs = [f'href="{_attr(link.url)}#sha256={link.sha256}"']
+    for link in links:
+        fragment = f"#sha256={link.sha256}" if link.sha256 else ""
+        attrs = [f'href="{_attr(link.url)}{fragment}"']
         if link.requires_python:
             attrs.append(f'data-requires-python="{_attr(link.requires_python)}"')
         if link.metadata_sha256:
             attrs.append(f'data-dist-info-metadata="sha256={link.metadata_sha256}"')
             attrs.append(f'data-core-metadata="sha256={link.metadata_sha256}"')
+        elif link.metadata_unhashed:
+            attrs.append('data-dist-info-metadata="true"')
+            attrs.append('data-core-metadata="true"')
+        if link.yanked:
+            reason = link.yanked if isinstance(link.yanked, str) else ""
+            attrs.append(f'data-yanked="{_attr(reason)}"')
+        if link.note:
+            parts.append(_comment(link.note))
         parts.append(f"    <a {' '.join(attrs)}>{html.escape(link.filename)}</a><br>\n")
     parts.append(_HTML_TAIL)
     return "".join(parts).encode("utf-8")
 
 
-def project_json(project: Project, urls: Urls) -> bytes:
-    """``/simple/<project>/`` as PEP 691 JSON (with PEP 700's ``versions`` and ``size``)."""
+def links_json(name: str, versions: Sequence[str], links: Iterable[FileLink]) -> bytes:
+    """A project page of *links* as PEP 691 JSON (with PEP 700's ``versions`` and ``size``)."""
     files: list[dict[str, Any]] = []
-    for link in project_links(project, urls):
+    api_version = API_VERSION
+    for link in links:
         entry: dict[str, Any] = {
             "filename": link.filename,
             "url": link.url,
-            "hashes": {"sha256": link.sha256},
-            "size": link.size,
+            "hashes": {"sha256": link.sha256} if link.sha256 else {},
         }
+        if link.size is not None:
+            entry["size"] = link.size
+        else:
+            api_version = "1.0"
         if link.requires_python:
             entry["requires-python"] = link.requires_python
         if link.metadata_sha256:
             # PEP 714: only the new key in JSON (pip 22.3 to 23.1 fail on the old one).
             entry["core-metadata"] = {"sha256": link.metadata_sha256}
+        elif link.metadata_unhashed:
+            entry["core-metadata"] = True
+        if link.yanked:
+            entry["yanked"] = link.yanked
+        if link.note:
+            entry["_wheelwise"] = dict(link.note)
         files.append(entry)
     document = {
-        "meta": {"api-version": API_VERSION},
-        "name": project.name,
-        "versions": project.versions,
+        "meta": {"api-version": api_version},
+        "name": name,
+        "versions": list(versions),
         "files": files,
     }
     return _json(document)

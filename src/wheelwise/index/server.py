@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -202,31 +202,7 @@ class IndexApp:
         *,
         cache: str = _FILE_CACHE,
     ) -> Response:
-        etag = etag_for(digest)
-        headers = {"ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": cache}
-        if none_match(request.headers.get("if-none-match"), etag):
-            return Response(status_code=304, headers=headers)
-        headers["Content-Type"] = media
-        wanted = parse_range(
-            request.headers.get("range"), size, if_range=request.headers.get("if-range"), etag=etag
-        )
-        if wanted is UNSATISFIABLE:
-            headers["Content-Range"] = UNSATISFIABLE.content_range(size)
-            return _text(416, f"range not satisfiable: the file has {size} bytes", headers)
-        status, start, length = 200, 0, size
-        if isinstance(wanted, ByteRange):
-            status, start, length = 206, wanted.start, wanted.length
-            headers["Content-Range"] = wanted.content_range(size)
-        headers["Content-Length"] = str(length)
-        if request.method == "HEAD":
-            return Response(b"", status_code=status, headers=headers)
-        if isinstance(body, bytes):
-            return Response(body[start : start + length], status_code=status, headers=headers)
-        try:
-            stream = await anyio.to_thread.run_sync(body.open, "rb")
-        except OSError:
-            return _text(404, f"{body.name} is gone")
-        return StreamingResponse(_read(stream, start, length), status_code=status, headers=headers)
+        return await send_file(request, size, digest, body, media, cache=cache)
 
     # -- uploads ---------------------------------------------------------------------
 
@@ -267,6 +243,45 @@ class IndexApp:
         if not uploaded.created:
             return _text(200, f"{uploaded.filename} is already published with this content")
         return _text(200, f"published {uploaded.filename}")
+
+
+async def send_file(
+    request: Request,
+    size: int,
+    digest: str,
+    body: bytes | Path,
+    media: str,
+    *,
+    cache: str = _FILE_CACHE,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """*body* (bytes, or a file streamed from disk) with ETag, 304 and single byte
+    ranges (206 / 416); *headers* are added to every answer."""
+    etag = etag_for(digest)
+    answer = {**(headers or {}), "ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": cache}
+    if none_match(request.headers.get("if-none-match"), etag):
+        return Response(status_code=304, headers=answer)
+    answer["Content-Type"] = media
+    wanted = parse_range(
+        request.headers.get("range"), size, if_range=request.headers.get("if-range"), etag=etag
+    )
+    if wanted is UNSATISFIABLE:
+        answer["Content-Range"] = UNSATISFIABLE.content_range(size)
+        return _text(416, f"range not satisfiable: the file has {size} bytes", answer)
+    status, start, length = 200, 0, size
+    if isinstance(wanted, ByteRange):
+        status, start, length = 206, wanted.start, wanted.length
+        answer["Content-Range"] = wanted.content_range(size)
+    answer["Content-Length"] = str(length)
+    if request.method == "HEAD":
+        return Response(b"", status_code=status, headers=answer)
+    if isinstance(body, bytes):
+        return Response(body[start : start + length], status_code=status, headers=answer)
+    try:
+        stream = await anyio.to_thread.run_sync(body.open, "rb")
+    except OSError:
+        return _text(404, f"{body.name} is gone")
+    return StreamingResponse(_read(stream, start, length), status_code=status, headers=answer)
 
 
 def _dist_type(dist: DistFile) -> str:
