@@ -166,7 +166,10 @@ class BuildStore:
         try:
             info = dict(make(scratch))
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in info.items()):
-                raise TypeError(f"the builder of store entry {name} returned non-string facts")
+                raise TypeError(
+                    f"the builder of store entry {name} returned facts that are not all"
+                    " strings; return a mapping of str to str"
+                )
             made = _only_file(scratch, name)
             digest, size = _digest(made)
             record = {"sha256": digest, "size": size, "info": info}
