@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.markers import InvalidMarker, UndefinedComparison
+from packaging.markers import Marker as PackagingMarker
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as PackagingRequirement
 
@@ -14,6 +15,7 @@ from wheelwise.variants.markers import (
     evaluate_marker,
     parse_marker,
     parse_requirement,
+    settle_variant_markers,
     uses_variant_markers,
     variant_environment,
 )
@@ -232,3 +234,130 @@ def test_invalid_requirements_are_rejected_like_packaging(bad: str) -> None:
         PackagingRequirement(bad)
     with pytest.raises(InvalidRequirement):
         parse_requirement(bad)
+
+
+V3 = variant_environment("x86_64_v3", [VariantProperty("x86_64", "level", "v3")])
+SETTLED = [
+    ('variant_label == "x86_64_v3"', True),
+    ('variant_label == "null"', False),
+    ('"x86_64 :: level :: v3" in variant_properties and "nvidia" not in variant_namespaces', True),
+    ('python_version >= "3.9" and variant_label == "x86_64_v3"', 'python_version >= "3.9"'),
+    ('python_version >= "3.9" and variant_label == "null"', False),
+    ('python_version >= "3.9" or variant_label == "x86_64_v3"', True),
+    ('python_version >= "3.9" or variant_label == "null"', 'python_version >= "3.9"'),
+    (
+        'os_name == "nt" and "x86_64::level" in variant_features or extra == "GPU"',
+        'os_name == "nt" or extra == "gpu"',
+    ),
+    (
+        '(os_name == "nt" or variant_label == "null") and sys_platform == "linux"',
+        'os_name == "nt" and sys_platform == "linux"',
+    ),
+    (
+        'sys_platform == "linux" and (os_name == "nt" or (variant_label == "x" or extra == "a"))',
+        'sys_platform == "linux" and (os_name == "nt" or extra == "a")',
+    ),
+    (
+        '(sys_platform == "linux" and "x86_64" in variant_namespaces) and os_name == "posix"',
+        'sys_platform == "linux" and os_name == "posix"',
+    ),
+    ('((variant_label == "null" or os_name == "nt"))', 'os_name == "nt"'),
+    ('python_version < "3.8"', 'python_version < "3.8"'),
+    # packaging compares the variable on the right as its own name: so does the result.
+    ("os_name == variant_label", 'os_name == "variant_label"'),
+    ('"v3" in variant_label', True),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SETTLED)
+def test_settle_variant_markers(text: str, expected: str | bool) -> None:
+    settled = settle_variant_markers(parse_marker(text), V3)
+    if isinstance(expected, bool):
+        assert settled is expected
+    else:
+        assert isinstance(settled, PackagingMarker)
+        assert str(settled) == expected
+        assert PackagingMarker(str(settled)) == settled
+
+
+def test_settle_raises_what_evaluation_raises() -> None:
+    marker = parse_marker('os_name == "nt" or variant_properties == "a :: b :: c"')
+    with pytest.raises(UndefinedComparison):
+        evaluate_marker(marker, V3)
+    with pytest.raises(UndefinedComparison):
+        settle_variant_markers(marker, V3)
+
+
+_STANDARD_ATOMS = [
+    'python_version >= "3.10"',
+    'python_version < "3.12"',
+    'os_name == "posix"',
+    'sys_platform != "win32"',
+    'extra == "gpu"',
+    'platform_machine in "x86_64 aarch64"',
+    '"linux" in sys_platform',
+]
+_VARIANT_ATOMS = [
+    'variant_label == "x86_64_v3"',
+    'variant_label != "null"',
+    'variant_label == ""',
+    '"null" in variant_label',
+    '"x86_64 :: level :: v3" in variant_properties',
+    '"x86_64::level::v4" not in variant_properties',
+    '"x86_64 :: level" in variant_features',
+    '"nvidia" in variant_namespaces',
+    '"nvidia" not in variant_namespaces',
+    "os_name == variant_label",
+]
+_PROPERTIES = [
+    VariantProperty("x86_64", "level", "v3"),
+    VariantProperty("x86_64", "level", "v4"),
+    VariantProperty("nvidia", "cuda_version_lower_bound", "12.8"),
+]
+
+
+def _joined(parts: list[str], operators: list[str]) -> str:
+    text = parts[0]
+    for operator, part in zip(operators, parts[1:], strict=True):
+        text += f" {operator} {part}"
+    return f"({text})"
+
+
+def _combined(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.lists(inner, min_size=2, max_size=4).flatmap(
+        lambda parts: st.lists(
+            st.sampled_from(["and", "or"]), min_size=len(parts) - 1, max_size=len(parts) - 1
+        ).map(lambda operators: _joined(parts, operators))
+    )
+
+
+_MARKERS = st.recursive(st.sampled_from(_STANDARD_ATOMS + _VARIANT_ATOMS), _combined, max_leaves=12)
+_VARIANT_ENVS = st.builds(
+    variant_environment,
+    st.sampled_from([None, "null", "x86_64_v3", "cu128"]),
+    st.lists(st.sampled_from(_PROPERTIES), unique=True),
+)
+_ENVIRONMENTS = st.fixed_dictionaries(
+    {
+        "python_version": st.sampled_from(["3.8", "3.10", "3.12"]),
+        "os_name": st.sampled_from(["posix", "nt", "variant_label"]),
+        "sys_platform": st.sampled_from(["linux", "win32"]),
+        "platform_machine": st.sampled_from(["x86_64", "arm64"]),
+        "extra": st.sampled_from(["", "gpu"]),
+    }
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_MARKERS, variant_env=_VARIANT_ENVS, environment=_ENVIRONMENTS)
+def test_settled_marker_evaluates_as_the_original(
+    text: str, variant_env: dict[str, str | frozenset[str]], environment: dict[str, str]
+) -> None:
+    expected = evaluate_marker(text, variant_env, environment)
+    settled = settle_variant_markers(parse_marker(text), variant_env)
+    if isinstance(settled, bool):
+        assert settled is expected
+        return
+    assert not uses_variant_markers(settled)
+    assert settled.evaluate(environment) is expected
+    assert PackagingMarker(str(settled)).evaluate(environment) is expected

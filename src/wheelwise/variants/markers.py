@@ -5,7 +5,9 @@
 has already been selected. packaging 26 does not know these names, so this module
 runs packaging's own marker grammar with one token rule extended to accept them,
 and normalizes ``ns::f::v`` literals so that whitespace around ``::`` does not
-matter. Evaluation is packaging's own.
+matter. Evaluation is packaging's own. ``settle_variant_markers`` evaluates only the
+variant comparisons of a marker, for a wheel served to installers that know no
+variant markers: what is left uses standard markers only.
 """
 
 from __future__ import annotations
@@ -163,3 +165,83 @@ def evaluate_marker(
     combined: dict[str, str | AbstractSet[str]] = dict(environment or {})
     combined.update(variant_env)
     return marker.evaluate(combined)
+
+
+def _variant_key(atom: _parser.MarkerItem) -> str | None:
+    """The variant marker *atom* looks up, or None. Like packaging's evaluator, the
+    looked-up name is the left side when it is a variable, else the right side."""
+    lhs, _, rhs = atom
+    key = lhs if isinstance(lhs, _parser.Variable) else rhs
+    return key.value if isinstance(key, _parser.Variable) and key.value in VARIANT_MARKERS else None
+
+
+def _as_literal(node: _parser.MarkerVar) -> _parser.MarkerVar:
+    """A variable on the side packaging does not look up is compared as its own
+    name; a plain marker cannot spell a variant marker's name, so quote it."""
+    if isinstance(node, _parser.Variable) and node.value in VARIANT_MARKERS:
+        return _parser.Value(node.value)
+    return node
+
+
+def _settle_atom(
+    atom: _parser.MarkerItem, variant_env: Mapping[str, str | frozenset[str]]
+) -> _parser.MarkerItem | bool:
+    if _variant_key(atom) is not None:
+        return _marker_from_tree([atom]).evaluate(variant_env)
+    lhs, op, rhs = atom
+    return (_as_literal(lhs), op, _as_literal(rhs))
+
+
+def _settle_tree(
+    tree: _parser.MarkerList, variant_env: Mapping[str, str | frozenset[str]]
+) -> _parser.MarkerList | bool:
+    """*tree* (``a and b or c ...``: "and" binds tighter) with its variant comparisons
+    replaced by their values and the constants folded away."""
+    groups: list[list[_parser.MarkerList | _parser.MarkerItem | bool]] = [[]]
+    for item in tree:
+        if item == "or":
+            groups.append([])
+        elif isinstance(item, list):
+            groups[-1].append(_settle_tree(item, variant_env))
+        elif isinstance(item, tuple):
+            groups[-1].append(_settle_atom(item, variant_env))
+    # Everything is evaluated before folding: a comparison packaging cannot evaluate
+    # raises here as it does in evaluate_marker, wherever it stands.
+    kept: list[list[_parser.MarkerList | _parser.MarkerItem]] = []
+    for group in groups:
+        if any(value is False for value in group):
+            continue
+        rest = [value for value in group if not isinstance(value, bool)]  # no False left
+        if not rest:
+            return True
+        kept.append(rest)
+    if not kept:
+        return False
+    result: _parser.MarkerList = []
+    for conjunction in kept:
+        if result:
+            result.append("or")
+        for index, value in enumerate(conjunction):
+            if index:
+                result.append("and")
+            # An and-only subgroup reads the same without its parentheses.
+            if isinstance(value, list) and "or" not in value:
+                result.extend(value)
+            else:
+                result.append(value)
+    return result
+
+
+def settle_variant_markers(
+    marker: Marker, variant_env: Mapping[str, str | frozenset[str]]
+) -> Marker | bool:
+    """*marker* with every variant marker comparison evaluated in *variant_env*.
+
+    True or False when that decides the whole marker; else the rest of it, which uses
+    standard markers only (its ``str()`` parses with plain packaging). For every
+    standard *environment*, ``evaluate_marker(marker, variant_env, environment)``
+    equals the result (evaluated in *environment*). Raises what evaluate_marker
+    raises for a variant comparison it cannot evaluate.
+    """
+    settled = _settle_tree(marker._markers, variant_env)
+    return settled if isinstance(settled, bool) else _marker_from_tree(settled)

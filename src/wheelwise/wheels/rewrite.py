@@ -1,7 +1,8 @@
 """Write a changed copy of a wheel, reproducibly and atomically.
 
 The copy keeps every member in archive order with its original timestamp,
-compression method and attributes (extra fields and comments are not copied).
+compression method and attributes (extra fields and comments are not copied); a
+replaced member keeps its place and attributes and only its bytes change.
 Added members get a fixed timestamp (the newest copied member's) and mode 0644,
 and go after the copied ones; ``RECORD`` is written last, with a sha256 row per
 member in archive order. Nothing in the output depends on the clock, so the same
@@ -16,7 +17,7 @@ import os
 import secrets
 import stat
 import zipfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -87,18 +88,25 @@ def rewrite_wheel(
     *,
     drop: Collection[str] = (),
     add: Sequence[tuple[str, bytes]] = (),
+    replace: Mapping[str, bytes] | None = None,
 ) -> Path:
-    """Write *archive* to *target* without the members *drop* and with *add* appended.
+    """Write *archive* to *target* without the members *drop*, with the members named
+    in *replace* holding its bytes instead (in their place, with their attributes),
+    and with *add* appended.
 
     ``RECORD`` is rewritten; signature files over it are left out. The caller has
     verified the archive (``verify_record()``).
     """
+    replace = replace or {}
     record_name = archive.dist_info_path("RECORD")
     skipped = {record_name, *(archive.dist_info_path(name) for name in SIGNATURE_FILES), *drop}
     kept = [name for name in archive.names if name not in skipped]
     clashes = sorted({name for name, _ in add} & set(kept))
     if clashes:
         raise WheelError(f"{archive.path.name}: already has {', '.join(clashes)}")
+    absent = sorted(set(replace) - set(kept))
+    if absent:
+        raise WheelError(f"{archive.path.name}: has no member {', '.join(absent)} to replace")
     date_time = max((archive.info(name).date_time for name in kept), default=DEFAULT_DATE_TIME)
     record_info = _copied_info(archive.info(record_name))
 
@@ -106,9 +114,14 @@ def rewrite_wheel(
         entries: list[RecordEntry] = []
         with zipfile.ZipFile(stream, "w") as out:
             for name in kept:
+                info = _copied_info(archive.info(name))
+                chunks: Iterable[bytes] = archive.iter_chunks(name)
+                if name in replace:
+                    chunks = (replace[name],)
+                    info.file_size = len(replace[name])
                 hasher = RecordHasher(name)
-                with out.open(_copied_info(archive.info(name)), "w") as member:
-                    for chunk in archive.iter_chunks(name):
+                with out.open(info, "w") as member:
+                    for chunk in chunks:
                         hasher.update(chunk)
                         member.write(chunk)
                 entries.append(hasher.entry())
