@@ -30,10 +30,10 @@ from hypothesis import strategies as st
 from packaging.markers import Marker
 from packaging.tags import Tag
 
+from gpuhouse import HASWELL, machine, metadata_member, wheel
 from indexkit import free_port, installer_env, site_packages, uv_executable, wheelwise_serve
 from installkit import make_venv, run_python
 from paths import DRAFT_VARIANT_SCHEMA
-from test_install_e2e import HASWELL, machine, metadata_member, wheel
 from test_install_resolve import Index
 from test_network_faults import serving
 from variantkit import vpkg_wheel, wheelwise

@@ -17,6 +17,7 @@ COMMANDS = {
     "install": "wheelwise.cli.install_cmd:install",
     "list": "wheelwise.cli.install_cmd:list_cmd",
     "lock": "wheelwise.cli.lock_cmd:lock",
+    "proxy": "wheelwise.cli.proxy_cmd:proxy",
     "recover": "wheelwise.cli.install_cmd:recover",
     "select": "wheelwise.cli.select_cmd:select",
     "sync": "wheelwise.cli.sync_cmd:sync",

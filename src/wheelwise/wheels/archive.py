@@ -122,10 +122,11 @@ def open_zip(wheel: str | Path | InMemoryWheel) -> zipfile.ZipFile:
 class WheelArchive:
     """A wheel file opened for reading after its structure has been checked."""
 
-    def __init__(self, path: str | Path | InMemoryWheel) -> None:
+    def __init__(self, path: str | Path | InMemoryWheel, *, name: str | None = None) -> None:
+        """*name*: the wheel's file name, where the file on disk has another one."""
         self.path = path.path if isinstance(path, InMemoryWheel) else Path(path)
         try:
-            self.filename = WheelFilename.parse(self.path.name)
+            self.filename = WheelFilename.parse(name if name is not None else self.path.name)
         except VariantError as exc:
             raise WheelError(str(exc)) from None
         self._detached = False

@@ -1,0 +1,230 @@
+"""``wheelwise proxy``: the Simple API of upstream indexes, one plain wheel per build.
+
+Routes, for the default machine at ``/`` and for each profile under ``/p/<name>/``:
+
+* ``simple/`` and ``simple/<project>/``: PEP 503 HTML or PEP 691 JSON (negotiated,
+  ``?format=``), ETag and 304, ``Vary: Accept``. Each rewritten wheel's link carries
+  why it was chosen (an HTML comment, ``_wheelwise`` in JSON); the page's
+  ``Wheelwise-Why`` header points at the explanation.
+* ``files/<project>/<key>/<filename>`` (and ``.metadata``): the file, streamed from
+  the store, with ranges; immutable, as the key names its content. A rewritten wheel
+  says its build in ``Wheelwise-Build`` and ``Wheelwise-Why``.
+* ``why/<project>/``: every release's choice for this machine, as text.
+
+Upstream trouble is a 502 (504 when it is slow) with a one-line message, for that
+request only; nothing is cached from a failed fetch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio.to_thread
+from packaging.utils import canonicalize_name
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from wheelwise.index.http import etag_for, none_match
+from wheelwise.index.negotiation import JSON_V1, OFFERS, TEXT_HTML, choose, from_format
+from wheelwise.index.pages import Urls, links_html, links_json, root_html, root_json
+from wheelwise.index.server import send_file
+from wheelwise.proxy.choice import Passthrough, ProjectView, Rewrite
+from wheelwise.proxy.errors import NotFound, ProxyError
+from wheelwise.proxy.machines import Machine
+from wheelwise.proxy.service import METADATA_SUFFIX, Proxy
+from wheelwise.proxy.why import explain
+
+__all__ = ["create_app"]
+
+# Pages change with the upstream: a cache keeps them but asks again (ETag) each time.
+PAGE_CACHE = "public, no-cache"
+FILE_CACHE = "public, max-age=31536000, immutable"
+ERROR_CACHE = "no-store"
+_HEADER_LIMIT = 2000
+T = TypeVar("T")
+
+
+def _text(status: int, message: str, cache: str = ERROR_CACHE) -> Response:
+    headers = {"Cache-Control": cache}
+    return PlainTextResponse(message.rstrip("\n") + "\n", status_code=status, headers=headers)
+
+
+def header_value(text: str) -> str:
+    """*text* as a header value: one line of printable ASCII, bounded."""
+    flat = " ".join(text.split())
+    value = flat.encode("ascii", "backslashreplace").decode("ascii")
+    return value if len(value) <= _HEADER_LIMIT else value[: _HEADER_LIMIT - 3] + "..."
+
+
+class ProxyApp:
+    def __init__(self, proxy: Proxy) -> None:
+        self.proxy = proxy
+
+    def _machine(self, request: Request) -> Machine:
+        profile = request.path_params.get("profile")
+        machine = self.proxy.machines.get(profile)
+        if machine is None:
+            known = ", ".join(sorted(name for name in self.proxy.machines if name)) or "none"
+            raise NotFound(f"no profile {profile!r} on this proxy (profiles: {known})")
+        return machine
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(call)
+
+    @staticmethod
+    def _negotiate(request: Request) -> str | Response:
+        requested = request.query_params.get("format")
+        media = (
+            from_format(requested)
+            if requested is not None
+            else choose(request.headers.get("accept"))
+        )
+        if media is None:
+            return _text(406, "not acceptable; this index offers " + ", ".join(OFFERS))
+        return media
+
+    def _page(self, request: Request, body: bytes, media: str, headers: dict[str, str]) -> Response:
+        etag = etag_for(hashlib.sha256(body).hexdigest()[:40])
+        headers = {**headers, "ETag": etag, "Vary": "Accept", "Cache-Control": PAGE_CACHE}
+        if none_match(request.headers.get("if-none-match"), etag):
+            return Response(status_code=304, headers=headers)
+        headers["Content-Type"] = "text/html; charset=utf-8" if media == TEXT_HTML else media
+        if request.method == "HEAD":
+            headers["Content-Length"] = str(len(body))
+            return Response(b"", headers=headers)
+        return Response(body, headers=headers)
+
+    async def root(self, request: Request) -> Response:
+        return RedirectResponse(f"{_prefix(request)}/simple/", status_code=301)
+
+    async def simple(self, request: Request) -> Response:
+        machine = self._machine(request)
+        media = self._negotiate(request)
+        if isinstance(media, Response):
+            return media
+        names = await self._run(self.proxy.project_names)
+        body = root_json(names) if media == JSON_V1 else root_html(names, Urls())
+        return self._page(request, body, media, {"Wheelwise-Machine": header_value(machine.name)})
+
+    async def project(self, request: Request) -> Response:
+        machine = self._machine(request)
+        name = request.path_params["project"]
+        normalized = canonicalize_name(name)
+        if normalized != name or not request.url.path.endswith("/"):
+            query = f"?{request.url.query}" if request.url.query else ""
+            return RedirectResponse(
+                f"{_prefix(request)}/simple/{normalized}/{query}", status_code=301
+            )
+        media = self._negotiate(request)
+        if isinstance(media, Response):
+            return media
+        view = await self._run(lambda: self.proxy.view(machine, name))
+        links = await self._run(lambda: self.proxy.links(view))
+        if media == JSON_V1:
+            body = links_json(view.name, view.versions, links)
+        else:
+            body = links_html(view.name, links)
+        headers = {
+            "Wheelwise-Machine": header_value(machine.name),
+            "Wheelwise-Why": f"{_prefix(request)}/why/{name}/",
+            "Wheelwise-Builds": header_value(_newest_builds(view)),
+        }
+        return self._page(request, body, media, headers)
+
+    async def file(self, request: Request) -> Response:
+        machine = self._machine(request)
+        project = request.path_params["project"]
+        key, filename = request.path_params["key"], request.path_params["filename"]
+        metadata = filename.endswith(METADATA_SUFFIX)
+        wanted = filename[: -len(METADATA_SUFFIX)] if metadata else filename
+        entry = await self._run(lambda: self.proxy.entry(machine, project, key, wanted))
+        headers = {}
+        if isinstance(entry, Rewrite):
+            headers["Wheelwise-Build"] = header_value(
+                f"variant {entry.label} of {entry.source.filename}"
+            )
+            headers["Wheelwise-Why"] = header_value(entry.why)
+        if metadata:
+            data = await self._run(lambda: self.proxy.metadata(entry))
+            digest = hashlib.sha256(data).hexdigest()
+            media = "text/plain; charset=utf-8"
+            return await send_file(
+                request, len(data), digest, data, media, cache=FILE_CACHE, headers=headers
+            )
+        served = await self._run(lambda: self.proxy.file(entry))
+        stored = served.stored
+        media = "application/octet-stream"
+        if not filename.endswith(".whl"):
+            media = "application/gzip" if filename.endswith(".gz") else media
+        return await send_file(
+            request,
+            stored.size,
+            stored.sha256,
+            stored.path,
+            media,
+            cache=FILE_CACHE,
+            headers=headers,
+        )
+
+    async def why(self, request: Request) -> Response:
+        machine = self._machine(request)
+        project = canonicalize_name(request.path_params["project"])
+        view = await self._run(lambda: self.proxy.view(machine, project))
+        body = explain(view, machine).encode("utf-8")
+        return self._page(request, body, "text/plain; charset=utf-8", {})
+
+
+def _prefix(request: Request) -> str:
+    profile = request.path_params.get("profile")
+    return f"/p/{profile}" if profile is not None else ""
+
+
+def _newest_builds(view: ProjectView) -> str:
+    """The newest release's rewritten wheels, for the page's header."""
+    if not view.releases:
+        return "no releases"
+    newest = view.releases[-1]
+    parts = [
+        f"{entry.filename} = variant {entry.label} of {entry.source.filename}"
+        for entry in newest.entries
+        if isinstance(entry, Rewrite)
+    ]
+    if not parts:
+        plain = any(isinstance(e, Passthrough) for e in newest.entries)
+        return f"{view.name} {newest.version}: " + ("passed through" if plain else "nothing")
+    return f"{view.name} {newest.version}: " + "; ".join(parts)
+
+
+def _guarded(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    async def guarded(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ProxyError as exc:
+            return _text(exc.status, exc.message)
+
+    return guarded
+
+
+def create_app(proxy: Proxy) -> Starlette:
+    """The ASGI application of *proxy*."""
+    app = ProxyApp(proxy)
+    read = ["GET", "HEAD"]
+    routes: list[Route] = []
+    for prefix in ("", "/p/{profile}"):
+        routes += [
+            Route(f"{prefix}/", _guarded(app.root), methods=read),
+            Route(f"{prefix}/simple/", _guarded(app.simple), methods=read),
+            Route(f"{prefix}/simple/{{project}}/", _guarded(app.project), methods=read),
+            Route(f"{prefix}/simple/{{project}}", _guarded(app.project), methods=read),
+            Route(
+                f"{prefix}/files/{{project}}/{{key}}/{{filename}}", _guarded(app.file), methods=read
+            ),
+            Route(f"{prefix}/why/{{project}}/", _guarded(app.why), methods=read),
+        ]
+    return Starlette(routes=routes)

@@ -1,0 +1,63 @@
+"""Putting a proxy together from its options, and running it under uvicorn."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from starlette.applications import Starlette
+
+from wheelwise.index.client import IndexClient
+from wheelwise.proxy.app import create_app
+from wheelwise.proxy.machines import THIS_MACHINE, Machine
+from wheelwise.proxy.service import Proxy
+from wheelwise.proxy.store import BuildStore
+from wheelwise.variants.supported import SupportedProperties
+
+__all__ = ["DEFAULT_STORE_BYTES", "ProxyOptions", "build_app", "serve"]
+
+DEFAULT_STORE_BYTES = 20 << 30
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    upstreams: Sequence[str]
+    cache_dir: Path
+    # --system FILE: (what it says, its path); None: this machine's providers.
+    system: tuple[SupportedProperties, str] | None = None
+    # --profile NAME=FILE, served under /p/NAME/.
+    profiles: Mapping[str, tuple[SupportedProperties, str]] = field(default_factory=dict)
+    store_bytes: int = DEFAULT_STORE_BYTES
+    timeout: float = 15.0
+
+
+def build_app(options: ProxyOptions) -> Starlette:
+    """The proxy's ASGI application (its client is closed when the process ends)."""
+    machines: dict[str | None, Machine] = {}
+    if options.system is None:
+        machines[None] = Machine(THIS_MACHINE)
+    else:
+        supported, path = options.system
+        machines[None] = Machine(f"the machine in {path}", supported, path)
+    for name, (supported, path) in options.profiles.items():
+        machines[name] = Machine(f"profile {name} ({path})", supported, path)
+    root = options.cache_dir / "proxy"
+    client = IndexClient(cache_dir=root / "http", timeout=options.timeout)
+    store = BuildStore(root / "store", max_bytes=options.store_bytes)
+    proxy = Proxy(options.upstreams, machines, store, client, root / "scratch")
+    return create_app(proxy)
+
+
+def serve(options: ProxyOptions, *, host: str, port: int) -> None:
+    """Run the proxy until interrupted (uvicorn logs its start-up lines to stderr)."""
+    import uvicorn
+
+    uvicorn.run(
+        build_app(options),
+        host=host,
+        port=port,
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+    )

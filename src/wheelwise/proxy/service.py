@@ -1,0 +1,281 @@
+"""The proxy's work, without HTTP: pages, files and explanations per machine.
+
+Everything here is blocking (the index client, wheel rewriting): the ASGI app
+(:mod:`wheelwise.proxy.app`) runs it in worker threads. Upstream failures become
+:class:`~wheelwise.proxy.errors.ProxyError` subclasses, so one broken project or
+upstream never stops the others.
+
+File URLs carry a content key (``files/<project>/<key>/<filename>``): the upstream
+sha256 for a file passed through, :attr:`Rewrite.key` for a rewritten wheel. A URL
+therefore always names the same bytes and can be cached for good, while the page
+that links it changes when a better build appears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from packaging.utils import NormalizedName, canonicalize_name
+
+from wheelwise.index.client import IndexClient, IndexFile, IndexSource
+from wheelwise.index.errors import SourceError
+from wheelwise.index.pages import FileLink
+from wheelwise.proxy.choice import Entry, Passthrough, ProjectView, Rewrite, decide
+from wheelwise.proxy.errors import NotFound, ProxyError, UpstreamFailed, UpstreamTimeout
+from wheelwise.proxy.machines import Machine
+from wheelwise.proxy.store import BuildStore, StoredFile
+from wheelwise.variants.errors import VariantError
+from wheelwise.variants.markers import variant_environment
+from wheelwise.variants.metadata import VariantMetadata
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.plain import make_plain_wheel, plain_metadata
+
+__all__ = ["Proxy", "Served"]
+
+METADATA_SUFFIX = ".metadata"
+_OFFERED_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class Served:
+    """A file ready to send, with why it is this build (None for a file passed through)."""
+
+    stored: StoredFile
+    why: str | None = None
+
+
+def _upstream_error(exc: SourceError) -> ProxyError:
+    timed_out = "no answer within" in exc.message or "deadline" in exc.message
+    error = UpstreamTimeout if timed_out else UpstreamFailed
+    return error(f"upstream: {exc.message}")
+
+
+@contextlib.contextmanager
+def _upstream() -> Iterator[None]:
+    try:
+        yield None
+    except SourceError as exc:
+        raise _upstream_error(exc) from None
+
+
+class Proxy:
+    """Pages and files of *upstreams* for each of *machines* (keyed by profile name;
+    None is the default machine)."""
+
+    def __init__(
+        self,
+        upstreams: Sequence[str],
+        machines: Mapping[str | None, Machine],
+        store: BuildStore,
+        client: IndexClient,
+        scratch: Path,
+    ) -> None:
+        self.sources = [IndexSource.index(url) for url in upstreams]
+        self.machines = machines
+        self.store = store
+        self.client = client
+        self.scratch = scratch
+        scratch.mkdir(parents=True, exist_ok=True)
+        # Every entry a page offered, by its URL: a key names fixed content, so a file
+        # request needs no new look at the upstream page.
+        self._offered: OrderedDict[tuple[str, str, str, str], Entry] = OrderedDict()
+        self._offered_lock = threading.Lock()
+
+    # -- pages -----------------------------------------------------------------------
+
+    def project_names(self) -> list[str]:
+        """Every project of every upstream, each once, sorted."""
+        names: set[NormalizedName] = set()
+        with _upstream():
+            for source in self.sources:
+                names.update(self.client.fetch_project_names(source))
+        return sorted(names)
+
+    def view(self, machine: Machine, project: str) -> ProjectView:
+        """What *project*'s page lists for *machine*."""
+        name = canonicalize_name(project)
+        with _upstream():
+            listings = [self.client.fetch_project(source, name) for source in self.sources]
+            found = [listing for listing in listings if listing.found]
+            if not found:
+                raise NotFound(f"no project {name!r} on the upstream indexes")
+            try:
+                view = decide(
+                    name,
+                    found,
+                    machine=machine.name,
+                    supported=machine.supported,
+                    metadata_for=self._variants_json,
+                )
+            except VariantError as exc:
+                raise UpstreamFailed(f"upstream: {name}: {exc}") from None
+        self._remember(machine, view)
+        return view
+
+    def _remember(self, machine: Machine, view: ProjectView) -> None:
+        with self._offered_lock:
+            for entry in view.entries():
+                url = (machine.name, view.name, _key(entry), entry.filename)
+                self._offered[url] = entry
+                self._offered.move_to_end(url)
+            while len(self._offered) > _OFFERED_LIMIT:
+                self._offered.popitem(last=False)
+
+    def _variants_json(self, file: IndexFile) -> VariantMetadata:
+        return self.client.fetch_variants_json(file)
+
+    def links(self, view: ProjectView) -> list[FileLink]:
+        """The page's links, with hashes and sizes where they are known."""
+        return [self._link(view.name, entry) for entry in view.entries()]
+
+    def _link(self, project: str, entry: Entry) -> FileLink:
+        url = f"../../files/{quote(project)}/{_key(entry)}/{quote(entry.filename)}"
+        if isinstance(entry, Passthrough):
+            file = entry.file
+            note = {"why": entry.why} if entry.why else None
+            return FileLink(
+                filename=file.filename,
+                url=url,
+                sha256=file.hashes.get("sha256"),
+                size=file.size,
+                requires_python=file.requires_python,
+                metadata_sha256=file.core_metadata_hashes.get("sha256"),
+                metadata_unhashed=file.core_metadata and "sha256" not in file.core_metadata_hashes,
+                yanked=file.yanked_reason or file.yanked,
+                note=note,
+            )
+        built = self.store.get(entry.key)
+        source = entry.source
+        note = {"variant": entry.label, "from": source.filename, "why": entry.why}
+        return FileLink(
+            filename=entry.filename,
+            url=url,
+            sha256=built.sha256 if built else None,
+            size=built.size if built else None,
+            requires_python=source.requires_python,
+            metadata_sha256=built.info.get("metadata_sha256") if built else None,
+            metadata_unhashed=built is None,
+            yanked=source.yanked_reason or source.yanked,
+            note=note,
+        )
+
+    # -- files ------------------------------------------------------------------------
+
+    def entry(self, machine: Machine, project: str, key: str, filename: str) -> Entry:
+        """The entry *key*/*filename* of *project*'s page for *machine*."""
+        with self._offered_lock:
+            offered = self._offered.get((machine.name, project, key, filename))
+        if offered is not None:
+            return offered
+        view = self.view(machine, project)
+        entry = view.find(filename)
+        if entry is None or _key(entry) != key:
+            raise NotFound(
+                f"{project}: {filename} is not offered for {machine.name} under this URL "
+                "(the upstream or the choice changed): fetch the project page again"
+            )
+        return entry
+
+    def file(self, entry: Entry) -> Served:
+        """The bytes of *entry*, fetched (and rewritten) once, from the store after."""
+        if isinstance(entry, Passthrough):
+            return Served(self.store.build(_key(entry), lambda out: self._fetch(entry.file, out)))
+        stored = self.store.build(entry.key, lambda out: self._rewrite(entry, out))
+        return Served(stored, entry.why)
+
+    def metadata(self, entry: Entry) -> bytes:
+        """*entry*'s core metadata (PEP 658): that of the wheel served."""
+        if isinstance(entry, Passthrough):
+            if entry.file.core_metadata:
+                with _upstream():
+                    return self.client.fetch_metadata(entry.file)
+            return _wheel_metadata(self.file(entry).stored, entry.filename)
+        built = self.store.get(entry.key)
+        if built is None and entry.source.core_metadata:
+            # The wheel's METADATA is checked against this when the wheel is built.
+            with _upstream():
+                upstream = self.client.fetch_metadata(entry.source)
+            return _settled(upstream, entry)
+        if built is None:
+            built = self.file(entry).stored
+        return _wheel_metadata(built, entry.filename)
+
+    def _fetch(self, file: IndexFile, out: Path) -> Mapping[str, str]:
+        with _upstream():
+            self.client.fetch_file_to(file, out / file.filename)
+        return {"filename": file.filename}
+
+    def _rewrite(self, entry: Rewrite, out: Path) -> Mapping[str, str]:
+        source = entry.source
+        with tempfile.TemporaryDirectory(dir=self.scratch) as scratch:
+            upstream = Path(scratch) / source.filename
+            with _upstream():
+                self.client.fetch_file_to(source, upstream)
+            try:
+                _check_agrees(upstream, entry)
+                plain = make_plain_wheel(upstream, out, _variant_env(entry))
+            except WheelError as exc:
+                raise UpstreamFailed(f"upstream: {source.url}: {exc}") from None
+        return {
+            "filename": entry.filename,
+            "metadata_sha256": plain.metadata_sha256,
+            "label": entry.label,
+            "upstream": source.filename,
+        }
+
+
+def _key(entry: Entry) -> str:
+    if isinstance(entry, Rewrite):
+        return entry.key
+    file = entry.file
+    return file.hashes.get("sha256") or hashlib.sha256(file.url.encode("utf-8")).hexdigest()
+
+
+def _variant_env(entry: Rewrite) -> dict[str, str | frozenset[str]]:
+    return variant_environment(entry.label, entry.properties)
+
+
+def _settled(metadata: bytes, entry: Rewrite) -> bytes:
+    try:
+        return plain_metadata(metadata, _variant_env(entry))
+    except WheelError as exc:
+        raise UpstreamFailed(f"upstream: {entry.source.metadata_url}: {exc}") from None
+
+
+def _check_agrees(wheel: Path, entry: Rewrite) -> None:
+    """The wheel must be what the page and ``*-variants.json`` say it is."""
+    source = entry.source
+    with WheelArchive(wheel) as archive:
+        own = archive.variant_metadata()
+        if own is None or entry.label not in own.variants:
+            raise WheelError(f"{source.filename}: no variant.json describing {entry.label!r}")
+        if set(own.properties(entry.label)) != set(entry.metadata.properties(entry.label)):
+            raise WheelError(
+                f"{source.filename}: its variant.json gives {entry.label!r} other properties "
+                "than the release's *-variants.json; the index is inconsistent: report it"
+            )
+        expected = source.core_metadata_hashes.get("sha256")
+        if expected is not None:
+            metadata = archive.read(archive.dist_info_path("METADATA"))
+            if hashlib.sha256(metadata).hexdigest() != expected:
+                raise WheelError(
+                    f"{source.filename}: its METADATA differs from the core metadata file the "
+                    "index serves for it (PEP 658); the index is inconsistent: report it"
+                )
+
+
+def _wheel_metadata(stored: StoredFile, filename: str) -> bytes:
+    try:
+        with WheelArchive(stored.path, name=filename) as archive:
+            return archive.read(archive.dist_info_path("METADATA"))
+    except WheelError as exc:
+        raise UpstreamFailed(f"upstream: {filename}: {exc}") from None
