@@ -37,24 +37,8 @@ SNIPPET_PROXY = "http://127.0.0.1:8080"
 SNIPPET_LISTEN = "listen 80;"
 SNIPPET_CACHE = "/var/cache/nginx/wheelwise"
 
-# The snippet in the http block of a minimal nginx.conf whose every path is in tmp.
-CONFIG = """\
-daemon off;
-worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-{user}
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/client_body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-{snippet}
-}}
-"""
+# nginx's own temporary folders: all in tmp, as are its pid file and error log.
+TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
 
 
 def readme_snippet() -> str:
@@ -74,7 +58,12 @@ def nginx_config(proxy: str, tmp: Path, port: int) -> str:
     snippet = snippet.replace(SNIPPET_LISTEN, f"listen 127.0.0.1:{port};")
     # Workers run as "nobody" unless told otherwise when nginx starts as root.
     user = "user root;" if os.geteuid() == 0 else ""
-    return CONFIG.format(tmp=tmp, user=user, snippet=snippet)
+    temp = " ".join(f"{kind}_temp_path {tmp / kind};" for kind in TEMP_PATHS)
+    return (
+        f"daemon off; worker_processes 1; pid {tmp / 'nginx.pid'}; {user}\n"
+        "events { worker_connections 64; }\n"
+        f"http {{\naccess_log off; {temp}\n{snippet}}}\n"
+    )
 
 
 @contextlib.contextmanager
