@@ -1,11 +1,7 @@
 """``wheelwise proxy`` in front of a wheelwise index: real pip and uv (no variant
-support asked for) install the build each simulated machine should get.
-
-The upstream serves the GPU demo wheelhouse (:mod:`gpuhouse`). One proxy process
-runs on a simulated K10 without GPUs (its own machine: ``/simple/``) and serves two
-profiles made from ``wheelwise detect --json`` of other machines: ``h100`` (a
-Haswell with an NVIDIA driver for CUDA 12.8 and a compute capability 9.0 GPU) and
-``haswell`` (no GPU).
+support asked for) install the build each simulated machine should get, on the
+simulated fleet of :mod:`proxykit` (profiles ``h100`` and ``haswell``, and the
+proxy's own K10 without GPUs at ``/simple/``).
 """
 
 from __future__ import annotations
@@ -14,60 +10,22 @@ import hashlib
 import io
 import json
 import zipfile
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
 
-from gpuhouse import HASWELL, K10, demo_house, machine
-from indexkit import install, new_venv, parse_anchors, uvicorn_thread
-from installkit import pip, run_python
-from proxykit import JSON_PAGE, detect_json, proxy_process
+from gpuhouse import K10, machine
+from indexkit import install, new_venv, parse_anchors
+from installkit import pip
+from proxykit import JSON_PAGE, build_of, installed, page, proxy_process
 from variantkit import wheelwise
-from wheelwise.index.server import create_app as index_app
+
+pytest_plugins = ["proxykit"]
 
 PLAIN = "gpukit-1.0-py3-none-any.whl"
 PROFILES = {"": "null", "/p/h100": "cu128", "/p/haswell": "x86_64_v3"}
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("proxy")
-
-
-@pytest.fixture(scope="module")
-def upstream(root: Path) -> Iterator[str]:
-    house = root / "wheels"
-    demo_house(house)
-    with uvicorn_thread(index_app(house)) as base:
-        yield f"{base}/simple/"
-
-
-@pytest.fixture(scope="module")
-def proxy(root: Path, upstream: str) -> Iterator[str]:
-    h100 = detect_json(root / "h100.json", machine(HASWELL, "12.8", "9.0"), root / "c1")
-    haswell = detect_json(root / "haswell.json", machine(HASWELL), root / "c2")
-    profiles = ["--profile", f"h100={h100}", "--profile", f"haswell={haswell}"]
-    with proxy_process([upstream], root / "cache", *profiles, env=machine(K10)) as base:
-        yield base
-
-
-def page(base: str, project: str, **headers: str) -> httpx.Response:
-    headers.setdefault("Accept", JSON_PAGE)
-    return httpx.get(f"{base}/simple/{project}/", headers=headers, timeout=30)
-
-
-def build_of(python: Path) -> str:
-    result = run_python(python, "import gpukit; print(gpukit.VARIANT)")
-    return result.stdout.strip() if result.returncode == 0 else "missing"
-
-
-def installed(python: Path) -> set[str]:
-    result = pip(python, "list", "--format", "json")
-    assert result.returncode == 0, result.stderr
-    return {entry["name"] for entry in json.loads(result.stdout)}
 
 
 @pytest.mark.parametrize("installer", ["pip", "uv"])
