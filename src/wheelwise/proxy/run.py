@@ -8,6 +8,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 
+from wheelwise.index.bounded import DEFAULT_DEADLINE
 from wheelwise.index.client import IndexClient
 from wheelwise.proxy.app import create_app
 from wheelwise.proxy.machines import THIS_MACHINE, Machine
@@ -15,7 +16,7 @@ from wheelwise.proxy.service import Proxy
 from wheelwise.proxy.store import BuildStore
 from wheelwise.variants.supported import SupportedProperties
 
-__all__ = ["DEFAULT_STORE_BYTES", "ProxyOptions", "build_app", "serve"]
+__all__ = ["DEFAULT_STORE_BYTES", "ProxyOptions", "build_app", "build_proxy", "serve"]
 
 DEFAULT_STORE_BYTES = 20 << 30
 
@@ -30,10 +31,19 @@ class ProxyOptions:
     profiles: Mapping[str, tuple[SupportedProperties, str]] = field(default_factory=dict)
     store_bytes: int = DEFAULT_STORE_BYTES
     timeout: float = 15.0
+    # Seconds for one whole upstream request (a wheel gets more as bytes arrive): an
+    # upstream that drips a byte now and then never trips the timeout.
+    deadline: float = DEFAULT_DEADLINE
 
 
 def build_app(options: ProxyOptions) -> Starlette:
     """The proxy's ASGI application (its client is closed when the process ends)."""
+    return create_app(build_proxy(options))
+
+
+def build_proxy(options: ProxyOptions) -> Proxy:
+    """The proxy *options* describe; whoever ends it before the process does closes
+    its ``client``."""
     machines: dict[str | None, Machine] = {}
     if options.system is None:
         machines[None] = Machine(THIS_MACHINE)
@@ -43,10 +53,11 @@ def build_app(options: ProxyOptions) -> Starlette:
     for name, (supported, path) in options.profiles.items():
         machines[name] = Machine(f"profile {name} ({path})", supported, path)
     root = options.cache_dir / "proxy"
-    client = IndexClient(cache_dir=root / "http", timeout=options.timeout)
+    client = IndexClient(
+        cache_dir=root / "http", timeout=options.timeout, deadline=options.deadline
+    )
     store = BuildStore(root / "store", max_bytes=options.store_bytes)
-    proxy = Proxy(options.upstreams, machines, store, client, root / "scratch")
-    return create_app(proxy)
+    return Proxy(options.upstreams, machines, store, client, root / "scratch")
 
 
 def serve(options: ProxyOptions, *, host: str, port: int) -> None:

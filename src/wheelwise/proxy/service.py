@@ -224,7 +224,9 @@ class Proxy:
                 _check_agrees(upstream, entry)
                 plain = make_plain_wheel(upstream, out, _variant_env(entry))
             except WheelError as exc:
-                raise UpstreamFailed(f"upstream: {source.url}: {exc}") from None
+                # Clients know the download by its URL, not by the proxy's scratch path.
+                reason = str(exc).replace(str(upstream), source.filename)
+                raise UpstreamFailed(f"upstream: {source.url}: {reason}") from None
         return {
             "filename": entry.filename,
             "metadata_sha256": plain.metadata_sha256,
