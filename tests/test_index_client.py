@@ -176,7 +176,9 @@ class Hostile:
         data = self.files.get(request.path_params["filename"])
         if data is None:
             return Response("missing", status_code=404)
-        return Response(data, media_type="application/octet-stream")
+        # Cacheable for ten minutes, as a CDN might serve it.
+        headers = {"Cache-Control": "max-age=600", "ETag": f'"{sha256(data)[:16]}"'}
+        return Response(data, media_type="application/octet-stream", headers=headers)
 
     def page_html_only(self, request: Request) -> Response:
         base = str(request.base_url).rstrip("/")
@@ -566,6 +568,20 @@ def test_lying_hashes(hostile: tuple[str, Hostile], client: IndexClient) -> None
     assert listing.has_variant_wheels("1.0")
     with pytest.raises(HashMismatch, match=r"\.whl\.metadata: sha256 is"):
         client.fetch_metadata(listing.wheels_for("1.0")[0])
+
+
+def test_a_file_with_a_wrong_hash_is_not_kept_in_the_cache(
+    hostile: tuple[str, Hostile], tmp_path: Path
+) -> None:
+    base, state = hostile
+    name = "kept-1.0-variants.json"
+    good = IndexFile(name, f"{base}/files/{name}", hashes={"sha256": sha256(VARIANTS)})
+    state.files[name] = b"{}"  # the index serves a wrong file for a while, cacheable
+    with IndexClient(cache_dir=tmp_path, retry=FAST) as client:
+        with pytest.raises(HashMismatch):
+            client.fetch_variants_json(good)
+        state.files[name] = VARIANTS  # fixed
+        assert client.fetch_variants_json(good).variants
 
 
 @pytest.fixture

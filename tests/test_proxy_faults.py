@@ -294,6 +294,8 @@ def test_a_misbehaving_upstream_fails_one_request_cleanly(
     assert SAYS[case.fault] in line
     # The proxy's own folders are no business of its clients.
     assert str(outcome.cache) not in line
+    # Advice names the proxy's option, not an installer's.
+    assert "--index-url" not in line
     assert outcome.kept_after_failure == []
     if outcome.others is not None:
         assert outcome.others.status_code == 200

@@ -9,6 +9,7 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors
 from wheelwise.cli.inputs import load_system
+from wheelwise.index.bounded import DEFAULT_DEADLINE
 from wheelwise.variants.supported import SupportedProperties
 
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -77,7 +78,17 @@ def _profile(text: str) -> tuple[str, Path]:
     default=15.0,
     show_default=True,
     type=click.FloatRange(min=0.1),
-    help="Seconds to wait for an upstream.",
+    help="Network timeout: seconds to connect to an upstream, and between bytes read.",
+)
+@click.option(
+    "--request-deadline",
+    type=click.FloatRange(min=0.1),
+    default=DEFAULT_DEADLINE,
+    show_default=True,
+    envvar="WHEELWISE_REQUEST_DEADLINE",
+    metavar="SECONDS",
+    help="Seconds one upstream request may take in all (a wheel also gets 1 s per 16 KiB "
+    "received) [env: WHEELWISE_REQUEST_DEADLINE].",
 )
 @input_errors
 def proxy(
@@ -89,6 +100,7 @@ def proxy(
     cache_dir: Path | None,
     max_cache_size: str,
     timeout: float,
+    request_deadline: float,
 ) -> None:
     """Serve the upstream indexes so that plain pip, uv and poetry install the best
     build for the machine: each release's best variant as a plain wheel."""
@@ -117,5 +129,6 @@ def proxy(
         profiles=named,
         store_bytes=parse_size(max_cache_size),
         timeout=timeout,
+        deadline=request_deadline,
     )
     serve(options, host=host, port=port)

@@ -104,7 +104,7 @@ PAGE_ACCEPT = (
 _FIND_LINKS_ACCEPT = "text/html, */*;q=0.1"
 _FILE_ACCEPT = "*/*"
 _DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", "-variants.json")
-_INDEX_HINT = "check --index-url and that the index is up"
+INDEX_HINT = "check --index-url and that the index is up"
 _FIND_LINKS_HINT = "check --find-links"
 _NETWORK_HINT = (
     "check the network connection and proxy settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY)"
@@ -121,7 +121,7 @@ def _to_url(location: str | Path, kind: str) -> str:
     try:
         return Path(text).expanduser().resolve().as_uri()
     except (ValueError, OSError, RuntimeError) as exc:  # a NUL byte, a symlink loop
-        hint = _INDEX_HINT if kind == INDEX else _FIND_LINKS_HINT
+        hint = INDEX_HINT if kind == INDEX else _FIND_LINKS_HINT
         raise SourceError(text, f"{text}: not a usable local path ({exc}); {hint}") from None
 
 
@@ -139,7 +139,7 @@ class IndexSource:
     kind: str = INDEX
 
     def __post_init__(self) -> None:
-        hint = _INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
+        hint = INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
         try:
             parts = urlsplit(self.url)
             parts.port  # noqa: B018 - raises on a port that is no number or out of range
@@ -169,7 +169,7 @@ class IndexSource:
 
     @property
     def hint(self) -> str:
-        return _INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
+        return INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
 
     def project_url(self, name: str) -> str:
         """An index's page for *name* (PEP 503: the normalized name)."""
@@ -515,7 +515,7 @@ class IndexClient:
                         return b""
 
                     self._get(
-                        url, _FILE_ACCEPT, _INDEX_HINT, cached=False, read=read, rate=WHEEL_RATE
+                        url, _FILE_ACCEPT, INDEX_HINT, cached=False, read=read, rate=WHEEL_RATE
                     )
             _check_digests(url, {name: h.hexdigest() for name, h in hashers.items()}, file.hashes)
             part.replace(dest)
@@ -571,10 +571,16 @@ class IndexClient:
             except OSError as exc:
                 raise SourceError(url, f"{path}: cannot be read ({exc})") from None
         else:
-            fetched = self._get(url, _FILE_ACCEPT, _INDEX_HINT, cached=cached, cap=FILE_CAP)
+            fetched = self._get(url, _FILE_ACCEPT, INDEX_HINT, cached=cached, cap=FILE_CAP)
             assert fetched is not None
             data = fetched.body
-        verify_hashes(url, data, hashes)
+        try:
+            verify_hashes(url, data, hashes)
+        except HashMismatch:
+            if cached and self.cache is not None:
+                # Not kept: once the index serves the right file, it is fetched again.
+                self.cache.forget(url, _FILE_ACCEPT)
+            raise
         return data
 
     # -- HTTP ------------------------------------------------------------------------

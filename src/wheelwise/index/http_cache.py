@@ -20,6 +20,7 @@ validators nor a lifetime is not kept: nothing could be saved by it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -190,6 +191,11 @@ class HttpCache:
             return mapped[start:]
 
         return StoredEntry(entry, size, stamp, read_body)
+
+    def forget(self, url: str, accept: str) -> None:
+        """Drop the entry of *url* (its body turned out to be wrong)."""
+        with contextlib.suppress(OSError):
+            self._path(url, accept).unlink()
 
     def put(self, url: str, accept: str, response: CachedResponse) -> None:
         if not response.etag and not response.last_modified and response.lifetime <= 0:
