@@ -11,6 +11,7 @@ past it. ``verify_record()`` checks every member against ``RECORD``.
 from __future__ import annotations
 
 import io
+import os
 import stat
 import struct
 import zipfile
@@ -270,6 +271,34 @@ class WheelArchive:
             raise self._fail(
                 f"cannot read member {name!r} ({describe(exc)}): the archive is damaged; {_HINT}"
             ) from None
+
+    @property
+    def on_disk(self) -> bool:
+        """Whether the wheel is a file (not held in memory): :meth:`compressed_chunks`
+        needs one."""
+        return self._zip.fp is not None and not isinstance(self._zip.fp, io.BytesIO)
+
+    def compressed_chunks(self, name: str) -> Iterator[bytes]:
+        """The member's bytes as the archive stores them (compressed), in chunks, its
+        local header checked first. Nothing is inflated, so nothing is checked against
+        the CRC: callers have verified the member (``verify_record``)."""
+        from wheelwise.wheels.members import MemberReader
+
+        info = self.info(name)
+        assert self._zip.fp is not None, "compressed_chunks needs an archive on disk"
+        descriptor = self._zip.fp.fileno()
+        try:
+            position = MemberReader(self._zip).data_offset(info)
+        except zipfile.BadZipFile as exc:
+            raise self._fail(f"cannot read member {name!r} ({exc}); {_HINT}") from None
+        remaining = info.compress_size
+        while remaining > 0:
+            chunk = os.pread(descriptor, min(_CHUNK, remaining), position)
+            if not chunk:
+                raise self._fail(f"member {name!r} is truncated; {_HINT}")
+            position += len(chunk)
+            remaining -= len(chunk)
+            yield chunk
 
     def read(self, name: str, *, limit: int = MAX_METADATA_BYTES) -> bytes:
         """A whole member; refused above *limit* bytes (metadata files are small)."""

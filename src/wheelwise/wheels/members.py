@@ -48,29 +48,8 @@ class MemberReader:
             return None
         if self._view is None and self._fd is None:
             return None
-        encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
-        expected = info.orig_filename.encode(encoding)
-        # The header and the name it should hold, in one read.
-        head = self._bytes(info.header_offset, _LOCAL_HEADER.size + len(expected))
-        fields = (
-            _LOCAL_HEADER.unpack(head[: _LOCAL_HEADER.size])
-            if len(head) >= _LOCAL_HEADER.size
-            else None
-        )
-        if fields is None or fields[0] != _LOCAL_SIGNATURE:
-            raise zipfile.BadZipFile(f"{self._name}: bad local header for {info.filename!r}")
-        name_length, extra_length = fields[-2], fields[-1]
-        start = info.header_offset + _LOCAL_HEADER.size
-        name = head[_LOCAL_HEADER.size :]
-        if name_length != len(expected) or name != expected:
-            if name_length != len(expected):
-                name = self._bytes(start, name_length)
-            shown = bytes(name).decode(encoding, "replace")
-            raise zipfile.BadZipFile(
-                f"{self._name}: the local header of {info.orig_filename!r} names {shown!r}; "
-                "the archive is corrupt or crafted"
-            )
-        raw = self._bytes(start + name_length + extra_length, info.compress_size)
+        start = self.data_offset(info)
+        raw = self._bytes(start, info.compress_size)
         if len(raw) != info.compress_size:
             raise zipfile.BadZipFile(f"{self._name}: {info.filename!r} is truncated")
         if info.compress_type == zipfile.ZIP_STORED:
@@ -88,6 +67,34 @@ class MemberReader:
                 f"its directory entry says {info.file_size}"
             )
         return data
+
+    def data_offset(self, info: zipfile.ZipInfo) -> int:
+        """Where *info*'s compressed bytes start, once its local header is checked
+        (signature and file name). Raises :class:`zipfile.BadZipFile`."""
+        encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
+        expected = info.orig_filename.encode(encoding)
+        # The header and the name it should hold, in one read.
+        head = self._bytes(info.header_offset, _LOCAL_HEADER.size + len(expected))
+        fields = (
+            _LOCAL_HEADER.unpack(head[: _LOCAL_HEADER.size])
+            if len(head) >= _LOCAL_HEADER.size
+            else None
+        )
+        if fields is None or fields[0] != _LOCAL_SIGNATURE:
+            raise zipfile.BadZipFile(f"{self._name}: bad local header for {info.filename!r}")
+        name_length: int = fields[-2]
+        extra_length: int = fields[-1]
+        start = info.header_offset + _LOCAL_HEADER.size
+        name = head[_LOCAL_HEADER.size :]
+        if name_length != len(expected) or name != expected:
+            if name_length != len(expected):
+                name = self._bytes(start, name_length)
+            shown = bytes(name).decode(encoding, "replace")
+            raise zipfile.BadZipFile(
+                f"{self._name}: the local header of {info.orig_filename!r} names {shown!r}; "
+                "the archive is corrupt or crafted"
+            )
+        return start + name_length + extra_length
 
     def _bytes(self, offset: int, size: int) -> bytes | memoryview:
         if self._view is not None:

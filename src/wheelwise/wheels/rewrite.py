@@ -4,8 +4,12 @@ The copy keeps every member in archive order with its original timestamp,
 compression method and attributes (extra fields and comments are not copied); a
 replaced member keeps its place and attributes and only its bytes change.
 Added members get a fixed timestamp (the newest copied member's) and mode 0644,
-and go after the copied ones; ``RECORD`` is written last, with a sha256 row per
-member in archive order. Nothing in the output depends on the clock, so the same
+and go after the copied ones; ``RECORD`` is written last, with a row per member in
+archive order (sha256 for the members written anew). A wheel on disk is copied with
+its members' compressed bytes as they are (:mod:`wheelwise.wheels.zip_copy`), their
+rows in the verified RECORD kept; one in memory, or one that would need ZIP64
+records, is inflated and deflated again through :mod:`zipfile`. Nothing in the output
+depends on the clock, so the same
 input gives byte-identical output. The output is written to a temporary file
 beside the target and renamed over it only when complete.
 """
@@ -24,6 +28,7 @@ from typing import BinaryIO
 from wheelwise.wheels.archive import SIGNATURES, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import RecordEntry, RecordHasher, file_entry, write_record
+from wheelwise.wheels.zip_copy import CompressedCopyWriter, fits
 
 # Used for added members when nothing is copied (never the case for a real wheel).
 DEFAULT_DATE_TIME = (1980, 1, 1, 0, 0, 0)
@@ -130,5 +135,29 @@ def rewrite_wheel(
                 entries.append(file_entry(name, data))
             out.writestr(record_info, write_record(entries, record_path=record_name))
 
+    def copy(stream: BinaryIO) -> None:
+        # The verified RECORD rows of members copied as they are stay true.
+        rows = {entry.path: entry for entry in archive.record()}
+        entries: list[RecordEntry] = []
+        out = CompressedCopyWriter(stream)
+        for name in kept:
+            if name in replace:
+                info = _copied_info(archive.info(name))
+                out.add(info, replace[name])
+                entries.append(file_entry(name, replace[name]))
+            else:
+                out.copy(archive.info(name), archive.compressed_chunks(name))
+                entries.append(rows[name])
+        for name, data in add:
+            out.add(_new_info(name, date_time), data)
+            entries.append(file_entry(name, data))
+        out.add(record_info, write_record(entries, record_path=record_name))
+        out.close()
+
+    new_bytes = sum(map(len, replace.values())) + sum(len(data) for _, data in add)
+    size = archive.path.stat().st_size if archive.on_disk else None
+    if size is not None and fits(size + new_bytes, len(kept) + len(add) + 1):
+        atomic_write(target, copy)
+        return target
     atomic_write(target, write)
     return target

@@ -1,0 +1,149 @@
+"""Writing a zip whose members are copied as they are compressed.
+
+Rewriting a wheel changes one or two small members; inflating and deflating every
+other one again makes a rewrite of a large wheel CPU-bound (deflate is slow on
+machine code). :class:`CompressedCopyWriter` writes each copied member's compressed
+bytes unchanged, with the CRC and sizes of its directory entry, and deflates only the
+members it is given as bytes. It writes no extra fields, comments or data
+descriptors, and no ZIP64 records: :func:`fits` says whether an archive of that size
+and member count needs none (callers use :mod:`zipfile` otherwise).
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterable
+from typing import BinaryIO
+
+__all__ = ["CompressedCopyWriter", "fits"]
+
+_LOCAL = struct.Struct("<4s2B4HL2L2H")
+_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
+_END = struct.Struct("<4s4H2LH")
+_LIMIT = 0xFFFFFFFF
+_MAX_MEMBERS = 0xFFFF
+_UTF8 = 0x800
+# Deflate's option bits: which level the data was compressed with, informational.
+_DEFLATE_OPTIONS = 0x6
+_VERSION = {zipfile.ZIP_STORED: 10, zipfile.ZIP_DEFLATED: 20}
+# What zipfile writes by default, so added members compress as they did before.
+_LEVEL = 6
+
+
+def fits(total_bytes: int, members: int) -> bool:
+    """Whether an archive of about *total_bytes* with *members* needs no ZIP64 records."""
+    return total_bytes < _LIMIT - (1 << 20) and members < _MAX_MEMBERS
+
+
+def _dos(date_time: tuple[int, int, int, int, int, int]) -> tuple[int, int]:
+    year, month, day, hour, minute, second = date_time
+    return (hour << 11) | (minute << 5) | (second // 2), ((year - 1980) << 9) | (month << 5) | day
+
+
+def _name(info: zipfile.ZipInfo) -> tuple[bytes, int]:
+    try:
+        return info.filename.encode("ascii"), 0
+    except UnicodeEncodeError:
+        return info.filename.encode("utf-8"), _UTF8
+
+
+class CompressedCopyWriter:
+    """Writes members one after another to *stream*; :meth:`close` ends the archive."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._out = stream
+        self._offset = 0
+        self._central: list[bytes] = []
+
+    def _write(self, data: bytes) -> None:
+        self._out.write(data)
+        self._offset += len(data)
+
+    def _member(
+        self, info: zipfile.ZipInfo, crc: int, compressed: int, size: int, flags: int
+    ) -> None:
+        if max(self._offset, compressed, size) >= _LIMIT or len(self._central) >= _MAX_MEMBERS:
+            raise ValueError("the archive needs ZIP64 records; write it with zipfile")
+        name, utf8 = _name(info)
+        flags |= utf8
+        dostime, dosdate = _dos(info.date_time)
+        version = _VERSION[info.compress_type]
+        self._central.append(
+            _CENTRAL.pack(
+                b"PK\x01\x02",
+                info.create_version,
+                info.create_system,
+                version,
+                0,
+                flags,
+                info.compress_type,
+                dostime,
+                dosdate,
+                crc,
+                compressed,
+                size,
+                len(name),
+                0,
+                0,
+                0,
+                0,
+                info.external_attr,
+                self._offset,
+            )
+            + name
+        )
+        header = _LOCAL.pack(
+            b"PK\x03\x04",
+            version,
+            0,
+            flags,
+            info.compress_type,
+            dostime,
+            dosdate,
+            crc,
+            compressed,
+            size,
+            len(name),
+            0,
+        )
+        self._write(header + name)
+
+    def copy(self, info: zipfile.ZipInfo, compressed: Iterable[bytes]) -> None:
+        """A member of another archive: its directory entry *info* and its compressed
+        bytes (exactly ``info.compress_size`` of them, already checked by the caller)."""
+        if info.compress_type not in _VERSION:
+            raise ValueError(f"{info.filename}: compression method {info.compress_type}")
+        flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
+        self._member(info, info.CRC, info.compress_size, info.file_size, flags)
+        written = 0
+        for chunk in compressed:
+            self._write(chunk)
+            written += len(chunk)
+        if written != info.compress_size:
+            raise ValueError(
+                f"{info.filename}: {written} compressed bytes, not {info.compress_size}"
+            )
+
+    def add(self, info: zipfile.ZipInfo, data: bytes) -> None:
+        """A new member holding *data*, stored or deflated as *info* says."""
+        if info.compress_type == zipfile.ZIP_DEFLATED:
+            deflater = zlib.compressobj(_LEVEL, zlib.DEFLATED, -15)
+            body = deflater.compress(data) + deflater.flush()
+        elif info.compress_type == zipfile.ZIP_STORED:
+            body = data
+        else:
+            raise ValueError(f"{info.filename}: compression method {info.compress_type}")
+        self._member(info, zlib.crc32(data), len(body), len(data), 0)
+        self._write(body)
+
+    def close(self) -> None:
+        start = self._offset
+        for entry in self._central:
+            self._write(entry)
+        count = len(self._central)
+        end = _END.pack(b"PK\x05\x06", 0, 0, count, count, self._offset - start, start, 0)
+        if self._offset >= _LIMIT:
+            raise ValueError("the archive needs ZIP64 records; write it with zipfile")
+        self._write(end)

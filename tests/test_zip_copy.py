@@ -1,0 +1,115 @@
+"""Rewriting a wheel copies its members compressed as they are (``wheels.zip_copy``),
+and the result is a zip that ``zipfile`` reads and whose RECORD verifies; the
+``zipfile`` path (for archives that would need ZIP64) gives the same members."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wheelfactory import make_wheel
+from wheelwise.wheels import rewrite
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.members import MemberReader
+from wheelwise.wheels.rewrite import rewrite_wheel
+
+NAME = "pkg-1.0-py3-none-any.whl"
+METADATA = "pkg-1.0.dist-info/METADATA"
+
+
+def compressed(path: Path, name: str) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(name)
+        start = MemberReader(archive).data_offset(info)
+    with path.open("rb") as stream:
+        stream.seek(start)
+        return stream.read(info.compress_size)
+
+
+def contents(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        assert archive.testzip() is None
+        return {info.filename: archive.read(info) for info in archive.infolist()}
+
+
+def wheel(directory: Path, members: dict[str, bytes]) -> Path:
+    directory.mkdir(parents=True)
+    return make_wheel(directory, NAME, extra_members=members, record=True)
+
+
+def rewritten(source: Path, target: Path, replacement: bytes) -> Path:
+    with WheelArchive(source) as archive:
+        archive.verify_record()
+        rewrite_wheel(archive, target, replace={METADATA: replacement})
+    with WheelArchive(target) as archive:
+        archive.verify_record()
+    return target
+
+
+def test_unchanged_members_keep_their_compressed_bytes(tmp_path: Path) -> None:
+    members = {"pkg/lib.so": bytes(range(256)) * 4000, "pkg/ünï.txt": b"text " * 100}
+    source = wheel(tmp_path / "in", members)
+    target = rewritten(source, tmp_path / "out" / NAME, b"Metadata-Version: 2.1\nName: pkg\n")
+    for name in members:
+        assert compressed(target, name) == compressed(source, name)
+    out = contents(target)
+    assert out[METADATA] == b"Metadata-Version: 2.1\nName: pkg\n"
+    assert {n: out[n] for n in members} == members
+    # Reproducible: the same input gives the same bytes.
+    again = rewritten(source, tmp_path / "again" / NAME, b"Metadata-Version: 2.1\nName: pkg\n")
+    assert again.read_bytes() == target.read_bytes()
+
+
+def test_the_zipfile_path_gives_the_same_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    members = {"pkg/a.py": b"A = 1\n" * 50, "pkg/b.bin": bytes(3000)}
+    source = wheel(tmp_path / "in", members)
+    copied = rewritten(source, tmp_path / "copied" / NAME, b"Name: pkg\n")
+    monkeypatch.setattr(rewrite, "fits", lambda total, count: False)
+    inflated = rewritten(source, tmp_path / "inflated" / NAME, b"Name: pkg\n")
+    assert contents(copied).keys() == contents(inflated).keys()
+    record = "pkg-1.0.dist-info/RECORD"
+    assert {k: v for k, v in contents(copied).items() if k != record} == {
+        k: v for k, v in contents(inflated).items() if k != record
+    }
+
+
+MEMBER_NAMES = st.text(
+    alphabet=st.characters(min_codepoint=48, max_codepoint=0x24F, exclude_characters="/\\:"),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    members=st.dictionaries(MEMBER_NAMES, st.binary(max_size=4000), min_size=1, max_size=6),
+    stored=st.booleans(),
+    replacement=st.binary(max_size=500),
+)
+def test_any_wheel_rewrites_to_a_valid_zip(
+    members: dict[str, bytes],
+    stored: bool,
+    replacement: bytes,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    root = tmp_path_factory.mktemp("z")
+    named = {f"pkg/{name}": data for name, data in members.items()}
+    source = wheel(root / "in", named)
+    if stored:  # the same wheel with every member stored
+        plain = root / "stored" / NAME
+        plain.parent.mkdir()
+        with zipfile.ZipFile(source) as zin, zipfile.ZipFile(plain, "w") as zout:
+            for info in zin.infolist():
+                zout.writestr(info.filename, zin.read(info), zipfile.ZIP_STORED)
+        source = plain
+    target = rewritten(source, root / "out" / NAME, replacement)
+    out = contents(target)
+    assert out[METADATA] == replacement
+    for name, data in named.items():
+        assert out[name] == data
