@@ -70,44 +70,14 @@ class CompressedCopyWriter:
         flags |= utf8
         dostime, dosdate = _dos(info.date_time)
         version = _VERSION[info.compress_type]
-        self._central.append(
-            _CENTRAL.pack(
-                b"PK\x01\x02",
-                info.create_version,
-                info.create_system,
-                version,
-                0,
-                flags,
-                info.compress_type,
-                dostime,
-                dosdate,
-                crc,
-                compressed,
-                size,
-                len(name),
-                0,
-                0,
-                0,
-                0,
-                info.external_attr,
-                self._offset,
-            )
-            + name
-        )
-        header = _LOCAL.pack(
-            b"PK\x03\x04",
-            version,
-            0,
-            flags,
-            info.compress_type,
-            dostime,
-            dosdate,
-            crc,
-            compressed,
-            size,
-            len(name),
-            0,
-        )
+        # Fields the local header and the directory entry share, in their order.
+        shared = (flags, info.compress_type, dostime, dosdate, crc, compressed, size, len(name))
+        central = _CENTRAL.pack(
+            b"PK\x01\x02", info.create_version, info.create_system, version, 0, *shared,
+            0, 0, 0, 0, info.external_attr, self._offset,
+        )  # fmt: skip
+        self._central.append(central + name)
+        header = _LOCAL.pack(b"PK\x03\x04", version, 0, *shared, 0)
         self._write(header + name)
 
     def copy(self, info: zipfile.ZipInfo, compressed: Iterable[bytes]) -> None:
