@@ -34,7 +34,9 @@ the next of all their orders, consecutive rounds led by different ones; medians 
 ``--runs``. After every install the venv must hold exactly the expected
 distributions (for ``variants``: through the proxy, the ``cu130`` and ``x86_64_v3``
 builds and the variant-gated ``fakecublas``; directly, the non-variant builds without
-it) and no ``.pyc`` file, or the script stops.
+it) and no ``.pyc`` file, or the script stops. The CPU seconds the upstream and the
+proxy spent during each install (from ``/proc``, Linux only, in clock ticks) are
+reported beside the times.
 
 **Requests per second**, the proxy (warmed, its own cache) against the upstream, on:
 
@@ -50,7 +52,8 @@ connection), share ``--requests`` requests, after ``--warmup`` requests the same
 every answer must be a 200 of the expected length. Each target is loaded
 ``--load-runs`` times, the two servers in alternating order; medians. The client, the
 proxy and the upstream share this machine's cores; the CPU seconds each process spent
-per request (from ``/proc``, Linux only) say where the time goes.
+per request (from ``/proc``, Linux only) say where the time goes. The JSON report's
+``versions.servers_import`` names the ``wheelwise`` package the servers ran.
 
 Usage::
 
@@ -178,6 +181,25 @@ class Load:
     cpu_ms_per_request: dict[str, float | None]
 
 
+@dataclass
+class Run:
+    """One timed install, and the CPU seconds each server spent meanwhile."""
+
+    seconds: float
+    cpu_s: dict[str, float | None]
+
+
+def cpu_used(
+    before: Mapping[str, float | None], after: Mapping[str, float | None]
+) -> dict[str, float | None]:
+    """The CPU seconds each process used between two readings (None where unknown)."""
+    used: dict[str, float | None] = {}
+    for name, start in before.items():
+        end = after.get(name)
+        used[name] = None if start is None or end is None else end - start
+    return used
+
+
 def load(
     url: str, expected_size: int, *, requests: int, concurrency: int, pids: Mapping[str, int]
 ) -> Load:
@@ -216,9 +238,8 @@ def load(
     if failures:
         raise SystemExit(f"bench/proxy.py: unexpected answer: {failures[0]}")
     cpu: dict[str, float | None] = {"client": own / requests * 1000}
-    for name in pids:
-        before, after = cpu_before[name], cpu_after[name]
-        cpu[name] = None if before is None or after is None else (after - before) / requests * 1000
+    for name, used in cpu_used(cpu_before, cpu_after).items():
+        cpu[name] = None if used is None else used / requests * 1000
     return Load(requests / elapsed, cpu)
 
 
@@ -384,15 +405,24 @@ def main(argv: list[str] | None = None) -> int:
             # installer's file creation on some disks (see docs/benchmarks.md).
             return elapsed
 
-        def direct(installer: str) -> dict[str, float]:
-            return {"direct": install(installer, upstream_url, "direct")}
+        def timed(installer: str, url: str, route: str, pids: Mapping[str, int]) -> Run:
+            """One checked install, with the CPU seconds the servers *pids* spent on it."""
+            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            seconds = install(installer, url, route)
+            after = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            return Run(seconds, cpu_used(before, after))
 
-        def proxied(installer: str) -> dict[str, float]:
-            with new_proxy() as (base, _pid):
-                cold = install(installer, f"{base}/simple/", "proxy-cold")
+        def direct(installer: str) -> dict[str, Run]:
+            pids = {"upstream": upstream_pid}
+            return {"direct": timed(installer, upstream_url, "direct", pids)}
+
+        def proxied(installer: str) -> dict[str, Run]:
+            with new_proxy() as (base, pid):
+                pids = {"proxy": pid, "upstream": upstream_pid}
+                url = f"{base}/simple/"
                 return {
-                    "proxy-cold": cold,
-                    "proxy-warm": install(installer, f"{base}/simple/", "proxy-warm"),
+                    route: timed(installer, url, route, pids)
+                    for route in ("proxy-cold", "proxy-warm")
                 }
 
         units = {
@@ -404,15 +434,13 @@ def main(argv: list[str] | None = None) -> int:
         }
         for unit in units.values():  # warm-up: OS file cache, bytecode
             unit()
-        times: dict[str, dict[str, list[float]]] = {
-            i: {route: [] for route in ROUTES} for i in INSTALLERS
-        }
+        runs: dict[str, dict[str, list[Run]]] = {i: {r: [] for r in ROUTES} for i in INSTALLERS}
         orders = round_orders(list(units))
         for round_ in range(args.runs):
             for name in orders[round_ % len(orders)]:
                 installer = name.split()[0]
-                for route, seconds in units[name]().items():
-                    times[installer][route].append(seconds)
+                for route, run in units[name]().items():
+                    runs[installer][route].append(run)
         installs_s = time.perf_counter() - started
 
         # Requests per second: one warmed proxy against its upstream.
@@ -426,7 +454,11 @@ def main(argv: list[str] | None = None) -> int:
         loads = measure_loads(urls, pids, args)
         total_s = time.perf_counter() - started
 
+    times = {i: {r: [x.seconds for x in v] for r, v in by.items()} for i, by in runs.items()}
     medians = {i: {r: statistics.median(v) for r, v in by.items()} for i, by in times.items()}
+    install_cpu = {
+        i: {r: _median_cpu([x.cpu_s for x in v]) for r, v in by.items()} for i, by in runs.items()
+    }
     ratios = {
         i: {mode: by[f"proxy-{mode}"] / by["direct"] for mode in ("cold", "warm")}
         for i, by in medians.items()
@@ -459,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         "median_s": medians,
         "times_s": times,
         "min_s": {i: {r: min(v) for r, v in by.items()} for i, by in times.items()},
+        "server_cpu_s": install_cpu,
         "ratios": ratios,
         "load": {
             "requests": args.requests,
@@ -494,6 +527,12 @@ def main(argv: list[str] | None = None) -> int:
         row = "".join(f" {medians[installer][r]:>13.3f}" for r in ROUTES)
         cells = "".join(f" {ratios[installer][m]:>11.2f}x" for m in ("cold", "warm"))
         print(f"{installer:<9}{row}  {cells}")
+    for installer in INSTALLERS:
+        for route in ROUTES:
+            used = ", ".join(
+                f"{name} {_number(value)}" for name, value in install_cpu[installer][route].items()
+            )
+            print(f"  {installer} {route}: CPU s of the servers per install: {used}")
     print(
         f"requests/s, {args.requests} requests from {args.concurrency} threads, "
         f"median of {args.load_runs}"
@@ -504,7 +543,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{target:<15} {rates[target]['upstream']:>10.1f} {rates[target]['proxy']:>10.1f} "
             f"{load_ratios[target]:>14.2f}x"
         )
+        for name in SERVERS:
+            used = ", ".join(f"{n} {_number(v)}" for n, v in cpu[target][name].items())
+            print(f"  via {name}: CPU ms per request: {used}")
     return 0
+
+
+def _number(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.3f}"
 
 
 def _median_cpu(samples: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:

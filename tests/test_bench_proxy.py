@@ -23,6 +23,9 @@ def test_smoke_run_of_the_variant_set() -> None:
         assert set(by_route) == ROUTES, installer
         assert all(seconds > 0 for seconds in by_route.values())
         assert set(report["ratios"][installer]) == {"cold", "warm"}
+        cpu = report["server_cpu_s"][installer]
+        assert set(cpu["direct"]) == {"upstream"}
+        assert set(cpu["proxy-cold"]) == set(cpu["proxy-warm"]) == {"proxy", "upstream"}
     load = report["load"]
     assert set(load["requests_per_s"]) == TARGETS
     for target, by_server in load["requests_per_s"].items():
