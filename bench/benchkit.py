@@ -92,3 +92,15 @@ def run_timed(
     if result.returncode != 0:
         raise SystemExit(f"{where} failed ({result.returncode}):\n{result.stderr}")
     return elapsed
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system) process *pid* has used, or None where ``/proc``
+    does not tell (not Linux, or the process is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Fields after the command name, which is in parentheses and may hold spaces.
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -686,6 +686,10 @@ class IndexClient:
                     elif 200 <= response.status_code < 300:
                         return response, read(response, deadline)
                     else:
+                        if response.status_code == 304:
+                            # A 304 has no body; reading its end lets the pool keep
+                            # the connection instead of closing it.
+                            response.read()
                         return response, b""
             except BodyLimit as exc:
                 raise SourceError(url, f"{url}: {exc.reason}; {hint}") from None

@@ -43,6 +43,7 @@ __all__ = ["Proxy", "Served"]
 
 METADATA_SUFFIX = ".metadata"
 _OFFERED_LIMIT = 100_000
+_VARIANTS_JSON_LIMIT = 1_000
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,10 @@ class Proxy:
         # request needs no new look at the upstream page.
         self._offered: OrderedDict[tuple[str, str, str, str], Entry] = OrderedDict()
         self._offered_lock = threading.Lock()
+        # Each *-variants.json read, by its URL and the sha256 its page gives: those
+        # name fixed content, so later pages need not fetch it again.
+        self._variants: OrderedDict[tuple[str, str], VariantMetadata] = OrderedDict()
+        self._variants_lock = threading.Lock()
 
     # -- pages -----------------------------------------------------------------------
 
@@ -135,7 +140,20 @@ class Proxy:
                 self._offered.popitem(last=False)
 
     def _variants_json(self, file: IndexFile) -> VariantMetadata:
-        return self.client.fetch_variants_json(file)
+        digest = file.hashes.get("sha256")
+        if digest is None:
+            return self.client.fetch_variants_json(file)
+        key = (file.url, digest)
+        with self._variants_lock:
+            found = self._variants.get(key)
+        if found is None:
+            found = self.client.fetch_variants_json(file)
+        with self._variants_lock:
+            self._variants[key] = found
+            self._variants.move_to_end(key)
+            if len(self._variants) > _VARIANTS_JSON_LIMIT:
+                self._variants.popitem(last=False)
+        return found
 
     def links(self, view: ProjectView) -> list[FileLink]:
         """The page's links, with hashes and sizes where they are known."""
