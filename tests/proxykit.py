@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +28,8 @@ from indexkit import free_port, installer_env, running, uvicorn_thread
 from installkit import pip, run_python
 from variantkit import wheelwise
 from wheelwise.index.server import create_app as index_app
+
+SOURCE = Path(__file__).resolve().parent.parent / "src"
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 
@@ -60,6 +63,10 @@ def proxy_process(
         argv += ["--upstream", url]
     argv += list(args)
     environment = installer_env(cache / "home")
+    # The proxy is the code under test: the source tree the tests run, not an install.
+    environment["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])
+    )
     environment.update(WHEELWISE_CACHE_DIR=str(cache / "user-cache"), **(env or {}))
     base = f"http://127.0.0.1:{port}"
     with running(argv, f"{base}/simple/", output, env=environment):
