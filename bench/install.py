@@ -112,13 +112,23 @@ def wheel_names(directory: Path) -> set[str]:
     return {canonical(path.name.split("-")[0]) for path in directory.glob("*.whl")}
 
 
+_DOWNLOAD = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:"]
+
+
+def ensure_tools(pip_version: str) -> None:
+    """Download pip's wheel (for the pip venvs) once; a no-op when present."""
+    if "pip" not in wheel_names(TOOLS):
+        subprocess.run(
+            [*_DOWNLOAD, "--no-deps", "-d", str(TOOLS), f"pip=={pip_version}"], check=True
+        )
+
+
 def ensure_wheelhouse(pip_version: str) -> None:
     """Download the wheels (and pip, for the pip venvs) once; a no-op when present."""
-    if wheel_names(WHEELHOUSE) >= EXPECTED and "pip" in wheel_names(TOOLS):
+    ensure_tools(pip_version)
+    if wheel_names(WHEELHOUSE) >= EXPECTED:
         return
-    pip = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:"]
-    subprocess.run([*pip, "-d", str(WHEELHOUSE), *REQUIREMENTS], check=True)
-    subprocess.run([*pip, "--no-deps", "-d", str(TOOLS), f"pip=={pip_version}"], check=True)
+    subprocess.run([*_DOWNLOAD, "-d", str(WHEELHOUSE), *REQUIREMENTS], check=True)
     missing = EXPECTED - wheel_names(WHEELHOUSE)
     if missing:
         raise SystemExit(f"bench/install.py: not downloaded: {', '.join(sorted(missing))}")

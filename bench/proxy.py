@@ -99,6 +99,7 @@ from install import (
     TOOLS,
     WHEELHOUSE,
     count_pyc,
+    ensure_tools,
     ensure_wheelhouse,
     installed,
     site_packages,
@@ -133,6 +134,7 @@ def wheel_set(name: str, upstream: Path) -> WheelSet:
     """The set *name*, its wheels copied into *upstream* beside the variant wheels."""
     variant_house.write_house(upstream)
     if name == "variants":
+        ensure_tools(metadata.version("pip"))
         return WheelSet(
             name,
             variant_house.REQUIREMENTS,

@@ -278,7 +278,9 @@ def test_deeply_nested_marker_is_an_invalid_requirement(tmp_path: Path) -> None:
     reqs = tmp_path / "reqs.txt"
     reqs.write_text(requirement + "\n", encoding="utf-8")
     for command in (["install", "--dry-run", requirement], ["install", "--dry-run", "-r", reqs]):
-        assert_one_clean_error(wheelwise(*command), "invalid requirement", "nested too deeply")
+        # Ours ("nested too deeply"), or packaging's own limit from 26.4 ("nested more
+        # than 200 levels deep").
+        assert_one_clean_error(wheelwise(*command), "invalid requirement", "nested")
 
 
 def test_corrupt_index_state_file_is_rebuilt(tmp_path: Path) -> None:

@@ -69,9 +69,14 @@ def _normalize(tree: _parser.MarkerList) -> _parser.MarkerList:
 
 
 def _marker_from_tree(tree: _parser.MarkerList) -> Marker:
-    marker = Marker.__new__(Marker)
     # As Marker() does: `extra == "Dev"` matches the normalized extra "dev".
-    marker._markers = _normalize_extra_values(_normalize(tree))
+    markers = _normalize_extra_values(_normalize(tree))
+    from_markers = getattr(Marker, "_from_markers", None)
+    if from_markers is not None:  # packaging >= 26.4 keeps more state than the tree
+        built: Marker = from_markers(markers)
+        return built
+    marker = Marker.__new__(Marker)
+    marker._markers = markers
     return marker
 
 
