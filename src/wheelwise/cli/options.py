@@ -96,9 +96,23 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
     return decorate
 
 
+def request_deadline_option(help_text: str) -> Callable[[_F], _F]:
+    """``--request-deadline SECONDS`` (also ``$WHEELWISE_REQUEST_DEADLINE``)."""
+    from wheelwise.index.bounded import DEFAULT_DEADLINE
+
+    return click.option(
+        "--request-deadline",
+        type=click.FloatRange(min=0.1),
+        default=DEFAULT_DEADLINE,
+        show_default=True,
+        envvar="WHEELWISE_REQUEST_DEADLINE",
+        metavar="SECONDS",
+        help=help_text,
+    )
+
+
 def network_options(func: _F) -> _F:
     """``--timeout``, ``--request-deadline``, ``--retries`` and ``--no-cache-dir``."""
-    from wheelwise.index.bounded import DEFAULT_DEADLINE
 
     func = click.option(
         "--no-cache-dir",
@@ -115,17 +129,9 @@ def network_options(func: _F) -> _F:
         envvar="WHEELWISE_RETRIES",
         help="Tries after the first on connection errors, timeouts and 5xx answers.",
     )(func)
-    func = click.option(
-        "--request-deadline",
-        type=click.FloatRange(min=0.1),
-        default=DEFAULT_DEADLINE,
-        show_default=True,
-        envvar="WHEELWISE_REQUEST_DEADLINE",
-        metavar="SECONDS",
-        help=(
-            "Seconds one request may take in all: an index page, a metadata file, or a "
-            "wheel, which also gets 1 s per 16 KiB received [env: WHEELWISE_REQUEST_DEADLINE]."
-        ),
+    func = request_deadline_option(
+        "Seconds one request may take in all: an index page, a metadata file, or a "
+        "wheel, which also gets 1 s per 16 KiB received [env: WHEELWISE_REQUEST_DEADLINE]."
     )(func)
     return click.option(
         "--timeout",

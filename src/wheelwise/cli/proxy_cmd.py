@@ -9,7 +9,7 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors
 from wheelwise.cli.inputs import load_system
-from wheelwise.index.bounded import DEFAULT_DEADLINE
+from wheelwise.cli.options import request_deadline_option
 from wheelwise.variants.supported import SupportedProperties
 
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -80,15 +80,9 @@ def _profile(text: str) -> tuple[str, Path]:
     type=click.FloatRange(min=0.1),
     help="Network timeout: seconds to connect to an upstream, and between bytes read.",
 )
-@click.option(
-    "--request-deadline",
-    type=click.FloatRange(min=0.1),
-    default=DEFAULT_DEADLINE,
-    show_default=True,
-    envvar="WHEELWISE_REQUEST_DEADLINE",
-    metavar="SECONDS",
-    help="Seconds one upstream request may take in all (a wheel also gets 1 s per 16 KiB "
-    "received) [env: WHEELWISE_REQUEST_DEADLINE].",
+@request_deadline_option(
+    "Seconds one upstream request may take in all (a wheel also gets 1 s per 16 KiB "
+    "received) [env: WHEELWISE_REQUEST_DEADLINE]."
 )
 @input_errors
 def proxy(

@@ -164,9 +164,9 @@ class IndexApp:
             return _text(404, f"no file {filename!r} for project {project!r} on this index")
         if isinstance(found, DistFile):
             path = self.live.directory / found.filename
-            return await self._send(request, found.size, found.sha256, path, _dist_type(found))
+            return await send_file(request, found.size, found.sha256, path, _dist_type(found))
         data, digest, media, cache = found
-        return await self._send(request, len(data), digest, data, media, cache=cache)
+        return await send_file(request, len(data), digest, data, media, cache=cache)
 
     def _lookup(
         self, snapshot: Snapshot, project: str, filename: str
@@ -191,18 +191,6 @@ class IndexApp:
             return dist.same_stat((self.live.directory / dist.filename).stat())
         except OSError:
             return False
-
-    async def _send(
-        self,
-        request: Request,
-        size: int,
-        digest: str,
-        body: bytes | Path,
-        media: str,
-        *,
-        cache: str = _FILE_CACHE,
-    ) -> Response:
-        return await send_file(request, size, digest, body, media, cache=cache)
 
     # -- uploads ---------------------------------------------------------------------
 
