@@ -113,7 +113,6 @@ def request_deadline_option(help_text: str) -> Callable[[_F], _F]:
 
 def network_options(func: _F) -> _F:
     """``--timeout``, ``--request-deadline``, ``--retries`` and ``--no-cache-dir``."""
-
     func = click.option(
         "--no-cache-dir",
         "--no-cache",

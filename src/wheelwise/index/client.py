@@ -51,7 +51,7 @@ from wheelwise.index.bounded import (
     Deadline,
     read_body,
 )
-from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError
+from wheelwise.index.errors import HashMismatch, InvalidPage, SourceError, SourceTimeout
 from wheelwise.index.grouped_cache import MIN_BODY, GroupedPages
 from wheelwise.index.http_cache import (
     CachedResponse,
@@ -692,12 +692,13 @@ class IndexClient:
                             response.read()
                         return response, b""
             except BodyLimit as exc:
-                raise SourceError(url, f"{url}: {exc.reason}; {hint}") from None
+                error = SourceTimeout if deadline.passed else SourceError
+                raise error(url, f"{url}: {exc.reason}; {hint}") from None
             except httpx.TimeoutException:
                 if deadline.passed:  # the deadline, not --timeout, ended it
-                    raise SourceError(url, f"{url}: {deadline.reason()}; {hint}") from None
+                    raise SourceTimeout(url, f"{url}: {deadline.reason()}; {hint}") from None
                 if last:
-                    raise SourceError(
+                    raise SourceTimeout(
                         url,
                         f"{url}: no answer within {self.timeout:g} s "
                         f"({_tries(tries)}); {hint}, or {_NETWORK_HINT}",

@@ -29,6 +29,10 @@ class SourceError(Exception):
         self.message = message
 
 
+class SourceTimeout(SourceError):
+    """A source did not answer in time (``--timeout`` or the request's deadline)."""
+
+
 class InvalidPage(SourceError):
     """A page or file of a source is not what the Simple Repository API allows."""
 

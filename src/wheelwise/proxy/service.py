@@ -26,7 +26,7 @@ from urllib.parse import quote
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wheelwise.index.client import INDEX_HINT, IndexClient, IndexFile, IndexSource
-from wheelwise.index.errors import SourceError
+from wheelwise.index.errors import SourceError, SourceTimeout
 from wheelwise.index.pages import FileLink
 from wheelwise.proxy.choice import Entry, Passthrough, ProjectView, Rewrite, decide
 from wheelwise.proxy.errors import NotFound, ProxyError, UpstreamFailed, UpstreamTimeout
@@ -58,8 +58,7 @@ _UPSTREAM_HINT = "check the proxy's --upstream and that the index is up"
 
 
 def _upstream_error(exc: SourceError) -> ProxyError:
-    timed_out = "no answer within" in exc.message or "deadline" in exc.message
-    error = UpstreamTimeout if timed_out else UpstreamFailed
+    error = UpstreamTimeout if isinstance(exc, SourceTimeout) else UpstreamFailed
     # The client's advice names the installer's option; the proxy's is --upstream.
     return error(f"upstream: {exc.message.replace(INDEX_HINT, _UPSTREAM_HINT)}")
 
