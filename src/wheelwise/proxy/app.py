@@ -155,8 +155,7 @@ class ProxyApp:
             return await send_file(
                 request, len(data), digest, data, media, cache=FILE_CACHE, headers=headers
             )
-        served = await self._run(lambda: self.proxy.file(entry))
-        stored = served.stored
+        stored = await self._run(lambda: self.proxy.file(entry))
         media = "application/octet-stream"
         if not filename.endswith(".whl"):
             media = "application/gzip" if filename.endswith(".gz") else media

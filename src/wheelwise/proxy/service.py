@@ -19,7 +19,6 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -39,19 +38,11 @@ from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.plain import make_plain_wheel, plain_metadata
 
-__all__ = ["Proxy", "Served"]
+__all__ = ["Proxy"]
 
 METADATA_SUFFIX = ".metadata"
 _OFFERED_LIMIT = 100_000
 _VARIANTS_JSON_LIMIT = 1_000
-
-
-@dataclass(frozen=True)
-class Served:
-    """A file ready to send, with why it is this build (None for a file passed through)."""
-
-    stored: StoredFile
-    why: str | None = None
 
 
 _UPSTREAM_HINT = "check the proxy's --upstream and that the index is up"
@@ -206,12 +197,11 @@ class Proxy:
             )
         return entry
 
-    def file(self, entry: Entry) -> Served:
+    def file(self, entry: Entry) -> StoredFile:
         """The bytes of *entry*, fetched (and rewritten) once, from the store after."""
         if isinstance(entry, Passthrough):
-            return Served(self.store.build(_key(entry), lambda out: self._fetch(entry.file, out)))
-        stored = self.store.build(entry.key, lambda out: self._rewrite(entry, out))
-        return Served(stored, entry.why)
+            return self.store.build(_key(entry), lambda out: self._fetch(entry.file, out))
+        return self.store.build(entry.key, lambda out: self._rewrite(entry, out))
 
     def metadata(self, entry: Entry) -> bytes:
         """*entry*'s core metadata (PEP 658): that of the wheel served."""
@@ -219,7 +209,7 @@ class Proxy:
             if entry.file.core_metadata:
                 with _upstream():
                     return self.client.fetch_metadata(entry.file)
-            return _wheel_metadata(self.file(entry).stored, entry.filename)
+            return _wheel_metadata(self.file(entry), entry.filename)
         built = self.store.get(entry.key)
         if built is None and entry.source.core_metadata:
             # The wheel's METADATA is checked against this when the wheel is built.
@@ -227,7 +217,7 @@ class Proxy:
                 upstream = self.client.fetch_metadata(entry.source)
             return _settled(upstream, entry)
         if built is None:
-            built = self.file(entry).stored
+            built = self.file(entry)
         return _wheel_metadata(built, entry.filename)
 
     def _fetch(self, file: IndexFile, out: Path) -> Mapping[str, str]:
