@@ -91,3 +91,19 @@ def test_the_proxy_reads_a_variants_json_once(upstream: tuple[str, Seen], tmp_pa
     # release's *-variants.json, named by its sha256 there, only once.
     assert [status for status, _port in seen.of("/simple/gpukit/")[-3:]] == [200, 304, 304]
     assert [status for status, _port in seen.of(variants_json)[before:]] == [200]
+
+
+def test_the_proxy_reads_a_core_metadata_file_once(
+    upstream: tuple[str, Seen], tmp_path: Path
+) -> None:
+    url, seen = upstream
+    metadata = "/files/cudart/cudart-1.0-py3-none-any.whl.metadata"
+    before = len(seen.of(metadata))
+    with proxy_process([url], tmp_path / "cache", env={"PYTHONPATH": SOURCE}) as base:
+        page = httpx.get(f"{base}/simple/cudart/", headers={"Accept": JSON_PAGE}, timeout=30)
+        link = httpx.URL(f"{base}/simple/cudart/").join(page.json()["files"][0]["url"])
+        answers = [httpx.get(f"{link}.metadata", timeout=30) for _ in range(3)]
+    assert [answer.status_code for answer in answers] == [200, 200, 200]
+    assert answers[0].content.startswith(b"Metadata-Version:")
+    # Passed through, and named by its sha256 on the page: asked for once.
+    assert [status for status, _port in seen.of(metadata)[before:]] == [200]

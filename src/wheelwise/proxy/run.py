@@ -10,6 +10,7 @@ from starlette.applications import Starlette
 
 from wheelwise.index.bounded import DEFAULT_DEADLINE
 from wheelwise.index.client import IndexClient
+from wheelwise.install.wheel_cache import ContentStore
 from wheelwise.proxy.app import create_app
 from wheelwise.proxy.machines import THIS_MACHINE, Machine
 from wheelwise.proxy.service import Proxy
@@ -54,7 +55,11 @@ def build_proxy(options: ProxyOptions) -> Proxy:
         machines[name] = Machine(f"profile {name} ({path})", supported, path)
     root = options.cache_dir / "proxy"
     client = IndexClient(
-        cache_dir=root / "http", timeout=options.timeout, deadline=options.deadline
+        cache_dir=root / "http",
+        timeout=options.timeout,
+        deadline=options.deadline,
+        # PEP 658 files by the hash their page gives: passed through without asking again.
+        metadata_cache=ContentStore(root / "metadata"),
     )
     store = BuildStore(root / "store", max_bytes=options.store_bytes)
     return Proxy(options.upstreams, machines, store, client, root / "scratch")
