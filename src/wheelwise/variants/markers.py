@@ -8,6 +8,15 @@ and normalizes ``ns::f::v`` literals so that whitespace around ``::`` does not
 matter. Evaluation is packaging's own. ``settle_variant_markers`` evaluates only the
 variant comparisons of a marker, for a wheel served to installers that know no
 variant markers: what is left uses standard markers only.
+
+This is the one module of wheelwise that uses packaging's private API, and what it
+uses may change in any packaging release: ``packaging._tokenizer`` (``DEFAULT_RULES``,
+``Tokenizer``, ``ParserSyntaxError``), ``packaging._parser`` (``_parse_full_marker``,
+``_parse_requirement``, the ``Variable``/``Value`` nodes of a marker tree),
+``packaging.markers._normalize_extra_values``, a Marker's ``_markers`` tree and, where
+present (26.4 on), ``Marker._from_markers``. pyproject.toml therefore allows only the
+tested major of packaging, and ``tests/newest_packaging.py`` runs the marker tests
+against the newest release.
 """
 
 from __future__ import annotations
@@ -110,8 +119,8 @@ def parse_requirement(text: str) -> Requirement:
         raise InvalidRequirement(_first_line(exc)) from None
     except RecursionError:
         raise InvalidRequirement(_TOO_DEEP) from None
-    # Built from the parse as Requirement() builds itself (its attributes are public):
-    # parsing the text a second time made resolving spend a fifth of its time here.
+    # Built from the parse as Requirement() builds itself (its attributes are public),
+    # so the text is parsed once: resolving parses every dependency of every candidate.
     requirement = Requirement.__new__(Requirement)
     requirement.name = parsed.name
     requirement.url = parsed.url or None
