@@ -177,8 +177,8 @@ def scan(
         except ValueError as exc:  # WheelError, VariantError, a bad sdist name
             return Problem(_guess_project(path.name), str(exc))
 
-    # One at a time: reading a wheel is CPU-bound Python, and threads contending for
-    # the GIL were measured slower than a plain loop (1.2 s vs 0.7 s for 2,000 wheels).
+    # One at a time: reading a wheel is CPU-bound Python, so threads would only
+    # contend for the GIL (docs/benchmarks.md, "Figures behind design choices").
     for outcome in map(attempt, todo):
         if isinstance(outcome, UnsafeFile):
             unsafe.append(str(outcome))

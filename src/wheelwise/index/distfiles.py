@@ -243,7 +243,7 @@ def core_fields(metadata: bytes) -> dict[str, str]:
     """Name, Version and Requires-Python from the header block of a METADATA file.
 
     The first occurrence of each, unfolded. (packaging's ``parse_email`` reads
-    every field with the email package: several times slower, for three fields.)
+    every field with the email package, where only three are needed.)
     """
     found: dict[str, str] = {}
     current: str | None = None

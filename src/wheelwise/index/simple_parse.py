@@ -361,7 +361,7 @@ def read_html_page(
         raise InvalidPage(url, f"{bad}: not {charset} text (byte {exc.start})") from None
     if "\x00" in text:
         raise InvalidPage(url, f"{bad}: it holds binary data")
-    # Imported here: html.parser costs ~5 ms, and JSON indexes never need it.
+    # Imported here: html.parser takes time to import, and JSON indexes never need it.
     from wheelwise.index.simple_html import AnchorCollector
 
     parser = AnchorCollector()

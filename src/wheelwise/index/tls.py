@@ -2,7 +2,7 @@
 loaded when the first TLS connection is made.
 
 httpx trusts ``SSL_CERT_FILE``, else ``SSL_CERT_DIR``, else certifi's bundle.
-Parsing that bundle takes ~40 ms of CPU, which an install from an ``http://`` or
+Parsing that bundle is CPU work that an install from an ``http://`` or
 ``file://`` index never needs, so :func:`client_tls_context` only checks now that
 the bundle file can be read (an unreadable one is a :class:`SourceError` at once),
 and loads the certificates at the first TLS handshake; a bundle that cannot be parsed is

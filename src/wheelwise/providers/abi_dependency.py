@@ -32,8 +32,8 @@ def installed_versions(
     names: Iterable[str], path: Iterable[str] | None = None
 ) -> dict[str, Version]:
     """``{normalized name: version}`` of those of *names* installed on *path*
-    (default: ``sys.path``). Looking up
-    only the named distributions is fast; scanning them all takes ~20 ms."""
+    (default: ``sys.path``). Only the named distributions are looked up, which reads
+    a few metadata folders instead of every installed distribution's."""
     search = sys.path if path is None else list(path)
     found: dict[str, Version] = {}
     for name in names:
