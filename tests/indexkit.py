@@ -162,6 +162,15 @@ def demo_wheels(directory: Path) -> list[Path]:
     ]
 
 
+def demo_folder(directory: Path) -> Path:
+    """*directory* holding the demo wheels, a second project (``Other_Project``, which
+    names itself unnormalized and limits its Python) and an sdist of demo_pkg."""
+    demo_wheels(directory)
+    demo_wheel(directory, "Other_Project-0.1-py3-none-any.whl", requires_python="<4,>=3.9")
+    demo_sdist(directory, "demo_pkg-1.0.tar.gz")
+    return directory
+
+
 # -- pages ---------------------------------------------------------------------
 
 
@@ -237,12 +246,6 @@ def uv_executable() -> str:
     if found is None:
         raise RuntimeError(f"uv is not installed in {BIN}")
     return found
-
-
-def new_venv(path: Path) -> Path:
-    """A fresh virtual environment without pip; its Python."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
-    return path / "bin" / "python"
 
 
 def install(

@@ -22,8 +22,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from indexkit import demo_wheel, wheelwise_serve
-from installkit import WHEEL, make_venv, run_python
+from gpuhouse import metadata_member, wheel
+from indexkit import wheelwise_serve
+from installkit import make_venv, run_python
 from test_install_resolve import Index, run, versions
 from wheelwise.install.resolve import NoCompatibleWheel, ResolutionConflict, VariantChoiceError
 from wheelwise.providers.abi_dependency import abi_dependency_report, installed_versions
@@ -393,22 +394,13 @@ def test_variant_markers_see_the_value_of_the_build() -> None:
 # -- end to end: real wheels, a real index, fresh virtual environments -----------------
 
 
-def metadata_member(name: str, version: str, requires: list[str]) -> dict[str, bytes]:
-    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-    lines += [f"Requires-Dist: {r}" for r in requires]
-    return {
-        f"{name}-{version}.dist-info/METADATA": ("\n".join(lines) + "\n").encode(),
-        f"{name}-{version}.dist-info/WHEEL": WHEEL,
-    }
-
-
 def build_wheelhouse(directory: Path) -> None:
     """fakeorch 2.7.0, 2.8.0, 2.9.1, 2.10.0; myext 1.0 with builds for fakeorch 2.8
     and 2.9 only; myext 0.9 with a build for 2.10 and a non-variant wheel that needs
     fakeorch>=2.9."""
     directory.mkdir(parents=True)
     for version in ("2.7.0", "2.8.0", "2.9.1", "2.10.0"):
-        demo_wheel(
+        wheel(
             directory,
             f"fakeorch-{version}-py3-none-any.whl",
             extra_members=metadata_member("fakeorch", version, []),
@@ -416,14 +408,14 @@ def build_wheelhouse(directory: Path) -> None:
     for version, builds in (("1.0", ("2.8", "2.9")), ("0.9", ("2.10",))):
         for build in builds:
             label = f"torch{build.replace('.', '')}"
-            demo_wheel(
+            wheel(
                 directory,
                 f"myext-{version}-py3-none-any-{label}.whl",
                 label,
                 {"abi_dependency": {"fakeorch": [build]}},
                 extra_members=metadata_member("myext", version, []),
             )
-    demo_wheel(
+    wheel(
         directory,
         "myext-0.9-py3-none-any.whl",
         extra_members=metadata_member("myext", "0.9", ["fakeorch>=2.9"]),

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from installer import install
 from installer.destinations import SchemeDictionaryDestination
 from installer.sources import WheelFile
 
-from wheelwise.cli.app import cli as main
+from clikit import invoke
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.labels import hash_label
 from wheelwise.variants.properties import VariantProperty
@@ -118,10 +118,6 @@ def write_project(root: Path, example: Example, *, build_system: str | None = No
     return root
 
 
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
 def assert_input_error(result: Result, *needles: str) -> str:
     """Exit 2, one line on stderr, nothing on stdout; returns the message."""
     assert result.exit_code == 2, (result.output, result.exception)
@@ -171,7 +167,7 @@ def check_variant_wheel(
     assert wheel.is_file()
     assert wheel.name.startswith(f"{example.module}-1.0-")
     assert wheel.name.endswith(f"-{label}.whl")
-    shown = run("variant", "show", wheel, "--json")
+    shown = invoke("variant", "show", wheel, "--json")
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout) == {
         "filename": wheel.name,
@@ -218,7 +214,7 @@ def test_no_isolation_build(
     out = tmp_path / "out"
     if label is not None and label != "null":
         args = [*args, "--label", label]
-    result = run("build", src, *args, "-o", out, "--no-isolation")
+    result = invoke("build", src, *args, "-o", out, "--no-isolation")
     assert result.exit_code == 0, (result.output, result.exception)
     if label is None:
         label = hash_label(VariantProperty.parse(p) for p in properties)
@@ -272,13 +268,13 @@ def test_default_outdir_is_src_dist_and_rebuild_replaces(tmp_path: Path) -> None
         "v1",
         "--no-isolation",
     ]
-    first = run(*args)
+    first = invoke(*args)
     assert first.exit_code == 0, first.output
     wheel = src / "dist" / "demo_st-1.0-py3-none-any-v1.whl"
     assert first.stdout.strip() == str(wheel)
     assert first.stderr == ""
     before = wheel.stat().st_ino
-    second = run(*args, "-v")
+    second = invoke(*args, "-v")
     assert second.exit_code == 0, second.output
     assert second.stdout.strip() == str(wheel)
     assert second.stderr.strip(), "-v shows the backend's output on stderr"
@@ -311,7 +307,7 @@ def test_isolated_build(tmp_path: Path, backend: str) -> None:
     src = write_project(tmp_path / "src", example)
     out = tmp_path / "out"
     props = ["x86_64 :: level :: v3"]
-    result = run("build", src, "-p", props[0], "--label", "v3", "-o", out)
+    result = invoke("build", src, "-p", props[0], "--label", "v3", "-o", out)
     assert result.exit_code == 0, (result.output, result.exception)
     wheel = Path(result.stdout.strip())
     assert sorted(out.iterdir()) == [wheel]
@@ -338,7 +334,7 @@ def test_isolated_build_requirements_not_installable(tmp_path: Path) -> None:
     )
     out = tmp_path / "out"
     message = assert_input_error(
-        run("build", src, "-p", "x86_64 :: level :: v3", "-o", out),
+        invoke("build", src, "-p", "x86_64 :: level :: v3", "-o", out),
         "could not install the build requirements",
         "no-such-package-wheelwise-test",
     )
@@ -351,11 +347,11 @@ def test_isolated_build_requirements_not_installable(tmp_path: Path) -> None:
 
 def test_error_missing_pyproject(tmp_path: Path) -> None:
     assert_input_error(
-        run("build", tmp_path, "-p", "x86_64 :: level :: v3", "--no-isolation"),
+        invoke("build", tmp_path, "-p", "x86_64 :: level :: v3", "--no-isolation"),
         "no pyproject.toml",
     )
     assert_input_error(
-        run("build", tmp_path / "missing", "-p", "x86_64 :: level :: v3"), "no such directory"
+        invoke("build", tmp_path / "missing", "-p", "x86_64 :: level :: v3"), "no such directory"
     )
 
 
@@ -364,7 +360,7 @@ def test_error_setup_py_syntax_error(tmp_path: Path) -> None:
     (src / "setup.py").write_text("from setuptools import setup\nsetup(\n", encoding="utf-8")
     out = tmp_path / "out"
     message = assert_input_error(
-        run("build", src, "-p", "x86_64 :: level :: v3", "-o", out, "--no-isolation"),
+        invoke("build", src, "-p", "x86_64 :: level :: v3", "-o", out, "--no-isolation"),
         "build backend 'setuptools.build_meta' failed",
         "output ended with:",
         "SyntaxError",
@@ -380,7 +376,9 @@ def test_error_bad_backend_name(tmp_path: Path) -> None:
         build_system='requires = []\nbuild-backend = "no_such_backend.api"',
     )
     assert_input_error(
-        run("build", src, "-p", "x86_64 :: level :: v3", "-o", tmp_path / "out", "--no-isolation"),
+        invoke(
+            "build", src, "-p", "x86_64 :: level :: v3", "-o", tmp_path / "out", "--no-isolation"
+        ),
         "build backend 'no_such_backend.api' is not available",
         "No module named 'no_such_backend'",
     )
@@ -396,7 +394,7 @@ def test_error_build_requirements_missing_without_isolation(tmp_path: Path) -> N
         ),
     )
     assert_input_error(
-        run("build", src, "-p", "x86_64 :: level :: v3", "--no-isolation"),
+        invoke("build", src, "-p", "x86_64 :: level :: v3", "--no-isolation"),
         "build requirements missing",
         "no-such-package-wheelwise-test",
     )
@@ -404,7 +402,7 @@ def test_error_build_requirements_missing_without_isolation(tmp_path: Path) -> N
 
 def test_error_no_properties(tmp_path: Path) -> None:
     src = write_project(tmp_path / "src", EXAMPLES["setuptools"])
-    assert_input_error(run("build", src), "needs properties", "--null", "python -m build")
+    assert_input_error(invoke("build", src), "needs properties", "--null", "python -m build")
     with pytest.raises(BuildError, match="python -m build"):
         build_variant_wheel(src, tmp_path / "out", isolation=False)
 
@@ -425,7 +423,7 @@ def test_error_no_properties(tmp_path: Path) -> None:
 def test_error_invalid_request(tmp_path: Path, args: list[str], needle: str) -> None:
     """Refused before the backend runs (a real build can take minutes)."""
     src = write_project(tmp_path / "src", EXAMPLES["setuptools"])
-    result = run("build", src, *args, "-o", tmp_path / "out", "--no-isolation")
+    result = invoke("build", src, *args, "-o", tmp_path / "out", "--no-isolation")
     assert_input_error(result, needle)
     assert not (tmp_path / "out").exists()
     assert sorted(p.name for p in src.iterdir()) == ["demo_st.py", "pyproject.toml"]
@@ -453,8 +451,8 @@ def test_no_validate(tmp_path: Path) -> None:
     src = write_project(tmp_path / "src", EXAMPLES["setuptools"])
     args: list[str | Path] = ["build", src, "-p", "x86_64 :: level :: v9", "-o", tmp_path / "out"]
     args.append("--no-isolation")
-    assert_input_error(run(*args), "unknown value", "--no-validate")
-    result = run(*args, "--no-validate", "--label", "v9")
+    assert_input_error(invoke(*args), "unknown value", "--no-validate")
+    result = invoke(*args, "--no-validate", "--label", "v9")
     assert result.exit_code == 0, result.output
     check_variant_wheel(
         Path(result.stdout.strip()),
@@ -476,7 +474,7 @@ def test_conversion_failure_leaves_no_output(
     src = write_project(tmp_path / "src", EXAMPLES["flit"])
     out = tmp_path / "new" / "out"
     assert_input_error(
-        run("build", src, "-p", "x86_64 :: level :: v3", "-o", out, "--no-isolation"),
+        invoke("build", src, "-p", "x86_64 :: level :: v3", "-o", out, "--no-isolation"),
         "conversion failed",
     )
     assert not out.exists()
@@ -484,7 +482,7 @@ def test_conversion_failure_leaves_no_output(
     out.mkdir()
     (out / "other.whl").write_bytes(b"")
     assert_input_error(
-        run("build", src, "-p", "x86_64 :: level :: v3", "-o", out, "--no-isolation"),
+        invoke("build", src, "-p", "x86_64 :: level :: v3", "-o", out, "--no-isolation"),
         "conversion failed",
     )
     assert sorted(p.name for p in out.iterdir()) == ["other.whl"]
@@ -495,5 +493,5 @@ def test_invalid_variant_table(tmp_path: Path) -> None:
     with (src / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write('\n[variant]\nvariants = {}\n[variant.default-priorities]\nnamespace = ["a"]\n')
     assert_input_error(
-        run("build", src, "-p", "a :: b :: c", "--no-isolation"), "must not define 'variants'"
+        invoke("build", src, "-p", "a :: b :: c", "--no-isolation"), "must not define 'variants'"
     )

@@ -8,21 +8,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
+from clikit import invoke
 from paths import CORPUS
 from wheelfactory import make_wheel, variant_doc
-from wheelwise.cli.app import cli as main
 
 TEST_PACKAGE_JSON = CORPUS / "test-package" / "dist" / "test_package-0-variants.json"
 PLUGIN_MACHINE = {"system": {"installable_plugin": {"feat1": ["val1c", "val1b"]}}}
 
 
 pytestmark = pytest.mark.usefixtures("simulated_machine")
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def write_json(path: Path, document: object) -> Path:
@@ -32,7 +28,7 @@ def write_json(path: Path, document: object) -> Path:
 
 def test_select_json_with_system_file(tmp_path: Path) -> None:
     system = write_json(tmp_path / "machine.json", PLUGIN_MACHINE)
-    result = run("select", TEST_PACKAGE_JSON, "--system", system, "--json")
+    result = invoke("select", TEST_PACKAGE_JSON, "--system", system, "--json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert list(document) == ["selected", "order", "rejected"]
@@ -45,7 +41,7 @@ def test_select_json_with_system_file(tmp_path: Path) -> None:
 
 def test_select_accepts_bare_system_object(tmp_path: Path) -> None:
     system = write_json(tmp_path / "machine.json", PLUGIN_MACHINE["system"])
-    result = run("select", TEST_PACKAGE_JSON, "--system", system, "--json")
+    result = invoke("select", TEST_PACKAGE_JSON, "--system", system, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["order"] == ["60567bd9", "foo", "null"]
 
@@ -56,13 +52,13 @@ def test_select_accepts_a_detect_document(tmp_path: Path) -> None:
         "providers": {"installable_plugin": {"status": "ok", "source": "test", "detail": ""}},
     }
     system = write_json(tmp_path / "machine.json", detect)
-    result = run("select", TEST_PACKAGE_JSON, "--system", system, "--json")
+    result = invoke("select", TEST_PACKAGE_JSON, "--system", system, "--json")
     assert json.loads(result.stdout)["selected"] == "60567bd9"
 
 
 def test_select_without_system_detects_this_machine() -> None:
     """The plugin namespace is untrusted here, so only the null variant fits."""
-    result = run("select", TEST_PACKAGE_JSON, "--json")
+    result = invoke("select", TEST_PACKAGE_JSON, "--json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["selected"] == "null"
@@ -72,7 +68,7 @@ def test_select_without_system_detects_this_machine() -> None:
 
 def test_select_no_compatible_variant(tmp_path: Path) -> None:
     doc = variant_doc("v4", {"x86_64": {"level": ["v4"]}})
-    result = run("select", write_json(tmp_path / "pkg-1-variants.json", doc), "--json")
+    result = invoke("select", write_json(tmp_path / "pkg-1-variants.json", doc), "--json")
     assert json.loads(result.stdout) == {
         "selected": None,
         "order": [],
@@ -82,7 +78,7 @@ def test_select_no_compatible_variant(tmp_path: Path) -> None:
 
 def test_select_human_table(tmp_path: Path) -> None:
     system = write_json(tmp_path / "machine.json", PLUGIN_MACHINE)
-    result = run("select", TEST_PACKAGE_JSON, "--system", system)
+    result = invoke("select", TEST_PACKAGE_JSON, "--system", system)
     assert result.exit_code == 0, result.output
     out = result.stdout
     for label in ("60567bd9", "foo", "null", "bar", "fbe82642", "5d8be4b9"):
@@ -93,7 +89,7 @@ def test_select_human_table(tmp_path: Path) -> None:
 
 def test_select_reads_legacy_corpus_files() -> None:
     for path in sorted((CORPUS / "variant_json_files").glob("*.json")):
-        result = run("select", path, "--json")
+        result = invoke("select", path, "--json")
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["selected"] == "null"
 
@@ -110,24 +106,24 @@ def _assert_input_error(result: Result, *needles: str) -> None:
 
 
 def test_error_missing_file(tmp_path: Path) -> None:
-    _assert_input_error(run("select", tmp_path / "nope.json"), "nope.json", "not found")
+    _assert_input_error(invoke("select", tmp_path / "nope.json"), "nope.json", "not found")
 
 
 def test_error_directory(tmp_path: Path) -> None:
-    _assert_input_error(run("select", tmp_path), "is a directory")
+    _assert_input_error(invoke("select", tmp_path), "is a directory")
 
 
 def test_error_invalid_json(tmp_path: Path) -> None:
     path = tmp_path / "bad-variants.json"
     path.write_text('{"$schema": ', encoding="utf-8")
-    _assert_input_error(run("select", path), "bad-variants.json", "invalid JSON")
+    _assert_input_error(invoke("select", path), "bad-variants.json", "invalid JSON")
 
 
 def test_error_wrong_types(tmp_path: Path) -> None:
     doc = variant_doc("v3", {"x86_64": {"level": ["v3"]}})
     doc["default-priorities"]["namespace"] = "x86_64"
     _assert_input_error(
-        run("select", write_json(tmp_path / "m.json", doc)),
+        invoke("select", write_json(tmp_path / "m.json", doc)),
         "default-priorities.namespace",
         "expected a list of strings",
     )
@@ -135,31 +131,31 @@ def test_error_wrong_types(tmp_path: Path) -> None:
 
 def test_error_bad_label(tmp_path: Path) -> None:
     doc = variant_doc("Bad-Label", {"x86_64": {"level": ["v3"]}})
-    _assert_input_error(run("select", write_json(tmp_path / "m.json", doc)), "'Bad-Label'")
+    _assert_input_error(invoke("select", write_json(tmp_path / "m.json", doc)), "'Bad-Label'")
 
 
 def test_error_unsupported_schema(tmp_path: Path) -> None:
     doc = variant_doc("v3", {"x86_64": {"level": ["v3"]}})
     doc["$schema"] = "https://variants-schema.wheelnext.dev/peps/825/v1.0.0.json"
     _assert_input_error(
-        run("select", write_json(tmp_path / "m.json", doc)), "1.0.0", "upgrade wheelwise"
+        invoke("select", write_json(tmp_path / "m.json", doc)), "1.0.0", "upgrade wheelwise"
     )
 
 
 def test_error_bad_system_file(tmp_path: Path) -> None:
     system = write_json(tmp_path / "machine.json", {"system": {"nvidia": {"sm_arch": "90"}}})
     _assert_input_error(
-        run("select", TEST_PACKAGE_JSON, "--system", system), "machine.json", "sm_arch"
+        invoke("select", TEST_PACKAGE_JSON, "--system", system), "machine.json", "sm_arch"
     )
     _assert_input_error(
-        run("select", TEST_PACKAGE_JSON, "--system", tmp_path / "missing.json"),
+        invoke("select", TEST_PACKAGE_JSON, "--system", tmp_path / "missing.json"),
         "system file not found",
     )
 
 
 def test_variant_show_json() -> None:
     wheel = CORPUS / "test-package" / "dist" / "test_package-0-py3-none-any-5d8be4b9.whl"
-    result = run("variant", "show", wheel, "--json")
+    result = invoke("variant", "show", wheel, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {
         "filename": wheel.name,
@@ -175,29 +171,29 @@ def test_variant_show_json() -> None:
 def test_variant_show_non_variant_and_null() -> None:
     dist = CORPUS / "test-package" / "dist"
     plain = json.loads(
-        run("variant", "show", dist / "test_package-0-py3-none-any.whl", "--json").stdout
+        invoke("variant", "show", dist / "test_package-0-py3-none-any.whl", "--json").stdout
     )
     assert plain["label"] is None
     assert plain["properties"] == []
     null = json.loads(
-        run("variant", "show", dist / "test_package-0-py3-none-any-null.whl", "--json").stdout
+        invoke("variant", "show", dist / "test_package-0-py3-none-any-null.whl", "--json").stdout
     )
     assert null["label"] == "null"
     assert null["properties"] == []
-    human = run("variant", "show", dist / "test_package-0-py3-none-any-foo.whl")
+    human = invoke("variant", "show", dist / "test_package-0-py3-none-any-foo.whl")
     assert "label:      foo" in human.stdout
     assert "installable_plugin :: feat1 :: val1c" in human.stdout
 
 
 def test_variant_show_errors(tmp_path: Path) -> None:
     _assert_input_error(
-        run("variant", "show", tmp_path / "pkg-1.0-py3-none-any-v3.whl"), "no such file"
+        invoke("variant", "show", tmp_path / "pkg-1.0-py3-none-any-v3.whl"), "no such file"
     )
     broken = tmp_path / "pkg-1.0-py3-none-any-v3.whl"
     broken.write_bytes(b"garbage")
-    _assert_input_error(run("variant", "show", broken), "not a valid wheel")
+    _assert_input_error(invoke("variant", "show", broken), "not a valid wheel")
     no_json = make_wheel(tmp_path, "pkg-2.0-py3-none-any-v3.whl", None)
-    _assert_input_error(run("variant", "show", no_json), "variant.json")
+    _assert_input_error(invoke("variant", "show", no_json), "variant.json")
 
 
 @pytest.mark.parametrize(

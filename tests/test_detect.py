@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from clikit import run_wheelwise
 from paths import CORPUS, DATA
 from wheelwise.providers.base import (
     BuiltinProvider,
@@ -48,18 +47,8 @@ def machine_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def wheelwise(args: Sequence[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wheelwise", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def detect_json(env: dict[str, str], *extra: str) -> dict[str, object]:
-    proc = wheelwise(["detect", "--json", *extra], env)
+    proc = run_wheelwise(["detect", "--json", *extra], env)
     assert proc.returncode == 0, proc.stderr
     document: dict[str, object] = json.loads(proc.stdout)
     return document
@@ -100,13 +89,13 @@ def test_detect_document_shape(machine_env: dict[str, str]) -> None:
 
 def test_warm_cache_gives_the_same_answer(machine_env: dict[str, str]) -> None:
     env = {**machine_env, "WHEELWISE_CPUINFO": str(HASWELL), "WHEELWISE_NVIDIA_DRIVER": "none"}
-    cold = wheelwise(["detect", "--json"], env)
+    cold = run_wheelwise(["detect", "--json"], env)
     assert not (Path(env["WHEELWISE_CACHE_DIR"]) / "missing").exists()
     assert (Path(env["WHEELWISE_CACHE_DIR"]) / "detect.cache").is_file()
-    warm = wheelwise(["detect", "--json"], env)
+    warm = run_wheelwise(["detect", "--json"], env)
     assert cold.returncode == warm.returncode == 0
     assert warm.stdout == cold.stdout
-    refreshed = wheelwise(["detect", "--json", "--refresh"], env)
+    refreshed = run_wheelwise(["detect", "--json", "--refresh"], env)
     assert refreshed.stdout == cold.stdout
 
 
@@ -132,7 +121,7 @@ def test_simulated_aarch64_machine(machine_env: dict[str, str]) -> None:
 
 def test_human_table(machine_env: dict[str, str]) -> None:
     env = {**machine_env, "WHEELWISE_CPUINFO": str(HASWELL), "WHEELWISE_NVIDIA_DRIVER": "none"}
-    proc = wheelwise(["detect"], env)
+    proc = run_wheelwise(["detect"], env)
     assert proc.returncode == 0, proc.stderr
     for needle in ("nvidia", "unavailable", "x86_64", "ok", "level: v3, v2, v1", "WHEELWISE"):
         assert needle in proc.stdout
@@ -159,7 +148,7 @@ def test_select_detects_this_machine(
     machine_env: dict[str, str], overrides: dict[str, str], expected: str
 ) -> None:
     env = {"WHEELWISE_CPUINFO": str(HASWELL), **machine_env, **overrides}
-    proc = wheelwise(["select", str(DEMO), "--json"], env)
+    proc = run_wheelwise(["select", str(DEMO), "--json"], env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["selected"] == expected
 
@@ -173,21 +162,23 @@ def test_detect_document_is_a_system_file(machine_env: dict[str, str], tmp_path:
         "WHEELWISE_CPUINFO": str(HASWELL),
     }
     recorded = tmp_path / "target.json"
-    recorded.write_text(wheelwise(["detect", "--json"], target).stdout)
-    here = wheelwise(["select", str(DEMO), "--json"], target)
+    recorded.write_text(run_wheelwise(["detect", "--json"], target).stdout)
+    here = run_wheelwise(["select", str(DEMO), "--json"], target)
     elsewhere_env = {
         **machine_env,
         "WHEELWISE_NVIDIA_DRIVER": "none",
         "WHEELWISE_CPUINFO": str(K10),
     }
-    elsewhere = wheelwise(["select", str(DEMO), "--system", str(recorded), "--json"], elsewhere_env)
+    elsewhere = run_wheelwise(
+        ["select", str(DEMO), "--system", str(recorded), "--json"], elsewhere_env
+    )
     assert elsewhere.returncode == 0, elsewhere.stderr
     assert json.loads(elsewhere.stdout) == json.loads(here.stdout)
     assert json.loads(here.stdout)["selected"] == "cu126"
 
 
 def test_select_explains_untrusted_and_optional_providers(machine_env: dict[str, str]) -> None:
-    proc = wheelwise(["select", str(TEST_PACKAGE)], machine_env)
+    proc = run_wheelwise(["select", str(TEST_PACKAGE)], machine_env)
     assert proc.returncode == 0, proc.stderr
     assert "selected: null" in proc.stdout
     assert "--allow-provider installable_plugin" in proc.stdout
@@ -208,7 +199,7 @@ def test_select_with_a_trusted_plugin(machine_env: dict[str, str]) -> None:
         "--allow-provider",
         "installable_plugin=test-plugin-package",
     ]
-    proc = wheelwise(args, env)
+    proc = run_wheelwise(args, env)
     assert proc.returncode == 0, proc.stderr
     document = json.loads(proc.stdout)
     assert document["order"] == ["60567bd9", "foo", "null"]

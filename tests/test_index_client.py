@@ -24,7 +24,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from indexkit import demo_sdist, demo_wheel, demo_wheels, free_port, http_server, uvicorn_thread
+from indexkit import (
+    demo_folder,
+    demo_wheel,
+    free_port,
+    http_server,
+    uvicorn_thread,
+)
 from wheelfactory import variant_doc
 from wheelwise.index.client import (
     PAGE_ACCEPT,
@@ -84,11 +90,7 @@ def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def wheel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("wheels")
-    demo_wheels(directory)
-    demo_wheel(directory, "Other_Project-0.1-py3-none-any.whl", requires_python="<4,>=3.9")
-    demo_sdist(directory, "demo_pkg-1.0.tar.gz")
-    return directory
+    return demo_folder(tmp_path_factory.mktemp("wheels"))
 
 
 @pytest.fixture(scope="module")

@@ -20,10 +20,10 @@ from indexkit import (
     free_port,
     install,
     installed_build,
-    new_venv,
     running,
     site_packages,
 )
+from installkit import make_venv
 from wheelwise.index.negotiation import JSON_V1
 from wheelwise.index.static import STATE_FILE, build_site
 
@@ -106,7 +106,7 @@ def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]
 def test_pip_and_uv_install_from_nginx(nginx: tuple[str, Path], tmp_path: Path) -> None:
     base, _ = nginx
     for installer in ("pip", "uv"):
-        python = new_venv(tmp_path / installer)
+        python = make_venv(tmp_path / installer)
         result = install(installer, f"{base}/simple/", python, tmp_path, "demo_pkg")
         assert result.returncode == 0, result.stdout + result.stderr
         dist_info = site_packages(python) / "demo_pkg-1.0.dist-info"

@@ -28,11 +28,11 @@ from indexkit import (
     install,
     installed_build,
     installer_env,
-    new_venv,
     parse_anchors,
     site_packages,
     wheelwise_serve,
 )
+from installkit import make_venv
 from wheelwise.index.negotiation import JSON_V1
 from wheelwise.index.static import build_site
 
@@ -77,7 +77,7 @@ def test_installers_ignore_variant_wheels(
     installer: str, source: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     base: str = request.getfixturevalue(source)
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     result = install(installer, f"{base}/simple/", python, tmp_path, "demo_pkg")
     assert result.returncode == 0, result.stdout + result.stderr
     assert_installed_non_variant(python)
@@ -138,7 +138,7 @@ def test_twine_upload_then_install(tmp_path: Path) -> None:
             assert result.returncode == 0, result.stdout + result.stderr
             assert (wheels / path.name).read_bytes() == path.read_bytes()
 
-        python = new_venv(tmp_path / "venv")
+        python = make_venv(tmp_path / "venv")
         result = install("pip", f"{base}/simple/", python, tmp_path, "demo_pkg==3.0")
         assert result.returncode == 0, result.stdout + result.stderr
         assert installed_build(python) == "None"

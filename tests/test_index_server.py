@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from indexkit import demo_sdist, demo_wheel, demo_wheels, parse_anchors, uvicorn_thread
+from indexkit import demo_folder, demo_sdist, demo_wheel, demo_wheels, parse_anchors, uvicorn_thread
 from wheelwise.index.http import ByteRange, none_match, parse_range
 from wheelwise.index.negotiation import HTML_V1, JSON_V1, TEXT_HTML, choose
 from wheelwise.index.server import create_app
@@ -33,10 +33,7 @@ TOKEN = "s3cret-token"
 
 @pytest.fixture(scope="module")
 def wheel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("served")
-    demo_wheels(directory)
-    demo_wheel(directory, "Other_Project-0.1-py3-none-any.whl", requires_python="<4,>=3.9")
-    demo_sdist(directory, "demo_pkg-1.0.tar.gz")
+    directory = demo_folder(tmp_path_factory.mktemp("served"))
     (directory / "secret.txt").write_text("not published")
     return directory
 

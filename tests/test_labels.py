@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from variantlib.models.variant import VariantDescription
 from variantlib.models.variant import VariantProperty as VLProperty
 
+from variantlibkit import variantlib_label
 from wheelwise.variants.errors import InvalidLabel, InvalidProperty, VariantError
 from wheelwise.variants.labels import (
     NULL_LABEL,
@@ -33,17 +34,6 @@ close_properties = st.builds(
     st.sampled_from(["1", "2", "v3", "12.8"]),
 )
 property_sets = st.frozensets(st.one_of(properties, close_properties), max_size=12)
-
-
-def variantlib_label(props: frozenset[VariantProperty] | set[VariantProperty]) -> str:
-    desc = VariantDescription(
-        properties=[
-            VLProperty(namespace=p.namespace, feature=p.feature, value=p.value) for p in props
-        ]
-    )
-    label = desc.label
-    assert isinstance(label, str)
-    return label
 
 
 FEAT1 = VariantProperty("installable_plugin", "feat1", "val1c")

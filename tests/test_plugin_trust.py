@@ -13,7 +13,6 @@ import base64
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clikit import run_wheelwise
 from paths import CORPUS
 from wheelwise.providers import plugin_env
 from wheelwise.providers.plugin_environ import plugin_environ, strip_userinfo
@@ -124,16 +124,6 @@ def plugin_envs(env: dict[str, str]) -> list[Path]:
     return [p for p in plugins.iterdir() if p.is_dir()] if plugins.exists() else []
 
 
-def wheelwise(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wheelwise", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def hijacking_metadata(tmp_path: Path, requires: str, plugin_api: str | None) -> Path:
     """The corpus package's metadata with ``installable_plugin`` mapped elsewhere."""
     doc = json.loads(TEST_PACKAGE_JSON.read_text())
@@ -177,7 +167,7 @@ def test_trusted_namespace_mapped_to_another_plugin_stops(
 
 def test_hijack_through_select_is_one_error_line(env: dict[str, str], tmp_path: Path) -> None:
     metadata = hijacking_metadata(tmp_path, "evil-plugin", "evil")
-    proc = wheelwise(["select", str(metadata), "--allow-provider", TRUST], env)
+    proc = run_wheelwise(["select", str(metadata), "--allow-provider", TRUST], env)
     assert proc.returncode == 2, proc.stdout
     assert proc.stderr.count("\n") == 1, proc.stderr
     line = proc.stderr.strip()
@@ -239,7 +229,7 @@ def test_untrusted_namespace_says_how_to_trust_the_plugin(env: dict[str, str]) -
 
 def test_invalid_allow_provider_is_one_error_line(env: dict[str, str]) -> None:
     for bad in ("installable_plugin=not a requirement!!", "Bad-NS=x", "ns:1bad=x"):
-        proc = wheelwise(["select", str(TEST_PACKAGE_JSON), "--allow-provider", bad], env)
+        proc = run_wheelwise(["select", str(TEST_PACKAGE_JSON), "--allow-provider", bad], env)
         assert proc.returncode == 2, (bad, proc.stdout)
         assert proc.stderr.startswith("wheelwise: error: --allow-provider"), proc.stderr
         assert proc.stderr.count("\n") == 1, proc.stderr
@@ -276,7 +266,7 @@ def test_parse_trust_fuzz(text: str) -> None:
 
 
 def test_select_shows_which_plugin_answered(env: dict[str, str]) -> None:
-    proc = wheelwise(["select", str(TEST_PACKAGE_JSON), "--allow-provider", TRUST], env)
+    proc = run_wheelwise(["select", str(TEST_PACKAGE_JSON), "--allow-provider", TRUST], env)
     assert proc.returncode == 0, proc.stderr
     assert "selected: 60567bd9" in proc.stdout
     (line,) = [line for line in proc.stdout.splitlines() if "answered by" in line]
@@ -287,7 +277,7 @@ def test_select_shows_which_plugin_answered(env: dict[str, str]) -> None:
 
 
 def test_help_documents_the_trust_syntax_and_store(env: dict[str, str]) -> None:
-    proc = wheelwise(["select", "--help"], env)
+    proc = run_wheelwise(["select", "--help"], env)
     assert "NS=REQUIREMENT" in proc.stdout
     assert "config.toml" in proc.stdout
 
@@ -395,12 +385,12 @@ def test_require_hashes_runs_no_plugin(env: dict[str, str], tmp_path: Path) -> N
     (tmp_path / "empty").mkdir()
     common = ["install", "--dry-run", "--find-links", str(TEST_PACKAGE_DIST)]
     common += ["--index-url", str(tmp_path / "empty"), "--allow-provider", TRUST, "test_package"]
-    proc = wheelwise([*common, "--require-hashes"], env)
+    proc = run_wheelwise([*common, "--require-hashes"], env)
     assert "--require-hashes" in proc.stderr
     assert "installable_plugin" in proc.stderr
     assert plugin_envs(env) == []
     # Without it, the trusted plugin answers.
-    proc = wheelwise(common, env)
+    proc = run_wheelwise(common, env)
     assert proc.returncode == 0, proc.stderr
     assert "60567bd9" in proc.stdout
     assert len(plugin_envs(env)) == 1
@@ -423,7 +413,7 @@ def test_hijack_through_install_stops_before_anything_runs(
     (tmp_path / "empty").mkdir()
     args = ["install", "--dry-run", "--find-links", str(dist), "--index-url"]
     args += [str(tmp_path / "empty"), "--allow-provider", TRUST, "test_package"]
-    proc = wheelwise(args, env)
+    proc = run_wheelwise(args, env)
     assert proc.returncode == 2, proc.stdout
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("wheelwise: error: ")

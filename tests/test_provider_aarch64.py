@@ -15,27 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from paths import DATA
+from cpukit import CPUINFO, cpu_provider, features, write_dump
 from wheelwise.providers import _cpu, aarch64
 from wheelwise.providers.aarch64 import FEATURES, VERSIONS, AArch64Provider, version_of
 from wheelwise.providers.base import Environment, ProviderUnavailable
 from wheelwise.providers.runner import run_builtin
 
-CPUINFO = DATA / "cpuinfo"
-
 
 def provider_for(
     path: Path | str, machine: str | None = None, platform: str | None = None
 ) -> AArch64Provider:
-    """The provider simulating the machine described by the dump at *path*."""
-    env = Environment({"WHEELWISE_CPUINFO": str(path)})
-    return AArch64Provider(env, machine=machine, platform=platform)
+    return cpu_provider(AArch64Provider, path, machine, platform)
 
 
 def features_of(path: Path | str) -> dict[str, tuple[str, ...]]:
-    report = run_builtin(provider_for(path))
-    assert report.status == "ok", report.detail
-    return dict(report.features)
+    return features(provider_for(path))
 
 
 def versions_from(version: str) -> tuple[str, ...]:
@@ -213,12 +207,6 @@ UP_TO_8_5 = UP_TO_8_4 | {"flagm2", "frint", "sb", "dcpodp", "bti"}
 )
 def test_version_rules(caps: set[str], version: str) -> None:
     assert version_of(frozenset(caps)) == version
-
-
-def write_dump(tmp_path: Path, text: str, name: str = "cpuinfo") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def block(fixture: str, processor: int, drop: Sequence[str] = (), add: str = "") -> str:

@@ -17,27 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from paths import DATA
+from cpukit import CPUINFO, cpu_provider, features, write_dump
 from wheelwise.providers import _cpu, x86_64
 from wheelwise.providers.base import Environment, ProviderUnavailable
 from wheelwise.providers.runner import run_builtin
 from wheelwise.providers.x86_64 import EXTENSIONS, LEVELS, X86_64Provider
 
-CPUINFO = DATA / "cpuinfo"
-
 
 def provider_for(
     path: Path | str, machine: str | None = None, platform: str | None = None
 ) -> X86_64Provider:
-    """The provider simulating the machine described by the dump at *path*."""
-    env = Environment({"WHEELWISE_CPUINFO": str(path)})
-    return X86_64Provider(env, machine=machine, platform=platform)
+    return cpu_provider(X86_64Provider, path, machine, platform)
 
 
 def features_of(path: Path | str) -> dict[str, tuple[str, ...]]:
-    report = run_builtin(provider_for(path))
-    assert report.status == "ok", report.detail
-    return dict(report.features)
+    return features(provider_for(path))
 
 
 def levels_from(level: str) -> tuple[str, ...]:
@@ -246,12 +240,6 @@ def test_v1_only_cpu_reports_level_v1() -> None:
     # K10 has SSE3 (cpuinfo "pni") and SSE4a but neither SSSE3 nor SSE4.1: not v2.
     assert "sse3" in report.features
     assert "ssse3" not in report.features
-
-
-def write_dump(tmp_path: Path, text: str, name: str = "cpuinfo") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def haswell_block(processor: int, drop: Sequence[str] = (), mhz: str = "2500.000") -> str:

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from gpuhouse import K10, machine
-from indexkit import install, new_venv, parse_anchors
-from installkit import pip
+from indexkit import install, parse_anchors
+from installkit import make_venv, pip
 from proxykit import JSON_PAGE, build_of, installed, page, proxy_process
 from variantkit import wheelwise
 
@@ -33,7 +33,7 @@ PROFILES = {"": "null", "/p/h100": "cu128", "/p/haswell": "x86_64_v3"}
 def test_plain_installers_get_the_build_of_each_machine(
     proxy: str, installer: str, prefix: str, build: str, tmp_path: Path
 ) -> None:
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     result = install(installer, f"{proxy}{prefix}/simple/", python, tmp_path, "app")
     assert result.returncode == 0, result.stderr
     assert build_of(python) == build
@@ -52,7 +52,7 @@ def test_plain_installers_get_the_build_of_each_machine(
 def test_wheelwise_list_sees_the_build_installed_through_the_proxy(
     proxy: str, tmp_path: Path
 ) -> None:
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     result = install("pip", f"{proxy}/p/h100/simple/", python, tmp_path, "gpukit")
     assert result.returncode == 0, result.stderr
     listed = wheelwise(["list", "--python", str(python), "--json"], tmp_path / "cache")

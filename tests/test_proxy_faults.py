@@ -41,11 +41,10 @@ from indexkit import (
     free_port,
     install,
     installed_build,
-    new_venv,
     site_packages,
     uvicorn_thread,
 )
-from installkit import simple_wheel, tree_hash
+from installkit import make_venv, simple_wheel, tree_hash
 from variantkit import system_file, vpkg_wheel
 from wheelwise.proxy.app import create_app
 from wheelwise.proxy.run import ProxyOptions, build_proxy
@@ -357,7 +356,7 @@ def install_through(
 def test_installers_fail_on_a_wheel_whose_hash_lies_and_install_nothing(
     installer: str, tmp_path: Path
 ) -> None:
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     before = tree_hash(site_packages(python))
     with upstream_and_proxy(tmp_path, "hash", "wheel") as (server, proxy):
         refused = install_through(installer, proxy, python, tmp_path, "vpkg")
@@ -374,7 +373,7 @@ def test_installers_fail_on_a_wheel_whose_hash_lies_and_install_nothing(
 def test_a_broken_project_leaves_the_others_installable(tmp_path: Path) -> None:
     """vpkg's ``*-variants.json`` is not JSON: its page answers 502, while ``other``
     (on the same upstream) stays listed and installable; vpkg is again once fixed."""
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     site = tmp_path / "site"
     with upstream_and_proxy(tmp_path) as (server, proxy):
         SPOILERS["garbage"](site)

@@ -23,7 +23,8 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gpuhouse import K10, demo_house, machine
-from indexkit import free_port, install, new_venv, running, uvicorn_thread
+from indexkit import free_port, install, running, uvicorn_thread
+from installkit import make_venv
 from proxykit import JSON_PAGE, build_of, installed, page, proxy_process
 from test_index_nginx import nginx_executable
 from wheelwise.index.server import create_app as index_app
@@ -102,7 +103,7 @@ def cache_status(response: httpx.Response) -> str | None:
 def test_installers_get_the_build_of_their_machine_through_nginx(
     nginx: str, installer: str, prefix: str, build: str, tmp_path: Path
 ) -> None:
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     result = install(installer, f"{nginx}{prefix}/simple/", python, tmp_path, "app")
     assert result.returncode == 0, result.stdout + result.stderr
     assert build_of(python) == build

@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexkit import installed_build, installer_env, new_venv, uv_executable
+from clikit import invoke, run_wheelwise
+from indexkit import installed_build, installer_env, uv_executable
+from installkit import make_venv
 from paths import DATA
 from wheelfactory import make_wheel
 from wheelwise.cli import fast_detect
-from wheelwise.cli.app import cli
 from wheelwise.providers.base import ProviderReport
 from wheelwise.providers.uv_target import (
     NotUvTarget,
@@ -50,20 +50,6 @@ HASWELL = DATA / "cpuinfo" / "linux-rhel7-haswell"
 
 
 pytestmark = pytest.mark.usefixtures("simulated_machine")
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def wheelwise(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """``python -m wheelwise``: the real entry point, with the fast detect path."""
-    return subprocess.run(
-        [sys.executable, "-m", "wheelwise", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 GPU_MACHINE = SupportedProperties(
@@ -408,8 +394,8 @@ def test_select_reads_uv_target_like_the_json_document(tmp_path: Path) -> None:
     toml_file = write_target(tmp_path / "machine.toml", GPU_MACHINE)
     json_file = tmp_path / "machine.json"
     json_file.write_text(json.dumps({"system": GPU_MACHINE.to_dict()}), encoding="utf-8")
-    from_toml = run("select", DEMO, "--system", toml_file, "--json")
-    from_json = run("select", DEMO, "--system", json_file, "--json")
+    from_toml = invoke("select", DEMO, "--system", toml_file, "--json")
+    from_json = invoke("select", DEMO, "--system", json_file, "--json")
     assert from_toml.exit_code == 0, from_toml.output
     assert from_toml.stdout == from_json.stdout
     assert json.loads(from_toml.stdout)["order"] == ["cu128", "cu126", "x86_64_v3", "null"]
@@ -420,7 +406,7 @@ def test_select_tells_formats_apart_by_content_not_extension(tmp_path: Path) -> 
     json_named_toml = tmp_path / "machine.toml"
     json_named_toml.write_text("\n  " + json.dumps(GPU_MACHINE.to_dict()), encoding="utf-8")
     for path in (toml_named_json, json_named_toml):
-        result = run("select", DEMO, "--system", path, "--json")
+        result = invoke("select", DEMO, "--system", path, "--json")
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["selected"] == "cu128"
 
@@ -428,7 +414,7 @@ def test_select_tells_formats_apart_by_content_not_extension(tmp_path: Path) -> 
 def test_system_file_in_neither_format_names_both(tmp_path: Path) -> None:
     path = tmp_path / "machine.txt"
     path.write_text("nvidia: 12.8\n", encoding="utf-8")
-    result = run("select", DEMO, "--system", path)
+    result = invoke("select", DEMO, "--system", path)
     assert result.exit_code == 2
     line = result.stderr.strip()
     assert line.startswith(f"wheelwise: error: {path}: neither a JSON object")
@@ -440,7 +426,7 @@ def test_system_file_in_neither_format_names_both(tmp_path: Path) -> None:
 def test_system_file_with_a_bad_entry_names_the_key(tmp_path: Path) -> None:
     path = tmp_path / "machine.toml"
     path.write_text('[[provider]]\nnamespace = "nvidia"\n[provider.properties]\nsm_arch = "86"\n')
-    result = run("select", DEMO, "--system", path)
+    result = invoke("select", DEMO, "--system", path)
     assert result.exit_code == 2
     assert result.stderr == (
         f"wheelwise: error: {path}: [[provider]] #1 (nvidia): properties.sm_arch: "
@@ -451,7 +437,7 @@ def test_system_file_with_a_bad_entry_names_the_key(tmp_path: Path) -> None:
 def test_broken_json_is_still_reported_as_json(tmp_path: Path) -> None:
     path = tmp_path / "machine.json"
     path.write_text('{"system": ', encoding="utf-8")
-    result = run("select", DEMO, "--system", path)
+    result = invoke("select", DEMO, "--system", path)
     assert result.exit_code == 2
     assert f"{path}: invalid JSON" in result.stderr
 
@@ -460,13 +446,13 @@ def test_install_dry_run_reads_uv_target(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     build_wheelhouse(wheels)
     site = tmp_path / "site"
-    assert run("index", "build", wheels, "-o", site).exit_code == 0
+    assert invoke("index", "build", wheels, "-o", site).exit_code == 0
     machine = SupportedProperties(
         {"nvidia": {"cuda_version_lower_bound": ("12.8", "12.6"), "sm_arch": ("61_real",)}}
     )
     target = write_target(tmp_path / "machine.toml", machine)
     report = tmp_path / "report.json"
-    result = run(
+    result = invoke(
         "install",
         "--index-url",
         site / "simple",
@@ -494,9 +480,9 @@ def test_detect_format_uv_matches_detect_json(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("WHEELWISE_CPUINFO", str(HASWELL))
     for name, value in SIMULATED.items():
         monkeypatch.setenv(name, value)
-    fast = wheelwise("detect", "--format", "uv")  # the fast path, without click
+    fast = run_wheelwise(["detect", "--format", "uv"])  # the fast path, without click
     assert fast.returncode == 0, fast.stderr
-    document = json.loads(wheelwise("detect", "--json").stdout)
+    document = json.loads(run_wheelwise(["detect", "--json"]).stdout)
     system = SupportedProperties.from_dict(document)
     assert parse_uv_target(fast.stdout) == system
     assert system.values("nvidia", "cuda_version_lower_bound")[0] == "12.8"
@@ -504,7 +490,7 @@ def test_detect_format_uv_matches_detect_json(monkeypatch: pytest.MonkeyPatch) -
     assert system.values("x86_64", "level") == ("v3", "v2", "v1")
     assert "# amd: unavailable" in fast.stdout
     assert 'created-by = "wheelwise ' in fast.stdout
-    through_click = run("detect", "--format", "uv", "--refresh")
+    through_click = invoke("detect", "--format", "uv", "--refresh")
     assert through_click.exit_code == 0, through_click.output
     assert through_click.stdout == fast.stdout
 
@@ -520,20 +506,23 @@ def test_detect_documents_are_served_without_click(args: list[str]) -> None:
 
 
 def test_detect_format_uv_refresh_and_equals_form() -> None:
-    first = wheelwise("detect", "--format=uv", "--refresh")
-    second = wheelwise("detect", "--refresh", "--format", "uv")
+    first = run_wheelwise(["detect", "--format=uv", "--refresh"])
+    second = run_wheelwise(["detect", "--refresh", "--format", "uv"])
     assert first.returncode == second.returncode == 0, first.stderr + second.stderr
     assert first.stdout == second.stdout
     assert parse_uv_target(first.stdout).values("x86_64", "level") == ("v1",)
 
 
 def test_detect_format_json_is_the_json_flag() -> None:
-    assert wheelwise("detect", "--format", "json").stdout == wheelwise("detect", "--json").stdout
-    assert run("detect", "--format", "json").stdout == run("detect", "--json").stdout
+    assert (
+        run_wheelwise(["detect", "--format", "json"]).stdout
+        == run_wheelwise(["detect", "--json"]).stdout
+    )
+    assert invoke("detect", "--format", "json").stdout == invoke("detect", "--json").stdout
 
 
 def test_detect_default_format_is_the_table() -> None:
-    result = run("detect")
+    result = invoke("detect")
     assert result.exit_code == 0, result.output
     assert "namespace" in result.stdout
     assert "--format uv" in result.stdout
@@ -544,7 +533,7 @@ def test_detect_default_format_is_the_table() -> None:
     [["detect", "--json", "--format", "uv"], ["detect", "--format", "xml"], ["detect", "--format"]],
 )
 def test_detect_rejects_conflicting_or_unknown_formats(args: list[str]) -> None:
-    result = wheelwise(*args)
+    result = run_wheelwise(args)
     assert result.returncode == 2
     assert "--format" in result.stderr or "--json" in result.stderr
     assert result.stdout == ""
@@ -645,15 +634,15 @@ def test_uv_installs_the_variant_wheelwise_selects(
     wheels = tmp_path / "wheels"
     variants_json = build_wheelhouse(wheels)
 
-    detected = wheelwise("detect", "--format", "uv")
+    detected = run_wheelwise(["detect", "--format", "uv"])
     assert detected.returncode == 0, detected.stderr
     target = tmp_path / "target.toml"
     target.write_text(detected.stdout, encoding="utf-8")
-    selected = wheelwise("select", variants_json, "--system", target, "--json")
+    selected = run_wheelwise(["select", variants_json, "--system", target, "--json"])
     assert selected.returncode == 0, selected.stderr
     assert json.loads(selected.stdout)["selected"] == expected
 
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     env = {**installer_env(tmp_path / "home"), **machine, "UV_VARIANT_LOCK": str(target)}
     env = {k: v for k, v in env.items() if not k.startswith("WHEELWISE_")}
     result = subprocess.run(

@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 from installer import install
 from installer.destinations import SchemeDictionaryDestination
 from installer.sources import WheelFile
-from variantlib.models.variant import VariantDescription
-from variantlib.models.variant import VariantProperty as VLProperty
 
 from paths import CORPUS
+from variantlibkit import variantlib_label
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.variants.errors import InvalidLabel, InvalidMetadata, InvalidProperty, VariantError
 from wheelwise.variants.metadata import VariantMetadata
@@ -79,17 +78,6 @@ def check_output(path: Path, validator: Any) -> None:
             validator.validate(json.loads(data))
             assert data == VariantMetadata.from_json(data).to_bytes()
             assert not VariantMetadata.from_json(data).is_legacy
-
-
-def variantlib_label(properties: list[VariantProperty]) -> str:
-    description = VariantDescription(
-        properties=[
-            VLProperty(namespace=p.namespace, feature=p.feature, value=p.value) for p in properties
-        ]
-    )
-    label = description.label
-    assert isinstance(label, str)
-    return label
 
 
 # -- round trips against the corpus ----------------------------------------------------

@@ -12,12 +12,12 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from clikit import run_wheelwise
 from installkit import WHEEL, run_python
 from wheelfactory import make_wheel, variant_doc
 
@@ -129,15 +129,7 @@ def wheelwise(
         if not k.startswith("WHEELWISE_") and k.lower() not in ("http_proxy", "https_proxy")
     }
     full.update(WHEELWISE_CACHE_DIR=str(cache), NO_PROXY="*", COLUMNS="300", **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "wheelwise", *args],
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-    )
+    return run_wheelwise(args, full, cwd=cwd, timeout=120)
 
 
 def install_with_system(
