@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import marshal
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -150,11 +152,45 @@ def test_a_damaged_copy_never_changes_what_is_read(tmp_path: Path, damage: str) 
     elif damage == "bad-header":
         path.write_bytes(b'{"format": 1, "groups": 7}\n' + rest)
     elif damage == "wrong-entry":
-        path.write_bytes(header + b"\n" + rest.replace(b'"filename"', b'"Filename"', 3))
+        path.write_bytes(header + b"\n" + rest.replace(b"filename", b"Filename", 3))
     else:
         path.write_bytes(b"")
     page = store.read(BODY, URL)
     assert page.all() == tuple(parse_json_page(BODY, URL))
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        marshal.dumps(7),
+        marshal.dumps([(0, {"filename": 7})]),
+        marshal.dumps([("0", {})]),
+        marshal.dumps([(0,)]),
+        b"\xff not marshal at all",
+    ],
+)
+def test_a_forged_group_with_its_checksum_is_checked_like_the_page(
+    tmp_path: Path, forged: bytes
+) -> None:
+    """A group replaced by other bytes whose checksum and length the header records:
+    what it holds is still checked, and the page's own links are read."""
+    store = GroupedPages(tmp_path)
+    store.read(BODY, URL)
+    path = _copy(tmp_path)
+    header_line, _, rest = path.read_bytes().partition(b"\n")
+    header = json.loads(header_line)
+    wanted = "1.14.99"
+    offset, length, _, kind = header["groups"][wanted]
+    rest = rest[:offset] + forged + rest[offset + length :]
+    shift = len(forged) - length
+    for group in header["groups"].values():
+        if group[0] > offset:
+            group[0] += shift
+    header["groups"][wanted] = [offset, len(forged), zlib.crc32(forged), kind]
+    header["rest"][0] += shift
+    path.write_bytes(json.dumps(header).encode() + b"\n" + rest)
+    expected = [f for f in parse_json_page(BODY, URL) if f.version == Version(wanted)]
+    assert store.read(BODY, URL).files_for(Version(wanted)) == expected
 
 
 def test_a_copy_changed_into_other_valid_links_is_not_believed(tmp_path: Path) -> None:

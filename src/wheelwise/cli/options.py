@@ -14,6 +14,8 @@ def _check_trust(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[str, ...]:
     """Each ``--allow-provider`` value must parse: a malformed one is one error line."""
+    if not values:
+        return values  # the trust module's imports are not needed then
     from wheelwise.cli.errors import InputError
     from wheelwise.providers.plugin_trust import PluginTrustError, parse_trust
 

@@ -29,7 +29,6 @@ import contextlib
 import hashlib
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -409,7 +408,7 @@ class IndexClient:
         from wheelwise.index.project_list import read_project_names
 
         if source.is_local:
-            directory = _file_path(source.url)
+            directory = local_path(source.url)
             try:
                 return sorted(
                     canonicalize_name(entry.name) for entry in directory.iterdir() if entry.is_dir()
@@ -422,7 +421,7 @@ class IndexClient:
 
     def _local_index(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
         page = source.project_url(name)
-        directory = _file_path(page)
+        directory = local_path(page)
         for filename, read in (("index.json", read_json_page), ("index.html", read_html_page)):
             path = directory / filename
             try:
@@ -433,13 +432,13 @@ class IndexClient:
                 raise SourceError(page, f"{path}: cannot be read ({exc}); {source.hint}") from None
             url = path.as_uri()
             return ProjectListing(name, source, read(body, url, warn=self.warn), url)
-        if not _file_path(source.url).is_dir():
+        if not local_path(source.url).is_dir():
             raise SourceError(source.url, f"{source.url}: no such directory; {source.hint}")
         return ProjectListing(name, source, (), page, found=False)
 
     def _find_links(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
         if source.is_local:
-            path = _file_path(source.url)
+            path = local_path(source.url)
             if path.is_dir():
                 files = PageFiles.of(
                     IndexFile(filename=entry.name, url=entry.resolve().as_uri())
@@ -494,7 +493,7 @@ class IndexClient:
         try:
             with part.open("wb") as out:
                 if urlsplit(url).scheme.lower() == "file":
-                    path = _file_path(url)
+                    path = local_path(url)
                     try:
                         with path.open("rb") as source:
                             write(out, iter(lambda: source.read(1 << 20), b""))
@@ -565,7 +564,7 @@ class IndexClient:
 
     def _fetch_checked(self, url: str, hashes: Mapping[str, str], *, cached: bool = False) -> bytes:
         if urlsplit(url).scheme.lower() == "file":
-            path = _file_path(url)
+            path = local_path(url)
             try:
                 data = path.read_bytes()
             except OSError as exc:
@@ -780,8 +779,13 @@ def _tries(tries: int) -> str:
     return "1 try" if tries == 1 else f"{tries} tries"
 
 
-def _file_path(url: str) -> Path:
-    return Path(urllib.request.url2pathname(urlsplit(url).path))
+def local_path(url: str) -> Path:
+    """The path a ``file:`` URL names."""
+    # Imported here: urllib.request loads http.client and ssl, which no other part
+    # of an install from an HTTP index needs.
+    from urllib.request import url2pathname
+
+    return Path(url2pathname(urlsplit(url).path))
 
 
 def verify_hashes(url: str, data: bytes, hashes: Mapping[str, str]) -> None:

@@ -4,7 +4,11 @@ Reading a big page again costs most of what fetching it did: decoding megabytes 
 JSON and checking every link. So once a big PEP 691 page has been read, its links
 are written once more, grouped by version: a header line (for each version, where
 its links lie in the rest of the file and which kinds of file they are) and the
-groups, each a JSON array of ``[position, entry]`` with its checksum in the header.
+groups, each a list of ``(position, entry)`` with its checksum in the header. The
+groups are written with :mod:`marshal`, not JSON: they are this program's own data,
+written and read back by it, and encoding them as JSON again cost more than reading
+the page did. A group's checksum is checked before it is unmarshalled, and each
+entry is checked again as it is read.
 When the same body comes back (fresh in the HTTP cache, or after a 304), only the
 header is decoded, and a version's group when that version is asked for (the copy
 is mapped, so only the groups asked for are read from disk); each entry is checked
@@ -20,6 +24,7 @@ import functools
 import hashlib
 import json
 import logging
+import marshal
 import mmap
 import zlib
 from collections.abc import Callable
@@ -37,7 +42,7 @@ from wheelwise.userfiles import map_regular
 __all__ = ["MIN_BODY", "GroupedPages", "body_stamp"]
 
 _log = logging.getLogger(__name__)
-_FORMAT = 1
+_FORMAT = 2
 # Pages smaller than this are read from their body: a copy would save little.
 MIN_BODY = 256 << 10
 # A header holds a few dozen bytes per version.
@@ -132,11 +137,11 @@ class GroupedPages:
         offset = 0
         groups: dict[str, list[int]] = {}
         for version in page.versions():
-            data = _dumps([[link.position, json_entry(link)] for link in page.links_of(version)])
+            data = _group_bytes(page.links_of(version))
             groups[str(version)] = [offset, len(data), zlib.crc32(data), page.kinds_of(version)]
             pieces.append(data)
             offset += len(data)
-        rest = _dumps([[link.position, json_entry(link)] for link in page.unversioned()])
+        rest = _group_bytes(page.unversioned())
         pieces.append(rest)
         header = {
             "format": _FORMAT,
@@ -166,7 +171,7 @@ def _group(
         data = mapped[offset : offset + length]
         if len(data) != length or zlib.crc32(data) != crc:
             raise ValueError("the group's checksum does not match")
-        entries = loads_json(data)
+        entries = marshal.loads(data)
         if not isinstance(entries, list):
             raise ValueError("not a list")
         links = []
@@ -180,6 +185,10 @@ def _group(
         _log.debug("the grouped copy of %s cannot be used (%s): reading the page", url, exc)
         page = from_body()
         return page.links_of(version) if version is not None else page.unversioned()
+
+
+def _group_bytes(links: list[PageLink]) -> bytes:
+    return marshal.dumps([(link.position, json_entry(link)) for link in links])
 
 
 def _dumps(value: object) -> bytes:

@@ -263,6 +263,38 @@ def _skipped(url: str, where: str, link: str, warn: Warn | None) -> None:
 def json_link(entry: object, index: int, url: str) -> PageLink:
     """The ``files[index]`` *entry* of the JSON page at *url*, checked for the type of
     each field (its hashes and URL are read later)."""
+    # Every link of a page goes through here, so the well-formed case is one test
+    # per field and the message is only made for a link that fails one.
+    if type(entry) is dict:
+        filename, link = entry.get("filename"), entry.get("url")
+        metadata_value = entry.get("core-metadata")
+        if metadata_value is None:
+            metadata_value = entry.get("dist-info-metadata")
+        size = entry.get("size")
+        if (
+            type(filename) is str
+            and filename
+            and "/" not in filename
+            and type(link) is str
+            and link
+            and type(entry.get("hashes", _NO_HASHES)) is dict
+            and type(entry.get("requires-python", "")) is str
+            and type(entry.get("yanked", False)) in _YANKED_TYPES
+            and type(metadata_value) in _METADATA_TYPES
+            and (size is None or (type(size) is int and size >= 0))
+        ):
+            return PageLink(filename, index, (entry, metadata_value))
+    return _checked_json_link(entry, index, url)
+
+
+_NO_HASHES: dict[str, str] = {}
+_YANKED_TYPES = (bool, str)
+_METADATA_TYPES = (type(None), bool, dict)
+
+
+def _checked_json_link(entry: object, index: int, url: str) -> PageLink:
+    """:func:`json_link` field by field: raises InvalidPage for the first field of
+    *entry* that has the wrong type."""
     where = f"{url}: files[{index}]"
     if not isinstance(entry, dict):
         raise InvalidPage(url, f"{where} is not an object")
