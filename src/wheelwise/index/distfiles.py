@@ -27,6 +27,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.index.filecheck import check_sdist
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
@@ -42,7 +43,7 @@ MAX_VARIANT_JSON_BYTES = 1 << 20
 _CHUNK = 1 << 20
 
 
-class NotADistribution(ValueError):
+class NotADistribution(ValueError, WheelwiseError):
     """A ``.tar.gz`` whose name is not an sdist's: skipped, not an error."""
 
 
