@@ -312,6 +312,7 @@ class _Transaction:
                 interpreter=os.path.abspath(self.env.python),  # noqa: PTH100 - keep venv links
                 script_kind=self.env.script_kind,
                 journal=journal,
+                dist_info=wheel.dist_info,
                 archive=wheel.opened,
             )
         except (InstallError, Cancelled):
