@@ -117,6 +117,11 @@ class InterruptedAfterCommit(KeyboardInterrupt):
 
 
 # -- reading installed distributions ---------------------------------------------------
+# Not importlib.metadata.distributions(path=...): it gives no public way to the
+# .dist-info folder, which uninstalling needs (RECORD, the folder moved to the backup,
+# variant.json beside it); it also yields .egg-info installs, which have no RECORD to
+# uninstall by; and it parses the whole METADATA, body included, of every
+# distribution, where an install reads the heads of the few it replaces.
 
 
 def _read_dist(dist_info: Path) -> InstalledDist | None:
