@@ -91,22 +91,26 @@ def test_the_readers_error_is_a_wheel_error() -> None:
 
 def test_fields_a_caller_needs() -> None:
     raw = (
-        b"Metadata-Version: 2.1\nName: app\nVersion: 1.0\nKeywords: a, b\n"
-        b"Requires-Dist: x>=1\nRequires-Dist: y; extra == 'cli'\nProvides-Extra: cli\n\nHello\n"
+        b"Metadata-Version: 2.4\nName: App\nVersion: 2.0\nClassifier: A\nClassifier: B\n"
+        b"Keywords: one two,three\nProject-URL: Home, https://example.org\n"
+        b"Requires-Dist: x>=1\nProvides-Extra: cli\nX-Custom: kept\n\nThe body\n"
     )
     metadata = read_core_metadata(raw)
-    assert (metadata.name, metadata.version) == ("app", "1.0")
-    assert metadata.requires_dist == ["x>=1", "y; extra == 'cli'"]
+    assert (metadata.name, metadata.version) == ("App", "2.0")
+    assert metadata.requires_dist == ["x>=1"]
     assert metadata.values("Provides-Extra") == ["cli"]
-    assert metadata.body == "Hello\n"
+    assert metadata.body == "The body\n"
     assert metadata.to_json() == {
-        "metadata_version": "2.1",
-        "name": "app",
-        "version": "1.0",
-        "keywords": ["a", "b"],
-        "requires_dist": ["x>=1", "y; extra == 'cli'"],
+        "metadata_version": "2.4",
+        "name": "App",
+        "version": "2.0",
+        "description": "The body\n",
+        "keywords": ["one", "two", "three"],
+        "classifier": ["A", "B"],
+        "requires_dist": ["x>=1"],
+        "project_url": ["Home, https://example.org"],
         "provides_extra": ["cli"],
-        "description": "Hello\n",
+        "x_custom": "kept",
     }
     assert read_core_metadata(raw, body=False).body is None
 
