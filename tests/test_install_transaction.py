@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import filelock
-import installer.destinations
 import pytest
 
 from installkit import LOCK_NAME, alpha_wheel, make_venv, pip, run_python, simple_wheel, tree_hash
@@ -28,6 +27,7 @@ from wheelwise.install import (
     list_installed,
     parallel,
     uninstall,
+    unpack,
     verify_wheel,
 )
 from wheelwise.install.environment import QUERY_SCRIPT
@@ -232,7 +232,7 @@ def test_failure_midway_rolls_back_everything(
     install_wheels(env, [alpha_wheel(wheels, "1.0")])
     run_python(env.python, "import alpha.old_only")  # leaves bytecode to back up
     before = tree_hash(env.prefix)
-    original = installer.destinations.SchemeDictionaryDestination.write_file
+    original = unpack._JournalingDestination.write_file
     calls: list[str] = []
 
     def failing(self: Any, scheme: Any, path: Any, stream: Any, is_executable: bool) -> Any:
@@ -241,7 +241,7 @@ def test_failure_midway_rolls_back_everything(
             raise OSError("disk full (injected)")
         return original(self, scheme, path, stream, is_executable)
 
-    monkeypatch.setattr(installer.destinations.SchemeDictionaryDestination, "write_file", failing)
+    monkeypatch.setattr(unpack._JournalingDestination, "write_file", failing)
     with pytest.raises(InstallError, match="disk full"):
         install_wheels(
             env, [simple_wheel(wheels, "beta", "1.0"), alpha_wheel(wheels / "new", "2.0")]

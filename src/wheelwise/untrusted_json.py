@@ -12,10 +12,12 @@ import json
 import sys
 from typing import Any
 
+from wheelwise.errors import WheelwiseError
+
 __all__ = ["UntrustedDocumentError", "loads_json", "loads_toml"]
 
 
-class UntrustedDocumentError(ValueError):
+class UntrustedDocumentError(ValueError, WheelwiseError):
     """The text is not a usable JSON or TOML document; ``str()`` says why."""
 
 

@@ -15,6 +15,8 @@ import stat
 import zipfile
 from typing import BinaryIO
 
+from wheelwise.errors import WheelwiseError
+
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "NotARegularFile",
@@ -28,7 +30,7 @@ __all__ = [
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 
-class NotARegularFile(OSError):
+class NotARegularFile(OSError, WheelwiseError):
     """The path names a device, a FIFO, a socket or a directory; or it is too large."""
 
 

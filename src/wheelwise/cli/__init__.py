@@ -31,7 +31,8 @@ def _run() -> None:
     import click
 
     from wheelwise.cli.app import cli
-    from wheelwise.cli.errors import one_line
+    from wheelwise.cli.errors import INPUT_ERROR_EXIT, one_line
+    from wheelwise.errors import WheelwiseError
 
     # click >= 8.2 raises this for a bare `wheelwise`; older versions print the help.
     help_error = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -50,6 +51,9 @@ def _run() -> None:
     except click.Abort:
         print("Aborted!", file=sys.stderr)
         sys.exit(1)
+    except WheelwiseError as exc:  # from a command without its own handler
+        print(f"wheelwise: error: {one_line(str(exc))}", file=sys.stderr)
+        sys.exit(INPUT_ERROR_EXIT)
     # standalone_mode=False returns the status of `click.exceptions.Exit` (--help,
     # --version, an interrupted install) and the command's own return value (None).
     if isinstance(status, int):

@@ -1,4 +1,10 @@
-"""Turn library errors into one clear line on stderr and exit status 2."""
+"""Turn library errors into one clear line on stderr and exit status 2.
+
+Every error the library raises on purpose is a
+:class:`~wheelwise.errors.WheelwiseError` whose ``str()`` is the message, so one
+``except`` serves every layer; an exception of any other kind is a bug and keeps
+its traceback.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,7 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from wheelwise.variants.errors import VariantError
-from wheelwise.wheels.errors import WheelError
+from wheelwise.errors import WheelwiseError
 
 INPUT_ERROR_EXIT = 2
 _P = ParamSpec("_P")
@@ -40,16 +45,17 @@ def warn(message: str) -> None:
 
 
 def input_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Decorator: report VariantError / WheelError / OSError as InputError."""
+    """Decorator: report any WheelwiseError, and OSError, as InputError."""
 
     @functools.wraps(func)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return func(*args, **kwargs)
-        except (VariantError, WheelError) as exc:
-            raise InputError(str(exc)) from None
+        # First: NotARegularFile is both, and is told as the OSError it is.
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise InputError(f"{where}{exc.strerror or exc}") from None
+        except WheelwiseError as exc:
+            raise InputError(str(exc)) from None
 
     return wrapper

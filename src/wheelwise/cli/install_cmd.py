@@ -70,7 +70,7 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
         except SourceError as exc:
             raise InputError(exc.message) from None
         except Exception as exc:
-            from wheelwise.install.selection import ResolveError
+            from wheelwise.install.errors import ResolveError
             from wheelwise.lock.errors import LockError
 
             if isinstance(exc, ResolveError | LockError):

@@ -38,7 +38,7 @@ def lock_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
 
     @functools.wraps(func)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        from wheelwise.install.selection import ResolveError
+        from wheelwise.install.errors import ResolveError
         from wheelwise.install.targets import TargetError
 
         try:

@@ -5,8 +5,6 @@ files their ``RECORD`` lists. Damaged metadata is skipped, never raised."""
 from __future__ import annotations
 
 import csv
-import email.parser
-import email.policy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from packaging.utils import canonicalize_name
 from wheelwise.doctor.installed_dists import installed_dists
 from wheelwise.install.environment import TargetEnvironment
 from wheelwise.untrusted_json import loads_json
+from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
 
 __all__ = ["InstalledDistribution", "installed_distributions", "record_files"]
 
@@ -67,13 +66,13 @@ def installed_distributions(target: TargetEnvironment) -> tuple[InstalledDistrib
 def _requires(dist_info: Path) -> frozenset[str]:
     try:
         raw = (dist_info / "METADATA").read_bytes()
-    except OSError:
+        requires = read_core_metadata(raw, body=False).requires_dist
+    except (OSError, CoreMetadataError):
         return frozenset()
-    parser = email.parser.BytesParser(policy=email.policy.compat32)
     names = set()
-    for value in parser.parsebytes(raw, headersonly=True).get_all("Requires-Dist") or []:
+    for value in requires:
         try:
-            names.add(canonicalize_name(Requirement(str(value)).name))
+            names.add(canonicalize_name(Requirement(value).name))
         except InvalidRequirement:
             continue
     return frozenset(names)

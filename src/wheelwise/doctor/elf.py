@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
+from wheelwise.errors import WheelwiseError
+
 __all__ = [
     "ELF_MACHINES",
     "Dynamic",
@@ -75,7 +77,7 @@ _CHUNK = 1 << 20
 _T = TypeVar("_T")
 
 
-class ElfError(ValueError):
+class ElfError(ValueError, WheelwiseError):
     """The bytes are not an ELF file this reader understands (truncated, inconsistent
     offsets, not ELF at all)."""
 

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from wheelwise.errors import WheelwiseError
+
 __all__ = [
     "FATBIN_MAGIC",
     "FatbinCode",
@@ -37,7 +39,7 @@ _HEADER = struct.Struct("<IHHQ")
 _ENTRY = struct.Struct("<HHIQ12xI")  # kind, flags, header size, payload size, arch
 
 
-class FatbinError(ValueError):
+class FatbinError(ValueError, WheelwiseError):
     """The bytes do not follow the fat binary layout."""
 
 

@@ -3,7 +3,10 @@ directly: the name and version from the head of ``METADATA``, and whether the
 folder keeps a ``variant.json`` (the variant wheel's record, PEP 825).
 
 Only what the builds section needs is read, so that ``doctor`` stays fast on big
-environments: no e-mail parser, no ``importlib.metadata`` scan, and none of the
+environments: no e-mail parser (the shared reader,
+:mod:`wheelwise.wheels.core_metadata`, parses every field of a file that is mostly
+its long description), no ``importlib.metadata`` scan (it parses each whole
+``METADATA`` too, and names no ``.dist-info`` folder publicly), and none of the
 install machinery that ``wheelwise list`` loads.
 """
 

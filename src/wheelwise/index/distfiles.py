@@ -27,6 +27,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.index.filecheck import check_sdist
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
@@ -42,7 +43,7 @@ MAX_VARIANT_JSON_BYTES = 1 << 20
 _CHUNK = 1 << 20
 
 
-class NotADistribution(ValueError):
+class NotADistribution(ValueError, WheelwiseError):
     """A ``.tar.gz`` whose name is not an sdist's: skipped, not an error."""
 
 
@@ -242,8 +243,10 @@ _FIELDS = frozenset({"name", "version", "requires-python"})
 def core_fields(metadata: bytes) -> dict[str, str]:
     """Name, Version and Requires-Python from the header block of a METADATA file.
 
-    The first occurrence of each, unfolded. (packaging's ``parse_email`` reads
-    every field with the email package, where only three are needed.)
+    The first occurrence of each, unfolded. Not the shared reader
+    (:mod:`wheelwise.wheels.core_metadata`): ``index build`` reads the METADATA of
+    every wheel of a folder of thousands, and that reader parses every field with
+    the e-mail package where only three are needed.
     """
     found: dict[str, str] = {}
     current: str | None = None

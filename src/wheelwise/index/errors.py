@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from wheelwise.errors import WheelwiseError
 
-class IndexBuildError(ValueError):
+
+class IndexBuildError(ValueError, WheelwiseError):
     """The wheel directory cannot be published as it is (the message says why)."""
 
 
-class UploadRejected(ValueError):
+class UploadRejected(ValueError, WheelwiseError):
     """An upload was refused; ``status`` is the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -16,7 +18,7 @@ class UploadRejected(ValueError):
         self.message = message
 
 
-class SourceError(Exception):
+class SourceError(WheelwiseError):
     """A package source (index or find-links location) could not be read.
 
     The message says which URL, what happened and what to check; ``url`` is the

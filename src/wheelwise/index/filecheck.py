@@ -28,13 +28,15 @@ from typing import BinaryIO
 from packaging.utils import InvalidSdistFilename, parse_sdist_filename
 from packaging.version import InvalidVersion
 
+from wheelwise.errors import WheelwiseError
+
 SDIST_SUFFIX = ".tar.gz"
 # Inflating past this many times the file's size (and past a floor) is a gzip bomb.
 MAX_SDIST_RATIO = 200
 SDIST_FLOOR_BYTES = 64 << 20
 
 
-class UnsafeFile(ValueError):
+class UnsafeFile(ValueError, WheelwiseError):
     """A file an index must not publish (the message names it and says why)."""
 
 

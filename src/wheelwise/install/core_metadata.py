@@ -9,13 +9,10 @@ must agree, or nothing is installed.
 
 from __future__ import annotations
 
-import email.message
-import email.parser
-import email.policy
-
 from packaging.utils import canonicalize_name, canonicalize_version
 
 from wheelwise.install.errors import InstallError
+from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
 
 __all__ = ["CoreMetadataMismatch", "check_core_metadata"]
 
@@ -25,15 +22,15 @@ class CoreMetadataMismatch(InstallError):
 
 
 def _fields(metadata: bytes) -> dict[str, object]:
-    message: email.message.Message = email.parser.BytesParser(
-        policy=email.policy.compat32
-    ).parsebytes(metadata, headersonly=True)
-    requires = sorted(str(v).strip() for v in message.get_all("Requires-Dist") or [])
+    try:
+        fields = read_core_metadata(metadata, body=False)
+    except CoreMetadataError:  # compared as a file without any field: a mismatch
+        return {"Name": "", "Version": "", "Requires-Python": "", "Requires-Dist": []}
     return {
-        "Name": canonicalize_name(str(message.get("Name", ""))),
-        "Version": canonicalize_version(str(message.get("Version", ""))),
-        "Requires-Python": str(message.get("Requires-Python", "")).strip(),
-        "Requires-Dist": requires,
+        "Name": canonicalize_name(fields.first("Name") or ""),
+        "Version": canonicalize_version(fields.first("Version") or ""),
+        "Requires-Python": fields.first("Requires-Python") or "",
+        "Requires-Dist": sorted(fields.requires_dist),
     }
 
 

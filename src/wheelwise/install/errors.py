@@ -1,9 +1,18 @@
-"""Errors raised while downloading and installing wheels."""
+"""Errors raised while resolving, downloading and installing wheels."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-class InstallError(Exception):
+from wheelwise.errors import WheelwiseError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from packaging.version import Version
+
+
+class InstallError(WheelwiseError):
     """Installing into (or uninstalling from) a target environment failed.
 
     The environment was left as it was before the operation started.
@@ -34,3 +43,30 @@ class LockTimeoutError(InstallError):
 class VariantMismatch(InstallError):
     """A downloaded variant wheel's own ``variant.json`` does not give its label the
     properties the wheel was chosen for (PEP 825 "Metadata consistency")."""
+
+
+class ResolveError(WheelwiseError):
+    """Resolution failed; the message says why, naming packages and versions."""
+
+
+class NoCompatibleWheel(ResolveError):
+    """No release of a package that the requirements allow has a usable wheel."""
+
+    def __init__(
+        self, name: str, reasons: Mapping[Version, str], *, about_sources: bool = True
+    ) -> None:
+        self.name = name
+        self.reasons = dict(reasons)
+        releases = "; ".join(f"{name} {version}: {reason}" for version, reason in reasons.items())
+        # Unless every release was passed over for another cause (yanked, say).
+        sources = " (source distributions are never built)" if about_sources else ""
+        super().__init__(f"no compatible wheel for {name}{sources}: {releases}")
+
+
+class VariantChoiceError(ResolveError):
+    """A variant chosen by label is unknown, or not supported by this machine."""
+
+    def __init__(self, name: str, label: str, message: str) -> None:
+        self.name = name
+        self.label = label
+        super().__init__(message)

@@ -21,8 +21,6 @@ that way.
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
@@ -36,6 +34,7 @@ from wheelwise.install.candidates import Release, WheelFile
 from wheelwise.install.selection import Selection, TargetSpec, Unavailable, select_builds
 from wheelwise.lock import LockError, Package, PyLock, Wheel, wheel_files
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
+from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
 
 __all__ = [
     "VARIANT_GROUP_PREFIX",
@@ -309,12 +308,11 @@ def _gated_waiting(
 
 def _requirements(metadata: bytes) -> tuple[list[str], list[str]]:
     """``Requires-Dist`` and ``Provides-Extra`` of a METADATA file."""
-    message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
-        metadata, headersonly=True
-    )
-    requires = [str(value).strip() for value in message.get_all("Requires-Dist") or []]
-    extras = [str(value).strip() for value in message.get_all("Provides-Extra") or []]
-    return requires, extras
+    try:
+        fields = read_core_metadata(metadata, body=False)
+    except CoreMetadataError:  # nothing to read: no requirement gates a group
+        return [], []
+    return fields.requires_dist, fields.values("Provides-Extra")
 
 
 def _activated(

@@ -29,6 +29,7 @@ from packaging.version import Version
 
 from wheelwise.index.client import INDEX, IndexFile
 from wheelwise.index.distfiles import sha256_file
+from wheelwise.install.errors import ResolveError
 from wheelwise.install.finder import IndexFinder, Link, source_label
 from wheelwise.install.lock_selection import variant_group
 from wheelwise.install.plan import InstallOptions, caches_for, index_client, sources_for
@@ -37,7 +38,6 @@ from wheelwise.install.resolve import (
     PackageNotFound,
     Resolution,
     ResolvedPackage,
-    ResolveError,
     resolve,
 )
 from wheelwise.install.selection import ListedWheel

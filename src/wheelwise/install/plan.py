@@ -40,10 +40,10 @@ from wheelwise.install.download import (
     download_wheels,
 )
 from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
-from wheelwise.install.errors import DownloadError, ExternallyManagedError
+from wheelwise.install.errors import DownloadError, ExternallyManagedError, ResolveError
 from wheelwise.install.finder import IndexFinder, Link, Warn, source_label
 from wheelwise.install.prefetch import ListingPrefetcher
-from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, ResolveError, resolve
+from wheelwise.install.resolve import PackageNotFound, ResolvedPackage, resolve
 from wheelwise.install.scratch import make_scratch
 from wheelwise.install.transaction import (
     InstalledDist,

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.userfiles import NotARegularFile, read_regular_file
 
@@ -37,7 +38,7 @@ _OPTIONS = {
 _MAX_DEPTH = 20
 
 
-class RequirementsFileError(ValueError):
+class RequirementsFileError(ValueError, WheelwiseError):
     """A requirements file cannot be read or uses what is not supported."""
 
 

@@ -39,15 +39,13 @@ from resolvelib import ResolutionTooDeep as _TooDeep
 from resolvelib.structs import RequirementInformation
 
 from wheelwise.install.candidates import Finder, ReleaseFiles, Requirement, WheelFile, identifier
+from wheelwise.install.errors import NoCompatibleWheel, ResolveError, VariantChoiceError
 from wheelwise.install.selection import (
     ListedWheel,
-    NoCompatibleWheel,
-    ResolveError,
     Selection,
     SupportedFor,
     TargetSpec,
     Unavailable,
-    VariantChoiceError,
     select_builds,
 )
 from wheelwise.install.version_window import window

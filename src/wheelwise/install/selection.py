@@ -43,33 +43,6 @@ _MAX_TAGS_SHOWN = 5
 _MAX_VALUES_SHOWN = 8
 
 
-class ResolveError(Exception):
-    """Resolution failed; the message says why, naming packages and versions."""
-
-
-class NoCompatibleWheel(ResolveError):
-    """No release of a package that the requirements allow has a usable wheel."""
-
-    def __init__(
-        self, name: str, reasons: Mapping[Version, str], *, about_sources: bool = True
-    ) -> None:
-        self.name = name
-        self.reasons = dict(reasons)
-        releases = "; ".join(f"{name} {version}: {reason}" for version, reason in reasons.items())
-        # Unless every release was passed over for another cause (yanked, say).
-        sources = " (source distributions are never built)" if about_sources else ""
-        super().__init__(f"no compatible wheel for {name}{sources}: {releases}")
-
-
-class VariantChoiceError(ResolveError):
-    """A variant chosen by label is unknown, or not supported by this machine."""
-
-    def __init__(self, name: str, label: str, message: str) -> None:
-        self.name = name
-        self.label = label
-        super().__init__(message)
-
-
 @dataclass(frozen=True)
 class TargetSpec:
     """Everything wheel selection depends on besides the release itself."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from packaging.tags import Tag
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.install.environment import TargetEnvironment, compute_tags
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 
-class TargetError(ValueError):
+class TargetError(ValueError, WheelwiseError):
     """A ``--python-version`` or ``--platform`` that names no target wheelwise knows."""
 
 

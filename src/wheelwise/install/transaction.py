@@ -24,8 +24,6 @@ checked here.
 from __future__ import annotations
 
 import contextlib
-import email.parser
-import email.policy
 import functools
 import os
 import secrets
@@ -61,6 +59,7 @@ from wheelwise.install.parallel import run_tasks
 from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
 from wheelwise.untrusted_json import loads_json
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
+from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
 from wheelwise.wheels.errors import WheelError, describe
 from wheelwise.wheels.record import parse_record
 
@@ -118,6 +117,11 @@ class InterruptedAfterCommit(KeyboardInterrupt):
 
 
 # -- reading installed distributions ---------------------------------------------------
+# Not importlib.metadata.distributions(path=...): it gives no public way to the
+# .dist-info folder, which uninstalling needs (RECORD, the folder moved to the backup,
+# variant.json beside it); it also yields .egg-info installs, which have no RECORD to
+# uninstall by; and it parses the whole METADATA, body included, of every
+# distribution, where an install reads the heads of the few it replaces.
 
 
 def _read_dist(dist_info: Path) -> InstalledDist | None:
@@ -125,10 +129,11 @@ def _read_dist(dist_info: Path) -> InstalledDist | None:
         raw = (dist_info / "METADATA").read_bytes()
     except OSError:
         return None
-    message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
-        raw, headersonly=True
-    )
-    name, version = message.get("Name"), message.get("Version")
+    try:
+        metadata = read_core_metadata(raw, body=False)
+    except CoreMetadataError:
+        return None
+    name, version = metadata.name, metadata.version
     if not name or not version:
         return None
     try:
@@ -312,6 +317,7 @@ class _Transaction:
                 interpreter=os.path.abspath(self.env.python),  # noqa: PTH100 - keep venv links
                 script_kind=self.env.script_kind,
                 journal=journal,
+                dist_info=wheel.dist_info,
                 archive=wheel.opened,
             )
         except (InstallError, Cancelled):
@@ -387,9 +393,7 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
         with WheelArchive(source) as archive:
             record = archive.check_record_listing()
             metadata = archive.metadata()
-            message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
-                metadata, headersonly=True
-            )
+            fields = read_core_metadata(metadata, body=False)
             variant_metadata = archive.variant_metadata()
             dist_info = archive.dist_info
             label = archive.filename.variant_label
@@ -397,12 +401,12 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
             opened = archive.detach() if isinstance(source, InMemoryWheel) else None
     except WheelError as exc:
         raise InstallError(f"refusing to install {path.name}: {exc}") from None
-    name, version = message.get("Name"), message.get("Version")
+    name, version = fields.name, fields.version
     if not name or not version:
         raise InstallError(f"{path.name}: METADATA lacks Name or Version")
     if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
         label = next(iter(variant_metadata.variants))
-    requires = tuple(str(value).strip() for value in message.get_all("Requires-Dist") or [])
+    requires = tuple(fields.requires_dist)
     return VerifiedWheel(
         path,
         source,

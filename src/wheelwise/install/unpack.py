@@ -26,14 +26,16 @@ import stat
 import threading
 import zipfile
 from base64 import urlsafe_b64encode
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 import installer
-from installer.destinations import SchemeDictionaryDestination
+from installer.destinations import WheelDestination
 from installer.records import Hash, RecordEntry
-from installer.sources import WheelContentElement, WheelFile
-from installer.utils import Scheme
+from installer.scripts import Script
+from installer.sources import WheelContentElement, WheelSource
+from installer.utils import Scheme, construct_record_file, fix_shebang, parse_wheel_filename
+from packaging.utils import canonicalize_name
 
 from wheelwise.install.errors import InstallError
 from wheelwise.install.journal import WriteAhead
@@ -41,7 +43,7 @@ from wheelwise.wheels.archive import InMemoryWheel, open_zip
 from wheelwise.wheels.members import MemberReader
 
 if TYPE_CHECKING:
-    from installer.scripts import LauncherKind
+    from installer.scripts import LauncherKind, ScriptSection
 
 __all__ = ["Cancelled", "Journal", "unpack_wheel"]
 
@@ -203,34 +205,58 @@ def _check(entry: RecordEntry, encoded: str, size: int, wheel_name: str) -> None
         )
 
 
-class _VerifyingWheelFile(WheelFile):
-    """installer's wheel source, checking each member against RECORD as it is read."""
+class _VerifyingWheel(WheelSource):
+    """The wheel as installer's documented :class:`~installer.sources.WheelSource`:
+    each member read once, and checked against RECORD as it is read."""
 
     def __init__(
         self,
         archive: zipfile.ZipFile,
+        dist_info: str,
         expected: dict[str, RecordEntry],
         wheel_name: str,
         data: bytes | None,
     ) -> None:
-        super().__init__(archive)
+        # As installer names the wheel's .data folder: after the file name.
+        parsed = parse_wheel_filename(wheel_name)
+        super().__init__(parsed.distribution, parsed.version)
+        if canonicalize_name(
+            dist_info.removesuffix(".dist-info").rsplit("-", 1)[0]
+        ) != canonicalize_name(parsed.distribution):
+            raise InstallError(
+                f"refusing to install {wheel_name}: its {dist_info} directory does not "
+                "match the file name"
+            )
+        self._zipfile = archive
+        self._dist_info = dist_info
         self.expected = expected
         self.wheel_name = wheel_name
         self.data = data  # the wheel's bytes, when it is in memory
 
     @property
+    def dist_info_dir(self) -> str:
+        return self._dist_info
+
+    @property
     def dist_info_filenames(self) -> list[str]:
-        # installer's compares every member's path with posixpath.commonpath.
-        prefix = self.dist_info_dir + "/"
+        prefix = self._dist_info + "/"
         return [
             name[len(prefix) :]
             for name in self._zipfile.namelist()
             if name.startswith(prefix) and not name.endswith("/")
         ]
 
+    def read_dist_info(self, filename: str) -> str:
+        return self._zipfile.read(f"{self._dist_info}/{filename}").decode("utf-8")
+
+    def validate_record(self) -> None:
+        """Nothing left to check here: :func:`~wheelwise.install.transaction.verify_wheel`
+        checked that RECORD lists every member with a strong hash, and
+        :meth:`get_contents` compares each member with it as it is read."""
+
     def get_contents(self) -> Iterator[WheelContentElement]:
-        # installer's own reads RECORD again and opens every member with
-        # ZipFile.open; small members are read whole here, with one slice or pread.
+        # Small members are read whole, with one slice or pread; scripts too, as
+        # installer seeks in them to fix the shebang.
         scripts = f"{self.data_dir}/scripts/"
         reader = MemberReader(self._zipfile, self.data)
         for info in self._zipfile.infolist():
@@ -246,7 +272,6 @@ class _VerifyingWheelFile(WheelFile):
                     yield (path, "", ""), cast("BinaryIO", stream), is_executable
                 continue
             record = (path, f"{entry.hash_.name}={entry.hash_.value}", str(entry.size or ""))
-            # Scripts are read whole too: installer seeks in them to fix the shebang.
             data = None
             if info.file_size <= _WHOLE_MEMBER or path.startswith(scripts):
                 data = reader.read(info)
@@ -268,19 +293,73 @@ class _VerifyingWheelFile(WheelFile):
             yield record, _CheckedMember(data, sha256), is_executable
 
 
-class _JournalingDestination(SchemeDictionaryDestination):
-    """installer's destination, writing through a :class:`Journal`."""
+class _JournalingDestination(WheelDestination):
+    """installer's documented :class:`~installer.destinations.WheelDestination`,
+    writing every file through a :class:`Journal` with plain ``os`` calls and never
+    replacing one; scripts and RECORD as installer's own destination writes them."""
 
-    journal: Journal
-    roots: dict[str, str]
+    def __init__(
+        self,
+        scheme: dict[str, str],
+        interpreter: str,
+        script_kind: LauncherKind,
+        journal: Journal,
+    ) -> None:
+        self.scheme = scheme
+        self.interpreter = interpreter
+        self.script_kind = script_kind
+        self.journal = journal
+        self.roots = {
+            name: os.path.normpath(os.path.abspath(folder))  # abspath: keep venv links
+            for name, folder in scheme.items()
+        }
 
-    def write_to_fs(
-        self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool
+    def write_script(
+        self, name: str, module: str, attr: str, section: ScriptSection
     ) -> RecordEntry:
+        script_name, data = Script(name, module, attr, section).generate(
+            self.interpreter, self.script_kind
+        )
+        entry = self._write(Scheme("scripts"), script_name, io.BytesIO(data), True)
+        # Executable by whoever may read it, as installer's own destination makes it.
+        target = self._target(Scheme("scripts"), script_name)
+        mode = os.stat(target).st_mode
+        os.chmod(target, mode | (mode & 0o444) >> 2)
+        return entry
+
+    def write_file(
+        self, scheme: Scheme, path: str | os.PathLike[str], stream: BinaryIO, is_executable: bool
+    ) -> RecordEntry:
+        path = os.fspath(path)
+        if scheme == "scripts":  # ``#!python`` becomes the target's interpreter
+            with fix_shebang(stream, self.interpreter) as fixed:
+                return self._write(scheme, path, fixed, is_executable)
+        return self._write(scheme, path, stream, is_executable)
+
+    def finalize_installation(
+        self, scheme: Scheme, record_file_path: str, records: Iterable[tuple[Scheme, RecordEntry]]
+    ) -> None:
+        def prefix_for_scheme(file_scheme: Scheme) -> str | None:
+            if file_scheme == scheme:
+                return None
+            if os.name == "nt":
+                return os.path.abspath(self.scheme[file_scheme]) + "/"
+            return os.path.relpath(self.scheme[file_scheme], start=self.scheme[scheme]) + "/"
+
+        with construct_record_file(list(records), prefix_for_scheme) as record:
+            self._write(scheme, record_file_path, record, False)
+
+    def _target(self, scheme: Scheme, path: str) -> str:
         root = self.roots[scheme]
         target = os.path.normpath(os.path.join(root, path))
         if not target.startswith(root + os.sep):
             raise InstallError(f"refusing to write {path!r} outside {root}")
+        return target
+
+    def _write(
+        self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool
+    ) -> RecordEntry:
+        target = self._target(scheme, path)
         if type(stream) is _CheckedMember:  # not replaced by a fixed-shebang copy
             data = stream.getvalue()
             self.journal.write_new(target, data, is_executable)
@@ -311,6 +390,7 @@ def unpack_wheel(
     interpreter: str,
     script_kind: LauncherKind,
     journal: Journal,
+    dist_info: str,
     archive: zipfile.ZipFile | None = None,
 ) -> None:
     """Install *wheel* (a path, or one in memory) into the folders of *scheme*,
@@ -318,24 +398,15 @@ def unpack_wheel(
 
     *expected* is the wheel's RECORD, already checked to list every member with a
     strong hash (:meth:`WheelArchive.check_record_listing`); each member is
-    compared with it as it is written. ``INSTALLER`` is ``wheelwise``. *archive*:
-    *wheel* already opened (its directory parsed), closed here.
+    compared with it as it is written. ``INSTALLER`` is ``wheelwise``. *dist_info*:
+    its ``.dist-info`` folder's name. *archive*: *wheel* already opened (its
+    directory parsed), closed here.
     """
-    destination = _JournalingDestination(
-        scheme_dict=scheme,
-        interpreter=interpreter,
-        script_kind=script_kind,
-        bytecode_optimization_levels=(),
-    )
-    destination.journal = journal
-    destination.roots = {
-        name: os.path.normpath(os.path.abspath(folder))  # abspath: keep venv links
-        for name, folder in scheme.items()
-    }
+    destination = _JournalingDestination(scheme, interpreter, script_kind, journal)
     name = wheel.name if isinstance(wheel, InMemoryWheel) else os.path.basename(wheel)
     if archive is None or archive.fp is None:  # not given, or already used and closed
         archive = open_zip(wheel)
     with archive:
         data = wheel.data if isinstance(wheel, InMemoryWheel) else None
-        source = _VerifyingWheelFile(archive, expected, name, data)
+        source = _VerifyingWheel(archive, dist_info, expected, name, data)
         installer.install(source, destination, additional_metadata=INSTALLER_METADATA)

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from packaging.utils import canonicalize_name
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.variants.labels import LABEL_RE
 
 __all__ = [
@@ -33,7 +34,7 @@ _LABELLED = re.compile(
 )
 
 
-class VariantRequirementError(ValueError):
+class VariantRequirementError(ValueError, WheelwiseError):
     """A ``name#label`` requirement is malformed, or asks for another variant of a
     package than the one already chosen for it."""
 

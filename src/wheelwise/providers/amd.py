@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.providers.base import (
     BuiltinProvider,
     Environment,
@@ -95,7 +96,7 @@ _NONE = "none"
 Runner = Callable[[Sequence[str], float], str]
 
 
-class CommandError(Exception):
+class CommandError(WheelwiseError):
     """A command could not run or failed; the message says why, without the command."""
 
 

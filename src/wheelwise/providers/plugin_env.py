@@ -38,6 +38,7 @@ import filelock
 import platformdirs
 from packaging.version import InvalidVersion, Version
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.providers.plugin_environ import plugin_environ
 
 CACHE_ENV = "WHEELWISE_CACHE_DIR"
@@ -50,7 +51,7 @@ _PIP_REDIRECTS = ("PIP_TARGET", "PIP_PREFIX", "PIP_ROOT", "PIP_USER", "PIP_PYTHO
 _PIP_PYTHON_OPTION = Version("22.3")
 
 
-class PluginEnvError(Exception):
+class PluginEnvError(WheelwiseError):
     """An environment could not be created; ``str(exc)`` says why (pip's last lines)."""
 
 

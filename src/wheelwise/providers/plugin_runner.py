@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.providers.base import FeatureConfig
 from wheelwise.providers.plugin_environ import plugin_environ
 from wheelwise.providers.validation import ProviderOutputError, supported_features
@@ -35,7 +36,7 @@ _CHUNK = 65536
 _CHILD_PREFIX = "plugin-host: "
 
 
-class PluginFailure(Exception):
+class PluginFailure(WheelwiseError):
     """The plugin crashed, hung, or said something invalid."""
 
 

@@ -21,6 +21,7 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.providers.base import ProviderReport
 from wheelwise.providers.plugin_env import PluginEnv, PluginEnvError, ensure_env
 from wheelwise.providers.plugin_runner import PluginFailure, run_plugin
@@ -44,7 +45,7 @@ DEFAULT_INSTALL_TIMEOUT = 600.0
 _MAX_WORKERS = 8
 
 
-class InvalidPluginSpec(ValueError):
+class InvalidPluginSpec(ValueError, WheelwiseError):
     """The provider information cannot describe a runnable plugin."""
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from wheelwise.errors import WheelwiseError
 from wheelwise.providers.base import FeatureConfig
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.grammar import validate_name, validate_value
 
 
-class ProviderOutputError(ValueError):
+class ProviderOutputError(ValueError, WheelwiseError):
     """A provider returned something malformed or inconsistent."""
 
 

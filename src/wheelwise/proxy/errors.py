@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from wheelwise.errors import WheelwiseError
 
-class ProxyError(Exception):
+
+class ProxyError(WheelwiseError):
     """A request the proxy cannot answer with content; ``status`` says how it fails."""
 
     status = 500

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from wheelwise.errors import WheelwiseError
 
-class VariantError(ValueError):
+
+class VariantError(ValueError, WheelwiseError):
     """Base class for invalid variant data (properties, labels, metadata)."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from wheelwise.errors import WheelwiseError
+
 # Some zipfile messages quote a whole damaged header: an error line keeps this much.
 MAX_REASON_CHARS = 300
 
@@ -12,7 +14,7 @@ def describe(exc: BaseException) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
-class WheelError(ValueError):
+class WheelError(ValueError, WheelwiseError):
     """A wheel file is missing, unreadable or inconsistent."""
 
 

@@ -10,8 +10,6 @@ it is dropped, the others keep only their standard markers. Every other member,
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import hashlib
 import re
 from collections.abc import Mapping
@@ -29,6 +27,7 @@ from wheelwise.variants.markers import (
     uses_variant_markers,
 )
 from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.core_metadata import read_core_metadata
 from wheelwise.wheels.errors import WheelError, describe
 from wheelwise.wheels.rewrite import check_not_input, rewrite_wheel
 
@@ -37,6 +36,9 @@ __all__ = ["PlainWheel", "make_plain_wheel", "plain_metadata"]
 VariantEnvironment = Mapping[str, str | frozenset[str]]
 
 _REQUIRES_DIST = b"requires-dist"
+# plain_metadata rewrites Requires-Dist lines in place and keeps every other byte as
+# it is (the wheel's RECORD hash of METADATA changes for those lines only), so it scans
+# the raw lines itself: a parser (core_metadata) gives values, not where they are.
 # What the email parser takes for a header line (a field, a folded continuation,
 # a Unix "From " line); the first other line ends the headers, as it does there.
 _HEADER_LINE = re.compile(rb"From |[\x21-\x39\x3b-\x7e]*:|[\t ]")
@@ -133,11 +135,9 @@ class PlainWheel:
 
 def _check_name_and_version(archive: WheelArchive, metadata: bytes) -> None:
     """Installers trust the file name: METADATA must say the same."""
-    message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
-        metadata, headersonly=True
-    )
-    name = str(message.get("Name", "")).strip()
-    version = str(message.get("Version", "")).strip()
+    fields = read_core_metadata(metadata, body=False)
+    name = fields.first("Name") or ""
+    version = fields.first("Version") or ""
     filename = archive.filename
     try:
         agrees = canonicalize_name(name) == filename.name and Version(version) == filename.version
