@@ -74,30 +74,34 @@ def write_wheel(
     requires: Sequence[str] = (),
     files: Mapping[str, bytes] | None = None,
     deflate: bool = False,
+    metadata: str | None = None,
+    tag: str = "py3-none-any",
 ) -> Path:
     """A wheel of *name* *version*: a variant wheel labelled *label* whose
     ``variant.json`` is *props*, or a non-variant wheel when *label* is None. Its
-    METADATA lists *requires* as ``Requires-Dist``; *files* replace the package's
-    one module (``NAME/__init__.py``) when given. Members are stored, or deflated
-    with *deflate*."""
+    METADATA lists *requires* as ``Requires-Dist``, or is *metadata* when given;
+    *files* replace the package's one module (``NAME/__init__.py``) when given.
+    Members are stored, or deflated with *deflate*."""
     dist_info = f"{name}-{version}.dist-info"
-    metadata = (
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: >=3.9\n"
-        + "".join(f"Requires-Dist: {requirement}\n" for requirement in requires)
-    )
+    if metadata is None:
+        metadata = (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: >=3.9\n"
+            + "".join(f"Requires-Dist: {requirement}\n" for requirement in requires)
+        )
     members = dict(files) if files is not None else {}
     if not members:
         members[f"{name}/__init__.py"] = f"VERSION = {version!r}\n".encode()
     members[f"{dist_info}/METADATA"] = metadata.encode()
+    purelib = str(tag.endswith("-any")).lower()
     members[f"{dist_info}/WHEEL"] = (
-        b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        f"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n".encode()
     )
     if props is not None:
         members[f"{dist_info}/variant.json"] = props
     rows = [f"{path},{record_hash(data)},{len(data)}" for path, data in members.items()]
     members[f"{dist_info}/RECORD"] = ("\n".join([*rows, f"{dist_info}/RECORD,,"]) + "\n").encode()
     suffix = f"-{label}" if label is not None else ""
-    path = directory / f"{name}-{version}-py3-none-any{suffix}.whl"
+    path = directory / f"{name}-{version}-{tag}{suffix}.whl"
     method = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
     with zipfile.ZipFile(path, "w") as archive:
         for member, data in members.items():

@@ -577,7 +577,8 @@ def test_a_wheel_replaced_under_its_name_is_noticed(
         new = demo_wheel(replacement, path.name, requires_python=f"<{bound},>=3.9").read_bytes()
         if len(new) == len(old):
             break
-    assert len(new) == len(old) and new != old
+    assert len(new) == len(old)
+    assert new != old
     (replacement / path.name).replace(path)
     build_site(wheels, site)
     anchors = parse_anchors((site / "simple/other-project/index.html").read_bytes())

@@ -471,7 +471,7 @@ def _replace(target: Path, *, data: bytes | None = None, source: Path | None = N
             _link_or_copy(source, temporary)
         else:
             temporary.write_bytes(data or b"")
-        os.replace(temporary, target)
+        temporary.replace(target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
