@@ -215,7 +215,7 @@ def added_wheels(directory: Path, existing: Path, seed: int = 504) -> list[Path]
     rng = random.Random(seed)
     projects = sorted({p.name.split("-")[0] for p in existing.glob("*.whl")})
     written: list[Path] = []
-    for name in rng.sample(projects, 6):
+    for name in rng.sample(projects, min(6, len(projects))):
         written += release_wheels(directory, rng, name, [], 1, first=50, compiled=False)
     for name in ("fresh_alpha", "fresh_beta", "fresh_gamma", "fresh_delta"):
         written += release_wheels(directory, rng, name, projects[:20], 1, compiled=False)

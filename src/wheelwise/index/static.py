@@ -168,14 +168,16 @@ def _same_build(site: Path, base_url: str | None) -> bool:
 def _published(site: Path, dists: Iterable[DistFile]) -> bool:
     """Every one of *dists* and its metadata file is still in *site* (a damaged site
     is rebuilt)."""
+    # Plain strings and os.stat: this runs for every file of the site on every update.
+    files = os.path.join(site, "files")
     for dist in dists:
-        target = site / "files" / dist.project / dist.filename
-        expected: list[tuple[Path, int | None]] = [(target, dist.size)]
+        target = os.path.join(files, dist.project, dist.filename)
+        expected: list[tuple[str, int | None]] = [(target, dist.size)]
         if dist.kind == WHEEL:
-            expected.append((target.with_name(dist.filename + METADATA_SUFFIX), dist.metadata_size))
+            expected.append((target + METADATA_SUFFIX, dist.metadata_size))
         for path, size in expected:
             try:
-                if path.stat().st_size != size:
+                if os.stat(path).st_size != size:
                     return False
             except OSError:
                 return False
