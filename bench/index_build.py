@@ -269,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
 
         folder = work / "incremental"
         link_tree(wheels, folder)
-        for run in range(args.runs):
-            site = work / f"inc-{run}"
+        for number in range(args.runs):
+            site = work / f"inc-{number}"
             for name in extra:
                 (folder / name).unlink(missing_ok=True)
             subprocess.run(

@@ -101,13 +101,11 @@ CODE = (
 )
 
 
-def project_names(rng: random.Random, count: int) -> list[str]:
-    names: list[str] = []
-    while len(names) < count:
+def project_name(rng: random.Random, taken: list[str]) -> str:
+    while True:
         name = f"{rng.choice(WORDS)}_{rng.choice(WORDS)}{rng.choice(SUFFIXES)}"
-        if name not in names:
-            names.append(name)
-    return names
+        if name not in taken:
+            return name
 
 
 def metadata(rng: random.Random, name: str, version: str, others: list[str]) -> str:
@@ -153,12 +151,12 @@ def modules(rng: random.Random, name: str, version: str) -> dict[str, bytes]:
 def generate_wheels(directory: Path, count: int = 2000, seed: int = 503) -> list[Path]:
     """*count* wheels into *directory*: about one project per seven wheels."""
     rng = random.Random(seed)
-    names = project_names(rng, max(2, count // 7))
+    names: list[str] = []
     written: list[Path] = []
-    for index, name in enumerate(names):
-        written += release_wheels(directory, rng, name, names[:index], rng.randint(1, 12))
-        if len(written) >= count:
-            break
+    while len(written) < count:
+        name = project_name(rng, names)
+        written += release_wheels(directory, rng, name, names, rng.randint(1, 12))
+        names.append(name)
     for extra in written[count:]:
         extra.unlink()
     return written[:count]
@@ -215,8 +213,10 @@ def added_wheels(directory: Path, existing: Path, seed: int = 504) -> list[Path]
     rng = random.Random(seed)
     projects = sorted({p.name.split("-")[0] for p in existing.glob("*.whl")})
     written: list[Path] = []
-    for name in rng.sample(projects, min(6, len(projects))):
-        written += release_wheels(directory, rng, name, [], 1, first=50, compiled=False)
+    # Six projects when there are (a small folder may give one project two releases).
+    picked = rng.sample(projects, 6) if len(projects) >= 6 else rng.choices(projects, k=6)
+    for index, name in enumerate(picked):
+        written += release_wheels(directory, rng, name, [], 1, first=50 + index, compiled=False)
     for name in ("fresh_alpha", "fresh_beta", "fresh_gamma", "fresh_delta"):
         written += release_wheels(directory, rng, name, projects[:20], 1, compiled=False)
     return written

@@ -169,15 +169,15 @@ def _published(site: Path, dists: Iterable[DistFile]) -> bool:
     """Every one of *dists* and its metadata file is still in *site* (a damaged site
     is rebuilt)."""
     # Plain strings and os.stat: this runs for every file of the site on every update.
-    files = os.path.join(site, "files")
+    files = os.path.join(site, "files")  # noqa: PTH118
     for dist in dists:
-        target = os.path.join(files, dist.project, dist.filename)
+        target = os.path.join(files, dist.project, dist.filename)  # noqa: PTH118
         expected: list[tuple[str, int | None]] = [(target, dist.size)]
         if dist.kind == WHEEL:
             expected.append((target + METADATA_SUFFIX, dist.metadata_size))
         for path, size in expected:
             try:
-                if os.stat(path).st_size != size:
+                if os.stat(path).st_size != size:  # noqa: PTH116
                     return False
             except OSError:
                 return False
@@ -311,7 +311,9 @@ def _plan_update(
     it publishes would change its bytes under the same name."""
     current = catalog.by_filename
     kept = [dist for name, dist in current.items() if name in known]
-    if any(_content(known[dist.filename]) != _content(dist) for dist in kept):
+    # scan() hands back the known object itself for a file whose stat is unchanged.
+    reread = [dist for dist in kept if known[dist.filename] is not dist]
+    if any(_content(known[dist.filename]) != _content(dist) for dist in reread):
         return None
     if not (_same_build(site, base_url) and _published(site, kept)):
         return None
@@ -491,8 +493,11 @@ def _link_if_size(source: Path, target: Path, size: int) -> bool:
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
-    # Resolved: os.link would link a symbolic link itself, not its file (Linux).
-    source = source.resolve()
+    # Resolved: os.link would link a symbolic link itself, not its file (Linux). The
+    # folders are resolved already, so only the file's own name can be a link: one
+    # lstat here instead of one per path component.
+    if source.is_symlink():
+        source = source.resolve()
     try:
         os.link(source, target)
     except OSError:  # another file system, or no hard links there
