@@ -526,6 +526,82 @@ def test_rebuild_recovers_a_lost_metadata_file(
     assert metadata.read_bytes() == expected
 
 
+def full_build(wheels: Path, tmp_path: Path) -> dict[str, bytes]:
+    """The tree a build of *wheels* into a new site gives."""
+    fresh = tmp_path / "fresh"
+    build_site(wheels, fresh)
+    return tree(fresh)
+
+
+def test_added_and_removed_files_update_the_site_in_place(
+    wheels: Path, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other_page = site / "simple/other-project/index.html"
+    before = other_page.stat()
+    counter = Counter(monkeypatch)
+    demo_wheel(wheels, "demo_pkg-3.0-py3-none-any.whl")
+    demo_wheel(wheels, "demo_pkg-3.0-py3-none-any-x86_64_v1.whl", "x86_64_v1", DEMO_NAMESPACES)
+    demo_wheel(wheels, "new_project-1.0-py3-none-any.whl")
+    (wheels / "demo_pkg-1.0.tar.gz").unlink()
+    report = build_site(wheels, site)
+    assert sorted(counter.opened) == [
+        "demo_pkg-3.0-py3-none-any-x86_64_v1.whl",
+        "demo_pkg-3.0-py3-none-any.whl",
+        "new_project-1.0-py3-none-any.whl",
+    ]
+    assert (report.read, report.projects) == (3, 3)
+    assert tree(site) == full_build(wheels, tmp_path)
+    # A project nothing happened to keeps its page file: only changed pages are written.
+    after = other_page.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert not list(site.rglob(".*.tmp"))
+
+
+def test_a_removed_project_leaves_no_trace(wheels: Path, site: Path, tmp_path: Path) -> None:
+    (wheels / "Other_Project-0.1-py3-none-any.whl").unlink()
+    build_site(wheels, site)
+    assert not (site / "simple/other-project").exists()
+    assert not (site / "files/other-project").exists()
+    assert tree(site) == full_build(wheels, tmp_path)
+
+
+def test_a_wheel_replaced_under_its_name_is_noticed(
+    wheels: Path, site: Path, tmp_path: Path
+) -> None:
+    path = wheels / "Other_Project-0.1-py3-none-any.whl"
+    old = path.read_bytes()
+    replacement = tmp_path / "replacement"
+    replacement.mkdir()
+    # A replacement of the same size: only the bytes (and the mtime) tell them apart.
+    for bound in range(5, 40):
+        new = demo_wheel(replacement, path.name, requires_python=f"<{bound},>=3.9").read_bytes()
+        if len(new) == len(old):
+            break
+    assert len(new) == len(old)
+    assert new != old
+    (replacement / path.name).replace(path)
+    build_site(wheels, site)
+    anchors = parse_anchors((site / "simple/other-project/index.html").read_bytes())
+    assert str(anchors[path.name]["href"]).endswith(f"#sha256={sha256(path)}")
+    assert (site / "files/other-project" / path.name).read_bytes() == new
+    assert tree(site) == full_build(wheels, tmp_path)
+
+
+def test_a_variant_added_to_a_release_rewrites_its_variants_file(
+    wheels: Path, site: Path, tmp_path: Path
+) -> None:
+    demo_wheel(
+        wheels,
+        "demo_pkg-2.0-py3-none-any-x86_64_v2.whl",
+        "x86_64_v2",
+        {"x86_64": {"level": ["v2"]}},
+    )
+    build_site(wheels, site)
+    merged = json.loads((site / "files/demo-pkg/demo_pkg-2.0-variants.json").read_bytes())
+    assert "x86_64_v2" in merged["variants"]
+    assert tree(site) == full_build(wheels, tmp_path)
+
+
 def test_corrupt_state_means_a_full_rebuild(wheels: Path, site: Path) -> None:
     (site / STATE_FILE).write_text("{not json")
     report = build_site(wheels, site)

@@ -17,8 +17,16 @@ at the end (:mod:`wheelwise.index.swap`): a failure leaves the old site as it wa
 
 Incremental: the state file keeps, per file, what was read from it (hashes, core
 metadata hash, Requires-Python, variant.json) keyed by name, size and mtime. An
-unchanged file is neither opened nor hashed again; it and its metadata file are
-hard-linked from the old site into the new one. Pages are always rendered anew.
+unchanged file is neither opened nor hashed again. When files were only added or
+removed (every published file keeps its bytes), the site is updated in place
+(:func:`_update_in_place`): the new files first, then the pages of the projects
+that changed and the project list, each written to a temporary name and renamed
+over the old one, then the state file, and last the removal of files no page
+links any more; a reader sees old pages or new ones, each with its files present.
+The result is the same tree, byte for byte, as a full build of the folder. Any
+other change (a file replaced under the same name, a release's merged
+``*-variants.json`` that changes) rebuilds the whole site and swaps it in: an
+unchanged file and its metadata file are then hard-linked from the old site.
 
 Files are hard-linked from WHEEL_DIR where it shares a file system with SITE
 (else copied): replace a wheel by writing a new file and renaming it over the old
@@ -33,7 +41,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -139,26 +148,36 @@ def _up_to_date(
         return False
     if {d.filename for d in scanned.files} != set(known):
         return False
+    return _same_build(site, base_url) and _published(site, scanned.files)
+
+
+def _same_build(site: Path, base_url: str | None) -> bool:
+    """*site* was built by this wheelwise with *base_url* and still has its pages."""
     try:
         header = loads_json((site / STATE_FILE).read_bytes())
     except (OSError, ValueError):
         return False
-    if not (
+    return (
         isinstance(header, dict)
         and header.get("generator") == f"wheelwise {__version__}"
         and header.get("base_url") == base_url
         and (site / "simple" / "index.html").is_file()
-    ):
-        return False
-    # Every published file and metadata file is still there (a damaged site is rebuilt).
-    for dist in scanned.files:
-        target = site / "files" / dist.project / dist.filename
-        expected: list[tuple[Path, int | None]] = [(target, dist.size)]
+    )
+
+
+def _published(site: Path, dists: Iterable[DistFile]) -> bool:
+    """Every one of *dists* and its metadata file is still in *site* (a damaged site
+    is rebuilt)."""
+    # Plain strings and os.stat: this runs for every file of the site on every update.
+    files = os.path.join(site, "files")  # noqa: PTH118
+    for dist in dists:
+        target = os.path.join(files, dist.project, dist.filename)  # noqa: PTH118
+        expected: list[tuple[str, int | None]] = [(target, dist.size)]
         if dist.kind == WHEEL:
-            expected.append((target.with_name(dist.filename + METADATA_SUFFIX), dist.metadata_size))
+            expected.append((target + METADATA_SUFFIX, dist.metadata_size))
         for path, size in expected:
             try:
-                if path.stat().st_size != size:
+                if os.stat(path).st_size != size:  # noqa: PTH116
                     return False
             except OSError:
                 return False
@@ -215,6 +234,18 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
     problems = catalog.all_problems()
     if problems:
         raise IndexBuildError(f"cannot publish {wheel_dir}: " + "; ".join(sorted(problems)))
+    new_metadata = {r.dist.filename: r.core_metadata for r in scanned.read}
+    update = _plan_update(site, known, catalog, base_url) if known else None
+    if update is not None:
+        _update_in_place(
+            site,
+            update,
+            wheel_dir=wheel_dir,
+            new_metadata=new_metadata,
+            urls=Urls(base_url),
+            state=_state_bytes(catalog.by_filename, base_url),
+        )
+        return _report(site, catalog, scanned)
     site.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{site.name}.", suffix=".tmp", dir=site.parent))
     try:
@@ -224,7 +255,7 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
             old_site=site,
             wheel_dir=wheel_dir,
             unchanged={d.filename for d in scanned.files if known.get(d.filename) is d},
-            new_metadata={r.dist.filename: r.core_metadata for r in scanned.read},
+            new_metadata=new_metadata,
         )
         writer.write(catalog, Urls(base_url))
         (staging / STATE_FILE).write_bytes(_state_bytes(catalog.by_filename, base_url))
@@ -232,6 +263,10 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    return _report(site, catalog, scanned)
+
+
+def _report(site: Path, catalog: Catalog, scanned: ScanResult) -> BuildReport:
     return BuildReport(
         site=site,
         projects=len(catalog.projects),
@@ -241,6 +276,126 @@ def build_site(wheel_dir: Path, site: Path, *, base_url: str | None = None) -> B
         variants_files=sum(1 for _ in catalog.variants_files()),
         skipped=tuple(scanned.skipped),
     )
+
+
+# -- updating a site in place ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Update:
+    """What an in-place update changes: files added and removed, the projects whose
+    pages change, the projects of the old site (and the old releases of the changed
+    ones), and the new catalog."""
+
+    current: Catalog
+    added: tuple[DistFile, ...]
+    removed: tuple[DistFile, ...]
+    projects: frozenset[str]
+    old_projects: frozenset[str]
+    old: Catalog
+
+
+def _content(dist: DistFile) -> dict[str, object]:
+    """What the site publishes about *dist*: its state less the mtime (a file touched
+    but not changed is the same file to the site)."""
+    facts = dist.to_state()
+    del facts["mtime_ns"]
+    return facts
+
+
+def _plan_update(
+    site: Path, known: Mapping[str, DistFile], catalog: Catalog, base_url: str | None
+) -> _Update | None:
+    """The in-place update from the site *known* describes to *catalog*; None when
+    the site must be rebuilt whole: it is not this build's, is damaged, or a file
+    it publishes would change its bytes under the same name."""
+    current = catalog.by_filename
+    kept = [dist for name, dist in current.items() if name in known]
+    # scan() hands back the known object itself for a file whose stat is unchanged.
+    reread = [dist for dist in kept if known[dist.filename] is not dist]
+    if any(_content(known[dist.filename]) != _content(dist) for dist in reread):
+        return None
+    if not (_same_build(site, base_url) and _published(site, kept)):
+        return None
+    added = tuple(dist for name, dist in current.items() if name not in known)
+    removed = tuple(dist for name, dist in known.items() if name not in current)
+    changed = frozenset(dist.project for dist in (*added, *removed))
+    old = build_catalog(dist for dist in known.values() if dist.project in changed)
+    if old.all_problems():
+        return None
+    for name in changed:
+        before, after = old.projects.get(name), catalog.projects.get(name)
+        if before is None or after is None:
+            continue
+        for release in after.releases:
+            prior = before.release(release.version)
+            if (
+                prior is not None
+                and prior.variants is not None
+                and release.variants is not None
+                and prior.variants.data != release.variants.data
+            ):
+                return None  # a merged file would change under its name
+    old_projects = frozenset(dist.project for dist in known.values())
+    return _Update(catalog, added, removed, changed, old_projects, old)
+
+
+def _update_in_place(
+    site: Path,
+    update: _Update,
+    *,
+    wheel_dir: Path,
+    new_metadata: Mapping[str, bytes | None],
+    urls: Urls,
+    state: bytes,
+) -> None:
+    """Apply *update* to *site*: new files, then pages, then the state file, and
+    last the files no page links any more (see the module's docstring). Everything
+    is rendered before the site is touched: a page that cannot be rendered leaves
+    the site as it was."""
+    files, simple = site / "files", site / "simple"
+    catalog_projects = update.current.projects
+    # Written in this order, after the new files and their metadata files.
+    writes: list[tuple[Path, bytes]] = []
+    for name in sorted(update.projects):
+        project = catalog_projects.get(name)
+        if project is None:
+            continue
+        for release in project.releases:
+            if release.variants is not None:
+                writes.append((files / name / release.variants.filename, release.variants.data))
+        writes.append((simple / name / "index.html", project_html(project, urls)))
+        writes.append((simple / name / "index.json", project_json(project, urls)))
+    names = list(catalog_projects)
+    if set(names) != update.old_projects:
+        writes.append((simple / "index.html", root_html(names, urls)))
+        writes.append((simple / "index.json", root_json(names)))
+    writes.append((site / STATE_FILE, state))
+
+    for dist in update.added:
+        directory = files / dist.project
+        directory.mkdir(exist_ok=True)
+        _replace(directory / dist.filename, source=wheel_dir / dist.filename)
+        metadata = new_metadata.get(dist.filename)
+        if dist.kind == WHEEL and metadata is not None:
+            _replace(directory / (dist.filename + METADATA_SUFFIX), data=metadata)
+    for path, data in writes:
+        path.parent.mkdir(exist_ok=True)
+        _replace(path, data=data)
+    for dist in update.removed:
+        target = files / dist.project / dist.filename
+        target.unlink(missing_ok=True)
+        target.with_name(dist.filename + METADATA_SUFFIX).unlink(missing_ok=True)
+    for name in update.projects:
+        project = catalog_projects.get(name)
+        before = update.old.projects.get(name)
+        kept = {r.variants.filename for r in (project.releases if project else ()) if r.variants}
+        for release in before.releases if before else ():
+            if release.variants is not None and release.variants.filename not in kept:
+                (files / name / release.variants.filename).unlink(missing_ok=True)
+        if project is None:
+            shutil.rmtree(simple / name, ignore_errors=True)
+            shutil.rmtree(files / name, ignore_errors=True)
 
 
 class _SiteWriter:
@@ -310,6 +465,22 @@ class _SiteWriter:
         meta_target.write_bytes(fresh.core_metadata)
 
 
+def _replace(target: Path, *, data: bytes | None = None, source: Path | None = None) -> None:
+    """Put *data*, or the file *source* (linked, else copied), at *target* under a
+    temporary name first, then rename it over: a reader sees the old file or the new
+    one, never part of one."""
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        if source is not None:
+            _link_or_copy(source, temporary)
+        else:
+            temporary.write_bytes(data or b"")
+        temporary.replace(target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def _link_if_size(source: Path, target: Path, size: int) -> bool:
     """Hard-link (else copy) *source* to *target* if it exists with *size* bytes."""
     try:
@@ -322,8 +493,11 @@ def _link_if_size(source: Path, target: Path, size: int) -> bool:
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
-    # Resolved: os.link would link a symbolic link itself, not its file (Linux).
-    source = source.resolve()
+    # Resolved: os.link would link a symbolic link itself, not its file (Linux). The
+    # folders are resolved already, so only the file's own name can be a link: one
+    # lstat here instead of one per path component.
+    if source.is_symlink():
+        source = source.resolve()
     try:
         os.link(source, target)
     except OSError:  # another file system, or no hard links there
