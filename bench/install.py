@@ -203,6 +203,23 @@ def count_pyc(venv: Path) -> int:
     return sum(1 for path in root.rglob("*.pyc") if path.relative_to(root).parts[0] != "pip")
 
 
+def make_venv(venv: Path, uv: Path, pip_version: str | None, env: dict[str, str]) -> Path:
+    """A new venv at *venv* without pip, or with *pip_version* installed from
+    ``TOOLS`` and byte-compiled, as ``ensurepip`` leaves it (untimed)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    if pip_version is not None:
+        subprocess.run(
+            [
+                str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--no-index",
+                "--find-links", str(TOOLS), "--python", str(venv_python(venv)),
+                f"pip=={pip_version}",
+            ],
+            check=True,
+            env=env,
+        )  # fmt: skip
+    return venv
+
+
 def has_install_command(wheelwise: Path) -> bool:
     result = subprocess.run([str(wheelwise), "install", "--help"], capture_output=True, check=False)
     return result.returncode == 0
@@ -356,18 +373,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def new_venv(with_pip: bool) -> Path:
             venv = tmp / f"venv-{next(counter)}"
-            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-            if with_pip:
-                subprocess.run(
-                    [
-                        str(uv), "pip", "install", "--quiet", "--compile-bytecode",
-                        "--no-index", "--find-links",
-                        str(TOOLS), "--python", str(venv_python(venv)), f"pip=={pip_version}",
-                    ],
-                    check=True,
-                    env=base_env,
-                )  # fmt: skip
-            return venv
+            return make_venv(venv, uv, pip_version if with_pip else None, base_env)
 
         def timed(name: str, venv: Path, command: list[str], env: dict[str, str]) -> float:
             before = count_pyc(venv)
