@@ -91,6 +91,7 @@ from benchkit import (
     free_port,
     installer_paths,
     machine_info,
+    round_orders,
     run_timed,
 )
 from install import (
@@ -107,7 +108,7 @@ from install import (
     venv_python,
     wait_for,
 )
-from lock_install import round_orders, source_commit
+from lock_install import source_commit
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 SETS = ["wheelhouse", "variants"]
