@@ -14,7 +14,8 @@ http.server answers each request on a new HTTP/1.0 connection, which costs uv ab
 comparison.
 
 Timed, as whole processes, interleaved (each round in the next of all the orders of
-the installers: use a multiple of 6 runs), median of N runs (plus one untimed warm-up
+the installers, consecutive rounds led by different ones: use a multiple of 6 runs,
+24 with ``--set variants``), median of N runs (plus one untimed warm-up
 round that fills the OS file cache), each into a new venv made before the clock
 starts, with cold caches and no byte-compilation:
 
@@ -30,9 +31,24 @@ starts, with cold caches and no byte-compilation:
 After every timed run the venv must hold exactly the expected distributions, and
 no new ``.pyc`` file.
 
+``--set variants`` installs ``faketorch fakesimd`` from the torch-like variant wheels
+of ``bench/variant_house.py`` instead, generated into a temporary folder with PEP 850
+documents that name the reference provider plugins (which uv 0.13.9 reimplements),
+on a simulated machine: a CUDA 13.0 driver and a GPU of compute capability 9.0
+through ``NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION`` and
+``NV_VARIANT_PROVIDER_FORCE_SM_ARCH`` (the x86-64 level is this CPU's: neither uv
+nor the reference provider has a variable for it). uv runs with ``--preview-features
+wheel-variants``. uv 0.13.9 cannot parse variant markers, so the CUDA builds of that
+index require ``fakecublas`` plainly; ``wheelwise-markers`` installs from a second
+index whose CUDA builds say ``fakecublas; "nvidia" in variant_namespaces``. After
+every run, uv and both wheelwise rows must have installed ``faketorch`` ``cu130``,
+``fakecublas`` and the same ``fakesimd`` build as every other such run; pip, which
+ignores variant wheels, the non-variant builds without ``fakecublas`` (a reference,
+not the same work).
+
 Usage::
 
-    .venv/bin/python bench/install.py [--runs 3] [--json]
+    .venv/bin/python bench/install.py [--set wheelhouse|variants] [--runs 3] [--json]
 """
 
 from __future__ import annotations
