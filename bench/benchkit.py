@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import platform
 import shutil
@@ -104,3 +105,10 @@ def cpu_seconds(pid: int) -> float | None:
     # Fields after the command name, which is in parentheses and may hold spaces.
     fields = stat.rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def round_orders(names: Sequence[str]) -> list[tuple[str, ...]]:
+    """Every order of *names*, arranged so that consecutive rounds have different
+    leaders (round r starts with names[r % len(names)])."""
+    by_leader = [[o for o in itertools.permutations(names) if o[0] == n] for n in names]
+    return [order for group in zip(*by_leader, strict=True) for order in group]

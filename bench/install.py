@@ -14,7 +14,8 @@ http.server answers each request on a new HTTP/1.0 connection, which costs uv ab
 comparison.
 
 Timed, as whole processes, interleaved (each round in the next of all the orders of
-the installers: use a multiple of 6 runs), median of N runs (plus one untimed warm-up
+the installers, consecutive rounds led by different ones: use a multiple of 6 runs,
+24 with ``--set variants``), median of N runs (plus one untimed warm-up
 round that fills the OS file cache), each into a new venv made before the clock
 starts, with cold caches and no byte-compilation:
 
@@ -30,16 +31,30 @@ starts, with cold caches and no byte-compilation:
 After every timed run the venv must hold exactly the expected distributions, and
 no new ``.pyc`` file.
 
+``--set variants`` installs ``faketorch fakesimd`` from the torch-like variant wheels
+of ``bench/variant_house.py`` instead, generated into a temporary folder with PEP 850
+documents that name the reference provider plugins (which uv 0.13.9 reimplements),
+on a simulated machine: a CUDA 13.0 driver and a GPU of compute capability 9.0
+through ``NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION`` and
+``NV_VARIANT_PROVIDER_FORCE_SM_ARCH`` (the x86-64 level is this CPU's: neither uv
+nor the reference provider has a variable for it). uv runs with ``--preview-features
+wheel-variants``. uv 0.13.9 cannot parse variant markers, so the CUDA builds of that
+index require ``fakecublas`` plainly; ``wheelwise-markers`` installs from a second
+index whose CUDA builds say ``fakecublas; "nvidia" in variant_namespaces``. After
+every run, uv and both wheelwise rows must have installed ``faketorch`` ``cu130``,
+``fakecublas`` and the same ``fakesimd`` build as every other such run; pip, which
+ignores variant wheels, the non-variant builds without ``fakecublas`` (a reference,
+not the same work).
+
 Usage::
 
-    .venv/bin/python bench/install.py [--runs 3] [--json]
+    .venv/bin/python bench/install.py [--set wheelhouse|variants] [--runs 3] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -50,10 +65,12 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from benchkit import bin_dir, clean_env, cpu_model, free_port, installer_paths
+import variant_house
+from benchkit import bin_dir, clean_env, cpu_model, free_port, installer_paths, round_orders
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / "bench" / ".wheelhouse"
@@ -202,6 +219,23 @@ def count_pyc(venv: Path) -> int:
     return sum(1 for path in root.rglob("*.pyc") if path.relative_to(root).parts[0] != "pip")
 
 
+def make_venv(venv: Path, uv: Path, pip_version: str | None, env: dict[str, str]) -> Path:
+    """A new venv at *venv* without pip, or with *pip_version* installed from
+    ``TOOLS`` and byte-compiled, as ``ensurepip`` leaves it (untimed)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    if pip_version is not None:
+        subprocess.run(
+            [
+                str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--no-index",
+                "--find-links", str(TOOLS), "--python", str(venv_python(venv)),
+                f"pip=={pip_version}",
+            ],
+            check=True,
+            env=env,
+        )  # fmt: skip
+    return venv
+
+
 def has_install_command(wheelwise: Path) -> bool:
     result = subprocess.run([str(wheelwise), "install", "--help"], capture_output=True, check=False)
     return result.returncode == 0
@@ -212,9 +246,97 @@ def tool_version(argv: list[str]) -> str:
     return result.stdout.strip().splitlines()[0]
 
 
+# The simulated machine of the ``variants`` set: a CUDA 13.0 driver and one GPU of
+# compute capability 9.0 (an H100), through the NVIDIA reference provider's variables,
+# which uv and wheelwise both honour. Neither uv nor the x86-64 reference provider has
+# a variable for the CPU: the x86-64 level is this machine's for both.
+MACHINE = {
+    "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": "13.0",
+    "NV_VARIANT_PROVIDER_FORCE_SM_ARCH": "9.0",
+}
+# uv 0.13.9 cannot parse a variant marker (``"nvidia" in variant_namespaces``): metadata
+# holding one is invalid to it and the package cannot be installed. The set all
+# installers read gives the CUDA builds a plain ``Requires-Dist: fakecublas`` instead
+# (each build's own METADATA, the same outcome); the marker form is a second index,
+# installed by ``wheelwise-markers`` only.
+PLAIN_GATE = "fakecublas"
+SETS = ("wheelhouse", "variants")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one set installs, and what each installer must leave in the venv."""
+
+    requirements: list[str]
+    folders: dict[str, Path]  # index name -> wheel folder
+    distributions: dict[str, set[str]]  # installer -> distributions it must install
+    env: dict[str, str]  # added to every installer's environment
+    chooses_variants: frozenset[str] = frozenset()  # installers that must pick variants
+
+
+def make_workload(name: str, tmp: Path, pip_version: str) -> Workload:
+    if name == "wheelhouse":
+        ensure_wheelhouse(pip_version)
+        every = {"pip": EXPECTED, "uv": EXPECTED, "wheelwise": EXPECTED}
+        return Workload(REQUIREMENTS, {"plain": WHEELHOUSE}, every, {})
+    ensure_tools(pip_version)
+    plain, markers = tmp / "variant-wheels", tmp / "variant-wheels-markers"
+    variant_house.write_house(plain, providers=True, gated=PLAIN_GATE)
+    variant_house.write_house(markers, providers=True)
+    full = variant_house.DISTRIBUTIONS
+    distributions = {
+        "pip": variant_house.WITHOUT_GATED,
+        "uv": full,
+        "wheelwise": full,
+        "wheelwise-markers": full,
+    }
+    return Workload(
+        variant_house.REQUIREMENTS,
+        {"plain": plain, "markers": markers},
+        distributions,
+        MACHINE,
+        frozenset({"uv", "wheelwise", "wheelwise-markers"}),
+    )
+
+
+class Picks:
+    """The builds of the variant projects each run left, checked as they come: an
+    installer that chooses variants must pick ``cu130`` for faketorch on the
+    simulated machine, and every such run the same build of every project as the
+    first; pip must take the non-variant builds."""
+
+    def __init__(self, choosers: frozenset[str]) -> None:
+        self.choosers = choosers
+        self.agreed: dict[str, str | None] | None = None
+        self.seen: dict[str, dict[str, str | None]] = {}
+
+    def check(self, name: str, venv: Path) -> None:
+        if not self.choosers:
+            return
+        got = variant_house.builds(site_packages(venv))
+        self.seen[name] = got
+        if name not in self.choosers:
+            if got != variant_house.PLAIN_BUILDS:
+                raise SystemExit(f"{name} installed {got}, not the non-variant builds")
+            return
+        if got.get("faketorch") != "cu130":
+            raise SystemExit(f"{name} installed {got}: faketorch should be cu130 here")
+        if self.agreed is None:
+            self.agreed = got
+        elif got != self.agreed:
+            raise SystemExit(f"{name} installed {got}, another installer {self.agreed}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="wheelwise install vs pip vs uv")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--set",
+        choices=SETS,
+        default="wheelhouse",
+        help="wheelhouse: the 31 real wheels (default); variants: generated CUDA and "
+        "x86-64 level variants on a simulated machine, uv with its wheel-variants preview",
+    )
     parser.add_argument(
         "--server",
         choices=["serve", "static", "file"],
@@ -236,7 +358,6 @@ def main(argv: list[str] | None = None) -> int:
 
     wheelwise, uv = installer_paths()
     pip_version = metadata.version("pip")
-    ensure_wheelhouse(pip_version)
     base_env = clean_env()
 
     with_wheelwise = has_install_command(wheelwise)
@@ -244,38 +365,31 @@ def main(argv: list[str] | None = None) -> int:
     if not with_wheelwise:
         notes.append("wheelwise row skipped: this wheelwise has no `install` command yet")
 
-    with tempfile.TemporaryDirectory(prefix="wheelwise-bench-install-") as tmp_name:
-        tmp = Path(tmp_name)
-        server: contextlib.AbstractContextManager[str]
-        if args.server == "serve":
-            server = index_server(wheelwise)
-        else:
-            site = tmp / "site"
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wheelwise-bench-")))
+        work = make_workload(args.set, tmp, pip_version)
+        env = {**base_env, **work.env}
+        urls: dict[str, str] = {}
+        for index, folder in work.folders.items():
+            if args.server == "serve":
+                urls[index] = stack.enter_context(index_server(wheelwise, folder))
+                continue
+            site = tmp / f"site-{index}"
             subprocess.run(
-                [str(wheelwise), "index", "build", str(WHEELHOUSE), "-o", str(site)],
+                [str(wheelwise), "index", "build", str(folder), "-o", str(site)],
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
             if args.server == "static":
-                server = static_server(site)
+                urls[index] = stack.enter_context(static_server(site))
             else:
-                server = contextlib.nullcontext((site / "simple").as_uri() + "/")
+                urls[index] = (site / "simple").as_uri() + "/"
         counter = iter(range(10**6))
+        picks = Picks(work.chooses_variants)
 
         def new_venv(with_pip: bool) -> Path:
             venv = tmp / f"venv-{next(counter)}"
-            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-            if with_pip:
-                subprocess.run(
-                    [
-                        str(uv), "pip", "install", "--quiet", "--compile-bytecode",
-                        "--no-index", "--find-links",
-                        str(TOOLS), "--python", str(venv_python(venv)), f"pip=={pip_version}",
-                    ],
-                    check=True,
-                    env=base_env,
-                )  # fmt: skip
-            return venv
+            return make_venv(venv, uv, pip_version if with_pip else None, base_env)
 
         def timed(name: str, venv: Path, command: list[str], env: dict[str, str]) -> float:
             before = count_pyc(venv)
@@ -285,66 +399,81 @@ def main(argv: list[str] | None = None) -> int:
             elapsed = time.perf_counter() - start
             if result.returncode != 0:
                 raise SystemExit(f"{name} failed ({result.returncode}):\n{result.stderr}")
-            got = installed(venv)
-            if got != EXPECTED:
+            got, expected = installed(venv), work.distributions[name]
+            if got != expected:
                 raise SystemExit(
-                    f"{name}: missing {sorted(EXPECTED - got)}, unexpected {sorted(got - EXPECTED)}"
+                    f"{name}: missing {sorted(expected - got)}, unexpected {sorted(got - expected)}"
                 )
             if count_pyc(venv) != before:
                 raise SystemExit(f"{name} byte-compiled {count_pyc(venv) - before} files")
+            picks.check(name, venv)
             # Venvs are kept until the end: deleting one here made the next contender's
             # file creations several times slower on a disk mounted with `discard`.
             return elapsed
 
-        with server as index_url:
+        def run_pip() -> float:
+            venv = new_venv(with_pip=True)
+            command = [
+                str(venv_python(venv)), "-m", "pip", "install", "--quiet", "--no-compile",
+                "--no-cache-dir", "--index-url", urls["plain"], *work.requirements,
+            ]  # fmt: skip
+            return timed("pip", venv, command, env)
 
-            def run_pip() -> float:
-                venv = new_venv(with_pip=True)
-                command = [
-                    str(venv_python(venv)), "-m", "pip", "install", "--quiet", "--no-compile",
-                    "--no-cache-dir", "--index-url", index_url, *REQUIREMENTS,
-                ]  # fmt: skip
-                return timed("pip", venv, command, base_env)
+        def run_uv() -> float:
+            venv = new_venv(with_pip=False)
+            command = [
+                str(uv), "pip", "install", "--quiet", "--no-cache", "--index-url",
+                urls["plain"], "--python", str(venv_python(venv)), *work.requirements,
+            ]  # fmt: skip
+            if work.chooses_variants:
+                command[3:3] = ["--preview-features", "wheel-variants"]
+            return timed("uv", venv, command, env)
 
-            def run_uv() -> float:
-                venv = new_venv(with_pip=False)
-                command = [
-                    str(uv), "pip", "install", "--quiet", "--no-cache", "--index-url",
-                    index_url, "--python", str(venv_python(venv)), *REQUIREMENTS,
-                ]  # fmt: skip
-                return timed("uv", venv, command, base_env)
-
-            def run_wheelwise() -> float:
+        def wheelwise_run(name: str, index: str) -> Callable[[], float]:
+            def run() -> float:
                 venv = new_venv(with_pip=False)
                 cache = tmp / f"cache-{next(counter)}"
                 command = [
-                    str(wheelwise), "install", "-q", "--index-url", index_url,
-                    "--python", str(venv_python(venv)), *REQUIREMENTS,
+                    str(wheelwise), "install", "-q", "--index-url", urls[index],
+                    "--python", str(venv_python(venv)), *work.requirements,
                 ]  # fmt: skip
-                env = {**base_env, "WHEELWISE_CACHE_DIR": str(cache)}
-                return timed("wheelwise", venv, command, env)
+                return timed(name, venv, command, {**env, "WHEELWISE_CACHE_DIR": str(cache)})
 
-            contenders: dict[str, Callable[[], float]] = {"pip": run_pip, "uv": run_uv}
-            if with_wheelwise:
-                contenders["wheelwise"] = run_wheelwise
-            for run in contenders.values():  # warm-up: OS file cache, installers' bytecode
-                run()
-            times: dict[str, list[float]] = {name: [] for name in contenders}
-            # Each round takes the next of all the orders of the installers, so that
-            # each runs right after each other one as often: on this machine's disk,
-            # an installer that deletes thousands of files at its end (uv's temporary
-            # cache) slows the file creation of whichever runs next.
-            orders = list(itertools.permutations(contenders))
-            for round_ in range(args.runs):
-                for name in orders[round_ % len(orders)]:
-                    times[name].append(contenders[name]())
+            return run
+
+        contenders: dict[str, Callable[[], float]] = {"pip": run_pip, "uv": run_uv}
+        if with_wheelwise:
+            contenders["wheelwise"] = wheelwise_run("wheelwise", "plain")
+            if "markers" in urls:
+                contenders["wheelwise-markers"] = wheelwise_run("wheelwise-markers", "markers")
+        for run in contenders.values():  # warm-up: OS file cache, installers' bytecode
+            run()
+        times: dict[str, list[float]] = {name: [] for name in contenders}
+        # Each round takes the next of all the orders of the installers, consecutive
+        # rounds led by different ones, so that each runs right after each other one
+        # as often: on this machine's disk, an installer that deletes thousands of
+        # files at its end (uv's temporary cache) slows the file creation of whichever
+        # runs next.
+        orders = round_orders(list(contenders))
+        for round_ in range(args.runs):
+            for name in orders[round_ % len(orders)]:
+                times[name].append(contenders[name]())
 
     medians = {name: statistics.median(values) for name, values in times.items()}
     ratios: dict[str, float] = {}
-    if "wheelwise" in medians:
-        ratios["wheelwise/pip"] = medians["wheelwise"] / medians["pip"]
-        ratios["wheelwise/uv"] = medians["wheelwise"] / medians["uv"]
+    for name in ("wheelwise", "wheelwise-markers"):
+        if name in medians:
+            ratios[f"{name}/uv"] = medians[name] / medians["uv"]
+            ratios[f"{name}/pip"] = medians[name] / medians["pip"]
     ratios["uv/pip"] = medians["uv"] / medians["pip"]
+    aims = {"wheelwise/uv": 1.0} if args.set == "variants" else {"wheelwise/uv": 1.5}
+    if args.set == "wheelhouse":
+        aims["wheelwise/pip"] = 0.5
+    else:
+        notes.append(
+            "pip installs the non-variant builds (no fakecublas): its row is a reference, "
+            "not the same work"
+        )
     versions = {
         "pip": pip_version,
         "uv": tool_version([str(uv), "--version"]),
@@ -358,14 +487,22 @@ def main(argv: list[str] | None = None) -> int:
             "nproc": os.cpu_count(),
         },
         "versions": versions,
-        "distributions": len(EXPECTED),
+        "set": args.set,
+        "distributions": len(work.distributions["uv"]),
         "runs": args.runs,
         "server": args.server,
         "pause_s": args.pause,
+        "simulated_machine": work.env,
+        "builds": picks.seen,
         "median_s": medians,
         "times_s": times,
         "min_s": {name: min(values) for name, values in times.items()},
         "ratios": ratios,
+        "aims": {
+            f"{ratio} <= {limit}x": ratios[ratio] <= limit
+            for ratio, limit in aims.items()
+            if ratio in ratios
+        },
         "notes": notes,
     }
     if args.json:
@@ -377,17 +514,18 @@ def main(argv: list[str] | None = None) -> int:
         f"wheelwise {versions['wheelwise']}"
     )
     print(
-        f"{len(EXPECTED)} distributions from a local index ({args.server}) into fresh "
-        "venvs; "
-        f"{args.runs} runs each, interleaved"
+        f"set {args.set}: {result['distributions']} distributions from a local index "
+        f"({args.server}) into fresh venvs; {args.runs} runs each, interleaved"
     )
-    print(f"{'installer':<12} {'median s':>9} {'min s':>8}")
+    for name, found in picks.seen.items():
+        print(f"{name} installed: {', '.join(f'{k} {v}' for k, v in sorted(found.items()))}")
+    print(f"{'installer':<18} {'median s':>9} {'min s':>8}")
     for name in contenders:
-        print(f"{name:<12} {medians[name]:>9.2f} {result['min_s'][name]:>8.2f}")
+        print(f"{name:<18} {medians[name]:>9.2f} {result['min_s'][name]:>8.2f}")
     for name, ratio in ratios.items():
         print(f"{name}: {ratio:.2f}x")
-    if "wheelwise/pip" in ratios:
-        print("aim: wheelwise/pip <= 0.5x, wheelwise/uv <= 2x")
+    for aim, met in result["aims"].items():
+        print(f"aim {aim}: {'met' if met else 'not met'}")
     for note in notes:
         print(f"note: {note}")
     return 0

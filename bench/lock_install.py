@@ -54,7 +54,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variant_house
-from benchkit import clean_env, cpu_model, installer_paths, machine_info, run_timed
+from benchkit import (
+    clean_env,
+    cpu_model,
+    installer_paths,
+    machine_info,
+    round_orders,
+    run_timed,
+)
 from install import (
     EXPECTED,
     REQUIREMENTS,
@@ -115,13 +122,6 @@ def make_sets(names: Sequence[str], tmp: Path) -> list[LockSet]:
             )
         )
     return sets
-
-
-def round_orders(names: Sequence[str]) -> list[tuple[str, ...]]:
-    """Every order of *names*, arranged so that consecutive rounds have different
-    leaders (round r starts with names[r % len(names)])."""
-    by_leader = [[o for o in itertools.permutations(names) if o[0] == n] for n in names]
-    return [order for group in zip(*by_leader, strict=True) for order in group]
 
 
 def lock_summary(lock: Path) -> dict[str, Any]:

@@ -91,23 +91,24 @@ from benchkit import (
     free_port,
     installer_paths,
     machine_info,
+    round_orders,
     run_timed,
 )
 from install import (
     EXPECTED,
     REQUIREMENTS,
-    TOOLS,
     WHEELHOUSE,
     count_pyc,
     ensure_tools,
     ensure_wheelhouse,
     installed,
+    make_venv,
     site_packages,
     tool_version,
     venv_python,
     wait_for,
 )
-from lock_install import round_orders, source_commit
+from lock_install import source_commit
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 SETS = ["wheelhouse", "variants"]
@@ -365,18 +366,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def new_venv(with_pip: bool) -> Path:
             venv = tmp / f"venv-{next(counter)}"
-            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-            if with_pip:
-                subprocess.run(
-                    [
-                        str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--no-index",
-                        "--find-links", str(TOOLS), "--python", str(venv_python(venv)),
-                        f"pip=={pip_version}",
-                    ],
-                    check=True,
-                    env=installer_env,
-                )  # fmt: skip
-            return venv
+            return make_venv(venv, uv, pip_version if with_pip else None, installer_env)
 
         def install(installer: str, index_url: str, route: str) -> float:
             """One checked install into a new venv: its seconds."""

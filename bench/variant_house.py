@@ -29,6 +29,20 @@ from typing import Any
 from index_build import write_wheel
 
 SCHEMA = "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json"
+PEP850_SCHEMA = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
+# The reference plugins, as uv 0.13.9 needs them named to answer for a namespace with
+# its own reimplementation: ``requires`` must admit version 0.0.1 and ``plugin-api``
+# name the reference's object (docs/uv-differences.md).
+PROVIDERS = {
+    "nvidia": {
+        "requires": ["nvidia-variant-provider>=0.0.1,<1.0.0"],
+        "plugin-api": "nvidia_variant_provider.plugin:NvidiaVariantPlugin",
+    },
+    "x86_64": {
+        "requires": ["x86-64-variant-provider>=0.0.1,<1.0.0"],
+        "plugin-api": "x86_64_variant_provider",
+    },
+}
 MiB = 1024 * 1024
 Properties = dict[str, dict[str, list[str]]]
 
@@ -128,19 +142,29 @@ def module_text(name: str, index: int) -> bytes:
     return f'"""{name} module {index}."""\n\n{body}'.encode()
 
 
-def variant_json(project: Project, build: Build) -> bytes | None:
+def variant_json(project: Project, build: Build, *, providers: bool = False) -> bytes | None:
+    """The build's ``variant.json``: PEP 825 0.1.1, or with *providers* a PEP 850
+    document naming the reference plugin of the project's namespace."""
     if build.label is None:
         return None
-    document = {
-        "$schema": SCHEMA,
+    document: dict[str, Any] = {
+        "$schema": PEP850_SCHEMA if providers else SCHEMA,
         "default-priorities": {"namespace": [project.namespace]},
-        "variants": {build.label: build.properties},
     }
+    if providers and project.namespace is not None:
+        document["providers"] = {project.namespace: PROVIDERS[project.namespace]}
+    document["variants"] = {build.label: build.properties}
     return json.dumps(document, indent=2).encode()
 
 
-def write_house(directory: Path, seed: int = 751) -> list[Path]:
-    """Every wheel of PROJECTS into *directory* (the same bytes for the same seed)."""
+def write_house(
+    directory: Path, seed: int = 751, *, providers: bool = False, gated: str = GATED
+) -> list[Path]:
+    """Every wheel of PROJECTS into *directory* (the same bytes for the same seed).
+
+    *providers*: PEP 850 documents with the reference plugins (see
+    :func:`variant_json`); *gated*: the CUDA builds' extra ``Requires-Dist``, a
+    variant marker by default."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     wheels = []
@@ -151,14 +175,14 @@ def write_house(directory: Path, seed: int = 751) -> list[Path]:
             files = {f"{name}/__init__.py": f"BUILD = {build.label!r}\n".encode(), **modules}
             if build.payload:
                 files[f"{name}/lib/lib{name}.so"] = rng.randbytes(build.payload)
-            requires = [*project.requires, *([GATED] if build.gated else [])]
+            requires = [*project.requires, *([gated] if build.gated else [])]
             wheels.append(
                 write_wheel(
                     directory,
                     name,
                     project.version,
                     build.label,
-                    variant_json(project, build),
+                    variant_json(project, build, providers=providers),
                     requires=requires,
                     files=files,
                     deflate=True,
