@@ -43,8 +43,8 @@ import filelock
 from installer.records import RecordEntry
 from packaging.utils import canonicalize_name
 
-from wheelwise.install.environment import TargetEnvironment
-from wheelwise.install.errors import ExternallyManagedError, InstallError, LockTimeoutError
+from wheelwise.install.environment import TargetEnvironment, refuse_externally_managed
+from wheelwise.install.errors import InstallError, LockTimeoutError
 from wheelwise.install.journal import (
     LOCK_NAME,
     Recovered,
@@ -489,27 +489,9 @@ def recover(
     return found
 
 
-def _managed_error(marker: str) -> str:
-    """The ``Error`` of an ``EXTERNALLY-MANAGED`` file (PEP 668), on one line."""
-    import configparser  # only when refusing
-
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(marker)
-        message = parser.get("externally-managed", "Error", fallback="")
-    except configparser.Error:
-        message = ""
-    return " ".join((message or marker).split())
-
-
 def _check_managed(env: TargetEnvironment, break_system_packages: bool) -> None:
-    if env.is_externally_managed and not break_system_packages:
-        detail = _managed_error(env.externally_managed or "")
-        raise ExternallyManagedError(
-            f"{env.prefix} is externally managed (PEP 668: {env.stdlib / 'EXTERNALLY-MANAGED'}); "
-            "use a virtual environment, or pass break_system_packages to override"
-            + (f"; it says: {detail}" if detail else "")
-        )
+    if not break_system_packages:
+        refuse_externally_managed(env, override="break_system_packages")
 
 
 @contextlib.contextmanager
