@@ -22,6 +22,7 @@ from wheelwise.install.environment import TargetEnvironment
 from wheelwise.install.finder import link_of, source_label
 from wheelwise.install.lookahead import Lookahead
 from wheelwise.install.resolve import PackageNotFound, Resolution, ResolvedPackage, resolve
+from wheelwise.install.selection import SupportedFor
 from wheelwise.install.transaction import InstalledDist
 
 __all__ = ["Plan", "PlannedPackage", "decide", "resolve_with"]
@@ -82,23 +83,33 @@ def decide(
     installed: Mapping[str, InstalledDist],
     lookahead: Lookahead,
     *,
+    supported: SupportedFor,
     requested: Iterable[str],
+    constraints: Sequence[str] = (),
+    pre: bool = False,
     upgrade: bool = False,
-    **options: Any,
+    no_deps: bool = False,
+    no_variant: bool = False,
+    variant_choice: Mapping[str, str] | None = None,
 ) -> Plan:
     """The plan for installing *requirements* into *env*, where *installed* is what
-    is there already: resolved over *lookahead* (see :func:`resolve_with`; the other
-    *options* are the resolver's), each package marked ``skipped`` when that build is
-    installed already. *requested* names the projects asked for by name."""
+    is there already: resolved over *lookahead* (see :func:`resolve_with`; the
+    keyword arguments are the resolver's), each package marked ``skipped`` when that
+    build is installed already. *requested* names the projects asked for by name."""
     finder = lookahead.finder
     resolution = resolve_with(
         requirements,
         lookahead,
         tags=env.tags,
         environment=env.markers,
+        supported=supported,
+        constraints=constraints,
+        pre=pre,
         upgrade=upgrade,
         installed={name: dist.version for name, dist in installed.items()},
-        **options,
+        no_deps=no_deps,
+        no_variant=no_variant,
+        variant_choice=variant_choice,
     )
     asked = set(requested)
     packages: list[PlannedPackage] = []
