@@ -30,8 +30,9 @@ from variantkit import (
     write_site,
 )
 from wheelwise.install import plan
-from wheelwise.install.download import DownloadItem, SpeculativeDownloads
+from wheelwise.install.download import DownloadItem
 from wheelwise.install.errors import VariantMismatch
+from wheelwise.install.lookahead import Lookahead
 from wheelwise.install.plan import InstallOptions, run_install
 from wheelwise.variants.supported import SupportedProperties
 from wheelwise.wheels.archive import InMemoryWheel
@@ -283,15 +284,16 @@ def test_every_download_path_is_checked(
     if not in_memory:
         monkeypatch.setattr(plan, "IN_MEMORY_DOWNLOADS", 0)
     taken: list[str] = []
-    take = SpeculativeDownloads.take
+    take = Lookahead.take
 
-    def spy(self: SpeculativeDownloads, item: DownloadItem) -> Path | InMemoryWheel | None:
+    def spy(self: Lookahead, item: DownloadItem) -> Path | InMemoryWheel | None:
         found = take(self, item)
         if found is not None:
             taken.append(found.name)
         return found
 
-    monkeypatch.setattr(SpeculativeDownloads, "take", spy)
+    # What the decide stage hands the fetch stage, fetched already.
+    monkeypatch.setattr(Lookahead, "take", spy)
     site = write_site(
         tmp_path / "site",
         lying_wheels(tmp_path / "w", "other-properties"),
@@ -311,8 +313,8 @@ def test_every_download_path_is_checked(
         run_install(replace(options, index_url=f"{base}/simple/"))
     assert str(raised.value).startswith("vpkg-1.0-py3-none-any-v3.whl: its variant.json")
     assert f"{base}/files/vpkg-1.0-variants.json" in str(raised.value)
-    early = path == "downloaded-early"
-    assert taken == (["vpkg-1.0-py3-none-any-v3.whl"] if early else [])
+    ahead = path != "downloaded-after"
+    assert taken == (["vpkg-1.0-py3-none-any-v3.whl"] if ahead else [])
     assert warnings == []
     assert tree_hash(site_packages(python)) == before
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from wheelwise.install import DownloadError, DownloadItem, download_all, download_wheels
-from wheelwise.install.download import SpeculativeDownloads
+from wheelwise.install.download import Fetcher
 from wheelwise.install.wheel_cache import ContentStore
 from wheelwise.wheels.archive import InMemoryWheel
 
@@ -362,39 +362,52 @@ def _download_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("download")]
 
 
-def test_speculative_download_is_taken_verified_and_checked(
+def test_a_file_fetched_ahead_is_used_and_checked_like_any_other(
     server: tuple[str, dict[str, int]], tmp_path: Path
 ) -> None:
+    """A file one batch fetched ahead (into memory) is what a later batch of the same
+    fetcher gives for it: not fetched again, passed to *then* and reported to the
+    progress sink like the files that batch fetched itself."""
     base, hits = server
     items = _items(base)
     checked: list[str] = []
-    with (
-        httpx.Client() as client,
-        SpeculativeDownloads(client, budget=10**7, then=lambda w: checked.append(w.name)) as early,
-    ):
-        early.start(items[0])
-        early.start(items[0])  # once per item
-        taken = early.take(items[0])
-        assert isinstance(taken, InMemoryWheel)
-        assert taken.data == FILES[items[0].name]
-        assert checked == [items[0].name]
-        assert early.bytes_taken == len(taken.data)
-        assert early.take(items[0]) is None  # taken once
-        assert early.take(items[1]) is None  # never started
+    with httpx.Client() as client, Fetcher(client, in_memory=10**7) as fetcher:
+        ahead = fetcher.batch(None, tries=1).fetch(items[1])
+        assert isinstance(ahead, InMemoryWheel)
+        assert fetcher.bytes_in_memory == len(ahead.data)
         sink = RecordingSink()
-        early.start(items[1])
-        found = download_wheels(
-            items[1:4], tmp_path / "dl", client=client, progress=sink, ready=early.take
+        found = fetcher.fetch_all(
+            items[1:4],
+            tmp_path / "dl",
+            progress=sink,
+            then=lambda w: checked.append(w.name),
+            ready=lambda item: ahead if item.name == ahead.name else None,
         )
     assert [f.name for f in found] == [i.name for i in items[1:4]]
-    assert isinstance(found[0], InMemoryWheel)  # the speculative one, as it was
-    assert found[0].data == FILES[items[1].name]
-    assert all(isinstance(f, Path) for f in found[1:])  # no memory budget given here
+    assert found[0] is ahead
+    assert sorted(checked) == sorted(i.name for i in items[1:4])
     assert sorted(sink.finished) == sorted(i.name for i in items[1:4])
     assert sink.advanced == sum(len(FILES[i.name]) for i in items[1:4])
-    # Each file was fetched once: the speculative one was not fetched again.
+    # Each file was fetched once: the one fetched ahead was not fetched again.
     assert [hits[f"/files/{i.name}"] for i in items[1:4]] == [1, 1, 1]
     assert _download_threads() == []
+
+
+def test_one_memory_budget_for_every_batch_of_a_fetcher(
+    server: tuple[str, dict[str, int]], tmp_path: Path
+) -> None:
+    """What one batch took of the memory budget is gone for the next; a batch with
+    no folder fetches into memory only, and refuses what does not fit."""
+    base, _ = server
+    items = _items(base)
+    with Fetcher(in_memory=150_000) as fetcher:
+        (first,) = fetcher.fetch_all(items[:1], tmp_path / "one")
+        assert isinstance(first, InMemoryWheel)
+        (second,) = fetcher.fetch_all(items[1:2], tmp_path / "two")
+        assert isinstance(second, Path)  # 100,001 more bytes would pass 150,000
+        with pytest.raises(Exception, match=items[2].name):
+            fetcher.batch(None, tries=1).fetch(items[2])
+    assert fetcher.bytes_in_memory == len(FILES[items[0].name])
 
 
 def test_downloads_are_kept_by_hash_and_then_taken_from_the_cache(
@@ -444,112 +457,6 @@ def test_a_mismatching_download_is_not_kept(
     with pytest.raises(DownloadError, match="sha256 mismatch"):
         download_wheels([bad], tmp_path / "dl", cache=store)
     assert not store.folder.exists()
-
-
-def test_speculation_takes_a_cached_file_without_a_request(
-    server: tuple[str, dict[str, int]], tmp_path: Path
-) -> None:
-    """A cached file's size is known when its speculation starts (a stat), whatever
-    the memory budget; the file is verified and checked in the worker thread."""
-    base, hits = server
-    store = ContentStore(tmp_path / "wheels")
-    item = _items(base)[2]
-    store.store_bytes(item.hashes, item.name, FILES[item.name])
-    checked: list[Path | InMemoryWheel] = []
-    with (
-        httpx.Client() as client,
-        SpeculativeDownloads(client, budget=1, then=checked.append, cache=store) as early,
-    ):
-        size = early.start(item)
-        assert size is not None
-        assert size.done()
-        assert size.result() == len(FILES[item.name])
-        taken = early.take(item)
-    assert isinstance(taken, Path)
-    assert store.holds(taken)
-    assert checked == [taken]
-    assert hits == {}
-    assert early.bytes_taken == 0
-
-
-def test_failed_speculative_download_is_fetched_again_and_reported(
-    server: tuple[str, dict[str, int]], tmp_path: Path
-) -> None:
-    """A speculative download that fails is dropped: the real download tries again,
-    and its failure is the one reported."""
-    base, hits = server
-    name = next(iter(FILES))
-    bad = DownloadItem(f"{base}/files/{name}", {"sha256": sha256(b"something else")})
-    with httpx.Client() as client, SpeculativeDownloads(client, budget=10**7) as early:
-        early.start(bad)
-        assert early.take(bad) is None
-        with pytest.raises(DownloadError, match="sha256 mismatch"):
-            download_wheels([bad], tmp_path / "dl", client=client, ready=early.take)
-    assert hits[f"/files/{name}"] == 2
-
-
-def test_speculation_stays_within_its_memory_budget(
-    server: tuple[str, dict[str, int]], tmp_path: Path
-) -> None:
-    """Files over the per-file limit, or beyond the budget, are not speculated
-    (nothing is written to disk for them); file URLs are never speculated."""
-    base, _ = server
-    items = _items(base)
-    local = tmp_path / "pkg-1.0-py3-none-any.whl"
-    local.write_bytes(b"wheel bytes")
-    local_item = DownloadItem(local.as_uri(), {"sha256": sha256(b"wheel bytes")})
-    with httpx.Client() as client, SpeculativeDownloads(client, budget=150_000) as early:
-        size = early.start(items[0])
-        assert size is not None
-        assert early.take(items[0]) is not None
-        assert size.result() == len(FILES[items[0].name])  # kept in memory
-        size = early.start(items[1])  # 100,001 more bytes would pass 150,000
-        assert early.take(items[1]) is None
-        assert size is not None
-        assert size.result() is None
-        assert early.start(local_item) is None
-        assert early.take(local_item) is None
-    with (
-        httpx.Client() as client,
-        SpeculativeDownloads(client, budget=10**7, per_file=1000) as early,
-    ):
-        size = early.start(items[2])
-        assert early.take(items[2]) is None
-        assert size is not None
-        assert size.result() is None
-
-
-def test_a_peeked_download_stays_to_be_taken(
-    server: tuple[str, dict[str, int]], tmp_path: Path
-) -> None:
-    base, hits = server
-    items = _items(base)
-    with httpx.Client() as client, SpeculativeDownloads(client, budget=10**7) as early:
-        first = early.start(items[0])
-        assert early.start(items[0]) is first  # one download, one size, per item
-        peeked = early.peek(items[0])
-        assert isinstance(peeked, InMemoryWheel)
-        assert early.take(items[0]) is peeked
-        assert early.peek(items[0]) is None  # taken
-        assert early.peek(items[1]) is None  # never started
-    assert hits[f"/files/{items[0].name}"] == 1
-
-
-def test_closing_waits_for_every_thread_and_ends_speculation(
-    server: tuple[str, dict[str, int]], tmp_path: Path
-) -> None:
-    base, _ = server
-    items = _items(base)
-    with httpx.Client() as client:
-        early = SpeculativeDownloads(client, budget=10**7)
-        sizes = [early.start(item) for item in items]
-        early.close()
-        assert _download_threads() == []  # the installer may fork after this
-        # Every size is settled, also of the downloads cancelled before they began.
-        assert all(size is not None and size.done() for size in sizes)
-        assert early.start(items[0]) is None  # closed: ignored
-        assert early.take(items[0]) is None
-        assert _download_threads() == []
 
 
 # -- limits: decoded size, encodings, deadline ------------------------------------------

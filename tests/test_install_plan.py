@@ -133,7 +133,7 @@ def test_variant_metadata_from_one_wheel_per_label(tmp_path: Path) -> None:
     assert sorted(metadata.variants) == ["null", "x86_64_v3"]
     (plain,) = found.versions(canonicalize_name("plain"))
     assert plain.variant_metadata() is None
-    cached = {str(f): found.cached_wheel(f.link.file) is not None for f in release.files}
+    cached = {str(f): found.has_wheel(f.link.file) for f in release.files}
     assert cached == {
         "pkg-1.0-py2-none-any-aaaa.whl": False,
         "pkg-1.0-py3-none-any-null.whl": True,
@@ -201,3 +201,63 @@ def test_externally_managed_target_is_refused(
     options = InstallOptions(requirements=["pkg"], index_url=str(tmp_path))
     with pytest.raises(ExternallyManagedError, match="--break-system-packages"):
         run_install(options)
+
+
+# -- one hash policy for every download path -------------------------------------------
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["early", "on-disk"])
+@pytest.mark.parametrize("weak", ["md5", "sha1"])
+def test_a_weak_hash_is_checked_but_not_trusted_on_any_download_path(
+    tmp_path: Path, weak: str, in_memory: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index page that gives a wheel only an md5 or sha1: the wheel read while
+    resolving (no PEP 658 file) and the one installed are fetched the same way,
+    both refused when that hash is wrong, as pip and uv refuse them; a right one
+    installs, but ``--require-hashes`` wants a sha256 or stronger."""
+    import hashlib
+
+    from indexkit import http_server
+    from installkit import make_venv
+    from wheelwise.install import plan
+    from wheelwise.install.errors import DownloadError
+
+    monkeypatch.setenv("NO_PROXY", "*")
+    if not in_memory:  # nothing downloaded early: the resolver reads the wheel itself
+        monkeypatch.setattr(plan, "IN_MEMORY_DOWNLOADS", 0)
+    site = tmp_path / "site"
+    metadata = b"Metadata-Version: 2.1\nName: solo\nVersion: 1.0\n"
+    (site / "files").mkdir(parents=True)
+    wheel = make_wheel(
+        site / "files",
+        "solo-1.0-py3-none-any.whl",
+        extra_members={"solo-1.0.dist-info/METADATA": metadata},
+        record=True,
+    )
+    (site / "simple" / "solo").mkdir(parents=True)
+    (site / "simple" / "index.html").write_text('<a href="solo/">solo</a>\n')
+    page = site / "simple" / "solo" / "index.html"
+
+    def link(digest: str) -> None:
+        target = f"../../files/solo-1.0-py3-none-any.whl#{weak}={digest}"
+        page.write_text(f'<a href="{target}">solo</a>\n')
+
+    python = make_venv(tmp_path / "venv")
+    with http_server(site) as base:
+        options = InstallOptions(
+            requirements=["solo"],
+            index_url=f"{base}/simple/",
+            python=python,
+            no_cache=True,
+        )
+        link("0" * (32 if weak == "md5" else 40))
+        with pytest.raises(DownloadError, match=f"{weak} mismatch"):
+            run_install(options)
+        link(hashlib.new(weak, Path(wheel).read_bytes()).hexdigest())
+        with pytest.raises(DownloadError, match=r"no sha256 \(or stronger\) hash"):
+            run_install(dataclasses.replace(options, require_hashes=True))
+        outcome = run_install(options)
+    assert [p.name for p in outcome.to_install] == ["solo"]
+    assert outcome.report is not None
+    site_packages = python.parent.parent / "lib"
+    assert list(site_packages.glob("python*/site-packages/solo-1.0.dist-info"))

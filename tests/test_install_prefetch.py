@@ -1,11 +1,11 @@
-"""Listings fetched ahead of the resolver (wheelwise.install.prefetch), against a
-real index server on 127.0.0.1."""
+"""What is fetched ahead of the resolver (wheelwise.install.prefetch and
+wheelwise.install.lookahead), against a real index server on 127.0.0.1: asserted by
+the requests the server saw and what got installed."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,13 @@ from packaging.utils import canonicalize_name
 from indexkit import demo_wheels, free_port, uvicorn_thread
 from installkit import make_venv
 from wheelfactory import make_wheel
-from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy, SourceError
+from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy, SourceError
 from wheelwise.index.server import create_app
-from wheelwise.install import finder as finder_module
-from wheelwise.install.finder import WARM_FILES, IndexFinder
+from wheelwise.install import lookahead as lookahead_module
+from wheelwise.install.download import Fetcher
+from wheelwise.install.fetch import Verifier
+from wheelwise.install.finder import IndexFinder, link_of
+from wheelwise.install.lookahead import WARM_FILES, Lookahead, item_of
 from wheelwise.install.plan import InstallOptions, InstallOutcome, run_install
 from wheelwise.install.prefetch import ListingPrefetcher
 
@@ -96,33 +99,31 @@ def test_a_failed_fetch_is_raised_to_the_taker(tmp_path: Path) -> None:
 def _warm_and_read(
     base: str, counter: _Counter, tmp_path: Path, *, listed_first: bool
 ) -> tuple[list[str], int]:
-    """Hint demo-pkg <2 to a finder (after a plain listing hint when *listed_first*,
-    as the installer does for the requested projects), then read the metadata of
-    every wheel of 1.0 the hint warmed. The metadata paths requested, and how many
-    requests the reads made."""
+    """Hint demo-pkg <2 to a lookahead (after naming the project when
+    *listed_first*, as the installer does for the requested projects), then read the
+    metadata of every wheel of 1.0 the hint warmed. The metadata paths requested,
+    and how many requests the reads made."""
     source = IndexSource.index(f"{base}/simple/")
-    with IndexClient(cache_dir=tmp_path) as client:
-        prefetcher = ListingPrefetcher([source], client)
-        finder = IndexFinder(
-            [source], client, tags=list(sys_tags()), python_version="3.11.0", prefetcher=prefetcher
-        )
+    with IndexClient(cache_dir=tmp_path) as client, Lookahead([source], client) as lookahead:
+        finder = IndexFinder([source], client, tags=list(sys_tags()), python_version="3.11.0")
         before = len(counter.paths)
         if listed_first:
-            prefetcher.want(["demo-pkg"])
-            prefetcher.take(canonicalize_name("demo-pkg"))  # listed, with no follow-up
-        finder.prefetch([("demo-pkg", SpecifierSet("<2"))])
+            lookahead.want(["demo-pkg"])
+        lookahead.serve(finder)
+        if listed_first:
+            lookahead.versions(canonicalize_name("demo-pkg"))  # listed, with no follow-up
+        lookahead.will_ask([("demo-pkg", SpecifierSet("<2"))])
         (release,) = [
-            r for r in finder.versions(canonicalize_name("demo-pkg")) if str(r.version) == "1.0"
+            r for r in lookahead.versions(canonicalize_name("demo-pkg")) if str(r.version) == "1.0"
         ]
         viable = [f for f in release.files if any(t in finder.tags for t in f.filename.tags)]
         assert viable
         for file in viable[:WARM_FILES]:  # waits for the background fetches
-            assert finder.core_metadata(file).startswith(b"Metadata-Version")
+            assert lookahead.core_metadata(file).startswith(b"Metadata-Version")
         requested = [p for p in counter.paths[before:] if p.endswith(".metadata")]
         reads_before = len(counter.paths)
         for file in viable[:WARM_FILES]:
-            finder.core_metadata(file)
-        prefetcher.close()
+            lookahead.core_metadata(file)
         finder.close()
         # The hint fetched them: the reads (first or again) cost no request.
         return requested, len(counter.paths) - reads_before
@@ -266,47 +267,23 @@ def test_dry_run_downloads_no_wheel(backtracking: tuple[str, _Counter], tmp_path
     assert _wheel_requests(counter, before) == []
 
 
-class _Heard:
-    """Early downloads that only note which wheels the finder starts."""
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-
-    def start(self, file: IndexFile) -> Future[int | None] | None:
-        self.started.append(file.filename)
-        return None
-
-    def queued(self, file: IndexFile) -> bool:
-        return False
-
-    def metadata(self, file: IndexFile) -> bytes | None:
-        return None
-
-    def requires_dist(self, file: IndexFile) -> list[str] | None:
-        return None
-
-
 def _announced(index: str, tmp_path: Path, wants: list[tuple[str, str]]) -> list[str]:
-    """The wheels the finder starts downloading (``early.start``) from prefetch
-    hints alone, with no resolver running."""
+    """The wheels downloaded early from will_ask hints alone, with no resolver
+    running and nothing pinned (each taken, as the fetch stage would)."""
     source = IndexSource.index(index)
-    heard = _Heard()
-    with IndexClient(cache_dir=tmp_path) as client:
-        prefetcher = ListingPrefetcher([source], client)
-        finder = IndexFinder(
-            [source],
-            client,
-            tags=list(sys_tags()),
-            python_version="3.11.0",
-            prefetcher=prefetcher,
-            early=heard,
-        )
-        finder.prefetch([(name, SpecifierSet(spec)) for name, spec in wants])
+    taken: list[str] = []
+    with IndexClient(cache_dir=tmp_path) as client, Lookahead([source], client) as lookahead:
+        finder = IndexFinder([source], client, tags=list(sys_tags()), python_version="3.11.0")
+        fetcher = Fetcher(client.http_source, in_memory=1 << 20)
+        lookahead.serve(finder, fetcher=fetcher, verify=Verifier())
+        lookahead.will_ask([(name, SpecifierSet(spec)) for name, spec in wants])
         for name, _ in wants:  # a listing is taken once its follow-up has run
-            finder.versions(canonicalize_name(name))
-        prefetcher.close()
+            for release in lookahead.versions(canonicalize_name(name)):
+                for file in release.files:
+                    if lookahead.take(item_of(link_of(file).file)) is not None:
+                        taken.append(str(file))
         finder.close()
-    return sorted(heard.started)
+    return sorted(taken)
 
 
 def test_the_only_wheel_that_can_satisfy_a_hint_is_announced_before_any_pin(
@@ -348,18 +325,10 @@ def _metadata_requests(counter: _Counter, since: int) -> list[str]:
 
 
 def test_a_small_wheel_downloaded_early_is_read_instead_of_its_metadata_file(
-    backtracking: tuple[str, _Counter], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    backtracking: tuple[str, _Counter], tmp_path: Path
 ) -> None:
     index, counter = backtracking
     before = len(counter.paths)
-    parsed: list[bytes] = []
-    parse = finder_module.requires_dist
-
-    def counted(metadata: bytes) -> list[str]:
-        parsed.append(metadata)
-        return parse(metadata)
-
-    monkeypatch.setattr(finder_module, "requires_dist", counted)
     outcome = _install_top(index, tmp_path)
     assert _planned(outcome) == RESOLUTION
     fetched = _metadata_requests(counter, before)
@@ -371,17 +340,16 @@ def test_a_small_wheel_downloaded_early_is_read_instead_of_its_metadata_file(
     assert "a-2.0-py3-none-any.whl.metadata" in fetched
     top = next(p for p in outcome.plan if p.name == "top")
     assert b"Requires-Dist: a\n" in top.metadata
-    # Their Requires-Dist came from verifying the wheel, which parsed METADATA
-    # already; only metadata files are parsed for the resolver.
-    assert top.metadata not in parsed
-    assert all(b"Name: top" not in m and b"Name: c" not in m for m in parsed)
-    assert parsed  # a's metadata file
+    # Each wheel of the resolution was still fetched once in all.
+    fetched_wheels = _wheel_requests(counter, before)
+    assert fetched_wheels.count("top-1.0-py3-none-any.whl") == 1
+    assert fetched_wheels.count("c-1.0-py3-none-any.whl") == 1
 
 
 def test_a_big_wheel_downloaded_early_gets_its_metadata_file(
     backtracking: tuple[str, _Counter], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(finder_module, "SMALL_WHEEL", 10)  # every wheel is bigger
+    monkeypatch.setattr(lookahead_module, "SMALL_WHEEL", 10)  # every wheel is bigger
     index, counter = backtracking
     before = len(counter.paths)
     _install_top(index, tmp_path)

@@ -652,10 +652,16 @@ class _HintedIndex(Index):
         self.hints: list[str] = []
         self.ranges: dict[str, str] = {}
 
-    def prefetch(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
+    def will_ask(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
         for name, specifier in wants:
             self.hints.append(name)
             self.ranges[name] = str(specifier)
+
+    def will_read(self, files: Iterable[WheelFile]) -> None:
+        pass
+
+    def pinned(self, file: WheelFile) -> None:
+        pass
 
 
 def test_resolver_hints_the_projects_it_will_need() -> None:
@@ -666,7 +672,7 @@ def test_resolver_hints_the_projects_it_will_need() -> None:
         "app", "1.0", ["lib>=1", 'winonly; sys_platform == "win32"', "extra-only; extra == 'x'"]
     )
     index.add("lib", "1.0", ["base"]).add("base", "2.0")
-    assert versions(run(index, "app")) == {"base": "2.0", "lib": "1.0", "app": "1.0"}
+    assert versions(run(index, "app", hints=index)) == {"base": "2.0", "lib": "1.0", "app": "1.0"}
     assert index.hints[0] == "app"
     assert "lib" in index.hints
     assert "base" in index.hints
@@ -683,7 +689,10 @@ class _LookingAhead(Index):
     read: list[str] = field(default_factory=list)
     early: list[str] = field(default_factory=list)
 
-    def prefetch_files(self, files: Iterable[WheelFile]) -> None:
+    def will_ask(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
+        pass
+
+    def will_read(self, files: Iterable[WheelFile]) -> None:
         self.hinted.extend(str(file) for file in files)
 
     def pinned(self, file: WheelFile) -> None:
@@ -700,7 +709,7 @@ def test_working_back_through_releases_hints_the_next_ones() -> None:
     index = _LookingAhead()
     for n in range(1, 41):
         index.add("app", f"1.{n}", [f"dep=={n}"]).add("dep", str(n))
-    result = run(index, "dep<5", "app")
+    result = run(index, "dep<5", "app", hints=index)
     assert versions(result) == {"app": "1.4", "dep": "4"}
     read = [name for name in index.read if name.startswith("app-")]
     assert read[:2] == ["app-1.40-py3-none-any.whl", "app-1.39-py3-none-any.whl"]
@@ -718,7 +727,7 @@ def test_working_back_through_releases_hints_the_next_ones() -> None:
 def test_no_hints_when_the_first_candidate_stands() -> None:
     index = _LookingAhead()
     index.add("app", "1.0", ["dep"]).add("app", "0.9").add("dep", "1")
-    assert versions(run(index, "app")) == {"app": "1.0", "dep": "1"}
+    assert versions(run(index, "app", hints=index)) == {"app": "1.0", "dep": "1"}
     assert index.hinted == []
     assert index.early == ["app-1.0-py3-none-any.whl", "dep-1-py3-none-any.whl"]
 

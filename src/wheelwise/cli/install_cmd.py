@@ -22,7 +22,7 @@ from wheelwise.install.reqfile import RequirementsFileError
 from wheelwise.install.variant_requirement import VariantRequirementError
 
 # The installer's modules load inside the commands: `install` first starts querying
-# the target interpreter, which answers while they load (~0.15 s).
+# the target interpreter, which answers while they load.
 if TYPE_CHECKING:
     from wheelwise.install.environment import PendingEnvironment
     from wheelwise.install.plan import InstallOptions, InstallOutcome, PlannedPackage

@@ -9,7 +9,7 @@ client.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheel
 
 __all__ = [
     "Finder",
+    "Hints",
     "Release",
     "ReleaseFiles",
     "WheelFile",
@@ -75,6 +76,24 @@ class Finder(Protocol):
 
     def dependencies(self, file: WheelFile) -> list[str]:
         """The ``Requires-Dist`` strings from the core metadata of *file*."""
+        ...
+
+
+class Hints(Protocol):
+    """What the resolver tells of its next steps, so that answers can be fetched
+    before it asks (:mod:`wheelwise.install.lookahead`). Hints only: nothing waits
+    for them, and they need not be acted on."""
+
+    def will_ask(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
+        """These projects will probably be asked for, at a version in these ranges."""
+        ...
+
+    def will_read(self, files: Iterable[WheelFile]) -> None:
+        """The dependencies of these wheels will probably be read next."""
+        ...
+
+    def pinned(self, file: WheelFile) -> None:
+        """A candidate was pinned, and *file* is the wheel it would install."""
         ...
 
 

@@ -19,6 +19,11 @@ With a *cache* (a :class:`~wheelwise.install.wheel_cache.ContentStore`), an
 ``http(s)`` item whose hash the cache holds is not downloaded: the cached file,
 hashed again, is the result. Every other ``http(s)`` item is kept there once it is
 complete and verified.
+
+:class:`Fetcher` is the one place these rules live: every wheel the installer
+downloads (read while resolving, fetched ahead, or fetched for the install) goes
+through one, with the index client's retry policy and one hash policy
+(:func:`checked_hashes` and :func:`trusted_hashes`).
 """
 
 from __future__ import annotations
@@ -31,12 +36,11 @@ import tempfile
 import threading
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 from wheelwise.index.bounded import (
     ACCEPT_ENCODING,
@@ -46,6 +50,7 @@ from wheelwise.index.bounded import (
     Deadline,
     read_body,
 )
+from wheelwise.index.client import RetryPolicy, local_path
 from wheelwise.index.lazy_http import LazyHttpClient, as_client_source
 from wheelwise.install.errors import DownloadError
 from wheelwise.install.wheel_cache import ContentStore
@@ -57,17 +62,41 @@ if TYPE_CHECKING:
 __all__ = [
     "DownloadError",
     "DownloadItem",
+    "Fetcher",
     "ProgressSink",
-    "SpeculativeDownloads",
+    "checked_hashes",
     "download_all",
     "download_wheels",
+    "trusted_hashes",
 ]
 
 _CHUNK = 1 << 16
 # A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
 _EXPANSION = 16
-# Hash names accepted from an index, strongest first.
+# Hash names trusted from an index or a lock, strongest first.
 _HASHES = ("sha512", "sha384", "sha256", "sha3_512", "sha3_384", "sha3_256", "blake2b")
+# Weaker ones still checked when given, as pip and uv check them: a wrong md5 still
+# means a wrong or damaged file.
+_CHECKED = frozenset({*_HASHES, "sha224", "sha3_224", "blake2s", "sha1", "md5"})
+
+
+def checked_hashes(hashes: Mapping[str, str]) -> dict[str, str]:
+    """The hash policy of every download, first half: of *hashes* (name to hex digest,
+    as an index or a lock gives them), every one that is checked, lower-cased: a
+    file that does not match any of them is refused."""
+    return {
+        name.lower(): value.lower() for name, value in hashes.items() if name.lower() in _CHECKED
+    }
+
+
+def trusted_hashes(hashes: Mapping[str, str]) -> dict[str, str]:
+    """The hash policy of every download, second half: of *hashes*, those of sha256
+    or stronger, lower-cased. md5 and sha1 can be forged, so a file that has only
+    those is checked but not trusted: refused under ``--require-hashes``, and not
+    kept in (nor taken from) the cache, which is keyed by a trusted hash."""
+    return {
+        name.lower(): value.lower() for name, value in hashes.items() if name.lower() in _HASHES
+    }
 
 
 class ProgressSink(Protocol):
@@ -111,10 +140,8 @@ class DownloadItem:
         return urllib.parse.unquote(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
 
     def expected_hashes(self) -> dict[str, str]:
-        """The hashes this module can check, by name."""
-        return {
-            name: value.lower() for name, value in self.hashes.items() if name.lower() in _HASHES
-        }
+        """The hashes that are verified (see :func:`trusted_hashes`), by name."""
+        return trusted_hashes(self.hashes)
 
 
 class _Cancelled(Exception):
@@ -215,14 +242,16 @@ class _Output:
 
 
 class _Fetcher:
+    """One batch of downloads under a :class:`Fetcher`'s policy: where files go, who
+    hears progress, and the event that cancels the batch."""
+
     def __init__(
         self,
         dest_dir: Path | None,
         client: Callable[[], httpx.Client],
         progress: ProgressSink | None,
         *,
-        retries: int,
-        backoff: float,
+        retry: RetryPolicy,
         cancel: threading.Event,
         sleep: Callable[[float], None],
         budget: _Budget | None = None,
@@ -235,8 +264,7 @@ class _Fetcher:
         self.dest_dir = dest_dir
         self.client = client
         self.progress = progress
-        self.retries = retries
-        self.backoff = backoff
+        self.retry = retry
         self.cancel = cancel
         self.sleep = sleep
 
@@ -284,16 +312,16 @@ class _Fetcher:
                     break
                 except _Retryable as exc:
                     attempt += 1
-                    if attempt >= self.retries:
+                    if attempt > self.retry.retries:
                         raise DownloadError(
                             url, f"{exc.reason} (gave up after {attempt} tries)"
                         ) from None
-                    self.sleep(self.backoff * 2 ** (attempt - 1))
+                    self.sleep(self.retry.delay(attempt - 1))
                     if self.cancel.is_set():
                         raise _Cancelled from None
         elif scheme == "file":
             parts = urllib.parse.urlsplit(url)
-            path = Path(urllib.request.url2pathname(parts.path))
+            path = local_path(url)
             if parts.netloc not in ("", "localhost"):
                 raise DownloadError(url, f"file URL with a remote host {parts.netloc!r}")
             digests = self._copy(item, path, out)
@@ -301,7 +329,7 @@ class _Fetcher:
             raise DownloadError(url, f"unsupported URL scheme {scheme!r}")
         else:
             digests = self._copy(item, Path(url), out)
-        for name, expected in item.expected_hashes().items():
+        for name, expected in checked_hashes(item.hashes).items():
             actual = digests[name]
             if actual != expected:
                 raise DownloadError(
@@ -311,7 +339,7 @@ class _Fetcher:
     def _chunks_into(
         self, item: DownloadItem, chunks: Iterator[bytes], out: _Output
     ) -> tuple[dict[str, str], int]:
-        hashers = {name: hashlib.new(name) for name in item.expected_hashes()}
+        hashers = {name: hashlib.new(name) for name in checked_hashes(item.hashes)}
         received = 0
         for chunk in chunks:
             if self.cancel.is_set():
@@ -427,162 +455,172 @@ def _capped(item: DownloadItem, expected: int | None) -> str:
     return f"this file (its Content-Length, {expected} bytes)"
 
 
-class SpeculativeDownloads:
-    """Wheels fetched into memory before they are known to be needed: the installer
-    starts one for each candidate the resolver pins, so that most downloads are done
-    when resolution ends. Only files that fit in *budget* bytes (each at most
-    *per_file*) are fetched, with one try; *then* runs with each complete, verified
-    file, in the worker thread. A download that fails, or is never taken, is only
-    dropped: the real download of that item tries again and reports the failure.
-    With a *cache*, a file the cache holds is taken from there (any size: it is on
-    disk already) instead of being downloaded, and a downloaded one is kept there.
-
-    Use as a context manager, or call :meth:`close` (which waits for every thread).
+class Fetcher:
+    """The installer's one way to download a distribution file (see the module's
+    docstring): the retry policy *retry* (the index client's), the hash policy of
+    :func:`trusted_hashes`, the wheel *cache*, and one memory budget, *in_memory*
+    bytes in all (each file at most *in_memory_per_file*), that small files take
+    instead of temporary files, whichever batch fetches them. *client* (a client, or
+    what gives one when first needed) defaults to one of this fetcher's own, with
+    *timeout*; :meth:`close` closes that one.
     """
 
     def __init__(
         self,
-        client: httpx.Client | Callable[[], httpx.Client],
+        client: httpx.Client | Callable[[], httpx.Client] | None = None,
         *,
-        budget: int,
-        per_file: int = 32 << 20,
-        max_workers: int = 4,
-        then: Callable[[Path | InMemoryWheel], object] | None = None,
+        retry: RetryPolicy | None = None,
         deadline: float = DEFAULT_DEADLINE,
         cache: ContentStore | None = None,
+        in_memory: int = 0,
+        in_memory_per_file: int = 32 << 20,
+        timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._cache = cache
-        self._budget = _Budget(budget, per_file)
-        self._total = budget
-        self._cancel = threading.Event()
-        self._fetcher = _Fetcher(
-            None,
-            as_client_source(client),
-            None,
-            retries=1,
-            backoff=0.0,
-            cancel=self._cancel,
-            sleep=time.sleep,
-            budget=self._budget,
-            deadline=deadline,
-            cache=cache,
-        )
-        self._then = then
-        self._workers = max_workers
-        self._pool: ThreadPoolExecutor | None = None
-        self._started: dict[tuple[str, str], _Started] = {}
-        self._busy = 0  # downloads under way (the others wait for a worker)
-        self._lock = threading.Lock()
-        self._closed = False
+        self._own: LazyHttpClient | None = None
+        if client is None:
+            self._own = LazyHttpClient(lambda: _own_client(timeout))
+            self.client: Callable[[], httpx.Client] = self._own
+        else:
+            self.client = as_client_source(client)
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.deadline = deadline
+        self.cache = cache
+        self.sleep = sleep
+        self._total = max(0, in_memory)
+        self._budget = _Budget(self._total, in_memory_per_file) if in_memory > 0 else None
 
     @property
-    def bytes_taken(self) -> int:
-        """Memory given to these downloads so far (of the budget)."""
+    def bytes_in_memory(self) -> int:
+        """Memory given to downloads so far (of the budget)."""
+        if self._budget is None:
+            return 0
         with self._budget.lock:
             return self._total - self._budget.left
 
-    def start(self, item: DownloadItem) -> Future[int | None] | None:
-        """Start fetching *item* if it is not already (``http(s)`` URLs only). The
-        future gets its size in bytes once the answer announces it and it fits in
-        memory, or at once when the cache holds it (None when it will not be kept,
-        or fails first); None when *item* is not fetched here."""
-        key = _key(item)
-        if urllib.parse.urlsplit(item.url).scheme.lower() not in ("http", "https"):
-            return None
-        with self._lock:
-            if self._closed:
-                return None
-            if key not in self._started:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="download")
-                size: Future[int | None] = Future()
-                if self._cache is not None:  # a stat: the worker verifies it
-                    cached = self._cache.size(item.expected_hashes(), item.name)
-                    if cached is not None:
-                        size.set_result(cached)
-                self._started[key] = _Started(self._pool.submit(self._fetch, item, size), size)
-            return self._started[key].size
+    def batch(
+        self,
+        dest_dir: Path | None,
+        *,
+        progress: ProgressSink | None = None,
+        cancel: threading.Event | None = None,
+        tries: int | None = None,
+        in_memory: bool = True,
+    ) -> _Fetcher:
+        """A batch of downloads into *dest_dir* (None: into memory only, and what
+        does not fit there is not fetched). *tries* caps the tries of each file below
+        the retry policy's (one, for a download that is only a guess)."""
+        retry = self.retry if tries is None else self.retry._replace(retries=max(0, tries - 1))
+        return _Fetcher(
+            dest_dir,
+            self.client,
+            progress,
+            retry=retry,
+            cancel=cancel if cancel is not None else threading.Event(),
+            sleep=self.sleep,
+            budget=self._budget if in_memory else None,
+            deadline=self.deadline,
+            cache=self.cache,
+        )
 
-    def _fetch(self, item: DownloadItem, size: Future[int | None]) -> Path | InMemoryWheel | None:
-        def sized(n: int) -> None:
-            if not size.done():  # set already from the cache's entry
-                size.set_result(n)
+    def fetch_to(self, item: DownloadItem, dest_dir: Path) -> Path:
+        """*item*, verified, as a file in *dest_dir* (or the cache's copy)."""
+        found = self.batch(dest_dir, in_memory=False).fetch(item)
+        assert isinstance(found, Path)  # no memory budget for this batch
+        return found
 
-        with self._lock:
-            self._busy += 1
+    def fetch_all(
+        self,
+        items: Sequence[DownloadItem],
+        dest_dir: str | os.PathLike[str],
+        *,
+        progress: ProgressSink | None = None,
+        max_workers: int = 4,
+        require_hashes: bool = False,
+        then: Callable[[Path | InMemoryWheel], object] | None = None,
+        ready: Callable[[DownloadItem], Path | InMemoryWheel | None] | None = None,
+    ) -> list[Path | InMemoryWheel]:
+        """*items*, in their order, fetched in parallel into *dest_dir* (or memory).
+
+        *then*, if given, is called in the worker thread with each file once it is
+        complete and verified (to check it while others still download); what it
+        raises fails that item like a download error.
+
+        *ready*, if given, may supply an item fetched already (ahead, by this
+        fetcher's rules): it is used instead of fetching it, and passed to *then*
+        like any other."""
+        dest = Path(dest_dir)
+        dest.mkdir(parents=True, exist_ok=True)
+        names: dict[str, str] = {}
+        for item in items:
+            if not item.name:
+                raise DownloadError(item.url, "no file name in the URL")
+            if item.name in names:
+                raise DownloadError(item.url, f"same file name {item.name!r} as {names[item.name]}")
+            names[item.name] = item.url
+            if require_hashes and not item.expected_hashes():
+                raise DownloadError(item.url, "no expected hash, and hashes are required")
+        if not items:
+            return []
+        cancel = threading.Event()
+        fetcher = self.batch(dest, progress=progress, cancel=cancel)
+
+        def run(item: DownloadItem) -> Path | InMemoryWheel:
+            try:
+                early = ready(item) if ready is not None else None
+                if early is not None:
+                    if progress is not None:
+                        size = (
+                            len(early.data) if isinstance(early, InMemoryWheel) else _size_of(early)
+                        )
+                        progress.start(size, item.name)
+                        progress.advance(size or 0)
+                        progress.finish(item.name)
+                    found = early
+                else:
+                    found = fetcher.fetch(item)
+                if then is not None:
+                    then(found)
+                return found
+            except BaseException:
+                cancel.set()
+                raise
+
         try:
-            found = self._fetcher.fetch(item, on_memory=sized)
-            if self._then is not None:
-                self._then(found)
-        except Exception:
-            return None  # the real download reports it
+            with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
+                futures = [pool.submit(run, item) for item in items]
+                results: list[Path | InMemoryWheel | BaseException] = []
+                for future in futures:
+                    try:
+                        results.append(future.result())
+                    except BaseException as exc:
+                        results.append(exc)
         finally:
-            with self._lock:
-                self._busy -= 1
-            if not size.done():
-                size.set_result(None)
-        return found  # in memory, or the cache's file
-
-    def queued(self, item: DownloadItem) -> bool:
-        """Whether *item*'s download waits for others to end before it starts."""
-        with self._lock:
-            started = self._started.get(_key(item))
-            return (
-                started is not None
-                and not started.wheel.running()
-                and not started.wheel.done()
-                and self._busy >= self._workers
-            )
-
-    def peek(self, item: DownloadItem) -> Path | InMemoryWheel | None:
-        """Like :meth:`take`, but *item* stays to be taken."""
-        with self._lock:
-            started = self._started.get(_key(item))
-        return _result(started)
-
-    def take(self, item: DownloadItem) -> Path | InMemoryWheel | None:
-        """*item*, complete and verified (waiting for it if still in flight), or None
-        when it was not started or did not succeed."""
-        with self._lock:
-            started = self._started.pop(_key(item), None)
-        return _result(started)
+            if progress is not None:
+                progress.close()
+        errors = [
+            r for r in results if isinstance(r, BaseException) and not isinstance(r, _Cancelled)
+        ]
+        if errors:
+            raise errors[0]
+        if any(isinstance(r, BaseException) for r in results):  # pragma: no cover
+            raise DownloadError(items[0].url, "cancelled")
+        return [r for r in results if isinstance(r, Path | InMemoryWheel)]
 
     def close(self) -> None:
-        """Stop what is in flight and wait for every thread (the installer may fork)."""
-        with self._lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-            started, self._started = self._started, {}
-        self._cancel.set()
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        for download in started.values():  # cancelled before they began
-            if not download.size.done():
-                download.size.set_result(None)
+        if self._own is not None:
+            self._own.close()
 
-    def __enter__(self) -> SpeculativeDownloads:
+    def __enter__(self) -> Fetcher:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
-class _Started(NamedTuple):
-    """One speculative download: the wheel (None if it failed or is not kept), and
-    its size once the answer announces it (None if it never will)."""
-
-    wheel: Future[Path | InMemoryWheel | None]
-    size: Future[int | None]
-
-
-def _result(started: _Started | None) -> Path | InMemoryWheel | None:
-    if started is None or started.wheel.cancelled():
-        return None
-    return started.wheel.result()
-
-
-def _key(item: DownloadItem) -> tuple[str, str]:
-    return item.url, repr(sorted(item.expected_hashes().items()))
+def _tries_policy(retries: int, backoff: float) -> RetryPolicy:
+    """*retries* tries in all, waiting *backoff*, then twice as long... between them."""
+    return RetryPolicy(retries=max(1, retries) - 1, backoff=backoff, max_delay=float("inf"))
 
 
 def download_all(
@@ -634,93 +672,29 @@ def download_wheels(
     timeout: float = 30.0,
     deadline: float = DEFAULT_DEADLINE,
     then: Callable[[Path | InMemoryWheel], object] | None = None,
-    ready: Callable[[DownloadItem], Path | InMemoryWheel | None] | None = None,
     cache: ContentStore | None = None,
 ) -> list[Path | InMemoryWheel]:
     """Like :func:`download_all`, but files whose size is known in advance and at most
     *in_memory_per_file* are kept in memory while they fit in *in_memory* bytes in
-    all: an install never writes (and then deletes) a small wheel on disk.
-
-    *then*, if given, is called in the worker thread with each file once it is
-    complete and verified (to check it while others still download); what it raises
-    fails that item like a download error.
-
-    *ready*, if given, may supply an item already downloaded, verified and passed to
-    *then* (by :meth:`SpeculativeDownloads.take`, say): it is used as it is.
-
-    *cache*, if given, supplies the items it holds and keeps those downloaded (see
-    the module's docstring)."""
-    dest = Path(dest_dir)
-    dest.mkdir(parents=True, exist_ok=True)
-    names: dict[str, str] = {}
-    for item in items:
-        if not item.name:
-            raise DownloadError(item.url, "no file name in the URL")
-        if item.name in names:
-            raise DownloadError(item.url, f"same file name {item.name!r} as {names[item.name]}")
-        names[item.name] = item.url
-        if require_hashes and not item.expected_hashes():
-            raise DownloadError(item.url, "no expected hash, and hashes are required")
-    if not items:
-        return []
-    own: LazyHttpClient | None = None
-    http: Callable[[], httpx.Client]
-    if client is None:
-        http = own = LazyHttpClient(lambda: _own_client(timeout))
-    else:
-        http = as_client_source(client)
-    cancel = threading.Event()
-    fetcher = _Fetcher(
-        dest,
-        http,
-        progress,
-        retries=max(1, retries),
-        backoff=backoff,
-        cancel=cancel,
-        budget=_Budget(in_memory, in_memory_per_file) if in_memory > 0 else None,
-        sleep=time.sleep,
+    all: an install never writes (and then deletes) a small wheel on disk. *then*
+    and *cache* are as for :class:`Fetcher`."""
+    with Fetcher(
+        client,
+        retry=_tries_policy(retries, backoff),
         deadline=deadline,
         cache=cache,
-    )
-
-    def run(item: DownloadItem) -> Path | InMemoryWheel:
-        try:
-            early = ready(item) if ready is not None else None
-            if early is not None:
-                if progress is not None:
-                    size = len(early.data) if isinstance(early, InMemoryWheel) else _size_of(early)
-                    progress.start(size, item.name)
-                    progress.advance(size or 0)
-                    progress.finish(item.name)
-                return early
-            found = fetcher.fetch(item)
-            if then is not None:
-                then(found)
-            return found
-        except BaseException:
-            cancel.set()
-            raise
-
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
-            futures = [pool.submit(run, item) for item in items]
-            results: list[Path | InMemoryWheel | BaseException] = []
-            for future in futures:
-                try:
-                    results.append(future.result())
-                except BaseException as exc:
-                    results.append(exc)
-    finally:
-        if own is not None:
-            own.close()
-        if progress is not None:
-            progress.close()
-    errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, _Cancelled)]
-    if errors:
-        raise errors[0]
-    if any(isinstance(r, BaseException) for r in results):  # pragma: no cover
-        raise DownloadError(items[0].url, "cancelled")
-    return [r for r in results if isinstance(r, Path | InMemoryWheel)]
+        in_memory=in_memory,
+        in_memory_per_file=in_memory_per_file,
+        timeout=timeout,
+    ) as fetcher:
+        return fetcher.fetch_all(
+            items,
+            dest_dir,
+            progress=progress,
+            max_workers=max_workers,
+            require_hashes=require_hashes,
+            then=then,
+        )
 
 
 def _own_client(timeout: float) -> httpx.Client:

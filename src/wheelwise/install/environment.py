@@ -49,6 +49,7 @@ __all__ = [
     "compute_tags",
     "find_python",
     "query_timeout",
+    "refuse_externally_managed",
 ]
 
 # How long the target interpreter may take to answer: a cold start on a slow disk
@@ -501,3 +502,33 @@ class PendingEnvironment:
         except ValueError:
             raise EnvironmentQueryError(f"{executable}: unreadable answer to the query") from None
         return TargetEnvironment.from_info(info, python=executable)
+
+
+def refuse_externally_managed(env: TargetEnvironment, *, override: str) -> None:
+    """Raise ExternallyManagedError when *env* is externally managed (PEP 668): the
+    one check of every path that changes an environment. *override* names how the
+    caller overrides it (the command's option, or the library's argument); the
+    message gives the file's own ``Error``, on one line, when it has one."""
+    if not env.is_externally_managed:
+        return
+    from wheelwise.install.errors import ExternallyManagedError  # only when refusing
+
+    detail = _managed_error(env.externally_managed or "")
+    raise ExternallyManagedError(
+        f"{env.prefix} is externally managed (PEP 668: {env.stdlib / 'EXTERNALLY-MANAGED'}); "
+        f"use a virtual environment, or pass {override} to override"
+        + (f"; it says: {detail}" if detail else "")
+    )
+
+
+def _managed_error(marker: str) -> str:
+    """The ``Error`` of an ``EXTERNALLY-MANAGED`` file (PEP 668), on one line."""
+    import configparser  # only when refusing
+
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(marker)
+        message = parser.get("externally-managed", "Error", fallback="")
+    except configparser.Error:
+        message = ""
+    return " ".join((message or marker).split())

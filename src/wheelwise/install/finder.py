@@ -16,28 +16,22 @@ invalid ``*-variants.json`` (bad JSON, schema, unknown major version) gives way 
 the wheels' own ``variant.json``; a wheel whose ``variant.json`` is unusable leaves
 its label out (its wheels count as incompatible); with no usable metadata at all,
 the release has none, and only its non-variant wheels can be chosen. Dependencies come from PEP
-658 metadata when the source serves it, else from the wheel's ``METADATA``; a small
-wheel that is downloaded early (the only one that can satisfy a requirement) is read
-instead of fetching its PEP 658 file.
+658 metadata when the source serves it, else from the wheel's ``METADATA``.
+
+The finder only answers queries, each when first asked; what is fetched ahead of
+the resolver is :mod:`wheelwise.install.lookahead`'s business, which hands the
+finder listings it fetched already (:meth:`IndexFinder.versions`).
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
-import email.parser
-import email.policy
-import functools
 import os
 import tempfile
-import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
-from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
@@ -51,66 +45,34 @@ from wheelwise.index.client import (
     SourceListing,
     find_candidates,
     first_viable_source,
+    local_path,
 )
 from wheelwise.index.page_files import SDIST_LINK, WHEEL_LINK
 from wheelwise.install.candidates import WheelFile
-from wheelwise.install.prefetch import ListingPrefetcher
+from wheelwise.install.download import DownloadItem, Fetcher
 from wheelwise.install.scratch import make_scratch
 from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.core_metadata import read_core_metadata
 
 if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
     from wheelwise.install.wheel_cache import ContentStore
     from wheelwise.variants.metadata import VariantMetadata
 
-__all__ = ["WHEELS_METADATA", "IndexFinder", "IndexRelease", "Link", "Warn", "requires_dist"]
+__all__ = [
+    "WHEELS_METADATA",
+    "IndexFinder",
+    "IndexRelease",
+    "Link",
+    "Warn",
+    "link_of",
+    "requires_dist",
+]
 
 # Where a release's variant metadata came from when no index file was used.
 WHEELS_METADATA = "the variant.json of its variant wheels"
 
 Warn = Callable[[str], None]
 """Receives one line for each problem the installer worked around (never raises)."""
-
-# Wheels of one release whose metadata is fetched ahead (platform wheels of a
-# binary project: usually one or two fit the target).
-WARM_FILES = 3
-
-# A wheel downloaded early that is at most this big is read for its METADATA rather
-# than fetching its PEP 658 file: one request less, for a wait that on most links is
-# about one round trip. A bigger one gets its metadata file fetched as usual.
-SMALL_WHEEL = 512 << 10
-
-# Where the METADATA of a wheel downloaded early comes from: not decided yet (its
-# size is not known), the wheel, or its metadata file as usual.
-_UNDECIDED, _FROM_WHEEL, _FROM_FILE = "undecided", "wheel", "file"
-
-
-class EarlyWheels(Protocol):
-    """Downloads of wheels that will probably be installed, started while resolving."""
-
-    def start(self, file: IndexFile) -> Future[int | None] | None:
-        """Start downloading *file* (if it is not already); the future of its size,
-        set when the answer announces it and the wheel is kept (None otherwise), or
-        None when *file* is not downloaded early."""
-
-    def queued(self, file: IndexFile) -> bool:
-        """Whether *file*'s download waits for others to end before it starts."""
-
-    def metadata(self, file: IndexFile) -> bytes | None:
-        """*file*'s ``METADATA`` once it is downloaded and verified (waiting for
-        that); None if that failed, or *file* is not kept."""
-
-    def requires_dist(self, file: IndexFile) -> list[str] | None:
-        """Like :meth:`metadata`, but the ``Requires-Dist`` values of that file
-        (verifying it parsed them already)."""
-
-
-@dataclass
-class _EarlyWheel:
-    """A small wheel downloaded early: the future of its size, and where its
-    METADATA comes from (see _UNDECIDED)."""
-
-    size: Future[int | None]
-    source: str = _UNDECIDED
 
 
 class Link(NamedTuple):
@@ -122,10 +84,7 @@ class Link(NamedTuple):
 
 def requires_dist(metadata: bytes) -> list[str]:
     """The ``Requires-Dist`` values of a core metadata file."""
-    message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(
-        metadata, headersonly=True
-    )
-    return [str(value).strip() for value in message.get_all("Requires-Dist") or []]
+    return read_core_metadata(metadata, body=False).requires_dist
 
 
 class IndexRelease:
@@ -187,11 +146,11 @@ class IndexFinder:
     *python_version* (``X.Y.Z``). Wheels read for their metadata are kept in
     *cache_dir* (a temporary folder when not given; :meth:`close` removes it).
 
-    *early*, if given, downloads the wheels that will probably be installed while
-    resolving (see :meth:`pinned`). *wheel_cache*, if given, supplies the wheels read
-    while resolving that it holds, and keeps those downloaded. *warn* hears each
-    problem with variant metadata that was worked around (see the module's
-    docstring)."""
+    Wheels read while resolving are downloaded by *fetcher* (the installer's one
+    fetcher; else one with *wheel_cache* and the client's retry policy).
+    *wheel_cache*, if given, supplies the wheels it holds, and keeps those
+    downloaded. *warn* hears each problem with variant metadata that was worked
+    around (see the module's docstring)."""
 
     def __init__(
         self,
@@ -201,16 +160,20 @@ class IndexFinder:
         tags: Collection[Tag],
         python_version: str,
         cache_dir: Path | None = None,
-        prefetcher: ListingPrefetcher | None = None,
-        early: EarlyWheels | None = None,
         warn: Warn | None = None,
         wheel_cache: ContentStore | None = None,
+        fetcher: Fetcher | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
         self.wheel_cache = wheel_cache
-        self.prefetcher = prefetcher
-        self.early = early
+        self.fetcher = (
+            fetcher
+            if fetcher is not None
+            else Fetcher(
+                client.http_source, retry=client.retry, deadline=client.deadline, cache=wheel_cache
+            )
+        )
         self.warn: Warn = warn if warn is not None else _ignore
         self.sources = list(sources)
         self.client = client
@@ -225,15 +188,7 @@ class IndexFinder:
         self._releases: dict[NormalizedName, list[IndexRelease]] = {}
         self._listings: dict[NormalizedName, list[SourceListing]] = {}
         self._metadata: dict[str, bytes] = {}
-        # PEP 658 metadata being fetched in the background, by URL, and what the
-        # resolver fetches itself; _fetching_lock guards both.
-        self._fetching: dict[str, Future[bytes]] = {}
-        self._fetched_here: set[str] = set()
-        self._fetching_lock = threading.Lock()
         self._wheels: dict[str, Path] = {}
-        # Small wheels downloaded early, by URL (_early_lock guards their source).
-        self._early: dict[str, _EarlyWheel] = {}
-        self._early_lock = threading.Lock()
 
     def close(self) -> None:
         if self._temp is not None:
@@ -242,111 +197,25 @@ class IndexFinder:
 
     # -- Finder --------------------------------------------------------------------
 
-    def versions(self, name: NormalizedName) -> Sequence[IndexRelease]:
+    def versions(
+        self,
+        name: NormalizedName,
+        fetched: Callable[[], list[SourceListing] | None] | None = None,
+    ) -> Sequence[IndexRelease]:
+        """The releases of *name*, oldest first. *fetched*, when the name is first
+        asked for, may give its listings fetched already (None: fetched here)."""
         name = canonicalize_name(name)
         found = self._releases.get(name)
         if found is None:
-            found = self._releases[name] = self._find(name)
+            found = self._releases[name] = self._find(name, fetched)
         return found
 
+    def knows(self, name: NormalizedName) -> bool:
+        """Whether the releases of *name* were asked for already."""
+        return canonicalize_name(name) in self._releases
+
     def dependencies(self, file: WheelFile) -> list[str]:
-        link = _link(file)
-        if link.file.url not in self._metadata and self._early_source(link.file) == _FROM_WHEEL:
-            assert self.early is not None
-            found = self.early.requires_dist(link.file)  # None if it failed: as below
-            if found is not None:
-                return found
         return requires_dist(self.core_metadata(file))
-
-    def pinned(self, file: WheelFile) -> None:
-        """A hint from the resolver: it pinned the release *file* belongs to, and
-        *file* is the wheel it would install (*early* starts downloading it; not a
-        wheel already fetched while resolving). *early* also starts, from
-        :meth:`prefetch`, the wheel that is the only one able to satisfy a range,
-        before the resolver gets there; when that wheel is small, its ``METADATA`` is
-        read from it rather than fetched from the index."""
-        index_file = _link(file).file
-        if self.early is not None and index_file.url not in self._wheels:
-            self.early.start(index_file)
-
-    def prefetch(self, wants: Iterable[tuple[str, SpecifierSet]]) -> None:
-        """A hint from the resolver: these projects will probably be asked for, at a
-        version in these ranges. Their listings are fetched in the background, then
-        the core metadata of the viable wheels of the newest version in range (the
-        usual pick), at most :data:`WARM_FILES` of them."""
-        if self.prefetcher is None:
-            return
-        for name, specifier in wants:
-            key = canonicalize_name(name)
-            if key not in self._releases:
-                self.prefetcher.want([key], functools.partial(self._warm, specifier))
-
-    def _warm(
-        self, specifier: SpecifierSet, name: NormalizedName, listings: list[SourceListing]
-    ) -> None:
-        releases = self._releases_from(listings)
-        in_range = [r for r in releases if specifier.contains(r.version)]
-        if not in_range:
-            return
-        newest = max(in_range, key=lambda r: r.version)
-        viable = [f for f in newest.files if any(t in self.tags for t in f.filename.tags)]
-        assert self.prefetcher is not None
-        if (
-            self.early is not None
-            and len(in_range) == 1
-            and len(viable) == 1
-            and viable[0].filename.variant_label is None
-            and self.viable(_link(viable[0]).file)  # not yanked, Requires-Python met
-        ):
-            # The one wheel that can satisfy this range: its download need not wait
-            # for the resolver to get there (big wheels would otherwise come last).
-            index_file = _link(viable[0]).file
-            size = self.early.start(index_file)
-            if size is not None and (index_file.size or 0) <= SMALL_WHEEL:
-                with self._early_lock:
-                    self._early.setdefault(index_file.url, _EarlyWheel(size))
-                size.add_done_callback(functools.partial(self._sized, index_file))
-                return  # the metadata file is fetched only if the wheel is big
-        for file in viable[:WARM_FILES]:
-            self._prefetch_metadata(_link(file).file)
-
-    def prefetch_files(self, files: Iterable[WheelFile]) -> None:
-        """A hint from the resolver: it will probably read the dependencies of these
-        wheels next. Their PEP 658 metadata is fetched in the background (a wheel
-        without any is not downloaded ahead)."""
-        if self.prefetcher is None:
-            return
-        for file in files:
-            self._prefetch_metadata(_link(file).file)
-
-    def _prefetch_metadata(self, index_file: IndexFile) -> None:
-        url = index_file.url
-        if not index_file.core_metadata:
-            return
-        with self._fetching_lock:  # the resolver may be fetching it itself right now
-            if url in self._metadata or url in self._fetching or url in self._fetched_here:
-                return
-            assert self.prefetcher is not None
-            job = self.prefetcher.submit(functools.partial(self.client.fetch_metadata, index_file))
-            if job is not None:
-                self._fetching[url] = job
-
-    def _sized(self, index_file: IndexFile, size: Future[int | None]) -> None:
-        # Runs in a download thread: a hint only, so nothing may escape.
-        with contextlib.suppress(Exception):
-            if self._decide(index_file.url, size.result()) == _FROM_FILE:
-                self._prefetch_metadata(index_file)
-
-    def _decide(self, url: str, size: int | None) -> str | None:
-        """An early download announced its *size* (None: not kept): a small wheel is
-        read for its METADATA, else its metadata file is fetched. The decision, if
-        this call made it."""
-        with self._early_lock:
-            early = self._early.get(url)
-            if early is None or early.source != _UNDECIDED:
-                return None
-            early.source = _FROM_WHEEL if size is not None and size <= SMALL_WHEEL else _FROM_FILE
-            return early.source
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -363,73 +232,31 @@ class IndexFinder:
         found = self._metadata.get(link.file.url)
         if found is not None:
             return found
-        if self._early_source(link.file) == _FROM_WHEEL:
-            assert self.early is not None
-            found = self.early.metadata(link.file)  # None if it failed: fetched below
-        if found is None:
-            found = self._prefetched_metadata(link.file.url)
-        if found is None:
-            if link.file.core_metadata:
-                found = self.client.fetch_metadata(link.file)
-            else:
-                with WheelArchive(self.wheel_path(link.file)) as archive:
-                    found = archive.metadata()
+        if link.file.core_metadata:
+            found = self.client.fetch_metadata(link.file)
+        else:
+            with WheelArchive(self.wheel_path(link.file)) as archive:
+                found = archive.metadata()
         self._metadata[link.file.url] = found
         return found
 
-    def _early_source(self, file: IndexFile) -> str | None:
-        """Where the METADATA of *file* comes from, if it is downloaded early."""
-        with self._early_lock:
-            early = self._early.get(file.url)
-            source = None if early is None else early.source
-        if early is not None and source == _UNDECIDED:
-            assert self.early is not None
-            size = early.size
-            # The answer is worth waiting for (about a round trip), unless the
-            # download waits for others to end before it even starts.
-            if not size.done() and not self.early.queued(file):
-                with contextlib.suppress(Exception):
-                    size.result()
-            announced = size.result() if size.done() and not size.cancelled() else None
-            self._decide(file.url, announced)  # unless the callback did already
-            with self._early_lock:
-                source = early.source
-        return source
-
-    def _prefetched_metadata(self, url: str) -> bytes | None:
-        """The metadata fetched ahead for *url*; None if it was not (the caller then
-        fetches it, and it is not fetched ahead meanwhile)."""
-        with self._fetching_lock:
-            job = self._fetching.pop(url, None)
-            if job is None:
-                self._fetched_here.add(url)
-        if job is None or job.cancelled():
-            return None
-        try:
-            return job.result()
-        except Exception:
-            return None  # fetched again by the caller, which reports the failure
-
     def wheel_path(self, file: IndexFile) -> Path:
-        """*file* downloaded (hash checked) into the cache folder, or the wheel cache's
-        verified copy."""
+        """*file* downloaded by the fetcher (verified, onto disk: a wheel may be big)
+        into the cache folder, or the wheel cache's verified copy."""
         found = self._wheels.get(file.url)
         if found is None:
-            cache = self.wheel_cache if not file.url.lower().startswith("file:") else None
-            if cache is not None:
-                found = cache.lookup(file.hashes, file.filename, size=file.size)
-            if found is None:
-                folder = Path(tempfile.mkdtemp(prefix="w-", dir=self.cache_dir))
-                found = folder / file.filename
-                self.client.fetch_file_to(file, found)  # streamed: a wheel may be big
-                if cache is not None:
-                    cache.store_file(file.hashes, file.filename, found)
-            self._wheels[file.url] = found
+            folder = Path(tempfile.mkdtemp(prefix="w-", dir=self.cache_dir))
+            item = DownloadItem(file.url, file.hashes, file.filename, file.size)
+            found = self._wheels[file.url] = self.fetcher.fetch_to(item, folder)
         return found
 
-    def cached_wheel(self, file: IndexFile) -> Path | None:
-        """*file*, if it was already downloaded while resolving."""
-        found = self._wheels.get(file.url)
+    def has_wheel(self, file: IndexFile) -> bool:
+        """Whether *file* was downloaded while resolving."""
+        return file.url in self._wheels
+
+    def downloaded(self, url: str) -> Path | None:
+        """The wheel at *url*, if it was downloaded while resolving."""
+        found = self._wheels.get(url)
         return found if found is not None and found.is_file() else None
 
     def viable(self, file: IndexFile) -> bool:
@@ -442,12 +269,14 @@ class IndexFinder:
             and any(tag in self.tags for tag in wheel.tags)
         )
 
-    def _find(self, name: NormalizedName) -> list[IndexRelease]:
-        listings = self.prefetcher.take(name) if self.prefetcher is not None else None
+    def _find(
+        self, name: NormalizedName, fetched: Callable[[], list[SourceListing] | None] | None
+    ) -> list[IndexRelease]:
+        listings = fetched() if fetched is not None else None
         if listings is None:
             listings = find_candidates(name, self.sources, self.client)
         self._listings[name] = listings
-        return self._releases_from(listings)
+        return self.releases_from(listings)
 
     def source_only_versions(self, name: NormalizedName) -> list[Version]:
         """The versions of *name* the sources list source distributions of, and no
@@ -458,7 +287,7 @@ class IndexFinder:
         sources = {v for entry in listings for v in entry.listing.versions(SDIST_LINK)}
         return sorted(sources - wheels)
 
-    def _releases_from(self, listings: list[SourceListing]) -> list[IndexRelease]:
+    def releases_from(self, listings: list[SourceListing]) -> list[IndexRelease]:
         """A release for each version that a source lists wheels of (read lazily)."""
         if len(listings) == 1:  # sorted already, and without duplicates
             versions = listings[0].listing.versions(WHEEL_LINK)
@@ -555,6 +384,11 @@ def _ignore(message: str) -> None:
     pass
 
 
+def link_of(file: WheelFile) -> Link:
+    """Where *file*, a wheel this module listed, comes from."""
+    return _link(file)
+
+
 def _link(file: WheelFile) -> Link:
     if not isinstance(file.link, Link):  # pragma: no cover - files come from this module
         raise TypeError(f"{file}: not a wheel from an index source")
@@ -564,8 +398,5 @@ def _link(file: WheelFile) -> Link:
 def source_label(source: IndexSource) -> str:
     """How the output names a source: its URL (a path for local ones)."""
     if source.is_local:
-        from urllib.parse import urlsplit
-        from urllib.request import url2pathname
-
-        return url2pathname(urlsplit(source.url).path).rstrip(os.sep) or source.url
+        return str(local_path(source.url)).rstrip(os.sep) or source.url
     return source.url

@@ -29,7 +29,8 @@ from packaging.version import InvalidVersion, Version
 
 from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy
 from wheelwise.install.consistency import check_variant_consistency
-from wheelwise.install.download import DownloadItem, download_wheels
+from wheelwise.install.decide import PlannedPackage
+from wheelwise.install.download import DownloadItem, Fetcher
 from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
 from wheelwise.install.errors import DownloadError, InstallError
 from wheelwise.install.lock_selection import LockedChoice, LockTarget, select_from_lock
@@ -37,7 +38,6 @@ from wheelwise.install.plan import (
     IN_MEMORY_DOWNLOADS,
     InstallOptions,
     InstallOutcome,
-    PlannedPackage,
     cache_root_of,
     prepare_target,
     supported_for,
@@ -372,19 +372,16 @@ class _LockWheels:
                 raise DownloadError(item.url, str(exc)) from None
 
         items = [self._item(choice) for choice in missing.values()]
+        fetcher = Fetcher(
+            self.client.http_source,
+            retry=self.client.retry,
+            deadline=options.request_deadline,
+            cache=self.kept.wheels if self.kept is not None else None,
+            in_memory=self.memory_left,
+        )
         try:
-            found = download_wheels(
-                items,
-                self.folder,
-                in_memory=self.memory_left,
-                client=self.client.http_source,
-                progress=options.progress,
-                require_hashes=True,
-                timeout=options.timeout,
-                retries=options.retries + 1,
-                deadline=options.request_deadline,
-                then=check,
-                cache=self.kept.wheels if self.kept is not None else None,
+            found = fetcher.fetch_all(
+                items, self.folder, progress=options.progress, require_hashes=True, then=check
             )
         except DownloadError as exc:
             choice = next((c for c in missing.values() if self._item(c).url == exc.url), None)

@@ -29,17 +29,13 @@ from packaging.version import Version
 
 from wheelwise.index.client import INDEX, IndexFile
 from wheelwise.index.distfiles import sha256_file
+from wheelwise.install.decide import resolve_with
 from wheelwise.install.errors import ResolveError
-from wheelwise.install.finder import IndexFinder, Link, source_label
+from wheelwise.install.finder import IndexFinder, Link
 from wheelwise.install.lock_selection import variant_group
-from wheelwise.install.plan import InstallOptions, caches_for, index_client, sources_for
-from wheelwise.install.prefetch import ListingPrefetcher
-from wheelwise.install.resolve import (
-    PackageNotFound,
-    Resolution,
-    ResolvedPackage,
-    resolve,
-)
+from wheelwise.install.lookahead import Lookahead
+from wheelwise.install.options import InstallOptions, caches_for, index_client, sources_for
+from wheelwise.install.resolve import Resolution, ResolvedPackage
 from wheelwise.install.selection import ListedWheel
 from wheelwise.install.targets import LockEnvironment
 from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
@@ -154,19 +150,19 @@ def run_lock(
     entries: dict[tuple[NormalizedName, Version], _Entry] = {}
     with index_client(options, cache_root, kept) as client:
         for position, target in enumerate(targets):
-            with ListingPrefetcher(sources, client) as prefetcher:
+            with Lookahead(sources, client) as lookahead:
                 finder = IndexFinder(
                     sources,
                     client,
                     tags=target.tags,
                     python_version=target.full_version,
-                    prefetcher=prefetcher,
                     warn=options.warn,
                     wheel_cache=kept.wheels if kept is not None else None,
                 )
+                lookahead.serve(finder)  # a lock downloads no wheel ahead
                 try:
                     preferred = (preferences or {}).get(target.environment, {})
-                    resolution = _resolve(options, target, finder, prefetcher, preferred)
+                    resolution = _resolve(options, target, lookahead, preferred)
                     _collect(entries, position, target, resolution, finder, options)
                 except ResolveError as exc:
                     if len(targets) == 1:
@@ -187,28 +183,22 @@ def run_lock(
 def _resolve(
     options: InstallOptions,
     target: LockEnvironment,
-    finder: IndexFinder,
-    prefetcher: ListingPrefetcher,
+    lookahead: Lookahead,
     preferred: Mapping[str, str],
 ) -> Resolution:
-    prefetcher.want(sorted(_roots(options.requirements, target)))
-    try:
-        resolution = resolve(
-            options.requirements,
-            finder,
-            supported=_never_asked,
-            tags=target.tags,
-            environment=target.markers,
-            constraints=options.constraints,
-            pre=options.pre,
-            installed=preferred,
-            every_wheel=True,
-        )
-    except PackageNotFound as exc:
-        searched = ", ".join(source_label(source) for source in finder.sources)
-        raise PackageNotFound(f"{exc}; searched {searched}") from None
-    finally:
-        prefetcher.close()
+    """The decide stage's resolution (:func:`resolve_with`), in locking mode."""
+    lookahead.want(sorted(_roots(options.requirements, target)))
+    resolution = resolve_with(
+        options.requirements,
+        lookahead,
+        supported=_never_asked,
+        tags=target.tags,
+        environment=target.markers,
+        constraints=options.constraints,
+        pre=options.pre,
+        installed=preferred,
+        every_wheel=True,
+    )
     if options.warn is not None:
         for note in resolution.notes:
             options.warn(note)

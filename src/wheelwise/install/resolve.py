@@ -38,7 +38,14 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from resolvelib import ResolutionTooDeep as _TooDeep
 from resolvelib.structs import RequirementInformation
 
-from wheelwise.install.candidates import Finder, ReleaseFiles, Requirement, WheelFile, identifier
+from wheelwise.install.candidates import (
+    Finder,
+    Hints,
+    ReleaseFiles,
+    Requirement,
+    WheelFile,
+    identifier,
+)
 from wheelwise.install.errors import NoCompatibleWheel, ResolveError, VariantChoiceError
 from wheelwise.install.selection import (
     ListedWheel,
@@ -193,6 +200,7 @@ def resolve(
     variant_choice: Mapping[str, str] | None = None,
     max_rounds: int = MAX_ROUNDS,
     every_wheel: bool = False,
+    hints: Hints | None = None,
 ) -> Resolution:
     """Resolve *requirements* (PEP 508 strings) into one wheel per package.
 
@@ -207,6 +215,8 @@ def resolve(
     fits *tags*, whatever *supported* says (it is not asked), and depends on the
     union of their requirements, each wheel's read with every property of its
     variant label (``ResolvedPackage.listed`` and ``variant_gated``).
+
+    *hints*, if given, hears what the resolver will probably ask for next.
     """
     env: dict[str, str] = dict(default_environment())  # type: ignore[arg-type]
     env.update(environment or {})
@@ -230,6 +240,7 @@ def resolve(
         upgrade=upgrade,
         installed=installed_versions,
         no_deps=no_deps,
+        hints=hints,
     )
     provider._prefetch(roots)
     resolver: Resolver[Requirement, Candidate, str] = Resolver(provider, BaseReporter())
@@ -348,6 +359,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         upgrade: bool,
         installed: Mapping[str, Version],
         no_deps: bool,
+        hints: Hints | None = None,
     ) -> None:
         self.finder = finder
         self.target = target
@@ -357,6 +369,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self.upgrade = upgrade
         self.installed = installed
         self.no_deps = no_deps
+        self.hints = hints
         self._releases: dict[str, list[ReleaseFiles]] = {}
         # Their versions oldest first, for bisection (see version_window).
         self._ascending: dict[str, list[Version]] = {}
@@ -533,9 +546,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         is fetched in the background: the resolver would otherwise wait for them
         one round trip at a time. Pins of such a project download nothing early:
         most are given up."""
-        hint = getattr(self.finder, "prefetch_files", None)  # optional part of a Finder
         found = candidates()
-        if hint is None:
+        if self.hints is None:
             yield from found
             return
         ahead: collections.deque[Candidate] = collections.deque()
@@ -546,7 +558,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 wanted = min(max(LOOK_AHEAD, given), MAX_LOOK_AHEAD)
                 fresh = list(itertools.islice(found, max(0, wanted - len(ahead))))
                 ahead.extend(fresh)
-                hint([candidate.selection.file for candidate in fresh])
+                self.hints.will_read([candidate.selection.file for candidate in fresh])
             if not ahead:
                 following = next(found, None)
                 if following is None:
@@ -559,13 +571,13 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         return requirement.specifier.contains(candidate.version, prereleases=True)
 
     def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
-        pinned = getattr(self.finder, "pinned", None)  # optional part of a Finder
         if (
-            pinned is not None
+            self.hints is not None
             and self.installed.get(candidate.name) != candidate.version
             and candidate.identifier not in self.working_back
         ):
-            pinned(candidate.selection.file)  # most pins stand: it may start downloading
+            # Most pins stand: its wheel may start downloading.
+            self.hints.pinned(candidate.selection.file)
         deps: list[Requirement] = []
         if candidate.extras:
             # name[extra] needs name itself, at the same version.
@@ -600,9 +612,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         each read in its own variant context (all its label's properties), and which
         of them only specifiers with variant markers add (in ``self.gated``)."""
         listed = candidate.selection.listed
-        hint = getattr(self.finder, "prefetch_files", None)  # optional part of a Finder
-        if hint is not None:
-            hint([wheel.file for wheel in listed])
+        if self.hints is not None:
+            self.hints.will_read([wheel.file for wheel in listed])
         extras = sorted(candidate.extras) or [""]
         where = f"required by {candidate.name} {candidate.version}"
         deps: list[Requirement] = []
@@ -627,9 +638,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         return deps
 
     def _prefetch(self, requirements: Iterable[Requirement]) -> None:
-        hint = getattr(self.finder, "prefetch", None)  # optional part of a Finder
-        if hint is not None:
-            hint(
+        if self.hints is not None:
+            self.hints.will_ask(
                 (r.name, r.specifier & self.constraints.get(r.name, SpecifierSet()))
                 for r in requirements
             )

@@ -1,0 +1,161 @@
+"""What ``wheelwise install`` (and ``lock``, ``sync``) take, and what follows from it:
+the package sources, the caches, the index client, and what the machine supports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.requirements import InvalidRequirement
+from packaging.utils import canonicalize_name
+
+from wheelwise.cachedir import user_cache_dir
+from wheelwise.index.bounded import DEFAULT_DEADLINE
+from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy
+from wheelwise.install.defaults import DEFAULT_INDEX_URL
+from wheelwise.install.download import ProgressSink
+from wheelwise.install.errors import ResolveError
+from wheelwise.install.finder import Warn
+from wheelwise.install.wheel_cache import ContentCache
+from wheelwise.variants.markers import parse_requirement
+from wheelwise.variants.supported import SupportedProperties
+
+if TYPE_CHECKING:
+    from wheelwise.variants.metadata import VariantMetadata
+
+__all__ = [
+    "InstallOptions",
+    "cache_root_of",
+    "caches_for",
+    "index_client",
+    "requested_names",
+    "sources_for",
+    "supported_for",
+]
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    """Everything ``wheelwise install`` takes (see the command's help)."""
+
+    requirements: Sequence[str] = ()
+    constraints: Sequence[str] = ()
+    index_url: str | None = DEFAULT_INDEX_URL
+    extra_index_urls: Sequence[str] = ()
+    find_links: Sequence[str] = ()
+    upgrade: bool = False
+    pre: bool = False
+    no_deps: bool = False
+    python: Path | None = None
+    no_variant: bool = False
+    variant_choice: Mapping[str, str] = field(default_factory=dict)
+    system: SupportedProperties | None = None
+    allowed_providers: Sequence[str] = ()
+    enabled_providers: Sequence[str] = ()
+    dry_run: bool = False
+    require_hashes: bool = False
+    break_system_packages: bool = False
+    timeout: float = 15.0
+    # Seconds for one request: a page or metadata file, or a wheel (which also gets
+    # 1 s per 16 KiB received); see wheelwise.index.bounded.
+    request_deadline: float = DEFAULT_DEADLINE
+    # More tries after the first, on connection errors, timeouts and 5xx answers.
+    retries: int = 3
+    # The cache root (default: the user cache dir): wheels/, metadata/, http/, scratch/.
+    cache_dir: Path | None = None
+    # Neither read nor keep wheels, metadata files and pages in the cache.
+    no_cache: bool = False
+    progress: ProgressSink | None = None
+    # Detect the machine again rather than reading the providers' cache, and
+    # revalidate every cached page, however fresh.
+    refresh: bool = False
+    # Hears each problem that was worked around, one line each (from any thread).
+    warn: Warn | None = None
+
+
+def sources_for(options: InstallOptions) -> list[IndexSource]:
+    """The package sources in priority order: index, extra indexes, find-links."""
+    sources: list[IndexSource] = []
+    if options.index_url:
+        sources.append(IndexSource.index(options.index_url))
+    sources += [IndexSource.index(url) for url in options.extra_index_urls]
+    sources += [IndexSource.find_links(location) for location in options.find_links]
+    if not sources:
+        raise ResolveError("no package source: give --index-url or --find-links")
+    return sources
+
+
+def caches_for(options: InstallOptions) -> tuple[Path, ContentCache | None]:
+    """The cache root (see cache_root_of), and its wheel and metadata stores unless
+    ``no_cache``."""
+    cache_root = cache_root_of(options)
+    return cache_root, None if options.no_cache else ContentCache.at(cache_root)
+
+
+def index_client(
+    options: InstallOptions, cache_root: Path, kept: ContentCache | None
+) -> IndexClient:
+    """The client for *options*' timeouts, retries and caches (see caches_for)."""
+    return IndexClient(
+        timeout=options.timeout,
+        deadline=options.request_deadline,
+        retry=RetryPolicy(retries=options.retries),
+        warn=options.warn,
+        cache_dir=cache_root / "http",
+        cache=kept is not None,
+        revalidate=options.refresh,
+        metadata_cache=kept.metadata if kept is not None else None,
+    )
+
+
+def supported_for(
+    options: InstallOptions, markers: Mapping[str, str]
+) -> Callable[[VariantMetadata], SupportedProperties]:
+    """What the target supports, per release's metadata: ``--system`` or detection,
+    with providers' ``enable-if`` evaluated for the target environment (*markers*).
+    Notes (a static claim on a built-in namespace ignored) go to ``options.warn``,
+    each once."""
+    noted: set[str] = set()
+
+    def detect(metadata: VariantMetadata) -> SupportedProperties:
+        # Imported on the first release with variant wheels: most installs have none,
+        # and need not load the providers' modules.
+        from wheelwise.providers.machine import MachineOptions, machine_for
+
+        machine = MachineOptions(
+            options.allowed_providers,
+            options.enabled_providers,
+            markers=markers,
+            abi_from_installed=False,
+            plugins_refused=(
+                "--require-hashes is on, and pip would install the plugin without hash checks"
+                if options.require_hashes
+                else None
+            ),
+        )
+        view = machine_for(metadata, machine, system=options.system)
+        for note in view.notes:
+            if options.warn is not None and note not in noted:
+                noted.add(note)
+                options.warn(note)
+        return view.supported
+
+    return detect
+
+
+def requested_names(requirements: Sequence[str]) -> set[str]:
+    """The canonical names of *requirements* (those that parse)."""
+    names: set[str] = set()
+    for text in requirements:
+        try:
+            names.add(canonicalize_name(parse_requirement(text).name))
+        except InvalidRequirement:
+            continue  # the resolver reports it
+    return names
+
+
+def cache_root_of(options: InstallOptions) -> Path:
+    """``options.cache_dir``, else the user cache folder."""
+    return options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
