@@ -215,3 +215,23 @@ def test_console_script_exit_status(args: list[str]) -> None:
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1
     assert proc.stderr.startswith("wheelwise: error: ")
+
+
+def test_the_program_collects_garbage_less_often_than_python_by_default() -> None:
+    # What the process holds when it exits (atexit handlers still run then): the
+    # thresholds the command line set, not the interpreter's (700, 10, 10).
+    script = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('thresholds', *gc.get_threshold()))\n"
+        "sys.argv = ['wheelwise', '--version']\n"
+        "from wheelwise.cli import main\n"
+        "main()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    from wheelwise.cli import GC_THRESHOLDS
+
+    assert result.stdout.splitlines()[-1] == "thresholds " + " ".join(map(str, GC_THRESHOLDS))
+    assert GC_THRESHOLDS[0] > 700

@@ -211,9 +211,9 @@ class HttpCache:
             "lifetime": response.lifetime,
             "stamp": body_stamp(response.body),
         }
-        data = json.dumps(header, separators=(",", ":")).encode() + b"\n" + response.body
+        head = json.dumps(header, separators=(",", ":")).encode() + b"\n"
         path = self._path(url, accept)
         try:
-            replace_with_bytes(path, [data])
+            replace_with_bytes(path, [head, response.body])  # a big page is not copied
         except OSError as exc:
             _log.debug("cannot write the HTTP cache entry for %s: %s", url, exc)
