@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from wheelwise.atomic_file import replace_with
+from wheelwise.atomic_file import replace_with, replace_with_bytes
 from wheelwise.userfiles import open_regular
 
 __all__ = ["ContentCache", "ContentStore", "content_key"]
@@ -35,7 +35,7 @@ _READ_LIMIT = 64 << 20
 # Hashes an entry may be kept under, preferred first: sha256 is what indexes give.
 _KEYS = ("sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b")
 _HEX = frozenset("0123456789abcdef")
-# Writes an entry's content into the temporary file it is given.
+# Puts an entry's content at the path it is given, whole or not at all.
 _Writer = Callable[[Path], None]
 
 
@@ -145,10 +145,7 @@ class ContentStore:
         """Keep *data*, a file the caller verified against *hashes*; the entry, or None
         when it is not kept (no usable hash, or the cache cannot be written)."""
 
-        def write(temporary: Path) -> None:
-            temporary.write_bytes(data)
-
-        return self._store(hashes, filename, write)
+        return self._store(hashes, filename, lambda path: replace_with_bytes(path, [data]))
 
     def store_file(self, hashes: Mapping[str, str], filename: str, source: Path) -> Path | None:
         """Keep a copy of the file at *source* (verified by the caller against
@@ -161,14 +158,14 @@ class ContentStore:
             except OSError:
                 shutil.copyfile(source, temporary)
 
-        return self._store(hashes, filename, write)
+        return self._store(hashes, filename, lambda path: replace_with(path, write))
 
-    def _store(self, hashes: Mapping[str, str], filename: str, write: _Writer) -> Path | None:
+    def _store(self, hashes: Mapping[str, str], filename: str, put: _Writer) -> Path | None:
         path = self.path_for(hashes, filename)
         if path is None:
             return None
         try:
-            replace_with(path, write)
+            put(path)
         except OSError as exc:
             _log.debug("cannot keep %s in the cache %s: %s", filename, self.folder, exc)
             return None
