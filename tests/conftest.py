@@ -55,6 +55,14 @@ def simulated_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("WHEELWISE_CONFIG", str(tmp_path / "config.toml"))
 
 
+@pytest.fixture
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Servers on 127.0.0.1 are reached directly, whatever the environment says."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
 # Property tests run without per-example deadlines (CI machines are small and shared);
 # CI derandomizes them so that a failure reproduces from the same run.
 settings.register_profile("default", deadline=None)

@@ -263,23 +263,6 @@ def install(
     )
 
 
-def site_packages(python: Path) -> Path:
-    found = list((python.parent.parent / "lib").glob("python3*/site-packages"))
-    assert len(found) == 1, found
-    return found[0]
-
-
-def installed_build(python: Path, project: str = "demo_pkg") -> str:
-    """``repr(VARIANT)`` of the installed package, imported in that environment."""
-    result = subprocess.run(
-        [str(python), "-c", f"import {project}; print(repr({project}.VARIANT))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout.strip()
-
-
 def demo_sdist(directory: Path, filename: str, members: dict[str, bytes] | None = None) -> Path:
     """A real sdist *filename* (``{name}-{version}.tar.gz``): a gzip'd tar of
     ``{name}-{version}/`` holding PKG-INFO, or exactly *members* (path -> bytes)."""

@@ -34,6 +34,21 @@ def run_python(python: Path, code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def site_packages(python: Path) -> Path:
+    """The site-packages folder of *python*'s environment."""
+    found = list((python.parent.parent / "lib").glob("python3*/site-packages"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def installed_build(python: Path, module: str) -> str:
+    """``repr(VARIANT)`` of *module*, imported in *python*'s environment: which build
+    of a test wheel is installed there."""
+    result = run_python(python, f"import {module}; print(repr({module}.VARIANT))")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
 def pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Our pip, acting on the target interpreter (``pip --python``)."""
     return subprocess.run(

@@ -74,15 +74,7 @@ def by_name(listing: ProjectListing) -> dict[str, IndexFile]:
     return {file.filename: file for file in listing.files}
 
 
-PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
-
-
-@pytest.fixture(autouse=True)
-def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Servers on 127.0.0.1 are reached directly, whatever the environment says."""
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
+pytestmark = pytest.mark.usefixtures("no_proxies")
 
 
 # -- servers ---------------------------------------------------------------------------

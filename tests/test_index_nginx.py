@@ -19,11 +19,9 @@ from indexkit import (
     demo_wheels,
     free_port,
     install,
-    installed_build,
     running,
-    site_packages,
 )
-from installkit import make_venv
+from installkit import installed_build, make_venv, site_packages
 from wheelwise.index.negotiation import JSON_V1
 from wheelwise.index.static import STATE_FILE, build_site
 
@@ -112,7 +110,7 @@ def test_pip_and_uv_install_from_nginx(nginx: tuple[str, Path], tmp_path: Path) 
         dist_info = site_packages(python) / "demo_pkg-1.0.dist-info"
         assert dist_info.is_dir()
         assert not (dist_info / "variant.json").exists()
-        assert installed_build(python) == "None"
+        assert installed_build(python, "demo_pkg") == "None"
 
 
 def test_accept_mapping(nginx: tuple[str, Path]) -> None:

@@ -26,13 +26,11 @@ from indexkit import (
     demo_wheels,
     http_server,
     install,
-    installed_build,
     installer_env,
     parse_anchors,
-    site_packages,
     wheelwise_serve,
 )
-from installkit import make_venv
+from installkit import installed_build, make_venv, site_packages
 from wheelwise.index.negotiation import JSON_V1
 from wheelwise.index.static import build_site
 
@@ -68,7 +66,7 @@ def assert_installed_non_variant(python: Path) -> None:
     dist_infos = list(site_packages(python).glob("demo_pkg-*.dist-info"))
     assert [d.name for d in dist_infos] == ["demo_pkg-1.0.dist-info"]
     assert not (dist_infos[0] / "variant.json").exists()
-    assert installed_build(python) == "None"
+    assert installed_build(python, "demo_pkg") == "None"
 
 
 @pytest.mark.parametrize("installer", ["pip", "uv"])
@@ -141,7 +139,7 @@ def test_twine_upload_then_install(tmp_path: Path) -> None:
         python = make_venv(tmp_path / "venv")
         result = install("pip", f"{base}/simple/", python, tmp_path, "demo_pkg==3.0")
         assert result.returncode == 0, result.stdout + result.stderr
-        assert installed_build(python) == "None"
+        assert installed_build(python, "demo_pkg") == "None"
         document = httpx.get(f"{base}/files/demo-pkg/demo_pkg-3.0-variants.json").json()
         assert document["variants"] == {"x86_64_v1": {"x86_64": {"level": ["v1"]}}}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from indexkit import http_server
-from installkit import make_venv, tree_hash
+from installkit import make_venv, site_packages, tree_hash
 from variantkit import (
     install_with_system,
     installed_variant,
@@ -58,10 +58,6 @@ INVALID = {
 }
 # This machine: x86-64-v3, so the v3 build fits and v4 does not.
 V3_MACHINE = ["v3", "v2", "v1"]
-
-
-def site_packages(python: Path) -> Path:
-    return next(python.parent.parent.glob("lib/python3*/site-packages"))
 
 
 def warnings_in(stderr: str) -> list[str]:

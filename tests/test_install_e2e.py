@@ -24,7 +24,7 @@ import pytest
 
 from gpuhouse import GATED, HASWELL, demo_house, machine
 from indexkit import demo_wheel, http_server, uvicorn_thread, wheelwise_serve
-from installkit import make_venv, pip, run_python
+from installkit import installed_build, make_venv, pip, run_python
 from variantkit import wheelwise
 from wheelwise import __version__ as wheelwise_version
 from wheelwise.index.static import build_site
@@ -57,12 +57,6 @@ def install(
     return wheelwise(["install", "--python", str(python), "--index-url", index, *args], cache, env)
 
 
-def build_of(python: Path, module: str = "gpukit") -> str:
-    result = run_python(python, f"import {module}; print(repr({module}.VARIANT))")
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
-
-
 def tree_hash(python: Path) -> str:
     site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
     digest = hashlib.sha256()
@@ -92,7 +86,7 @@ def test_machine_gets_its_build(
     python = make_venv(tmp_path / "venv")
     result = install(python, index, tmp_path / "cache", env, "app")
     assert result.returncode == 0, result.stderr
-    assert build_of(python) == expected
+    assert installed_build(python, "gpukit") == expected
     label = expected.strip("'")
     assert f"installed gpukit 1.0 (variant {label}" in result.stdout
     assert f"from {index}" in result.stdout
@@ -188,10 +182,10 @@ def test_no_variant_and_variant_choice(static: str, tmp_path: Path) -> None:
     env = machine(driver="13.0", gpus="9.0")
     result = install(python, static, cache, env, "gpukit", "--no-variant")
     assert result.returncode == 0, result.stderr
-    assert build_of(python) == "None"
+    assert installed_build(python, "gpukit") == "None"
     result = install(python, static, cache, env, "gpukit", "--variant", "gpukit=cu126", "-U")
     assert result.returncode == 0, result.stderr
-    assert build_of(python) == "'cu126'"
+    assert installed_build(python, "gpukit") == "'cu126'"
     bad = install(python, static, cache, machine(), "gpukit", "--variant", "gpukit=cu130", "-U")
     assert bad.returncode == 2
     assert "cu130" in bad.stderr
@@ -236,7 +230,7 @@ def test_requirements_file_and_find_links(house: Path, tmp_path: Path) -> None:
         machine(HASWELL),
     )
     assert result.returncode == 0, result.stderr
-    assert build_of(python) == "'x86_64_v3'"
+    assert installed_build(python, "gpukit") == "'x86_64_v3'"
     assert f"from {house}" in result.stdout
     # A find-links folder gives no hashes.
     strict = wheelwise(
@@ -405,7 +399,7 @@ def test_refresh_detects_the_machine_again(static: str, tmp_path: Path) -> None:
     refreshed = install(python, static, cache, env, "gpukit", "--refresh")
     assert refreshed.returncode == 0, refreshed.stderr
     assert "installed gpukit 1.0 (variant null" in refreshed.stdout
-    assert build_of(python) == "'null'"
+    assert installed_build(python, "gpukit") == "'null'"
     # The fresh answer is cached again.
     assert json.loads(cache_file.read_text().partition("\n")[2][size:])["system"]["x86_64"][
         "level"

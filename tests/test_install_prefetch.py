@@ -50,11 +50,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, _Cou
         yield base, counter
 
 
-@pytest.fixture(autouse=True)
-def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
+pytestmark = pytest.mark.usefixtures("no_proxies")
 
 
 def _prefetch_threads() -> list[threading.Thread]:

@@ -31,8 +31,8 @@ from packaging.markers import Marker
 from packaging.tags import Tag
 
 from gpuhouse import HASWELL, machine, metadata_member, wheel
-from indexkit import free_port, installer_env, site_packages, uv_executable, wheelwise_serve
-from installkit import make_venv, run_python
+from indexkit import free_port, installer_env, uv_executable, wheelwise_serve
+from installkit import make_venv, run_python, site_packages
 from paths import DRAFT_VARIANT_SCHEMA
 from test_install_resolve import Index
 from test_network_faults import serving

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from indexkit import demo_wheel, uvicorn_thread
-from installkit import WHEEL, make_venv, run_python, tree_hash
+from installkit import WHEEL, installed_build, make_venv, tree_hash
 from paths import DATA
 from variantkit import SCHEMA, wheelwise
 from wheelwise.lock import Package, PyLock, VariantsJson, Wheel, write_pylock
@@ -203,12 +203,6 @@ def installed(python: Path) -> dict[str, str | None]:
     return {row["name"]: row["variant"] for row in json.loads(result.stdout)}
 
 
-def build_of(python: Path, module: str = "vtorch") -> str:
-    result = run_python(python, f"import {module}; print(repr({module}.VARIANT))")
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
-
-
 # -- what gets installed ---------------------------------------------------------------
 
 
@@ -258,7 +252,7 @@ def test_one_variant_lock_installs_each_machines_build(
     lock = write_lock(tmp_path, house.vtorch_lock())
     result = install_lock(tmp_path, python, lock, machine)
     assert result.returncode == 0, result.stderr
-    assert build_of(python) == build
+    assert installed_build(python, "vtorch") == build
     label = build.strip("'")
     expected = {"app": None, "vtorch": label}
     if gated:
@@ -286,7 +280,7 @@ def test_machine_detected_by_the_providers(house: House, tmp_path: Path) -> None
         python = make_venv(tmp_path / f"venv-{build.strip(chr(39))}")
         result = run(tmp_path, "install", "-r", str(lock), "--python", str(python), env=env)
         assert result.returncode == 0, result.stderr
-        assert build_of(python) == build
+        assert installed_build(python, "vtorch") == build
         assert ("vcublas" in installed(python)) == (build == "'cu130'")
 
 
@@ -295,11 +289,13 @@ def test_no_variant_and_variant_choice(house: House, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     plain = install_lock(tmp_path, python, lock, "cuda13", "--no-variant")
     assert plain.returncode == 0, plain.stderr
-    assert build_of(python) == "None"
+    assert installed_build(python, "vtorch") == "None"
     assert installed(python) == {"app": None, "vtorch": None}  # no variant, no vcublas
     chosen = install_lock(tmp_path, python, lock, "cuda13", "--variant", "vtorch=cu126")
     assert chosen.returncode == 0, chosen.stderr
-    assert build_of(python) == "'cu126'"  # the lock's build replaces the installed one
+    assert (
+        installed_build(python, "vtorch") == "'cu126'"
+    )  # the lock's build replaces the installed one
     assert installed(python) == {"app": None, "vtorch": "cu126", "vcublas": None}
     before = tree_hash(python.parent.parent)
     refused = install_lock(tmp_path, python, lock, "driver-12.8", "--variant", "vtorch=cu130")
@@ -608,4 +604,4 @@ def test_a_sync_with_nothing_to_do_downloads_nothing(house: House, tmp_path: Pat
     assert again.returncode == 0, again.stderr
     assert house.files.asked == []
     assert tree_hash(python.parent.parent) == before
-    assert build_of(python) == "'cu130'"
+    assert installed_build(python, "vtorch") == "'cu130'"

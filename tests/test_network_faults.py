@@ -26,7 +26,7 @@ import pytest
 from faultkit import BOUND, FaultServer, bomb
 from faultkit import serving as serving  # test_lock_cmd imports these from here
 from faultkit import write_site as write_site
-from installkit import make_venv, tree_hash
+from installkit import make_venv, site_packages, tree_hash
 from variantkit import system_file
 
 PAGE = "/simple/vpkg/"
@@ -82,10 +82,6 @@ def install(
     err, _, rss = result.stderr.rpartition("\nRSS ")
     result.stderr = err
     return Run(result, int(rss))
-
-
-def site_packages(python: Path) -> Path:
-    return next(python.parent.parent.glob("lib/python3*/site-packages"))
 
 
 CASES = [

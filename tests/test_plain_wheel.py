@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.requirements import Requirement
 
-from indexkit import installer_env, site_packages, uv_executable
-from installkit import WHEEL, make_venv, pip, simple_wheel
+from indexkit import installer_env, uv_executable
+from installkit import WHEEL, make_venv, pip, simple_wheel, site_packages
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.variants.markers import variant_environment
 from wheelwise.variants.properties import VariantProperty

@@ -40,11 +40,9 @@ from faultkit import (
 from indexkit import (
     free_port,
     install,
-    installed_build,
-    site_packages,
     uvicorn_thread,
 )
-from installkit import make_venv, simple_wheel, tree_hash
+from installkit import installed_build, make_venv, simple_wheel, site_packages, tree_hash
 from variantkit import system_file, vpkg_wheel
 from wheelwise.proxy.app import create_app
 from wheelwise.proxy.run import ProxyOptions, build_proxy

@@ -21,7 +21,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 import uvcorpus
-from indexkit import installer_env, site_packages, uv_executable
+from indexkit import installer_env, uv_executable
+from installkit import site_packages
 from paths import DATA
 from uvcorpus import ENABLE_IF_PACKAGE, INSTALLED_TOGETHER, MACHINES, PACKAGES
 from wheelwise.variants.schema import PEP850_SCHEMA_URL

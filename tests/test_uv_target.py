@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clikit import invoke, run_wheelwise
-from indexkit import installed_build, installer_env, uv_executable
-from installkit import make_venv
+from indexkit import installer_env, uv_executable
+from installkit import installed_build, make_venv
 from paths import DATA
 from wheelfactory import make_wheel
 from wheelwise.cli import fast_detect
