@@ -1,7 +1,7 @@
 """How long a Python installer takes before it does any work: the interpreter's own
 start, importing the libraries wheelwise is built on, and importing what ``wheelwise
 install`` loads. Each is a new process, timed whole, the rows interleaved; medians of
-``--runs``. ``--uv`` also times uv 0.13.9's own start (``uv --version``) for scale.
+``--runs``. ``--uv`` also times uv's own start (``uv --version``) for scale.
 
 The floor it shows bounds every ratio against uv on small installs: a run of
 ``wheelwise install`` cannot take less than its imports.

@@ -11,9 +11,10 @@ import gc
 import os
 import sys
 
-# The cyclic garbage collector's default thresholds, (700, 10, 10), start a collection
-# after every 700 new container objects, and a full one (walking every object the
-# process holds) every 100 of those while the heap grows by a quarter. Reading a
+# The cyclic garbage collector's default thresholds, (700, 10, 10), start a young
+# collection after every 700 new container objects, and a full one (walking every
+# object the process holds) every 100 young ones once the objects that survived them
+# outnumber a quarter of the older ones. Reading a
 # PyPI-sized project page creates millions of objects (90,000 links of dicts and
 # tuples), so those collections took a fifth of a cold install's time
 # (docs/benchmarks.md, "Figures behind design choices"). Rarer young collections keep
