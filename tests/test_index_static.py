@@ -7,7 +7,7 @@ import hashlib
 import json
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote, urljoin
 
 import pytest
@@ -21,12 +21,14 @@ from indexkit import (
     parse_anchors,
     repository_version,
 )
+from wheelwise import forked_map
 from wheelwise.cli.app import cli
 from wheelwise.index import distfiles, static, swap
 from wheelwise.index.errors import IndexBuildError
 from wheelwise.index.static import STATE_FILE, build_site
+from wheelwise.userfiles import open_regular
 from wheelwise.variants.metadata import VariantMetadata
-from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 
 
 def sha256(path: Path) -> str:
@@ -385,8 +387,9 @@ def test_failure_leaves_the_old_site_untouched(wheels: Path, site: Path, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "wheels"]
 
 
+@pytest.mark.parametrize("strategy", ["serial", "fork"])
 def test_failure_while_writing_leaves_the_old_site_untouched(
-    wheels: Path, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    wheels: Path, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strategy: str
 ) -> None:
     before = tree(site)
     demo_wheel(wheels, "demo_pkg-3.0-py3-none-any.whl")
@@ -395,10 +398,41 @@ def test_failure_while_writing_leaves_the_old_site_untouched(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(static, "project_json", broken)
-    with pytest.raises(OSError, match="No space left"):
+    monkeypatch.setattr(forked_map, "STRATEGY", strategy)  # a forked writer's error too
+    monkeypatch.setattr(forked_map, "cores", lambda: 3)
+    with pytest.raises(OSError, match="No space left") as info:
         build_site(wheels, site)
+    assert info.value.errno == 28
     assert tree(site) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "wheels"]
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wheels read and projects written by forked workers, however few."""
+    monkeypatch.setattr(forked_map, "STRATEGY", "fork")
+    monkeypatch.setattr(forked_map, "cores", lambda: 3)
+
+
+def test_forked_workers_build_the_same_site(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for number in range(30):  # enough projects for every worker to write some
+        demo_wheel(wheels, f"extra_{number}-1.0-py3-none-any.whl")
+    serial = full_build(wheels, tmp_path / "serial")
+    monkeypatch.setattr(forked_map, "STRATEGY", "fork")
+    monkeypatch.setattr(forked_map, "cores", lambda: 3)
+    forked = full_build(wheels, tmp_path / "forked")
+    assert forked == serial
+    assert len([name for name in forked if name.endswith(".metadata")]) == 36
+
+
+@pytest.mark.usefixtures("forking")
+def test_forked_workers_report_a_broken_wheel(wheels: Path, tmp_path: Path) -> None:
+    (wheels / "pkg-1.0-py3-none-any.whl").write_bytes(b"not a zip")
+    with pytest.raises(IndexBuildError, match=r"pkg-1\.0-py3-none-any\.whl.*not a valid wheel"):
+        build_site(wheels, tmp_path / "site")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wheels"]
 
 
 @pytest.mark.parametrize("atomic_exchange", [True, False])
@@ -442,6 +476,8 @@ def test_builds_into_an_empty_existing_directory(wheels: Path, tmp_path: Path) -
 
 
 class Counter:
+    """The wheels opened as archives, and the files read whole (to be hashed)."""
+
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.opened: list[str] = []
         self.hashed: list[str] = []
@@ -449,16 +485,23 @@ class Counter:
         counter = self
 
         class CountingArchive(WheelArchive):
-            def __init__(self, path: str | Path) -> None:
-                counter.opened.append(Path(path).name)
-                super().__init__(path)
+            def __init__(self, path: str | Path | InMemoryWheel, **kwargs: Any) -> None:
+                counter.opened.append(
+                    path.name if isinstance(path, InMemoryWheel) else Path(path).name
+                )
+                super().__init__(path, **kwargs)
 
         def counting_hash(path: Path) -> str:
             self.hashed.append(path.name)
             return real_hash(path)
 
+        def counting_open(path: Path) -> BinaryIO:
+            self.hashed.append(path.name)
+            return open_regular(path)
+
         monkeypatch.setattr(distfiles, "WheelArchive", CountingArchive)
         monkeypatch.setattr(distfiles, "sha256_file", counting_hash)
+        monkeypatch.setattr(distfiles, "open_regular", counting_open)
 
     def reset(self) -> None:
         self.opened.clear()

@@ -75,7 +75,7 @@ def env(tmp_path: Path) -> TargetEnvironment:
 @pytest.fixture(params=STRATEGIES)
 def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(parallel, "STRATEGY", request.param)
-    monkeypatch.setattr(parallel, "_cores", lambda: 3)  # children even on a 1-core runner
+    monkeypatch.setattr(parallel, "cores", lambda: 3)  # children even on a 1-core runner
     return str(request.param)
 
 
@@ -196,7 +196,7 @@ def _forked_run(tmp_path: Path, child_action: str) -> tuple[Journal, BaseExcepti
 def test_forked_worker_reports_files_and_failures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str, notes: str
 ) -> None:
-    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     if notes == "piped":  # no room in the shared notes: every path goes down the pipe
         monkeypatch.setattr(parallel, "_NOTES_SIZE", 16)
     journal, error = _forked_run(tmp_path, action)
@@ -239,7 +239,7 @@ import pathlib, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from wheelwise.install import TargetEnvironment, install_wheels, parallel, transaction
 parallel.STRATEGY = sys.argv[1]
-parallel._cores = lambda: 2
+parallel.cores = lambda: 2
 marker = pathlib.Path(sys.argv[2])
 original = transaction.unpack_wheel
 

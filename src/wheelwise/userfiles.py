@@ -100,3 +100,11 @@ class _OwnedZipFile(zipfile.ZipFile):
 def open_regular_zip(path: str | os.PathLike[str]) -> zipfile.ZipFile:
     """The zip archive at *path*, which must be a regular file (see :func:`open_regular`)."""
     return _OwnedZipFile(open_regular(path), os.fspath(path))
+
+
+def write_all(descriptor: int, data: bytes) -> None:
+    """Every byte of *data* to the open file *descriptor* (``os.write`` may write
+    fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]

@@ -25,6 +25,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from wheelwise.forked_map import forked_map
 from wheelwise.index.consistency import merge_release
 from wheelwise.index.distfiles import (
     DistFile,
@@ -177,9 +178,8 @@ def scan(
         except ValueError as exc:  # WheelError, VariantError, a bad sdist name
             return Problem(_guess_project(path.name), str(exc))
 
-    # One at a time: reading a wheel is CPU-bound Python, so threads would only
-    # contend for the GIL (docs/benchmarks.md, "Figures behind design choices").
-    for outcome in map(attempt, todo):
+    # Reading a wheel is CPU-bound Python: processes, not threads, on several cores.
+    for outcome in forked_map(attempt, todo):
         if isinstance(outcome, UnsafeFile):
             unsafe.append(str(outcome))
         elif isinstance(outcome, str):

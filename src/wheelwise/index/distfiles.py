@@ -29,10 +29,11 @@ from packaging.version import InvalidVersion, Version
 
 from wheelwise.errors import WheelwiseError
 from wheelwise.index.filecheck import check_sdist
+from wheelwise.userfiles import open_regular
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
-from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 from wheelwise.wheels.errors import WheelError
 
 WHEEL = "wheel"
@@ -41,6 +42,8 @@ SDIST_SUFFIX = ".tar.gz"
 # Real variant.json files are a few KiB.
 MAX_VARIANT_JSON_BYTES = 1 << 20
 _CHUNK = 1 << 20
+# Wheels up to this size are read whole, once; bigger ones are streamed twice.
+_IN_MEMORY_BYTES = 16 << 20
 
 
 class NotADistribution(ValueError, WheelwiseError):
@@ -207,7 +210,12 @@ def read_dist(path: Path, *, sha256: str | None = None) -> ReadDist:
         filename = WheelFilename.parse(path.name)
     except VariantError as exc:
         raise WheelError(str(exc)) from None
-    with WheelArchive(path) as archive:
+    source: Path | InMemoryWheel = path
+    if st.st_size <= _IN_MEMORY_BYTES:  # one read serves the hash and the zip reader
+        data = _read_whole(path, st.st_size)
+        source = InMemoryWheel(path.name, data)
+        sha256 = sha256 or hashlib.sha256(data).hexdigest()
+    with WheelArchive(source, filename=filename) as archive:
         metadata = archive.metadata()
         variant_member = archive.dist_info_path("variant.json")
         variant_data = (
@@ -237,6 +245,16 @@ def read_dist(path: Path, *, sha256: str | None = None) -> ReadDist:
     return ReadDist(dist, metadata)
 
 
+def _read_whole(path: Path, size: int) -> bytes:
+    """The *size* bytes of the wheel at *path* (a buffer of that size, not of the
+    largest size read whole)."""
+    with open_regular(path) as stream:
+        data = stream.read(size + 1)
+    if len(data) != size:
+        raise WheelError(f"{path.name}: changed while it was read; run the build again")
+    return data
+
+
 _FIELDS = frozenset({"name", "version", "requires-python"})
 
 
@@ -250,9 +268,11 @@ def core_fields(metadata: bytes) -> dict[str, str]:
     """
     found: dict[str, str] = {}
     current: str | None = None
-    for line in metadata.decode("utf-8", errors="replace").splitlines():
+    # The body (the long description) starts at the first empty line.
+    header = metadata.split(b"\n\n", 1)[0].split(b"\r\n\r\n", 1)[0]
+    for line in header.decode("utf-8", errors="replace").splitlines():
         if not line:
-            break  # the body (the long description) starts here
+            break
         if line[0] in " \t":
             if current is not None:
                 found[current] += " " + line.strip()

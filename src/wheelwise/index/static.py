@@ -48,7 +48,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from wheelwise import __version__
-from wheelwise.index.catalog import Catalog, ScanResult, build_catalog, scan
+from wheelwise.forked_map import forked_map
+from wheelwise.index.catalog import Catalog, Project, ScanResult, build_catalog, scan
 from wheelwise.index.distfiles import WHEEL, DistFile, read_dist
 from wheelwise.index.errors import IndexBuildError
 from wheelwise.index.pages import (
@@ -61,6 +62,7 @@ from wheelwise.index.pages import (
 )
 from wheelwise.index.swap import replace_directory
 from wheelwise.untrusted_json import loads_json
+from wheelwise.userfiles import write_all
 
 STATE_FILE = ".wheelwise-index.json"
 STATE_FORMAT = 1
@@ -413,27 +415,33 @@ class _SiteWriter:
         self.wheel_dir = wheel_dir
         self.unchanged = unchanged
         self.new_metadata = new_metadata
-        self.reread = 0
 
     def write(self, catalog: Catalog, urls: Urls) -> None:
         simple = self.root / "simple"
         simple.mkdir()
+        (self.root / "files").mkdir()
         names = list(catalog.projects)
-        (simple / "index.html").write_bytes(root_html(names, urls))
-        (simple / "index.json").write_bytes(root_json(names))
-        (self.root / "index.html").write_bytes(_ROOT_PAGE)
-        for project in catalog.projects.values():
-            files = self.root / "files" / project.name
-            files.mkdir(parents=True)
-            for dist in project.files:
-                self.place(project.name, dist)
-            for release in project.releases:
-                if release.variants is not None:
-                    (files / release.variants.filename).write_bytes(release.variants.data)
-            page_dir = simple / project.name
-            page_dir.mkdir()
-            (page_dir / "index.html").write_bytes(project_html(project, urls))
-            (page_dir / "index.json").write_bytes(project_json(project, urls))
+        _write_new(simple / "index.html", root_html(names, urls))
+        _write_new(simple / "index.json", root_json(names))
+        _write_new(self.root / "index.html", _ROOT_PAGE)
+        # Each project in its own folders: the processes never write to the same one.
+        forked_map(
+            lambda project: self.write_project(project, urls), list(catalog.projects.values())
+        )
+
+    def write_project(self, project: Project, urls: Urls) -> None:
+        """The project's files, metadata files, variants files and pages."""
+        files = self.root / "files" / project.name
+        files.mkdir()
+        for dist in project.files:
+            self.place(project.name, dist)
+        for release in project.releases:
+            if release.variants is not None:
+                _write_new(files / release.variants.filename, release.variants.data)
+        page_dir = self.root / "simple" / project.name
+        page_dir.mkdir()
+        _write_new(page_dir / "index.html", project_html(project, urls))
+        _write_new(page_dir / "index.json", project_json(project, urls))
 
     def place(self, project: str, dist: DistFile) -> None:
         """The file and, for a wheel, its metadata file, from the old site if unchanged."""
@@ -448,7 +456,7 @@ class _SiteWriter:
         meta_target = target.with_name(dist.filename + METADATA_SUFFIX)
         metadata = self.new_metadata.get(dist.filename)
         if metadata is not None:
-            meta_target.write_bytes(metadata)
+            _write_new(meta_target, metadata)
             return
         old_meta = old.with_name(dist.filename + METADATA_SUFFIX)
         if (
@@ -458,11 +466,25 @@ class _SiteWriter:
         ):
             return
         # The old site lost it: read the wheel again.
-        self.reread += 1
         fresh = read_dist(self.wheel_dir / dist.filename, sha256=dist.sha256)
         if fresh.dist.metadata_sha256 != dist.metadata_sha256 or fresh.core_metadata is None:
             raise IndexBuildError(f"{dist.filename}: changed while the site was built")
-        meta_target.write_bytes(fresh.core_metadata)
+        _write_new(meta_target, fresh.core_metadata)
+
+
+_NEW_FILE = (
+    os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """A new file at *path* holding *data* (a site being built holds thousands: the
+    plain system calls, without a buffered file object's own)."""
+    fd = os.open(path, _NEW_FILE, 0o644)
+    try:
+        write_all(fd, data)
+    finally:
+        os.close(fd)
 
 
 def _replace(target: Path, *, data: bytes | None = None, source: Path | None = None) -> None:

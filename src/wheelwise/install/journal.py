@@ -37,6 +37,7 @@ from typing import Any
 
 from wheelwise.cachedir import user_cache_dir
 from wheelwise.untrusted_json import loads_json
+from wheelwise.userfiles import write_all
 
 __all__ = [
     "JOURNAL_NAME",
@@ -121,7 +122,7 @@ class WriteAhead:
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            _write_all(fd, _line({"format": FORMAT, **header}))
+            write_all(fd, _line({"format": FORMAT, **header}))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -132,7 +133,7 @@ class WriteAhead:
     def note(self, *fields: str) -> None:
         # One write per line: O_APPEND keeps lines whole, from threads and forked
         # workers alike.
-        _write_all(self._fd, _line(list(fields)))
+        write_all(self._fd, _line(list(fields)))
 
     def mark(self, kind: str) -> None:
         """A phase change, on disk before what follows it."""
@@ -150,12 +151,6 @@ class WriteAhead:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)  # noqa: PTH108
         _fsync_dir(self.path.parent)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 # -- replaying ---------------------------------------------------------------------------

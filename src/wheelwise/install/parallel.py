@@ -19,13 +19,22 @@ from __future__ import annotations
 
 import mmap
 import os
-import signal
 import struct
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+from wheelwise.forked_map import (
+    MAX_QUEUED,
+    can_fork,
+    cores,
+    describe_status,
+    new_queue,
+    reap,
+    stop,
+    stop_on_ctrl_c,
+    take,
+)
 from wheelwise.install.errors import InstallError
 from wheelwise.install.unpack import Cancelled, Journal
 
@@ -45,30 +54,12 @@ _NOTES_SIZE = 4 << 20
 _LENGTH = struct.Struct("<Q")
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-# Task indexes are queued in a pipe before the workers start: its buffer (64 KiB
-# on Linux) must hold them all.
-_MAX_FORKED_TASKS = 8192
-
-
 def _strategy(count: int) -> str:
     if STRATEGY != "auto":
         return STRATEGY
     if count <= 1:
         return "serial"
-    can_fork = (
-        sys.platform == "linux"
-        and threading.active_count() == 1
-        and _cores() > 1
-        and count <= _MAX_FORKED_TASKS
-    )
-    return "fork" if can_fork else "threads"
+    return "fork" if can_fork() and count <= MAX_QUEUED else "threads"
 
 
 def run_tasks(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> None:
@@ -171,15 +162,6 @@ def _send(pipe: int, message: bytes) -> None:
         data = data[os.write(pipe, data) :]
 
 
-def _take(queue: int, flag: mmap.mmap) -> int | None:
-    """The next task index from the shared queue, or None when it is empty or a task
-    failed. A pipe read of 4 bytes is atomic, so each index goes to one worker."""
-    if flag[0]:
-        return None
-    record = os.read(queue, 4)
-    return struct.unpack("<I", record)[0] if len(record) == 4 else None
-
-
 def _work(
     tasks: Sequence[Task], queue: int, flag: mmap.mmap, journal: Journal
 ) -> tuple[int, BaseException] | None:
@@ -187,7 +169,7 @@ def _work(
     failure (task index, exception) if it was one of these tasks'."""
     index = -1
     try:
-        while (taken := _take(queue, flag)) is not None:
+        while (taken := take(queue, flag)) is not None:
             index = taken
             tasks[index](journal)
     except Cancelled:
@@ -249,19 +231,15 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
     # The work queue: task indexes, heaviest first, in a pipe every worker reads
     # from, so that whoever is free takes the next wheel.
     order = sorted(range(len(tasks)), key=lambda i: weights[i], reverse=True)
-    queue, queue_in = os.pipe()
-    try:
-        os.write(queue_in, b"".join(struct.pack("<I", i) for i in order))
-    finally:
-        os.close(queue_in)
+    queue = new_queue(order)
     flag = mmap.mmap(-1, 1)  # shared with the children: non-zero means stop
-    journal.when_cancelled(lambda: _stop(flag))
+    journal.when_cancelled(lambda: stop(flag))
     if journal.is_cancelled():
-        _stop(flag)
+        stop(flag)
     children: list[tuple[int, _Reader, _Notes]] = []
     failures: dict[int, BaseException] = {}
     try:
-        for _ in range(min(_cores(), len(tasks)) - 1):
+        for _ in range(min(cores(), len(tasks)) - 1):
             notes = _Notes()
             read_end, write_end = os.pipe()
             pid = os.fork()
@@ -269,7 +247,7 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
                 code = 1
                 try:
                     os.close(read_end)
-                    _stop_on_ctrl_c(flag)
+                    stop_on_ctrl_c(flag)
                     code = _child(tasks, queue, write_end, flag, notes, journal)
                 finally:
                     os._exit(code)
@@ -289,7 +267,7 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
         os.close(queue)
         interrupted = False
         for pid, reader, notes in children:
-            status, stopped = _reap(pid, flag)
+            status, stopped = reap(pid, flag)
             interrupted = interrupted or stopped
             reader.join()
             notes.replay(journal)
@@ -298,40 +276,9 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
                 failures[reader.failure[0]] = InstallError(reader.failure[1])
             elif status != 0 and not flag[0]:
                 failures[len(tasks)] = InstallError(
-                    f"a worker process unpacking wheels died ({_describe(status)})"
+                    f"a worker process unpacking wheels died ({describe_status(status)})"
                 )
         flag.close()
         if interrupted:
             raise KeyboardInterrupt
     _raise_first(failures)
-
-
-def _stop(flag: mmap.mmap) -> None:
-    if not flag.closed:
-        flag[0] = 1
-
-
-def _stop_on_ctrl_c(flag: mmap.mmap) -> None:
-    """In a child: Ctrl-C (sent to the whole process group) stops every worker at its
-    next file; the parent decides what happens next."""
-    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
-        signal.signal(signal.SIGINT, lambda signum, frame: _stop(flag))
-
-
-def _reap(pid: int, flag: mmap.mmap) -> tuple[int, bool]:
-    """Wait for the child *pid*, even through Ctrl-C (which stops it at its next file),
-    so that its every report is in the journal before any rollback: its status, and
-    whether Ctrl-C came meanwhile."""
-    interrupted = False
-    while True:
-        try:
-            return os.waitpid(pid, 0)[1], interrupted
-        except KeyboardInterrupt:
-            flag[0] = 1
-            interrupted = True
-
-
-def _describe(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        return f"killed by signal {os.WTERMSIG(status)}"
-    return f"exit status {os.waitstatus_to_exitcode(status)}"

@@ -39,6 +39,7 @@ from packaging.utils import canonicalize_name
 
 from wheelwise.install.errors import InstallError
 from wheelwise.install.journal import WriteAhead
+from wheelwise.userfiles import write_all
 from wheelwise.wheels.archive import InMemoryWheel, open_zip
 from wheelwise.wheels.members import MemberReader
 
@@ -127,9 +128,7 @@ class Journal:
         """A new file at *target* holding *data*; never replaces one."""
         fd = self._create_fd(target, executable)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
         finally:
             os.close(fd)
 

@@ -21,15 +21,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from installer.records import RecordEntry
-
 from wheelwise.userfiles import NotARegularFile, open_regular_zip
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.wheels.errors import WheelError, describe
-from wheelwise.wheels.record import parse_record
 
-if TYPE_CHECKING:  # loaded by the first wheel that has a variant.json
+if TYPE_CHECKING:
+    from installer.records import RecordEntry
+
+    # loaded by the first wheel that has a variant.json
     from wheelwise.variants.metadata import VariantMetadata
 
 # One member above this is refused (real wheels' largest members are shared
@@ -123,13 +123,23 @@ def open_zip(wheel: str | Path | InMemoryWheel) -> zipfile.ZipFile:
 class WheelArchive:
     """A wheel file opened for reading after its structure has been checked."""
 
-    def __init__(self, path: str | Path | InMemoryWheel, *, name: str | None = None) -> None:
-        """*name*: the wheel's file name, where the file on disk has another one."""
+    def __init__(
+        self,
+        path: str | Path | InMemoryWheel,
+        *,
+        name: str | None = None,
+        filename: WheelFilename | None = None,
+    ) -> None:
+        """*name*: the wheel's file name, where the file on disk has another one;
+        *filename*: that name parsed, where the caller has parsed it already."""
         self.path = path.path if isinstance(path, InMemoryWheel) else Path(path)
-        try:
-            self.filename = WheelFilename.parse(name if name is not None else self.path.name)
-        except VariantError as exc:
-            raise WheelError(str(exc)) from None
+        if filename is not None:
+            self.filename = filename
+        else:
+            try:
+                self.filename = WheelFilename.parse(name if name is not None else self.path.name)
+            except VariantError as exc:
+                raise WheelError(str(exc)) from None
         self._detached = False
         try:
             self._zip = open_zip(path)
@@ -332,6 +342,9 @@ class WheelArchive:
         if name not in self:
             raise self._fail(f"no {name}: not a valid wheel")
         data = self.read(name)
+        # Imported here: reading a wheel's metadata (index build) never loads installer.
+        from wheelwise.wheels.record import parse_record
+
         try:
             return parse_record(data, name=name)
         except WheelError as exc:
