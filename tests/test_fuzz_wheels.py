@@ -7,6 +7,7 @@ through only http(s) URLs and relative paths."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import tarfile
 import zipfile
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from indexkit import demo_sdist
 from wheelfactory import make_wheel, variant_doc
+from wheelwise.index.distfiles import core_fields, read_dist
 from wheelwise.index.errors import IndexBuildError
 from wheelwise.index.filecheck import UnsafeFile, check_sdist
 from wheelwise.index.static import check_base_url
@@ -103,6 +105,72 @@ def test_bit_flips(valid: bytes, flips: list[tuple[int, int]]) -> None:
 def test_overwritten_bytes(valid: bytes, start: int, garbage: bytes) -> None:
     start %= len(valid)
     read_everything(valid[:start] + garbage + valid[start + len(garbage) :])
+
+
+@FUZZ
+@given(flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 7)), min_size=1))
+def test_index_reads_of_damaged_wheels(
+    valid: bytes, tmp_path: Path, flips: list[tuple[int, int]]
+) -> None:
+    """What ``index build`` reads of a wheel (one read for the hash and the zip):
+    the facts, or a WheelError naming the file."""
+    mutated = bytearray(valid)
+    for position, bit in flips:
+        mutated[position % len(mutated)] ^= 1 << bit
+    path = tmp_path / NAME
+    path.write_bytes(bytes(mutated))
+    message = ""
+    try:
+        read = read_dist(path)
+    except WheelError as exc:
+        message = str(exc)
+    if message:
+        assert NAME in message
+        assert "\n" not in message
+        return
+    assert read.dist.sha256 == hashlib.sha256(mutated).hexdigest()
+    assert read.dist.size == len(mutated)
+
+
+FIELD_LINES = st.lists(
+    st.tuples(
+        st.sampled_from(["Name", "name", "Version", "Requires-Python", "Summary", "X"]),
+        st.text(st.characters(blacklist_characters="\r\n"), max_size=20),
+        st.booleans(),  # folded onto a continuation line
+    ),
+    max_size=8,
+)
+
+
+@FUZZ
+@given(fields=FIELD_LINES, body=st.text(max_size=200), crlf=st.booleans())
+def test_core_fields_come_from_the_header_only(
+    fields: list[tuple[str, str, bool]], body: str, crlf: bool
+) -> None:
+    """The first Name, Version and Requires-Python of the header, unfolded; nothing
+    from the body after the first empty line, whatever it holds."""
+    end = "\r\n" if crlf else "\n"
+    lines: list[str] = []
+    expected: dict[str, str] = {}
+    for key, value, folded in fields:
+        value = value.strip()
+        if not value or value[0] in " \t":
+            continue
+        if folded:
+            lines += [f"{key}:", f" {value}"]
+        else:
+            lines.append(f"{key}: {value}")
+        if key.lower() in ("name", "version", "requires-python"):
+            expected.setdefault(key.lower(), value)
+    text = end.join(lines) + end + end + "Name: from-the-body" + end + body
+    assert core_fields(text.encode()) == expected
+
+
+@FUZZ
+@given(data=st.binary(max_size=400))
+def test_core_fields_of_any_bytes(data: bytes) -> None:
+    fields = core_fields(data)
+    assert set(fields) <= {"name", "version", "requires-python"}
 
 
 NAMES = st.one_of(

@@ -270,12 +270,15 @@ def core_fields(metadata: bytes) -> dict[str, str]:
     current: str | None = None
     # The body (the long description) starts at the first empty line.
     header = metadata.split(b"\n\n", 1)[0].split(b"\r\n\r\n", 1)[0]
-    for line in header.decode("utf-8", errors="replace").splitlines():
+    # Lines end at CR, LF or CRLF only, as in e-mail headers (str.splitlines would also
+    # split at form feeds and other separators inside a value).
+    for raw in header.splitlines():
+        line = raw.decode("utf-8", errors="replace")
         if not line:
             break
         if line[0] in " \t":
             if current is not None:
-                found[current] += " " + line.strip()
+                found[current] = f"{found[current]} {line.strip()}".strip()
             continue
         key, sep, value = line.partition(":")
         if not sep:
