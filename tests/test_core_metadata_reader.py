@@ -6,18 +6,14 @@ from __future__ import annotations
 import email.parser
 import email.policy
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzzkit import bounded
 from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
 from wheelwise.wheels.errors import WheelError
 
-FUZZ = settings(
-    max_examples=200,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FUZZ = bounded(200)
 LINES = [
     b"Metadata-Version: 2.4",
     b"Name: app",

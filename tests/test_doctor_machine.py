@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from doctorkit import (
@@ -32,6 +32,7 @@ from doctorkit import (
     finding_codes,
     run_doctor,
 )
+from fuzzkit import bounded
 from installkit import make_venv
 from wheelwise.doctor.amd_machine import gfx_name, parse_kfd_properties
 from wheelwise.doctor.context import MachineRoots
@@ -59,12 +60,7 @@ from wheelwise.doctor.pci import parse_hex
 from wheelwise.doctor.virtualization import cgroup_container, is_wsl_kernel
 from wheelwise.providers.nvidia import describe, parse_description
 
-FUZZ = settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FUZZ = bounded(150)
 
 
 def machine_findings(document: Any) -> dict[str, dict[str, Any]]:

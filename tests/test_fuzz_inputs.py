@@ -16,11 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 
+from fuzzkit import bounded
 from wheelwise.install.reqfile import RequirementsFileError, RequirementsSet, read_requirements
 from wheelwise.install.variant_requirement import (
     LabelledRequirement,
@@ -38,12 +39,7 @@ from wheelwise.variants.supported import SupportedProperties
 _T = TypeVar("_T")
 _E = TypeVar("_E", bound=Exception)
 
-FUZZ = settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FUZZ = bounded(150)
 
 SCHEMAS = [
     "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json",

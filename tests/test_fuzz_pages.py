@@ -11,10 +11,11 @@ import html
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from packaging.utils import canonicalize_name
 
+from fuzzkit import bounded
 from wheelwise.index.errors import InvalidPage
 from wheelwise.index.page_files import PageFiles
 from wheelwise.index.simple_parse import (
@@ -26,7 +27,7 @@ from wheelwise.index.simple_parse import (
 )
 
 URL = "https://example.test/simple/demo/"
-FUZZ = settings(max_examples=100, deadline=None, derandomize=True)
+FUZZ = bounded(100)
 
 links = st.one_of(
     st.text(max_size=40),

@@ -15,9 +15,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fuzzkit import bounded
 from indexkit import demo_sdist
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.index.distfiles import core_fields, read_dist
@@ -32,12 +33,7 @@ from wheelwise.wheels.members import MemberReader
 from zipcraft import raw_zip
 
 NAME = "pkg-1.0-py3-none-any-v3.whl"
-FUZZ = settings(
-    max_examples=200,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+FUZZ = bounded(200, function_fixtures=True)
 
 
 @pytest.fixture(scope="module")

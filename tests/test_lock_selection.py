@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from packaging.tags import Tag
 
+from fuzzkit import bounded
 from wheelwise.install.lock_selection import (
     LockedChoice,
     LockSelection,
@@ -52,9 +53,7 @@ VARIANTS = {
     },
 }
 GATE = "'variant-needs-{}' in dependency_groups"
-FUZZ = settings(
-    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
+FUZZ = bounded(150)
 
 
 def wheel(filename: str) -> Wheel:

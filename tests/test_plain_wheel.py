@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from packaging.requirements import Requirement
 
+from fuzzkit import bounded
 from indexkit import installer_env, uv_executable
 from installkit import WHEEL, make_venv, pip, simple_wheel, site_packages
 from wheelfactory import make_wheel, variant_doc
@@ -35,7 +36,7 @@ PLAIN_NAME = "vpkg-1.0-py3-none-any.whl"
 DIST_INFO = "vpkg-1.0.dist-info"
 HEAD = b"Metadata-Version: 2.1\nName: vpkg\nVersion: 1.0\n"
 BODY = b"\nA description that mentions Requires-Dist: x; variant_label == 'y'.\n"
-FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
+FUZZ = bounded(200)
 
 # Requires-Dist values and what the plain wheel says instead (None: dropped).
 SETTLED = [

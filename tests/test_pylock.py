@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 import tomli_w
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
+from fuzzkit import bounded
 from paths import DATA
 from wheelwise.lock import (
     Archive,
@@ -41,12 +42,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 REAL_WORLD = DATA / "corpus" / "real-world"
 TORCH_29 = REAL_WORLD / "wheelnext-variant-repack_torch-2.9.0-variants.json"
 UV_FIXTURE = REAL_WORLD / "astral-uv-wheel-variant-branch_built_by_uv-0.1.0-variants.json"
-FUZZ = settings(
-    max_examples=100,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FUZZ = bounded(100)
 SHA = hashlib.sha256(b"wheel").hexdigest()
 UTC = timezone.utc
 TORCH_TAGS = "cp312-cp312-manylinux_2_28_x86_64"

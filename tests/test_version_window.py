@@ -3,14 +3,15 @@ never too narrow, and narrow where the ranges bound it."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from fuzzkit import bounded
 from wheelwise.install.version_window import window
 
-FUZZ = settings(max_examples=300, deadline=None, derandomize=True)
+FUZZ = bounded(300)
 
 parts = st.sampled_from(["0", "1", "1.0", "1.0.0", "1.2", "1.10", "2", "2!1.0", "1.0.post1"])
 suffixes = st.sampled_from(["", "rc1", "a0", ".dev3", ".post2", "+local", "+1.x", "b2.post1"])
