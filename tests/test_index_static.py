@@ -27,8 +27,8 @@ from wheelwise.index import distfiles, static, swap
 from wheelwise.index.errors import IndexBuildError
 from wheelwise.index.static import STATE_FILE, build_site
 from wheelwise.userfiles import open_regular
+from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
-from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 
 
 def sha256(path: Path) -> str:
@@ -476,7 +476,7 @@ def test_builds_into_an_empty_existing_directory(wheels: Path, tmp_path: Path) -
 
 
 class Counter:
-    """The wheels opened as archives, and the files read whole (to be hashed)."""
+    """The wheels whose members were read, and the files read whole (to be hashed)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.opened: list[str] = []
@@ -484,12 +484,13 @@ class Counter:
         real_hash = distfiles.sha256_file
         counter = self
 
-        class CountingArchive(WheelArchive):
-            def __init__(self, path: str | Path | InMemoryWheel, **kwargs: Any) -> None:
-                counter.opened.append(
-                    path.name if isinstance(path, InMemoryWheel) else Path(path).name
-                )
-                super().__init__(path, **kwargs)
+        real_members = distfiles.wheel_members
+
+        def counting_members(
+            path: Path, size: int, filename: WheelFilename
+        ) -> tuple[bytes | None, bytes, bytes | None]:
+            counter.opened.append(path.name)
+            return real_members(path, size, filename)
 
         def counting_hash(path: Path) -> str:
             self.hashed.append(path.name)
@@ -499,7 +500,7 @@ class Counter:
             self.hashed.append(path.name)
             return open_regular(path)
 
-        monkeypatch.setattr(distfiles, "WheelArchive", CountingArchive)
+        monkeypatch.setattr(distfiles, "wheel_members", counting_members)
         monkeypatch.setattr(distfiles, "sha256_file", counting_hash)
         monkeypatch.setattr(distfiles, "open_regular", counting_open)
 

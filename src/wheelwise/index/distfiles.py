@@ -33,8 +33,9 @@ from wheelwise.userfiles import open_regular
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
-from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
+from wheelwise.wheels.archive import MAX_METADATA_BYTES, InMemoryWheel, WheelArchive
 from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.quick_read import read_small_members
 
 WHEEL = "wheel"
 SDIST = "sdist"
@@ -210,19 +211,9 @@ def read_dist(path: Path, *, sha256: str | None = None) -> ReadDist:
         filename = WheelFilename.parse(path.name)
     except VariantError as exc:
         raise WheelError(str(exc)) from None
-    source: Path | InMemoryWheel = path
-    if st.st_size <= _IN_MEMORY_BYTES:  # one read serves the hash and the zip reader
-        data = _read_whole(path, st.st_size)
-        source = InMemoryWheel(path.name, data)
+    data, metadata, variant_data = wheel_members(path, st.st_size, filename)
+    if data is not None:  # one read serves the hash and the members
         sha256 = sha256 or hashlib.sha256(data).hexdigest()
-    with WheelArchive(source, filename=filename) as archive:
-        metadata = archive.metadata()
-        variant_member = archive.dist_info_path("variant.json")
-        variant_data = (
-            archive.read(variant_member, limit=MAX_VARIANT_JSON_BYTES)
-            if filename.is_variant and variant_member in archive
-            else None
-        )
     requires_python = check_core_metadata(path.name, filename, metadata)
     variant_json, variant = None, None
     if filename.is_variant:
@@ -243,6 +234,37 @@ def read_dist(path: Path, *, sha256: str | None = None) -> ReadDist:
         parsed_variant=variant,
     )
     return ReadDist(dist, metadata)
+
+
+def wheel_members(
+    path: Path, size: int, filename: WheelFilename
+) -> tuple[bytes | None, bytes, bytes | None]:
+    """The wheel's bytes where it is small enough to read whole, its METADATA and,
+    for a variant wheel, its variant.json (None when it has none)."""
+    wanted = _VARIANT_MEMBERS if filename.is_variant else _PLAIN_MEMBERS
+    data = None
+    source: Path | InMemoryWheel = path
+    if size <= _IN_MEMORY_BYTES:
+        data = _read_whole(path, size)
+        quick = read_small_members(data, wanted)
+        if quick is not None and "METADATA" in quick.files:
+            return data, quick.files["METADATA"], quick.files.get("variant.json")
+        source = InMemoryWheel(path.name, data)
+    # A large or unusual wheel, or a broken one: WheelArchive says what is wrong.
+    with WheelArchive(source, filename=filename) as archive:
+        variant_member = archive.dist_info_path("variant.json")
+        return (
+            data,
+            archive.metadata(),
+            archive.read(variant_member, limit=MAX_VARIANT_JSON_BYTES)
+            if filename.is_variant and variant_member in archive
+            else None,
+        )
+
+
+# The members read_dist reads, with the most bytes each may hold.
+_PLAIN_MEMBERS = {"METADATA": MAX_METADATA_BYTES}
+_VARIANT_MEMBERS = {**_PLAIN_MEMBERS, "variant.json": MAX_VARIANT_JSON_BYTES}
 
 
 def _read_whole(path: Path, size: int) -> bytes:

@@ -16,7 +16,7 @@ import stat
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -78,8 +78,52 @@ _METHODS = frozenset(
 _ENCRYPTED = 0x1
 
 
-def _is_symlink(info: zipfile.ZipInfo) -> bool:
-    return stat.S_ISLNK(info.external_attr >> 16)
+def member_problem(
+    name: str,
+    *,
+    seen: Container[str],
+    external_attr: int,
+    compress_type: int,
+    flag_bits: int,
+    file_size: int,
+    compress_size: int,
+) -> str | None:
+    """Why the member *name*, as its directory entry describes it, makes the wheel
+    unsafe or unreadable, *seen* holding the names before it; None when nothing
+    does. One set of rules for every reader of a wheel's directory."""
+    reason = _unsafe_name(name)
+    if reason is not None:
+        return f"unsafe member name {name!r} ({reason}); refusing the wheel"
+    if name in seen:
+        return f"duplicate member {name!r}; refusing the wheel"
+    if stat.S_ISLNK(external_attr >> 16):
+        return f"member {name!r} is a symbolic link; refusing the wheel"
+    # Checked here, not when read: an installer reads members without this class.
+    if compress_type not in _METHODS:
+        return (
+            f"member {name!r} uses compression method {compress_type}, which "
+            f"zip readers do not support; {_HINT}"
+        )
+    if flag_bits & _ENCRYPTED:
+        return f"member {name!r} is encrypted; refusing the wheel"
+    if file_size > MAX_MEMBER_BYTES:
+        return (
+            f"member {name!r} declares {file_size} bytes (limit {MAX_MEMBER_BYTES}); "
+            "refusing the wheel"
+        )
+    if file_size > BOMB_MIN_BYTES and file_size > MAX_COMPRESSION_RATIO * max(compress_size, 1):
+        return (
+            f"member {name!r} inflates {file_size // max(compress_size, 1)}x "
+            f"({compress_size} -> {file_size} bytes): a decompression bomb? refusing the wheel"
+        )
+    return None
+
+
+def dist_info_dirs(files: Iterable[str]) -> list[str]:
+    """The top-level ``.dist-info`` directories among the member *files* (not
+    directory entries), sorted: a wheel has exactly one."""
+    tops = {name.split("/", 1)[0] for name in files if "/" in name}
+    return sorted(top for top in tops if top.endswith(".dist-info"))
 
 
 def _unsafe_name(name: str) -> str | None:
@@ -202,43 +246,27 @@ class WheelArchive:
 
     def _check_members(self) -> dict[str, zipfile.ZipInfo]:
         members: dict[str, zipfile.ZipInfo] = {}
+        seen: set[str] = set()
         for info in self._zip.infolist():
             name = info.filename
-            reason = _unsafe_name(name)
-            if reason is not None:
-                raise self._fail(f"unsafe member name {name!r} ({reason}); refusing the wheel")
-            if name in members:
-                raise self._fail(f"duplicate member {name!r}; refusing the wheel")
-            if _is_symlink(info):
-                raise self._fail(f"member {name!r} is a symbolic link; refusing the wheel")
-            # Checked here, not when read: an installer reads members without this class.
-            if info.compress_type not in _METHODS:
-                raise self._fail(
-                    f"member {name!r} uses compression method {info.compress_type}, which "
-                    f"zip readers do not support; {_HINT}"
-                )
-            if info.flag_bits & _ENCRYPTED:
-                raise self._fail(f"member {name!r} is encrypted; refusing the wheel")
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise self._fail(
-                    f"member {name!r} declares {info.file_size} bytes "
-                    f"(limit {MAX_MEMBER_BYTES}); refusing the wheel"
-                )
-            if info.file_size > BOMB_MIN_BYTES and info.file_size > MAX_COMPRESSION_RATIO * max(
-                info.compress_size, 1
-            ):
-                raise self._fail(
-                    f"member {name!r} inflates {info.file_size // max(info.compress_size, 1)}"
-                    f"x ({info.compress_size} -> {info.file_size} bytes): a "
-                    "decompression bomb? refusing the wheel"
-                )
+            problem = member_problem(
+                name,
+                seen=seen,
+                external_attr=info.external_attr,
+                compress_type=info.compress_type,
+                flag_bits=info.flag_bits,
+                file_size=info.file_size,
+                compress_size=info.compress_size,
+            )
+            if problem is not None:
+                raise self._fail(problem)
+            seen.add(name)
             if not name.endswith("/"):
                 members[name] = info
         return members
 
     def _find_dist_info(self) -> str:
-        tops = {name.split("/", 1)[0] for name in self._members if "/" in name}
-        dist_infos = sorted(top for top in tops if top.endswith(".dist-info"))
+        dist_infos = dist_info_dirs(self._members)
         if not dist_infos:
             raise self._fail("no .dist-info directory: not a wheel")
         if len(dist_infos) > 1:
