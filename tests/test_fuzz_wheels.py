@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fuzzkit import bounded
+from fuzzkit import bounded, damaged
 from indexkit import demo_sdist
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.index.distfiles import core_fields, read_dist
@@ -80,41 +80,20 @@ def test_the_unchanged_wheel_reads(valid: bytes) -> None:
         archive.verify_record()
 
 
+@bounded(600, function_fixtures=True)
+@given(data=st.data())
+def test_damaged_wheels(valid: bytes, data: st.DataObject) -> None:
+    read_everything(data.draw(damaged(valid)))
+
+
 @FUZZ
 @given(data=st.data())
-def test_truncated(valid: bytes, data: st.DataObject) -> None:
-    cut = data.draw(st.integers(0, len(valid)))
-    read_everything(valid[:cut])
-
-
-@FUZZ
-@given(flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 7)), min_size=1))
-def test_bit_flips(valid: bytes, flips: list[tuple[int, int]]) -> None:
-    mutated = bytearray(valid)
-    for position, bit in flips:
-        mutated[position % len(mutated)] ^= 1 << bit
-    read_everything(bytes(mutated))
-
-
-@FUZZ
-@given(start=st.integers(0, 1 << 20), garbage=st.binary(min_size=1, max_size=64))
-def test_overwritten_bytes(valid: bytes, start: int, garbage: bytes) -> None:
-    start %= len(valid)
-    read_everything(valid[:start] + garbage + valid[start + len(garbage) :])
-
-
-@FUZZ
-@given(flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 7)), min_size=1))
-def test_index_reads_of_damaged_wheels(
-    valid: bytes, tmp_path: Path, flips: list[tuple[int, int]]
-) -> None:
+def test_index_reads_of_damaged_wheels(valid: bytes, tmp_path: Path, data: st.DataObject) -> None:
     """What ``index build`` reads of a wheel (one read for the hash and the zip):
     the facts, or a WheelError naming the file."""
-    mutated = bytearray(valid)
-    for position, bit in flips:
-        mutated[position % len(mutated)] ^= 1 << bit
+    mutated = data.draw(damaged(valid))
     path = tmp_path / NAME
-    path.write_bytes(bytes(mutated))
+    path.write_bytes(mutated)
     message = ""
     try:
         read = read_dist(path)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzkit import bounded
+from fuzzkit import bounded, damaged
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.index import distfiles
 from wheelwise.index.distfiles import read_dist
@@ -25,7 +25,7 @@ from zipcraft import raw_zip
 
 NAME = "pkg-1.0-py3-none-any-v3.whl"
 WANTED = {"METADATA": 1 << 20, "variant.json": 1 << 20, "RECORD": 1 << 20}
-FUZZ = bounded(300)
+FUZZ = bounded(600)
 METADATA = b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"
 
 
@@ -230,24 +230,8 @@ def test_read_dist_gives_the_same_facts_either_way(
 
 @FUZZ
 @given(data=st.data())
-def test_truncated(valid: bytes, data: st.DataObject) -> None:
-    agrees(valid[: data.draw(st.integers(0, len(valid)))])
-
-
-@FUZZ
-@given(flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 7)), min_size=1))
-def test_bit_flips(valid: bytes, flips: list[tuple[int, int]]) -> None:
-    mutated = bytearray(valid)
-    for position, bit in flips:
-        mutated[position % len(mutated)] ^= 1 << bit
-    agrees(bytes(mutated))
-
-
-@FUZZ
-@given(start=st.integers(0, 1 << 20), garbage=st.binary(min_size=1, max_size=64))
-def test_overwritten_bytes(valid: bytes, start: int, garbage: bytes) -> None:
-    start %= len(valid)
-    agrees(valid[:start] + garbage + valid[start + len(garbage) :])
+def test_damaged_wheels(valid: bytes, data: st.DataObject) -> None:
+    agrees(data.draw(damaged(valid)))
 
 
 NAMES = st.one_of(
