@@ -78,6 +78,9 @@ test: lint
 # pyproject.toml allows only the tested major: the marker tests also run against the
 # newest packaging on the registry, so that a release which breaks them is seen early.
 	$(BIN)/python tests/newest_packaging.py
+# The tests of the code that leans on threading, zipfile and tarfile also run under every
+# other Python 3.10+ found (PATH, pyenv), in throw-away venvs; it says when there is none.
+	$(BIN)/python tests/other_pythons.py
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/ordering.py

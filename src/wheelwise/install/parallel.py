@@ -212,9 +212,10 @@ class _Reader(threading.Thread):
             while chunk := stream.read(1 << 16):
                 *messages, pending = (pending + chunk).split(b"\0")
                 for message in messages:
-                    self._handle(message)
+                    self._on_message(message)
 
-    def _handle(self, message: bytes) -> None:
+    # Not `_handle`: Python 3.13's Thread keeps its own `_handle` on the instance.
+    def _on_message(self, message: bytes) -> None:
         kind, body = message[:1], message[1:]
         if kind == _FILE:
             self.journal.note_file(os.fsdecode(body))

@@ -1,0 +1,126 @@
+"""Run the tests that lean on the interpreter's own modules under every other Python
+this machine has.
+
+wheelwise runs on Python 3.10 and later, and some of its code leans on standard
+modules whose insides change between releases: the forked unpacking on threading (a
+``threading.Thread`` subclass's own ``_handle`` method was shadowed by the one Python
+3.13 keeps on every thread), the wheel readers on zipfile and tarfile. ``make test``
+runs the whole suite on its own interpreter; this runs those tests under each other
+``python3.N`` (3.10 and later) on PATH or installed by pyenv, each in a throw-away
+venv holding wheelwise (editable) and the test tools from the package registry::
+
+    python tests/other_pythons.py
+
+It names each interpreter it runs, and says so when it finds none (the tests then ran
+on one interpreter only). Exit status 1, naming the interpreter, when they fail on one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The tests of the code that leans on threading, fork, zipfile and tarfile.
+SENSITIVE_TESTS = (
+    "tests/test_forked_map.py",
+    "tests/test_install_parallel.py",
+    "tests/test_install_transaction.py",
+    "tests/test_quick_read.py",
+    "tests/test_wheel_archive.py",
+    "tests/test_hostile_wheels.py",
+    "tests/test_fuzz_wheels.py",
+)
+# What those tests use besides wheelwise: conftest.py checks documents against the
+# schema with jsonschema, the test servers run on uvicorn (wheelwise's "serve" extra),
+# target venvs are made with uv and some get pip.
+TEST_TOOLS = ("pytest>=8", "hypothesis>=6.100", "jsonschema>=4.20", "uv>=0.5", "pip>=24")
+MINORS = range(10, 16)
+_WANTED = frozenset(f"3.{minor}" for minor in MINORS)
+_VERSION = "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"
+
+
+def other_pythons() -> Iterator[tuple[str, str]]:
+    """(version, executable) of each Python 3.10+ found that runs and is not this
+    interpreter's version: ``python3.N`` on PATH, then pyenv's installs."""
+    seen = {f"{sys.version_info[0]}.{sys.version_info[1]}"}
+    for candidate in _candidates():
+        try:
+            probe = subprocess.run(
+                [candidate, "-c", _VERSION], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        version = probe.stdout.strip()
+        if probe.returncode == 0 and version in _WANTED and version not in seen:
+            seen.add(version)
+            yield version, candidate
+
+
+def _candidates() -> Iterator[str]:
+    for minor in MINORS:
+        found = shutil.which(f"python3.{minor}")
+        if found is not None:
+            yield found
+    # pyenv's shims on PATH answer only for the selected version: its installs directly.
+    pyenv_root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    yield from sorted(str(path) for path in pyenv_root.glob("versions/*/bin/python3"))
+
+
+def uv_executable() -> str:
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("uv is needed to make the throw-away venvs")
+    return uv
+
+
+def run_under(python: str, folder: Path, tests: Sequence[str]) -> int:
+    """Make a venv of *python* in *folder*, install wheelwise and the test tools, run
+    *tests*; their exit status."""
+    uv = uv_executable()
+    subprocess.run([uv, "venv", "--quiet", "--python", python, str(folder)], check=True)
+    venv_python = folder / "bin" / "python"
+    install = [uv, "pip", "install", "--quiet", "--python", str(venv_python)]
+    subprocess.run([*install, "-e", f"{ROOT}[serve]", *TEST_TOOLS], check=True)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env.pop("PYTHONHOME", None)
+    command = [str(venv_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
+    return subprocess.run(command, env=env, cwd=ROOT).returncode
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tests", nargs="*", default=list(SENSITIVE_TESTS), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    found = list(other_pythons())
+    if not found:
+        print(
+            "== no other Python 3.10+ on PATH: the interpreter-sensitive tests ran on "
+            f"Python {sys.version_info[0]}.{sys.version_info[1]} only"
+        )
+        return 0
+    failed = []
+    for version, python in found:
+        print(f"== the interpreter-sensitive tests on Python {version} ({python})", flush=True)
+        with tempfile.TemporaryDirectory(prefix="wheelwise-python-") as scratch:
+            if run_under(python, Path(scratch) / "venv", args.tests) != 0:
+                failed.append(version)
+    if failed:
+        print(
+            f"FAILED: the interpreter-sensitive tests fail on Python {', '.join(failed)}",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"== they pass on Python {', '.join(version for version, _ in found)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
