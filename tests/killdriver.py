@@ -15,7 +15,6 @@ process, one wheel after another, so that the steps come in the same order
 from __future__ import annotations
 
 import atexit
-import functools
 import os
 import runpy
 import signal
@@ -57,23 +56,31 @@ def _inside(path: Any, dir_fd: int | None) -> bool:
     return full == root or full.startswith(root + os.sep)
 
 
-def _wrap(name: str, paths: int) -> None:
-    real = getattr(os, name)
+class _Counted:
+    """os.NAME, counting each call on a path inside the target. A callable object, not
+    a function: Python 3.10's pathlib keeps os functions as class attributes of its
+    accessor, where a function would be bound as a method."""
 
-    @functools.wraps(real)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def __init__(self, name: str, paths: int) -> None:
+        self.name = name
+        self.paths = paths
+        self.real = getattr(os, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         dir_fd = kwargs.get("dir_fd", kwargs.get("src_dir_fd"))
-        counted = any(_inside(arg, dir_fd) for arg in args[:paths])
+        counted = any(_inside(arg, dir_fd) for arg in args[: self.paths])
         if counted:
             _step()
-        result = real(*args, **kwargs)
+        result = self.real(*args, **kwargs)
         if counted:
-            if name == "open":
+            if self.name == "open":
                 opened.add(result)
             _step()
         return result
 
-    setattr(os, name, wrapper)
+
+def _wrap(name: str, paths: int) -> None:
+    setattr(os, name, _Counted(name, paths))
 
 
 _real_close = os.close

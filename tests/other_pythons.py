@@ -27,11 +27,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# The tests of the code that leans on threading, fork, zipfile and tarfile.
+# The tests of the code that leans on threading, fork, zipfile and tarfile, and the
+# installs killed at every step (their driver wraps os functions that pathlib calls).
 SENSITIVE_TESTS = (
     "tests/test_forked_map.py",
     "tests/test_install_parallel.py",
     "tests/test_install_transaction.py",
+    "tests/test_install_recovery.py",
     "tests/test_quick_read.py",
     "tests/test_wheel_archive.py",
     "tests/test_hostile_wheels.py",
