@@ -273,3 +273,15 @@ def test_defers_when_the_local_header_reads_the_name_in_another_encoding() -> No
     assert read_small_members(bytes(data), WANTED) is None
     with pytest.raises(WheelError):
         archive_reads(bytes(data))
+
+
+def test_a_repeated_directory_entry_is_left_to_the_archive_which_reads_it() -> None:
+    data = raw_zip(
+        [
+            (b"pkg/", b"", 0, 0, 20),
+            (b"pkg/", b"", 0, 0, 20),
+            (b"pkg-1.0.dist-info/METADATA", METADATA, 0, 0, 20),
+        ]
+    )
+    assert read_small_members(data, WANTED) is None
+    assert archive_reads(data).files == {"METADATA": METADATA}

@@ -89,7 +89,7 @@ def member_problem(
     compress_size: int,
 ) -> str | None:
     """Why the member *name*, as its directory entry describes it, makes the wheel
-    unsafe or unreadable, *seen* holding the names before it; None when nothing
+    unsafe or unreadable, *seen* holding the file names before it; None when nothing
     does. One set of rules for every reader of a wheel's directory."""
     reason = _unsafe_name(name)
     if reason is not None:
@@ -246,12 +246,11 @@ class WheelArchive:
 
     def _check_members(self) -> dict[str, zipfile.ZipInfo]:
         members: dict[str, zipfile.ZipInfo] = {}
-        seen: set[str] = set()
         for info in self._zip.infolist():
             name = info.filename
             problem = member_problem(
                 name,
-                seen=seen,
+                seen=members,  # files only: a directory entry may repeat
                 external_attr=info.external_attr,
                 compress_type=info.compress_type,
                 flag_bits=info.flag_bits,
@@ -260,7 +259,6 @@ class WheelArchive:
             )
             if problem is not None:
                 raise self._fail(problem)
-            seen.add(name)
             if not name.endswith("/"):
                 members[name] = info
         return members

@@ -158,7 +158,7 @@ def _directory(data: bytes) -> tuple[dict[str, _Entry], int] | None:
             return None
         problem = member_problem(
             name,
-            seen=entries,
+            seen=entries,  # directories too: one that repeats is left to WheelArchive
             external_attr=external_attr,
             compress_type=method,
             flag_bits=flags,
