@@ -336,6 +336,26 @@ def test_regular_file_reader_caps_the_size(tmp_path: Path) -> None:
         read_regular_file(tmp_path)
 
 
+def test_exact_reader_gives_the_bytes_only_at_the_size_expected(tmp_path: Path) -> None:
+    from wheelwise.userfiles import NotARegularFile, read_regular_exactly
+
+    path = tmp_path / "a.whl"
+    data = os.urandom(3 << 20)  # more than one read may return
+    path.write_bytes(data)
+    assert read_regular_exactly(path, len(data)) == data
+    assert read_regular_exactly(path, len(data) - 1) is None  # it grew
+    assert read_regular_exactly(path, len(data) + 1) is None  # it shrank
+    empty = tmp_path / "empty.whl"
+    empty.write_bytes(b"")
+    assert read_regular_exactly(empty, 0) == b""
+    with pytest.raises(NotARegularFile, match="directory"):
+        read_regular_exactly(tmp_path, 0)
+    fifo = tmp_path / "fifo.whl"
+    os.mkfifo(fifo)
+    with pytest.raises(NotARegularFile, match="not a regular file"):
+        read_regular_exactly(fifo, 0)  # refused at once: no writer is waited for
+
+
 @pytest.mark.parametrize("fast", [True, False])
 def test_detect_cache_that_is_no_regular_file_is_detected_again(tmp_path: Path, fast: bool) -> None:
     from wheelwise.providers.cache import cache_path

@@ -7,7 +7,7 @@ import hashlib
 import json
 import zipfile
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import unquote, urljoin
 
 import pytest
@@ -26,7 +26,7 @@ from wheelwise.cli.app import cli
 from wheelwise.index import distfiles, static, swap
 from wheelwise.index.errors import IndexBuildError
 from wheelwise.index.static import STATE_FILE, build_site
-from wheelwise.userfiles import open_regular
+from wheelwise.userfiles import read_regular_exactly
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
 
@@ -372,6 +372,22 @@ def test_broken_wheel_fails_the_build(
     assert expected in str(info.value)
 
 
+def test_wheel_that_changes_while_read_fails_the_build(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_read = distfiles.read_regular_exactly
+
+    def grow_then_read(path: Path, size: int) -> bytes | None:
+        with path.open("ab") as stream:  # a writer appends after the folder was listed
+            stream.write(b"more")
+        return real_read(path, size)
+
+    monkeypatch.setattr(distfiles, "read_regular_exactly", grow_then_read)
+    with pytest.raises(IndexBuildError, match="changed while it was read; run the build again"):
+        build_site(wheels, tmp_path / "site")
+    assert not (tmp_path / "site").exists()
+
+
 def test_failure_leaves_the_old_site_untouched(wheels: Path, site: Path, tmp_path: Path) -> None:
     before = tree(site)
     demo_wheel(
@@ -496,13 +512,13 @@ class Counter:
             self.hashed.append(path.name)
             return real_hash(path)
 
-        def counting_open(path: Path) -> BinaryIO:
+        def counting_read(path: Path, size: int) -> bytes | None:
             self.hashed.append(path.name)
-            return open_regular(path)
+            return read_regular_exactly(path, size)
 
         monkeypatch.setattr(distfiles, "wheel_members", counting_members)
         monkeypatch.setattr(distfiles, "sha256_file", counting_hash)
-        monkeypatch.setattr(distfiles, "open_regular", counting_open)
+        monkeypatch.setattr(distfiles, "read_regular_exactly", counting_read)
 
     def reset(self) -> None:
         self.opened.clear()

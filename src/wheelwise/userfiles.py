@@ -23,6 +23,7 @@ __all__ = [
     "map_regular",
     "open_regular",
     "open_regular_zip",
+    "read_regular_exactly",
     "read_regular_file",
 ]
 
@@ -37,6 +38,38 @@ class NotARegularFile(OSError, WheelwiseError):
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     """*path* opened for binary reading; :class:`NotARegularFile` unless it is a
     regular file (other OSErrors as ``open`` raises them)."""
+    fd = _open_regular_fd(path)
+    try:
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_exactly(path: str | os.PathLike[str], size: int) -> bytes | None:
+    """The bytes of the regular file *path*, if it holds exactly *size* of them; None
+    if it holds more or fewer (it changed since *size* was taken). With plain
+    descriptor reads and no file object: ``index build`` reads thousands of wheels."""
+    fd = _open_regular_fd(path)
+    try:
+        # A regular file's reads never block, O_NONBLOCK or not; one byte more than
+        # expected shows a file that grew.
+        chunks = []
+        wanted = size + 1
+        while wanted > 0 and (chunk := os.read(fd, wanted)):
+            chunks.append(chunk)
+            wanted -= len(chunk)
+    finally:
+        os.close(fd)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return data if len(data) == size else None
+
+
+def _open_regular_fd(path: str | os.PathLike[str]) -> int:
+    """A descriptor for reading *path*, not yet set blocking; NotARegularFile unless
+    it is a regular file."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
     try:
@@ -45,12 +78,10 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
             what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
             code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
             raise NotARegularFile(code, f"{what} (expected a file)", os.fspath(path))
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+    return fd
 
 
 def map_regular(path: str | os.PathLike[str]) -> mmap.mmap:

@@ -29,7 +29,7 @@ from packaging.version import InvalidVersion, Version
 
 from wheelwise.errors import WheelwiseError
 from wheelwise.index.filecheck import check_sdist
-from wheelwise.userfiles import open_regular
+from wheelwise.userfiles import read_regular_exactly
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
@@ -268,11 +268,9 @@ _VARIANT_MEMBERS = {**_PLAIN_MEMBERS, "variant.json": MAX_VARIANT_JSON_BYTES}
 
 
 def _read_whole(path: Path, size: int) -> bytes:
-    """The *size* bytes of the wheel at *path* (a buffer of that size, not of the
-    largest size read whole)."""
-    with open_regular(path) as stream:
-        data = stream.read(size + 1)
-    if len(data) != size:
+    """The *size* bytes of the wheel at *path*."""
+    data = read_regular_exactly(path, size)
+    if data is None:
         raise WheelError(f"{path.name}: changed while it was read; run the build again")
     return data
 

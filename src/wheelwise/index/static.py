@@ -40,6 +40,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import uuid
 from collections.abc import Iterable, Mapping
@@ -55,8 +56,11 @@ from wheelwise.index.errors import IndexBuildError
 from wheelwise.index.pages import (
     METADATA_SUFFIX,
     Urls,
+    links_html,
+    links_json,
     project_html,
     project_json,
+    project_links,
     root_html,
     root_json,
 )
@@ -433,36 +437,41 @@ class _SiteWriter:
         """The project's files, metadata files, variants files and pages."""
         files = self.root / "files" / project.name
         files.mkdir()
+        # The folders as strings, each file's path one concatenation: a site holds
+        # thousands of files, and a Path object per path costs as much as its link.
+        folder = f"{files}{os.sep}"
+        old_folder = f"{self.old_site / 'files' / project.name}{os.sep}"
+        wheel_dir = f"{self.wheel_dir}{os.sep}"
         for dist in project.files:
-            self.place(project.name, dist)
+            self.place(dist, folder=folder, old_folder=old_folder, wheel_dir=wheel_dir)
         for release in project.releases:
             if release.variants is not None:
                 _write_new(files / release.variants.filename, release.variants.data)
         page_dir = self.root / "simple" / project.name
         page_dir.mkdir()
-        _write_new(page_dir / "index.html", project_html(project, urls))
-        _write_new(page_dir / "index.json", project_json(project, urls))
+        links = project_links(project, urls)
+        _write_new(page_dir / "index.html", links_html(project.name, links))
+        _write_new(page_dir / "index.json", links_json(project.name, project.versions, links))
 
-    def place(self, project: str, dist: DistFile) -> None:
-        """The file and, for a wheel, its metadata file, from the old site if unchanged."""
-        relative = Path("files", project, dist.filename)
-        target = self.root / relative
-        old = self.old_site / relative
+    def place(self, dist: DistFile, *, folder: str, old_folder: str, wheel_dir: str) -> None:
+        """The file and, for a wheel, its metadata file (into *folder*, the project's),
+        from the old site's *old_folder* if unchanged, else from *wheel_dir*."""
+        target = folder + dist.filename
+        old = old_folder + dist.filename
         reuse = dist.filename in self.unchanged
         if not (reuse and _link_if_size(old, target, dist.size)):
-            _link_or_copy(self.wheel_dir / dist.filename, target)
+            _link_or_copy(wheel_dir + dist.filename, target)
         if dist.kind != WHEEL:
             return
-        meta_target = target.with_name(dist.filename + METADATA_SUFFIX)
+        meta_target = target + METADATA_SUFFIX
         metadata = self.new_metadata.get(dist.filename)
         if metadata is not None:
             _write_new(meta_target, metadata)
             return
-        old_meta = old.with_name(dist.filename + METADATA_SUFFIX)
         if (
             reuse
             and dist.metadata_size is not None
-            and _link_if_size(old_meta, meta_target, dist.metadata_size)
+            and _link_if_size(old + METADATA_SUFFIX, meta_target, dist.metadata_size)
         ):
             return
         # The old site lost it: read the wheel again.
@@ -477,7 +486,7 @@ _NEW_FILE = (
 )
 
 
-def _write_new(path: Path, data: bytes) -> None:
+def _write_new(path: str | os.PathLike[str], data: bytes) -> None:
     """A new file at *path* holding *data* (a site being built holds thousands: the
     plain system calls, without a buffered file object's own)."""
     fd = os.open(path, _NEW_FILE, 0o644)
@@ -503,10 +512,10 @@ def _replace(target: Path, *, data: bytes | None = None, source: Path | None = N
         raise
 
 
-def _link_if_size(source: Path, target: Path, size: int) -> bool:
+def _link_if_size(source: str, target: str, size: int) -> bool:
     """Hard-link (else copy) *source* to *target* if it exists with *size* bytes."""
     try:
-        if source.stat().st_size != size:
+        if os.stat(source).st_size != size:  # noqa: PTH116 - per file, see write_project
             return False
     except FileNotFoundError:
         return False
@@ -514,12 +523,12 @@ def _link_if_size(source: Path, target: Path, size: int) -> bool:
     return True
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
+def _link_or_copy(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
     # Resolved: os.link would link a symbolic link itself, not its file (Linux). The
     # folders are resolved already, so only the file's own name can be a link: one
     # lstat here instead of one per path component.
-    if source.is_symlink():
-        source = source.resolve()
+    if stat.S_ISLNK(os.lstat(source).st_mode):
+        source = os.path.realpath(source)
     try:
         os.link(source, target)
     except OSError:  # another file system, or no hard links there
