@@ -438,7 +438,7 @@ class _SiteWriter:
         files = self.root / "files" / project.name
         files.mkdir()
         # The folders as strings, each file's path one concatenation: a site holds
-        # thousands of files, and a Path object per path costs as much as its link.
+        # thousands of files, and Path objects for each cost as much as its system calls.
         folder = f"{files}{os.sep}"
         old_folder = f"{self.old_site / 'files' / project.name}{os.sep}"
         wheel_dir = f"{self.wheel_dir}{os.sep}"
