@@ -375,7 +375,7 @@ def test_broken_wheel_fails_the_build(
 def test_wheel_that_changes_while_read_fails_the_build(
     wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_read = distfiles.read_regular_exactly
+    real_read = read_regular_exactly
 
     def grow_then_read(path: Path, size: int) -> bytes | None:
         with path.open("ab") as stream:  # a writer appends after the folder was listed
