@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from other_pythons import uv_executable  # this folder is the script's sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every test that calls wheelwise.variants.markers itself.
@@ -47,9 +48,7 @@ class PackagingRun:
         subprocess.run(
             [sys.executable, "-m", "venv", "--without-pip", str(self.folder)], check=True
         )
-        uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-        if uv is None:
-            raise RuntimeError("uv is needed to install packaging into the throw-away venv")
+        uv = uv_executable()
         # --refresh-package: "newest" is the registry's answer now, not a cached page.
         install = [uv, "pip", "install", "--quiet", "--python", str(self.python)]
         subprocess.run([*install, "--refresh-package", "packaging", self.requirement], check=True)

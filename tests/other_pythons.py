@@ -76,9 +76,11 @@ def _candidates() -> Iterator[str]:
 
 
 def uv_executable() -> str:
+    """This environment's uv, else the one on PATH (the test scripts' venvs are made
+    and filled with it)."""
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if uv is None:
-        raise RuntimeError("uv is needed to make the throw-away venvs")
+        raise RuntimeError("uv is needed to make the tests' throw-away venvs")
     return uv
 
 
