@@ -48,7 +48,7 @@ WHEELWISE = [
     "wheelwise.install.plan",
     "wheelwise.install.transaction",
     "wheelwise.install.unpack",
-    "wheelwise.index.deadline_transport",
+    "wheelwise.client.deadline_transport",
     "wheelwise.providers.detect",
     "wheelwise.variants.metadata",
 ]

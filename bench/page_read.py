@@ -34,8 +34,8 @@ from pathlib import Path
 from packaging.version import Version
 
 from benchkit import cpu_model, machine_info
-from wheelwise.index.grouped_cache import GroupedPages
-from wheelwise.index.simple_parse import parse_json_page, read_json_page
+from wheelwise.client.grouped_cache import GroupedPages
+from wheelwise.client.simple_parse import parse_json_page, read_json_page
 
 URL = "https://example.test/simple/big/"
 PLATFORMS = ["win32", "win_amd64", "macosx_10_9_x86_64", "musllinux_1_1_x86_64", "linux_i686"]

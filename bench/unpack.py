@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import bin_dir, machine_info
-from wheelwise.install import TargetEnvironment, install_wheels, parallel
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.install import parallel
+from wheelwise.install.transaction import install_wheels
 
 WHEELHOUSE = Path(__file__).resolve().parent / ".wheelhouse"
 

@@ -27,7 +27,7 @@ from gpuhouse import HASWELL, K10, demo_house, machine
 from indexkit import free_port, installer_env, running, uvicorn_thread
 from installkit import pip, run_python
 from variantkit import wheelwise
-from wheelwise.index.server import create_app as index_app
+from wheelwise.publish.server import create_app as index_app
 
 SOURCE = Path(__file__).resolve().parent.parent / "src"
 

@@ -26,8 +26,8 @@ from gpuhouse import metadata_member, wheel
 from indexkit import wheelwise_serve
 from installkit import make_venv, run_python
 from test_install_resolve import Index, run, versions
-from wheelwise.install.resolve import NoCompatibleWheel, ResolutionConflict, VariantChoiceError
 from wheelwise.providers.abi_dependency import abi_dependency_report, installed_versions
+from wheelwise.resolve.resolver import NoCompatibleWheel, ResolutionConflict, VariantChoiceError
 from wheelwise.variants import abi_dependency as abi
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.ordering import rank_variants

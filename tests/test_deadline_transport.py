@@ -18,8 +18,8 @@ from httpx._utils import get_environment_proxies  # what httpx itself does, to c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wheelwise.index.bounded import Deadline, current_deadline
-from wheelwise.index.deadline_transport import _proxy_mounts, deadline_client
+from wheelwise.client.bounded import Deadline, current_deadline
+from wheelwise.client.deadline_transport import _proxy_mounts, deadline_client
 
 # Bounds a server's loop: a client that never gives up still ends the test.
 DRIP_BYTES = 40

@@ -26,7 +26,7 @@ from wheelwise.doctor import (
 )
 from wheelwise.doctor.context import probe_timeout
 from wheelwise.doctor.findings import SECTIONS
-from wheelwise.install.environment import TargetEnvironment
+from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.variants.supported import SupportedProperties
 
 TARGET = TargetEnvironment.current()

@@ -43,7 +43,7 @@ from wheelwise.doctor.library_names import (
 from wheelwise.doctor.loader import split_library_path
 from wheelwise.doctor.path_fixes import without_entries
 from wheelwise.doctor.search_path import split_preload
-from wheelwise.install.environment import TargetEnvironment
+from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.install.transaction import install_wheels
 from wheelwise.variants.supported import SupportedProperties
 

@@ -19,7 +19,7 @@ from wheelwise.errors import WheelwiseError
 NOT_ERRORS = {
     # A body over its cap: the client and the downloader catch it and raise their own
     # SourceError / DownloadError naming the URL.
-    "wheelwise.index.bounded.BodyLimit",
+    "wheelwise.client.bounded.BodyLimit",
     # Another wheel of the transaction failed: the transaction catches it and raises
     # that wheel's InstallError.
     "wheelwise.install.unpack.Cancelled",
@@ -65,8 +65,8 @@ def test_every_public_exception_is_a_wheelwise_error() -> None:
 
 
 def test_layers_keep_their_other_bases() -> None:
-    from wheelwise.index.errors import IndexBuildError
     from wheelwise.lock.errors import LockError
+    from wheelwise.publish.errors import IndexBuildError
     from wheelwise.userfiles import NotARegularFile
     from wheelwise.variants.errors import VariantError
     from wheelwise.wheels.errors import WheelError
@@ -80,11 +80,11 @@ def test_layers_keep_their_other_bases() -> None:
 LAYER_ERRORS = [
     ("wheelwise.wheels.errors", "WheelError", ("broken wheel",)),
     ("wheelwise.variants.errors", "VariantError", ("broken label",)),
-    ("wheelwise.index.errors", "IndexBuildError", ("broken folder",)),
-    ("wheelwise.index.errors", "UploadRejected", (400, "broken upload")),
-    ("wheelwise.index.errors", "SourceError", ("http://127.0.0.1:1/", "broken source")),
-    ("wheelwise.install.errors", "InstallError", ("broken install",)),
-    ("wheelwise.install.errors", "ResolveError", ("broken resolution",)),
+    ("wheelwise.publish.errors", "IndexBuildError", ("broken folder",)),
+    ("wheelwise.publish.errors", "UploadRejected", (400, "broken upload")),
+    ("wheelwise.client.errors", "SourceError", ("http://127.0.0.1:1/", "broken source")),
+    ("wheelwise.models.errors", "InstallError", ("broken install",)),
+    ("wheelwise.models.errors", "ResolveError", ("broken resolution",)),
     ("wheelwise.lock.errors", "LockError", ("broken lock",)),
     ("wheelwise.proxy.errors", "ProxyError", ("broken proxy",)),
     ("wheelwise.providers.plugin_runner", "PluginFailure", ("broken plugin",)),
@@ -94,7 +94,7 @@ LAYER_ERRORS = [
 # A command with its own handler, and one that has none (the top level's).
 COMMANDS = [
     ("wheelwise.cli.variant_cmd", "read_wheel_variant", ["variant", "show", "x.whl"]),
-    ("wheelwise.index.server", "serve", ["index", "serve", "."]),
+    ("wheelwise.publish.server", "serve", ["index", "serve", "."]),
 ]
 CHILD = """
 import importlib, sys

@@ -22,14 +22,14 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 
 from fuzzkit import bounded
-from wheelwise.install.reqfile import RequirementsFileError, RequirementsSet, read_requirements
-from wheelwise.install.variant_requirement import (
+from wheelwise.providers.plugin_runner import PluginAnswer, PluginFailure, parse_answer
+from wheelwise.providers.uv_target import parse_uv_target
+from wheelwise.resolve.reqfile import RequirementsFileError, RequirementsSet, read_requirements
+from wheelwise.resolve.variant_requirement import (
     LabelledRequirement,
     VariantRequirementError,
     split_variant_label,
 )
-from wheelwise.providers.plugin_runner import PluginAnswer, PluginFailure, parse_answer
-from wheelwise.providers.uv_target import parse_uv_target
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_json, loads_toml
 from wheelwise.variants.errors import InvalidMetadata, InvalidSystem
 from wheelwise.variants.markers import parse_marker, parse_requirement

@@ -1,7 +1,7 @@
 """Fuzzing the simple repository page parsers (PEP 503 HTML, PEP 691 JSON).
 
 Whatever an index sends, a page gives a list of files or
-:class:`~wheelwise.index.errors.InvalidPage`, never another exception; a link that
+:class:`~wheelwise.client.errors.InvalidPage`, never another exception; a link that
 is not a URL is skipped with a warning.
 """
 
@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from packaging.utils import canonicalize_name
 
 from fuzzkit import bounded
-from wheelwise.index.errors import InvalidPage
-from wheelwise.index.page_files import PageFiles
-from wheelwise.index.simple_parse import (
-    IndexFile,
+from wheelwise.client.errors import InvalidPage
+from wheelwise.client.index_file import IndexFile
+from wheelwise.client.page_files import PageFiles
+from wheelwise.client.simple_parse import (
     parse_html_page,
     parse_json_page,
     parse_page,

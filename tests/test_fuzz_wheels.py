@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from fuzzkit import bounded, damaged
 from indexkit import demo_sdist
 from wheelfactory import make_wheel, variant_doc
-from wheelwise.index.distfiles import core_fields, read_dist
-from wheelwise.index.errors import IndexBuildError
-from wheelwise.index.filecheck import UnsafeFile, check_sdist
-from wheelwise.index.static import check_base_url
+from wheelwise.publish.distfiles import core_fields, read_dist
+from wheelwise.publish.errors import IndexBuildError
+from wheelwise.publish.filecheck import UnsafeFile, check_sdist
+from wheelwise.publish.static import check_base_url
 from wheelwise.variants.errors import InvalidWheelFilename
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive

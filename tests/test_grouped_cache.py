@@ -1,4 +1,4 @@
-"""Big JSON pages kept grouped by version (wheelwise.index.grouped_cache): an
+"""Big JSON pages kept grouped by version (wheelwise.client.grouped_cache): an
 unchanged page is not read again, and a damaged copy never changes what is read."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from wheelwise.index import simple_parse
-from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy
-from wheelwise.index.errors import InvalidPage
-from wheelwise.index.grouped_cache import MIN_BODY, GroupedPages
-from wheelwise.index.http_cache import body_stamp
-from wheelwise.index.simple_parse import parse_json_page
+from wheelwise.cache.http_cache import body_stamp
+from wheelwise.client import simple_parse
+from wheelwise.client.errors import InvalidPage
+from wheelwise.client.grouped_cache import MIN_BODY, GroupedPages
+from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy
+from wheelwise.client.simple_parse import parse_json_page
 
 URL = "https://example.test/simple/big/"
 VERSIONS = 1500

@@ -26,7 +26,7 @@ from variantkit import (
     write_site,
 )
 from wheelfactory import make_wheel
-from wheelwise.index.server import create_app
+from wheelwise.publish.server import create_app
 from zipcraft import garble_member, patch_member
 
 VARIANT_JSON = f"{PROJECT}-1.0.dist-info/variant.json"

@@ -32,7 +32,7 @@ from indexkit import (
     uvicorn_thread,
 )
 from wheelfactory import variant_doc
-from wheelwise.index.client import (
+from wheelwise.client.index_client import (
     PAGE_ACCEPT,
     HashMismatch,
     IndexClient,
@@ -45,10 +45,10 @@ from wheelwise.index.client import (
     find_candidates,
     first_viable_source,
 )
-from wheelwise.index.server import create_app
-from wheelwise.index.simple_parse import parse_html_page, parse_json_page
-from wheelwise.index.static import build_site
-from wheelwise.index.tls import client_tls_context
+from wheelwise.client.simple_parse import parse_html_page, parse_json_page
+from wheelwise.client.tls import client_tls_context
+from wheelwise.publish.server import create_app
+from wheelwise.publish.static import build_site
 from wheelwise.variants.metadata import VariantMetadata
 
 Scope = dict[str, Any]

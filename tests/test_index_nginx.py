@@ -22,8 +22,8 @@ from indexkit import (
     running,
 )
 from installkit import installed_build, make_venv, site_packages
-from wheelwise.index.negotiation import JSON_V1
-from wheelwise.index.static import STATE_FILE, build_site
+from wheelwise.publish.negotiation import JSON_V1
+from wheelwise.publish.static import STATE_FILE, build_site
 
 # The README's snippet, inside a minimal nginx.conf whose every path is in tmp.
 CONFIG = """\

@@ -31,8 +31,8 @@ from indexkit import (
     wheelwise_serve,
 )
 from installkit import installed_build, make_venv, site_packages
-from wheelwise.index.negotiation import JSON_V1
-from wheelwise.index.static import build_site
+from wheelwise.publish.negotiation import JSON_V1
+from wheelwise.publish.static import build_site
 
 TOKEN = "peer-token"
 VARIANT_WHEELS = {

@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from indexkit import demo_folder, demo_sdist, demo_wheel, demo_wheels, parse_anchors, uvicorn_thread
-from wheelwise.index.http import ByteRange, none_match, parse_range
-from wheelwise.index.negotiation import HTML_V1, JSON_V1, TEXT_HTML, choose
-from wheelwise.index.server import create_app
-from wheelwise.index.static import build_site
+from wheelwise.publish.http import ByteRange, none_match, parse_range
+from wheelwise.publish.negotiation import HTML_V1, JSON_V1, TEXT_HTML, choose
+from wheelwise.publish.server import create_app
+from wheelwise.publish.static import build_site
 
 PIP_ACCEPT = (
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, "

@@ -23,9 +23,9 @@ from indexkit import (
 )
 from wheelwise import forked_map
 from wheelwise.cli.app import cli
-from wheelwise.index import distfiles, static, swap
-from wheelwise.index.errors import IndexBuildError
-from wheelwise.index.static import STATE_FILE, build_site
+from wheelwise.publish import distfiles, static, swap
+from wheelwise.publish.errors import IndexBuildError
+from wheelwise.publish.static import STATE_FILE, build_site
 from wheelwise.userfiles import read_regular_exactly
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
@@ -806,7 +806,7 @@ def test_symlinks_inside_the_folder_are_followed(wheels: Path, tmp_path: Path) -
 def test_an_sdist_that_inflates_too_far_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wheelwise.index import filecheck
+    from wheelwise.publish import filecheck
 
     monkeypatch.setattr(filecheck, "SDIST_FLOOR_BYTES", 256 << 10)
     wheels = tmp_path / "wheels"

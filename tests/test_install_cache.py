@@ -1,6 +1,6 @@
 """A warm ``wheelwise install`` reuses what it fetched: wheels and PEP 658 metadata
-kept by hash (wheelwise.install.wheel_cache), pages kept by URL and fresh for their
-``max-age`` (wheelwise.index.http_cache).
+kept by hash (wheelwise.cache.wheel_cache), pages kept by URL and fresh for their
+``max-age`` (wheelwise.cache.http_cache).
 
 One threaded ``http.server`` on 127.0.0.1 serves a PEP 691 site and logs every
 request (path, status, whether it was conditional); it can lie about a file (serve
@@ -30,13 +30,13 @@ from hypothesis import strategies as st
 from installkit import WHEEL, make_venv
 from variantkit import system_file, vpkg_wheel, wheelwise
 from wheelfactory import make_wheel
+from wheelwise.cache.http_cache import CachedResponse, HttpCache, body_stamp, freshness
+from wheelwise.cache.wheel_cache import ContentStore, content_key
 from wheelwise.cli.inputs import load_system
-from wheelwise.index.client import PAGE_ACCEPT, IndexClient, IndexSource, RetryPolicy
-from wheelwise.index.errors import HashMismatch
-from wheelwise.index.http_cache import CachedResponse, HttpCache, body_stamp, freshness
-from wheelwise.install.errors import DownloadError
+from wheelwise.client.errors import HashMismatch
+from wheelwise.client.index_client import PAGE_ACCEPT, IndexClient, IndexSource, RetryPolicy
 from wheelwise.install.plan import InstallOptions, run_install
-from wheelwise.install.wheel_cache import ContentStore, content_key
+from wheelwise.models.errors import DownloadError
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 
@@ -337,7 +337,7 @@ def test_a_run_served_from_the_cache_never_loads_the_http_client(
     site: tuple[Site, str], tmp_path: Path, refresh: bool
 ) -> None:
     """Every page fresh and every wheel cached: no request, so the HTTP client (and
-    httpx with it) is never made (wheelwise.index.lazy_http); ``--refresh`` asks."""
+    httpx with it) is never made (wheelwise.client.lazy_http); ``--refresh`` asks."""
     served, index = site
     served.page_headers = {"Cache-Control": "max-age=600, public"}
     install(tmp_path, index, "one")

@@ -29,11 +29,11 @@ from variantkit import (
     wheelwise,
     write_site,
 )
+from wheelwise.fetch.download import DownloadItem
 from wheelwise.install import plan
-from wheelwise.install.download import DownloadItem
-from wheelwise.install.errors import VariantMismatch
-from wheelwise.install.lookahead import Lookahead
 from wheelwise.install.plan import InstallOptions, run_install
+from wheelwise.models.errors import VariantMismatch
+from wheelwise.resolve.lookahead import Lookahead
 from wheelwise.variants.supported import SupportedProperties
 from wheelwise.wheels.archive import InMemoryWheel
 

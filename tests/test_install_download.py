@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from wheelwise.install import DownloadError, DownloadItem, download_all, download_wheels
-from wheelwise.install.download import Fetcher
-from wheelwise.install.wheel_cache import ContentStore
+from wheelwise.cache.wheel_cache import ContentStore
+from wheelwise.fetch.download import DownloadItem, Fetcher, download_all, download_wheels
+from wheelwise.models.errors import DownloadError
 from wheelwise.wheels.archive import InMemoryWheel
 
 FILES = {f"pkg{i}-1.0-py3-none-any.whl": bytes([i]) * (100_000 + i) for i in range(5)}

@@ -27,7 +27,7 @@ from indexkit import demo_wheel, http_server, uvicorn_thread, wheelwise_serve
 from installkit import installed_build, make_venv, pip, run_python
 from variantkit import wheelwise
 from wheelwise import __version__ as wheelwise_version
-from wheelwise.index.static import build_site
+from wheelwise.publish.static import build_site
 
 
 @pytest.fixture(scope="module")

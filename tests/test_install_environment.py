@@ -13,8 +13,8 @@ from packaging import tags
 from packaging.markers import default_environment
 
 from installkit import make_venv, run_python
-from wheelwise.install import EnvironmentQueryError, TargetEnvironment
-from wheelwise.install.environment import QUERY_SCRIPT, compute_tags
+from wheelwise.environment.interpreter import QUERY_SCRIPT, TargetEnvironment, compute_tags
+from wheelwise.models.errors import EnvironmentQueryError
 
 
 def _query(python: Path | str) -> dict[str, Any]:
@@ -182,7 +182,7 @@ def test_the_query_can_start_before_the_installer_loads() -> None:
     module must not pull in the HTTP client, the resolver or the unpacker."""
     code = (
         "import sys\n"
-        "import wheelwise.cli.install_cmd, wheelwise.install.environment\n"
+        "import wheelwise.cli.install_cmd, wheelwise.environment.interpreter\n"
         "heavy = {'httpx', 'resolvelib', 'installer', 'filelock', 'wheelwise.install.plan'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )

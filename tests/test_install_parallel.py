@@ -20,14 +20,12 @@ import pytest
 
 from installkit import WHEEL, make_venv, run_python, simple_wheel, tree_hash
 from wheelfactory import make_wheel
-from wheelwise.install import (
-    InstallError,
-    TargetEnvironment,
-    install_wheels,
-    list_installed,
-    parallel,
-)
+from wheelwise.environment.installed import list_installed
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.install import parallel
+from wheelwise.install.transaction import install_wheels
 from wheelwise.install.unpack import Journal
+from wheelwise.models.errors import InstallError
 from wheelwise.wheels.archive import InMemoryWheel
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
@@ -237,7 +235,9 @@ _INTERRUPTED_INSTALL = """
 import pathlib, signal, sys, time
 # Ctrl-C raises here even when the tests run where it is ignored (a background job).
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from wheelwise.install import TargetEnvironment, install_wheels, parallel, transaction
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.install.transaction import install_wheels
+from wheelwise.install import parallel, transaction
 parallel.STRATEGY = sys.argv[1]
 parallel.cores = lambda: 2
 marker = pathlib.Path(sys.argv[2])

@@ -14,12 +14,12 @@ from packaging.utils import canonicalize_name
 
 from indexkit import demo_wheel
 from wheelfactory import make_wheel, variant_doc
-from wheelwise.index.client import IndexClient, IndexSource
-from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
-from wheelwise.install.errors import ExternallyManagedError
-from wheelwise.install.finder import IndexFinder, requires_dist
+from wheelwise.client.index_client import IndexClient, IndexSource
+from wheelwise.environment.interpreter import PendingEnvironment, TargetEnvironment
 from wheelwise.install.plan import InstallOptions, metadata_json, run_install
-from wheelwise.install.reqfile import RequirementsFileError, read_requirements
+from wheelwise.models.errors import ExternallyManagedError
+from wheelwise.resolve.finder import IndexFinder, requires_dist
+from wheelwise.resolve.reqfile import RequirementsFileError, read_requirements
 
 TAGS = [Tag("py3", "none", "any")]
 
@@ -163,9 +163,9 @@ import sys
 from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 import wheelwise.cli.install_cmd, wheelwise.install.plan
-from wheelwise.index.client import IndexClient, IndexSource
-from wheelwise.install.finder import IndexFinder
-from wheelwise.install.selection import TargetSpec, select_wheel
+from wheelwise.client.index_client import IndexClient, IndexSource
+from wheelwise.resolve.finder import IndexFinder
+from wheelwise.resolve.selection import TargetSpec, select_wheel
 from wheelwise.variants.supported import SupportedProperties
 
 variant_modules = {VARIANT_MODULES!r}
@@ -220,7 +220,7 @@ def test_a_weak_hash_is_checked_but_not_trusted_on_any_download_path(
     from indexkit import http_server
     from installkit import make_venv
     from wheelwise.install import plan
-    from wheelwise.install.errors import DownloadError
+    from wheelwise.models.errors import DownloadError
 
     monkeypatch.setenv("NO_PROXY", "*")
     if not in_memory:  # nothing downloaded early: the resolver reads the wheel itself

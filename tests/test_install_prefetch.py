@@ -1,5 +1,5 @@
-"""What is fetched ahead of the resolver (wheelwise.install.prefetch and
-wheelwise.install.lookahead), against a real index server on 127.0.0.1: asserted by
+"""What is fetched ahead of the resolver (wheelwise.resolve.prefetch and
+wheelwise.resolve.lookahead), against a real index server on 127.0.0.1: asserted by
 the requests the server saw and what got installed."""
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from packaging.utils import canonicalize_name
 from indexkit import demo_wheels, free_port, uvicorn_thread
 from installkit import make_venv
 from wheelfactory import make_wheel
-from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy, SourceError
-from wheelwise.index.server import create_app
-from wheelwise.install import lookahead as lookahead_module
-from wheelwise.install.download import Fetcher
+from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy, SourceError
+from wheelwise.fetch.download import Fetcher
 from wheelwise.install.fetch import Verifier
-from wheelwise.install.finder import IndexFinder, link_of
-from wheelwise.install.lookahead import WARM_FILES, Lookahead, item_of
 from wheelwise.install.plan import InstallOptions, InstallOutcome, run_install
-from wheelwise.install.prefetch import ListingPrefetcher
+from wheelwise.publish.server import create_app
+from wheelwise.resolve import lookahead as lookahead_module
+from wheelwise.resolve.finder import IndexFinder, link_of
+from wheelwise.resolve.lookahead import WARM_FILES, Lookahead, item_of
+from wheelwise.resolve.prefetch import ListingPrefetcher
 
 
 class _Counter:

@@ -29,7 +29,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from installkit import LOCK_NAME, alpha_wheel, make_venv, run_python, simple_wheel, tree_hash
-from wheelwise.install import InstallError, TargetEnvironment, install_wheels
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.install.transaction import install_wheels
+from wheelwise.models.errors import InstallError
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and venv layout")
 
@@ -313,7 +315,7 @@ def test_no_writable_place_for_the_lock_is_one_clear_error(
 
 
 def test_a_journal_naming_paths_outside_the_environment_touches_none(tmp_path: Path) -> None:
-    from wheelwise.install import recover
+    from wheelwise.install.transaction import recover
 
     env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
     outside = tmp_path / "outside.txt"
@@ -333,7 +335,7 @@ def test_a_journal_naming_paths_outside_the_environment_touches_none(tmp_path: P
 def test_a_file_older_than_the_journal_is_never_removed_as_created(tmp_path: Path) -> None:
     """A kill between the intent to create a file and finding that it already
     exists leaves an intent without its ``skip``: the file predates the run."""
-    from wheelwise.install import recover
+    from wheelwise.install.transaction import recover
 
     env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
     old, new = env.purelib / "clash.py", env.purelib / "made.py"
@@ -350,7 +352,7 @@ def test_a_file_older_than_the_journal_is_never_removed_as_created(tmp_path: Pat
 
 
 def test_list_warns_of_an_interrupted_run_until_it_is_recovered(tmp_path: Path) -> None:
-    from wheelwise.install import recover
+    from wheelwise.install.transaction import recover
 
     python = make_venv(tmp_path / "venv")
     env = TargetEnvironment.from_python(python)

@@ -13,8 +13,10 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from paths import DATA
-from wheelwise.install.candidates import Release, ReleaseFiles, WheelFile
-from wheelwise.install.resolve import (
+from wheelwise.providers.base import Environment
+from wheelwise.providers.detect import detect
+from wheelwise.resolve.candidates import Release, ReleaseFiles, WheelFile
+from wheelwise.resolve.resolver import (
     NoCompatibleWheel,
     PackageNotFound,
     Resolution,
@@ -23,8 +25,6 @@ from wheelwise.install.resolve import (
     VariantChoiceError,
     resolve,
 )
-from wheelwise.providers.base import Environment
-from wheelwise.providers.detect import detect
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.supported import SupportedProperties

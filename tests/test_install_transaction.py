@@ -18,19 +18,12 @@ import filelock
 import pytest
 
 from installkit import LOCK_NAME, alpha_wheel, make_venv, pip, run_python, simple_wheel, tree_hash
-from wheelwise.install import (
-    ExternallyManagedError,
-    InstallError,
-    LockTimeoutError,
-    TargetEnvironment,
-    install_wheels,
-    list_installed,
-    parallel,
-    uninstall,
-    unpack,
-    verify_wheel,
-)
-from wheelwise.install.environment import QUERY_SCRIPT
+from wheelwise.environment.installed import list_installed
+from wheelwise.environment.interpreter import QUERY_SCRIPT, TargetEnvironment
+from wheelwise.fetch.verify import verify_wheel
+from wheelwise.install import parallel, unpack
+from wheelwise.install.transaction import install_wheels, uninstall
+from wheelwise.models.errors import ExternallyManagedError, InstallError, LockTimeoutError
 from wheelwise.wheels.archive import InMemoryWheel
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
@@ -392,7 +385,7 @@ def test_ctrl_c_while_deleting_backups_says_the_change_was_made(
 ) -> None:
     """Too late to undo: the upgrade is complete and the backups are gone, and the
     interrupt is reported (not ignored) with what was changed."""
-    from wheelwise.install import InterruptedAfterCommit
+    from wheelwise.install.transaction import InterruptedAfterCommit
 
     install_wheels(env, [alpha_wheel(wheels, "1.0")])
     backups = _ctrl_c_during_commit(monkeypatch)

@@ -20,8 +20,8 @@ from variantkit import (
     vpkg_wheel,
     write_site,
 )
-from wheelwise.install.reqfile import RequirementsFileError, read_requirements
-from wheelwise.install.variant_requirement import (
+from wheelwise.resolve.reqfile import RequirementsFileError, read_requirements
+from wheelwise.resolve.variant_requirement import (
     LabelledRequirement,
     VariantRequirementError,
     apply_variant_labels,

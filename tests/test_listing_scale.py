@@ -19,9 +19,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.tags import sys_tags
 from packaging.version import Version
 
-from wheelwise.index.client import IndexClient, IndexSource
-from wheelwise.install.finder import IndexFinder
-from wheelwise.install.resolve import resolve
+from wheelwise.client.index_client import IndexClient, IndexSource
+from wheelwise.resolve.finder import IndexFinder
+from wheelwise.resolve.resolver import resolve
 from wheelwise.variants.supported import SupportedProperties
 
 VERSIONS = 5000
@@ -151,7 +151,7 @@ class _Releases:
     one of them (boto3 and botocore)."""
 
     def __init__(self, deps: int, apps: int) -> None:
-        from wheelwise.install.candidates import Release, WheelFile
+        from wheelwise.resolve.candidates import Release, WheelFile
 
         self.releases: dict[str, list[Release]] = {"dep": [], "app": []}
         self.requires: dict[str, list[str]] = {}

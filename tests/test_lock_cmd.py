@@ -37,8 +37,7 @@ from paths import DRAFT_VARIANT_SCHEMA
 from test_install_resolve import Index
 from test_network_faults import serving
 from variantkit import vpkg_wheel, wheelwise
-from wheelwise.install.resolve import NoCompatibleWheel, resolve
-from wheelwise.install.targets import (
+from wheelwise.environment.targets import (
     TargetError,
     lock_targets,
     parse_platform,
@@ -46,6 +45,7 @@ from wheelwise.install.targets import (
     synthetic_target,
 )
 from wheelwise.lock import PyLock, read_pylock
+from wheelwise.resolve.resolver import NoCompatibleWheel, resolve
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.supported import SupportedProperties
 

@@ -358,9 +358,9 @@ def test_sync_removes_what_the_lock_does_not_select(house: House, tmp_path: Path
 def test_sync_keeps_the_installer_it_runs_in() -> None:
     """Syncing the environment wheelwise runs in keeps wheelwise and what it needs
     (and pip), unless the lock lists them; in another environment only pip is kept."""
-    from wheelwise.install.environment import TargetEnvironment
+    from wheelwise.environment.installed import InstalledDist
+    from wheelwise.environment.interpreter import TargetEnvironment
     from wheelwise.install.from_lock import _removals
-    from wheelwise.install.transaction import InstalledDist
 
     here = TargetEnvironment.current()
     found = {n: InstalledDist(n, "1.0", None, None, Path(n)) for n in ("alpha", "click", "pip")}

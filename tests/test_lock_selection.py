@@ -1,4 +1,4 @@
-"""Choosing what a lock installs, offline (``install.lock_selection``): entries by
+"""Choosing what a lock installs, offline (``resolve.lock_selection``): entries by
 marker, wheels by tags and variant ranking, and variant-gated packages settled from
 the selected wheels' own ``Requires-Dist``; METADATA is handed in from memory."""
 
@@ -14,15 +14,15 @@ from hypothesis import strategies as st
 from packaging.tags import Tag
 
 from fuzzkit import bounded
-from wheelwise.install.lock_selection import (
+from wheelwise.lock import LockError, Package, PyLock, VariantsJson, Wheel, is_lock_file_name
+from wheelwise.resolve.lock_selection import (
     LockedChoice,
     LockSelection,
     LockTarget,
     select_from_lock,
     variant_group,
 )
-from wheelwise.install.selection import TargetSpec
-from wheelwise.lock import LockError, Package, PyLock, VariantsJson, Wheel, is_lock_file_name
+from wheelwise.resolve.selection import TargetSpec
 from wheelwise.variants import PEP825_SCHEMA_URL
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.supported import SupportedProperties

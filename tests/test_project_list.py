@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wheelwise.index.errors import InvalidPage
-from wheelwise.index.project_list import read_project_names
+from wheelwise.client.errors import InvalidPage
+from wheelwise.client.project_list import read_project_names
 
 URL = "http://index.example/simple/"
 JSON = "application/vnd.pypi.simple.v1+json"

@@ -16,8 +16,8 @@ from jsonschema import Draft202012Validator
 from indexkit import demo_wheels, uvicorn_thread
 from paths import DATA
 from wheelfactory import make_wheel
-from wheelwise.index.server import create_app
-from wheelwise.index.static import build_site
+from wheelwise.publish.server import create_app
+from wheelwise.publish.static import build_site
 from wheelwise.variants.merging import merge
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.ordering import rank_variants

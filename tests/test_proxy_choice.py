@@ -10,7 +10,7 @@ import pytest
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from wheelwise.index.client import IndexFile, IndexSource, ProjectListing
+from wheelwise.client.index_client import IndexFile, IndexSource, ProjectListing
 from wheelwise.proxy.choice import Omitted, Passthrough, ProjectView, Rewrite, decide
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.supported import SupportedProperties

@@ -12,8 +12,8 @@ from gpuhouse import demo_house
 from indexkit import uvicorn_thread
 from variantkit import wheelwise
 from wheelwise.cli.proxy_cmd import parse_size
-from wheelwise.index.static import build_site
 from wheelwise.proxy.run import ProxyOptions, build_app
+from wheelwise.publish.static import build_site
 from wheelwise.variants.supported import SupportedProperties
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"

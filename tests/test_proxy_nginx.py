@@ -27,7 +27,7 @@ from indexkit import free_port, install, running, uvicorn_thread
 from installkit import make_venv
 from proxykit import JSON_PAGE, build_of, installed, page, proxy_process
 from test_index_nginx import nginx_executable
-from wheelwise.index.server import create_app as index_app
+from wheelwise.publish.server import create_app as index_app
 
 pytest_plugins = ["proxykit"]
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from fuzzkit import bounded, damaged
 from wheelfactory import make_wheel, variant_doc
-from wheelwise.index import distfiles
-from wheelwise.index.distfiles import read_dist
+from wheelwise.publish import distfiles
+from wheelwise.publish.distfiles import read_dist
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.quick_read import SmallMembers, read_small_members

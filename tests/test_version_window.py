@@ -1,4 +1,4 @@
-"""The window of releases a set of ranges can match (wheelwise.install.version_window):
+"""The window of releases a set of ranges can match (wheelwise.resolve.version_window):
 never too narrow, and narrow where the ranges bound it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from fuzzkit import bounded
-from wheelwise.install.version_window import window
+from wheelwise.resolve.version_window import window
 
 FUZZ = bounded(300)
 

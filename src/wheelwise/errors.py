@@ -1,7 +1,7 @@
 """The root of every error wheelwise raises on purpose.
 
 Each layer has its own root (:class:`~wheelwise.wheels.errors.WheelError`,
-:class:`~wheelwise.install.errors.InstallError`, ...), and each of those is a
+:class:`~wheelwise.models.errors.InstallError`, ...), and each of those is a
 :class:`WheelwiseError`, so a caller of the library (and the command line) can
 tell "wheelwise refused or failed, and ``str()`` says why in one line" from a bug,
 with one ``except``. Layers keep their other bases (``ValueError``, ``OSError``)

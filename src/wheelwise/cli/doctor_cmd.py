@@ -51,7 +51,7 @@ def doctor(
     from wheelwise.doctor import DoctorContext, MachineRoots, diagnose
     from wheelwise.doctor.context import probe_timeout
     from wheelwise.doctor.probes import PROBES
-    from wheelwise.install.environment import TargetEnvironment
+    from wheelwise.environment.interpreter import TargetEnvironment
 
     environ = dict(os.environ)
     try:
@@ -59,7 +59,7 @@ def doctor(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     from wheelwise.cli.errors import InputError
-    from wheelwise.install.errors import EnvironmentQueryError
+    from wheelwise.models.errors import EnvironmentQueryError
 
     try:
         target = TargetEnvironment.from_python(python) if python else TargetEnvironment.current()

@@ -33,8 +33,8 @@ def index() -> None:
 @input_errors
 def build(wheel_dir: Path, site: Path, base_url: str | None) -> None:
     """Build a static index of the wheels and sdists in WHEEL_DIR."""
-    from wheelwise.index.errors import IndexBuildError
-    from wheelwise.index.static import build_site, check_base_url
+    from wheelwise.publish.errors import IndexBuildError
+    from wheelwise.publish.static import build_site, check_base_url
 
     try:
         if base_url is not None:
@@ -65,7 +65,7 @@ def build(wheel_dir: Path, site: Path, base_url: str | None) -> None:
 def serve(directory: Path, host: str, port: int, upload_token: str | None) -> None:
     """Serve DIRECTORY's wheels as a live index (rescanned when it changes)."""
     try:
-        from wheelwise.index.server import serve as run_server
+        from wheelwise.publish.server import serve as run_server
     except ImportError as exc:
         raise InputError(
             f"the server needs the 'serve' extra ({exc.name} is missing): "

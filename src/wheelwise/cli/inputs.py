@@ -16,7 +16,7 @@ from wheelwise.variants.supported import SupportedProperties
 JSON_LEADING_BYTES = b" \t\r\n\xef\xbb\xbf"
 
 if TYPE_CHECKING:  # `install` reads no variant metadata file: it loads this when needed
-    from wheelwise.install.reqfile import RequirementsSet
+    from wheelwise.resolve.reqfile import RequirementsSet
     from wheelwise.variants.metadata import VariantMetadata
 
 
@@ -77,7 +77,7 @@ def read_requirement_files(
     requirement_files: Iterable[Path], constraint_files: Iterable[Path]
 ) -> RequirementsSet:
     """What ``-r FILE`` and ``-c FILE`` give, in the order named."""
-    from wheelwise.install.reqfile import RequirementsSet, read_requirements
+    from wheelwise.resolve.reqfile import RequirementsSet, read_requirements
 
     files = RequirementsSet()
     for path in requirement_files:

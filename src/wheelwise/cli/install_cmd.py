@@ -15,18 +15,19 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.options import REFRESH_HELP, network_options, provider_options, source_options
-from wheelwise.index.errors import SourceError
-from wheelwise.install.defaults import DEFAULT_INDEX_URL
-from wheelwise.install.errors import InstallError
-from wheelwise.install.reqfile import RequirementsFileError
-from wheelwise.install.variant_requirement import VariantRequirementError
+from wheelwise.client.defaults import DEFAULT_INDEX_URL
+from wheelwise.client.errors import SourceError
+from wheelwise.models.errors import InstallError
+from wheelwise.resolve.reqfile import RequirementsFileError
+from wheelwise.resolve.variant_requirement import VariantRequirementError
 
 # The installer's modules load inside the commands: `install` first starts querying
 # the target interpreter, which answers while they load.
 if TYPE_CHECKING:
-    from wheelwise.install.environment import PendingEnvironment
+    from wheelwise.environment.installed import InstalledDist
+    from wheelwise.environment.interpreter import PendingEnvironment
     from wheelwise.install.plan import InstallOptions, InstallOutcome, PlannedPackage
-    from wheelwise.install.transaction import InstalledDist, InterruptedAfterCommit
+    from wheelwise.install.transaction import InterruptedAfterCommit
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -70,8 +71,8 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
         except SourceError as exc:
             raise InputError(exc.message) from None
         except Exception as exc:
-            from wheelwise.install.errors import ResolveError
             from wheelwise.lock.errors import LockError
+            from wheelwise.models.errors import ResolveError
 
             if isinstance(exc, ResolveError | LockError):
                 raise InputError(str(exc)) from None
@@ -206,7 +207,7 @@ class TargetArgs:
 
     def query(self) -> PendingEnvironment:
         """The target interpreter's query, started (see TargetEnvironment.start_query)."""
-        from wheelwise.install.environment import TargetEnvironment
+        from wheelwise.environment.interpreter import TargetEnvironment
 
         return TargetEnvironment.start_query(self.python or sys.executable)
 
@@ -356,8 +357,6 @@ def install(
 
         base = target.install_options()
         if lock is not None:
-            from wheelwise.cli.sync_cmd import install_lock
-
             install_lock(lock, query, target, sync=False)
             return
         from wheelwise.cli.inputs import read_requirement_files
@@ -435,7 +434,7 @@ def show_outcome(
 
 
 def _why(planned: PlannedPackage) -> str:
-    from wheelwise.install.finder import source_label
+    from wheelwise.resolve.finder import source_label
 
     package = planned.package
     parts = []
@@ -451,7 +450,7 @@ def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from wheelwise.install.finder import source_label
+    from wheelwise.resolve.finder import source_label
 
     stream = sys.stderr if to_stderr else sys.stdout
     console = (
@@ -483,7 +482,7 @@ def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
 
 
 def _environment(python: str | None) -> Any:
-    from wheelwise.install.environment import TargetEnvironment
+    from wheelwise.environment.interpreter import TargetEnvironment
 
     return TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
 
@@ -495,8 +494,8 @@ def _environment(python: str | None) -> Any:
 @install_errors
 def list_cmd(python: str | None, as_json: bool) -> None:
     """List installed distributions with their variant label."""
+    from wheelwise.environment.installed import list_installed
     from wheelwise.install.journal import pending
-    from wheelwise.install.transaction import list_installed
 
     env = _environment(python)
     if pending(env.prefix):  # listing takes no lock, so it does not recover
@@ -569,3 +568,24 @@ def recover(python: str | None) -> None:
         click.echo(recovered.describe())
     if not found:
         click.echo(f"nothing to recover in {env.purelib}")
+
+
+def install_lock(path: Path, query: PendingEnvironment, target: TargetArgs, *, sync: bool) -> None:
+    """Install the lock file *path* into the environment *query* is about (with
+    *sync*, also remove what it does not select), and say what was done."""
+    from dataclasses import replace
+
+    from wheelwise.cli.inputs import read_bytes
+    from wheelwise.install.from_lock import run_lock_install
+    from wheelwise.lock import read_pylock
+
+    lock = read_pylock(read_bytes(path, "lock file"), source=str(path))
+    options = target.install_options()
+    if interactive(target.quiet) and not target.dry_run:
+        with RichProgress() as bar:
+            done = run_lock_install(lock, path, replace(options, progress=bar), query, sync=sync)
+    else:
+        done = run_lock_install(lock, path, options, query, sync=sync)
+    show_outcome(
+        done.outcome, quiet=target.quiet, report_file=target.report_file, removals=done.removals
+    )

@@ -15,15 +15,15 @@ from wheelwise.atomic_file import replace_with
 from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.inputs import read_bytes, read_requirement_files
 from wheelwise.cli.options import network_options, source_options
-from wheelwise.index.errors import SourceError
-from wheelwise.install.defaults import DEFAULT_INDEX_URL
-from wheelwise.install.errors import InstallError
-from wheelwise.install.reqfile import RequirementsFileError
-from wheelwise.install.variant_requirement import VariantRequirementError
+from wheelwise.client.defaults import DEFAULT_INDEX_URL
+from wheelwise.client.errors import SourceError
 from wheelwise.lock.errors import LockError
+from wheelwise.models.errors import InstallError
+from wheelwise.resolve.reqfile import RequirementsFileError
+from wheelwise.resolve.variant_requirement import VariantRequirementError
 
 if TYPE_CHECKING:
-    from wheelwise.install.targets import LockEnvironment, Platform
+    from wheelwise.environment.targets import LockEnvironment, Platform
     from wheelwise.lock import PyLock
 
 _P = ParamSpec("_P")
@@ -38,8 +38,8 @@ def lock_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
 
     @functools.wraps(func)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        from wheelwise.install.errors import ResolveError
-        from wheelwise.install.targets import TargetError
+        from wheelwise.environment.targets import TargetError
+        from wheelwise.models.errors import ResolveError
 
         try:
             return func(*args, **kwargs)
@@ -139,9 +139,9 @@ def lock(
     refresh: bool,
 ) -> None:
     """Lock requirements into a pylock.toml (PEP 751) that lists every wheel variant."""
+    from wheelwise.environment.targets import parse_platform, parse_python_version
     from wheelwise.install.locking import locked_versions, run_lock
     from wheelwise.install.plan import InstallOptions
-    from wheelwise.install.targets import parse_platform, parse_python_version
     from wheelwise.lock import read_pylock, write_pylock
 
     files = read_requirement_files(requirement_files, constraint_files)
@@ -203,8 +203,8 @@ def lock(
 def _targets(
     python_versions: list[str], platforms: list[Platform], python: str | None
 ) -> list[LockEnvironment]:
-    from wheelwise.install.environment import TargetEnvironment
-    from wheelwise.install.targets import lock_targets
+    from wheelwise.environment.interpreter import TargetEnvironment
+    from wheelwise.environment.targets import lock_targets
 
     base = None
     if not (python_versions and platforms):  # the interpreter gives what is left out

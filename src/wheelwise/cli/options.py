@@ -59,7 +59,7 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
     and ``-f``: what to install or lock, and where from."""
     from pathlib import Path
 
-    from wheelwise.install.defaults import DEFAULT_INDEX_URL
+    from wheelwise.client.defaults import DEFAULT_INDEX_URL
 
     def decorate(func: _F) -> _F:
         func = click.option(
@@ -100,7 +100,7 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
 
 def request_deadline_option(help_text: str) -> Callable[[_F], _F]:
     """``--request-deadline SECONDS`` (also ``$WHEELWISE_REQUEST_DEADLINE``)."""
-    from wheelwise.index.bounded import DEFAULT_DEADLINE
+    from wheelwise.client.bounded import DEFAULT_DEADLINE
 
     return click.option(
         "--request-deadline",

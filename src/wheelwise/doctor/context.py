@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from wheelwise.install.environment import TargetEnvironment
+    from wheelwise.environment.interpreter import TargetEnvironment
     from wheelwise.providers.detect import Detection
     from wheelwise.variants.supported import SupportedProperties
 

@@ -13,7 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelwise.doctor.installed_dists import installed_dists
-from wheelwise.install.environment import TargetEnvironment
+from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.untrusted_json import loads_json
 from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from wheelwise.install.environment import TargetEnvironment
-    from wheelwise.install.selection import Selection, Unavailable
+    from wheelwise.environment.interpreter import TargetEnvironment
+    from wheelwise.resolve.selection import Selection, Unavailable
     from wheelwise.variants.metadata import VariantMetadata
     from wheelwise.variants.supported import SupportedProperties
 
@@ -92,9 +92,9 @@ def _ask(choices: IndexChoices, question: _Question) -> None:
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
-    from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy
-    from wheelwise.install.finder import IndexFinder
-    from wheelwise.install.selection import TargetSpec, select_wheel
+    from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy
+    from wheelwise.resolve.finder import IndexFinder
+    from wheelwise.resolve.selection import TargetSpec, select_wheel
 
     started, budget, target = time.monotonic(), question.budget, question.target
     preferred = {}
@@ -137,7 +137,7 @@ def _ask(choices: IndexChoices, question: _Question) -> None:
 
 
 def _reason(exc: Exception) -> str:
-    from wheelwise.index.errors import SourceError
+    from wheelwise.client.errors import SourceError
 
     if isinstance(exc, SourceError):
         return exc.message  # says the URL, what happened and what to check

@@ -14,7 +14,7 @@ from wheelwise.doctor.installed_variants import InstalledVariant
 from wheelwise.doctor.variant_machine import ABI_NAMESPACE, MachineForVariant, VariantMachine
 
 if TYPE_CHECKING:
-    from wheelwise.install.selection import Selection, Unavailable
+    from wheelwise.resolve.selection import Selection, Unavailable
 
 __all__ = ["judge_variant"]
 
@@ -136,7 +136,7 @@ def _selection(chosen: Selection | Unavailable | None) -> Selection | None:
     answers only)."""
     if chosen is None:
         return None
-    from wheelwise.install.selection import Selection
+    from wheelwise.resolve.selection import Selection
 
     return chosen if isinstance(chosen, Selection) else None
 

@@ -1,7 +1,8 @@
-"""Installing wheels: verified downloads, the target environment, atomic transactions.
+"""Installing: the orchestration of the stages (resolve, fetch, install; lock and
+install from a lock) and the transaction that changes an environment.
 
 The names below load their module on first use (PEP 562), so that importing one
-submodule (``wheelwise.install.environment``, say) does not import them all: the
+submodule (``wheelwise.environment.interpreter``, say) does not import them all: the
 installer starts querying the target interpreter before its heavier modules load.
 """
 
@@ -11,54 +12,52 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from wheelwise.install.download import (
+    from wheelwise.environment.installed import InstalledDist, list_installed
+    from wheelwise.environment.interpreter import TargetEnvironment
+    from wheelwise.fetch.download import (
         DownloadItem,
         ProgressSink,
         download_all,
         download_wheels,
     )
-    from wheelwise.install.environment import TargetEnvironment
-    from wheelwise.install.errors import (
+    from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
+    from wheelwise.install.journal import Recovered
+    from wheelwise.install.transaction import (
+        InstallReport,
+        InterruptedAfterCommit,
+        install_wheels,
+        recover,
+        uninstall,
+    )
+    from wheelwise.models.errors import (
         DownloadError,
         EnvironmentQueryError,
         ExternallyManagedError,
         InstallError,
         LockTimeoutError,
     )
-    from wheelwise.install.journal import Recovered
-    from wheelwise.install.transaction import (
-        InstalledDist,
-        InstallReport,
-        InterruptedAfterCommit,
-        VerifiedWheel,
-        install_wheels,
-        list_installed,
-        recover,
-        uninstall,
-        verify_wheel,
-    )
 
 _HOMES = {
-    "DownloadItem": "download",
-    "ProgressSink": "download",
-    "download_all": "download",
-    "download_wheels": "download",
-    "TargetEnvironment": "environment",
-    "DownloadError": "errors",
-    "EnvironmentQueryError": "errors",
-    "ExternallyManagedError": "errors",
-    "InstallError": "errors",
-    "LockTimeoutError": "errors",
-    "Recovered": "journal",
-    "InstalledDist": "transaction",
-    "InstallReport": "transaction",
-    "InterruptedAfterCommit": "transaction",
-    "VerifiedWheel": "transaction",
-    "install_wheels": "transaction",
-    "list_installed": "transaction",
-    "recover": "transaction",
-    "uninstall": "transaction",
-    "verify_wheel": "transaction",
+    "DownloadItem": "wheelwise.fetch.download",
+    "ProgressSink": "wheelwise.fetch.download",
+    "download_all": "wheelwise.fetch.download",
+    "download_wheels": "wheelwise.fetch.download",
+    "TargetEnvironment": "wheelwise.environment.interpreter",
+    "DownloadError": "wheelwise.models.errors",
+    "EnvironmentQueryError": "wheelwise.models.errors",
+    "ExternallyManagedError": "wheelwise.models.errors",
+    "InstallError": "wheelwise.models.errors",
+    "LockTimeoutError": "wheelwise.models.errors",
+    "Recovered": "wheelwise.install.journal",
+    "InstalledDist": "wheelwise.environment.installed",
+    "InstallReport": "wheelwise.install.transaction",
+    "InterruptedAfterCommit": "wheelwise.install.transaction",
+    "VerifiedWheel": "wheelwise.fetch.verify",
+    "install_wheels": "wheelwise.install.transaction",
+    "list_installed": "wheelwise.environment.installed",
+    "recover": "wheelwise.install.transaction",
+    "uninstall": "wheelwise.install.transaction",
+    "verify_wheel": "wheelwise.fetch.verify",
 }
 
 
@@ -66,7 +65,7 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
 

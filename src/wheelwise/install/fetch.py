@@ -1,7 +1,7 @@
 """The second stage of an install: fetch the plan's wheels, and check each.
 
-:func:`fetch` gets every wheel a :class:`~wheelwise.install.decide.Plan` installs
-through the installer's one :class:`~wheelwise.install.download.Fetcher` (its retry
+:func:`fetch` gets every wheel a :class:`~wheelwise.resolve.decide.Plan` installs
+through the installer's one :class:`~wheelwise.fetch.download.Fetcher` (its retry
 policy, its hash policy, its cache, one progress sink), or takes one the decide
 stage fetched ahead by the same fetcher. Each wheel, wherever it came from, is
 opened and checked by the same :class:`Verifier`, then checked against what chose
@@ -15,13 +15,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from wheelwise.install.consistency import check_variant_consistency
-from wheelwise.install.core_metadata import check_core_metadata
-from wheelwise.install.decide import Plan
-from wheelwise.install.download import DownloadItem, Fetcher, ProgressSink
-from wheelwise.install.errors import DownloadError
-from wheelwise.install.lookahead import item_of
-from wheelwise.install.transaction import VerifiedWheel, verify_wheel
+from wheelwise.fetch.consistency import check_variant_consistency
+from wheelwise.fetch.core_metadata import check_core_metadata
+from wheelwise.fetch.download import DownloadItem, Fetcher, ProgressSink
+from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
+from wheelwise.models.errors import DownloadError
+from wheelwise.resolve.decide import Plan
+from wheelwise.resolve.lookahead import item_of
 from wheelwise.wheels.archive import InMemoryWheel
 
 __all__ = ["Verifier", "fetch"]

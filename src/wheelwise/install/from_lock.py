@@ -1,6 +1,6 @@
 """Installing a ``pylock.toml``: ``wheelwise install -r pylock.toml`` and ``wheelwise sync``.
 
-Nothing is resolved and no index page is fetched: :mod:`wheelwise.install.lock_selection`
+Nothing is resolved and no index page is fetched: :mod:`wheelwise.resolve.lock_selection`
 chooses each package's wheel among those the lock lists, for the target (``--python``)
 and the machine (``--system`` or the providers). Each chosen wheel is downloaded from
 its ``url``, or copied from its ``path`` (relative to the lock's folder), checked
@@ -27,13 +27,14 @@ from typing import NamedTuple
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 from packaging.version import InvalidVersion, Version
 
-from wheelwise.index.client import IndexClient, IndexFile, IndexSource, RetryPolicy
-from wheelwise.install.consistency import check_variant_consistency
-from wheelwise.install.decide import PlannedPackage
-from wheelwise.install.download import DownloadItem, Fetcher
-from wheelwise.install.environment import PendingEnvironment, TargetEnvironment
-from wheelwise.install.errors import DownloadError, InstallError
-from wheelwise.install.lock_selection import LockedChoice, LockTarget, select_from_lock
+from wheelwise.cache.scratch import make_scratch
+from wheelwise.cache.wheel_cache import ContentCache
+from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource, RetryPolicy
+from wheelwise.environment.installed import InstalledDist
+from wheelwise.environment.interpreter import PendingEnvironment, TargetEnvironment
+from wheelwise.fetch.consistency import check_variant_consistency
+from wheelwise.fetch.download import DownloadItem, Fetcher
+from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.install.plan import (
     IN_MEMORY_DOWNLOADS,
     InstallOptions,
@@ -42,18 +43,13 @@ from wheelwise.install.plan import (
     prepare_target,
     supported_for,
 )
-from wheelwise.install.resolve import ResolvedPackage
-from wheelwise.install.scratch import make_scratch
-from wheelwise.install.selection import TargetSpec
-from wheelwise.install.transaction import (
-    InstalledDist,
-    InstallReport,
-    VerifiedWheel,
-    install_wheels,
-    verify_wheel,
-)
-from wheelwise.install.wheel_cache import ContentCache
+from wheelwise.install.transaction import InstallReport, install_wheels
 from wheelwise.lock import LockError, PyLock, Wheel
+from wheelwise.models.errors import DownloadError, InstallError
+from wheelwise.resolve.decide import PlannedPackage
+from wheelwise.resolve.lock_selection import LockedChoice, LockTarget, select_from_lock
+from wheelwise.resolve.resolver import ResolvedPackage
+from wheelwise.resolve.selection import TargetSpec
 from wheelwise.wheels.archive import InMemoryWheel
 
 __all__ = ["TOOLING", "LockInstallOutcome", "run_lock_install"]

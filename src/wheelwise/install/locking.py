@@ -1,6 +1,6 @@
 """``wheelwise lock`` as a library call: resolve once per target, build a ``PyLock``.
 
-Each target (:mod:`wheelwise.install.targets`) is resolved on its own with the
+Each target (:mod:`wheelwise.environment.targets`) is resolved on its own with the
 installer's resolver in its locking mode (``resolve(..., every_wheel=True)``): a
 release lists every wheel that fits the target's tags (the non-variant wheel, the
 ``null`` variant and every variant, whatever this machine supports), and depends on
@@ -27,19 +27,19 @@ from typing import Any
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from wheelwise.index.client import INDEX, IndexFile
-from wheelwise.index.distfiles import sha256_file
-from wheelwise.install.decide import resolve_with
-from wheelwise.install.errors import ResolveError
-from wheelwise.install.finder import IndexFinder, Link
-from wheelwise.install.lock_selection import variant_group
-from wheelwise.install.lookahead import Lookahead
+from wheelwise.client.index_client import INDEX, IndexFile
+from wheelwise.environment.targets import LockEnvironment
 from wheelwise.install.options import InstallOptions, caches_for, index_client, sources_for
-from wheelwise.install.resolve import Resolution, ResolvedPackage
-from wheelwise.install.selection import ListedWheel
-from wheelwise.install.targets import LockEnvironment
-from wheelwise.install.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.lock import Package, PyLock, VariantsJson, Wheel
+from wheelwise.models.errors import ResolveError
+from wheelwise.publish.distfiles import sha256_file
+from wheelwise.resolve.decide import resolve_with
+from wheelwise.resolve.finder import IndexFinder, Link
+from wheelwise.resolve.lock_selection import variant_group
+from wheelwise.resolve.lookahead import Lookahead
+from wheelwise.resolve.resolver import Resolution, ResolvedPackage
+from wheelwise.resolve.selection import ListedWheel
+from wheelwise.resolve.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.variants.markers import evaluate_marker, parse_requirement, variant_environment
 from wheelwise.variants.merging import merge
 from wheelwise.variants.metadata import VariantMetadata

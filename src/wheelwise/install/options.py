@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement
 from packaging.utils import canonicalize_name
 
+from wheelwise.cache.wheel_cache import ContentCache
 from wheelwise.cachedir import user_cache_dir
-from wheelwise.index.bounded import DEFAULT_DEADLINE
-from wheelwise.index.client import IndexClient, IndexSource, RetryPolicy
-from wheelwise.install.defaults import DEFAULT_INDEX_URL
-from wheelwise.install.download import ProgressSink
-from wheelwise.install.errors import ResolveError
-from wheelwise.install.finder import Warn
-from wheelwise.install.wheel_cache import ContentCache
+from wheelwise.client.bounded import DEFAULT_DEADLINE
+from wheelwise.client.defaults import DEFAULT_INDEX_URL
+from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy
+from wheelwise.fetch.download import ProgressSink
+from wheelwise.models.errors import ResolveError
+from wheelwise.resolve.finder import Warn
 from wheelwise.variants.markers import parse_requirement
 from wheelwise.variants.supported import SupportedProperties
 
@@ -59,7 +59,7 @@ class InstallOptions:
     break_system_packages: bool = False
     timeout: float = 15.0
     # Seconds for one request: a page or metadata file, or a wheel (which also gets
-    # 1 s per 16 KiB received); see wheelwise.index.bounded.
+    # 1 s per 16 KiB received); see wheelwise.client.bounded.
     request_deadline: float = DEFAULT_DEADLINE
     # More tries after the first, on connection errors, timeouts and 5xx answers.
     retries: int = 3

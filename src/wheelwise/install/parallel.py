@@ -35,8 +35,8 @@ from wheelwise.forked_map import (
     stop_on_ctrl_c,
     take,
 )
-from wheelwise.install.errors import InstallError
 from wheelwise.install.unpack import Cancelled, Journal
+from wheelwise.models.errors import InstallError
 
 __all__ = ["Task", "run_tasks"]
 

@@ -1,21 +1,21 @@
 """``wheelwise install`` as a library call, in three stages with plain values between
 them, as a planner, a preparer and an installer:
 
-1. decide (:mod:`wheelwise.install.decide`): resolve the requirements for the target
-   and choose each wheel; a :class:`~wheelwise.install.decide.Plan`, and nothing
+1. decide (:mod:`wheelwise.resolve.decide`): resolve the requirements for the target
+   and choose each wheel; a :class:`~wheelwise.resolve.decide.Plan`, and nothing
    changed. A dry run stops here.
 2. fetch (:mod:`wheelwise.install.fetch`): the plan's wheels through the one
-   :class:`~wheelwise.install.download.Fetcher`, each verified and checked against
+   :class:`~wheelwise.fetch.download.Fetcher`, each verified and checked against
    the variant metadata it was chosen by.
 3. install (:func:`~wheelwise.install.transaction.install_wheels`): one atomic
    transaction.
 
 What makes it fast lives beside the stages, in one collaborator: the
-:class:`~wheelwise.install.lookahead.Lookahead` fetches listings, metadata files and
+:class:`~wheelwise.resolve.lookahead.Lookahead` fetches listings, metadata files and
 the wheels of pinned candidates while the resolver works, and hands the fetch stage
 the wheels it has (verified the same way as any other). Wheels and PEP 658 metadata
-files are kept in the cache by their hash (:mod:`wheelwise.install.wheel_cache`),
-and index pages by URL (:mod:`wheelwise.index.http_cache`), unless ``no_cache``.
+files are kept in the cache by their hash (:mod:`wheelwise.cache.wheel_cache`),
+and index pages by URL (:mod:`wheelwise.cache.http_cache`), unless ``no_cache``.
 Nothing here prints: problems that were worked around (invalid variant metadata)
 go to ``InstallOptions.warn``.
 """
@@ -31,17 +31,16 @@ from typing import Any, NamedTuple
 from packaging.utils import canonicalize_version
 
 from wheelwise import __version__
-from wheelwise.install.decide import Plan, PlannedPackage, decide
-from wheelwise.install.defaults import DEFAULT_INDEX_URL
-from wheelwise.install.download import Fetcher
-from wheelwise.install.environment import (
+from wheelwise.cache.scratch import make_scratch
+from wheelwise.client.defaults import DEFAULT_INDEX_URL
+from wheelwise.environment.installed import InstalledDist, list_installed
+from wheelwise.environment.interpreter import (
     PendingEnvironment,
     TargetEnvironment,
     refuse_externally_managed,
 )
+from wheelwise.fetch.download import Fetcher
 from wheelwise.install.fetch import Verifier, fetch
-from wheelwise.install.finder import IndexFinder
-from wheelwise.install.lookahead import Lookahead
 from wheelwise.install.options import (
     InstallOptions,
     cache_root_of,
@@ -51,15 +50,11 @@ from wheelwise.install.options import (
     sources_for,
     supported_for,
 )
-from wheelwise.install.scratch import make_scratch
-from wheelwise.install.transaction import (
-    InstalledDist,
-    InstallReport,
-    install_wheels,
-    list_installed,
-    recover,
-)
-from wheelwise.install.variant_requirement import apply_variant_labels
+from wheelwise.install.transaction import InstallReport, install_wheels, recover
+from wheelwise.resolve.decide import Plan, PlannedPackage, decide
+from wheelwise.resolve.finder import IndexFinder
+from wheelwise.resolve.lookahead import Lookahead
+from wheelwise.resolve.variant_requirement import apply_variant_labels
 from wheelwise.wheels.core_metadata import read_core_metadata
 
 __all__ = [
@@ -121,7 +116,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     *query*: the query of ``options.python`` (``TargetEnvironment.start_query``), if
     the caller started it already, so that it runs while this module loads; closed
     here. A requirement may choose its variant, ``torch#cu128``
-    (:func:`~wheelwise.install.variant_requirement.apply_variant_labels`; raises
+    (:func:`~wheelwise.resolve.variant_requirement.apply_variant_labels`; raises
     VariantRequirementError)."""
     requirements, variant_choice = apply_variant_labels(
         options.requirements, options.variant_choice

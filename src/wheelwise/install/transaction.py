@@ -35,14 +35,14 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import filelock
-from installer.records import RecordEntry
 from packaging.utils import canonicalize_name
 
-from wheelwise.install.environment import TargetEnvironment, refuse_externally_managed
-from wheelwise.install.errors import InstallError, LockTimeoutError
+from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
+from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
+from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.install.journal import (
     LOCK_NAME,
     Recovered,
@@ -57,14 +57,13 @@ from wheelwise.install.journal import (
 from wheelwise.install.journal import header as journal_header
 from wheelwise.install.parallel import run_tasks
 from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
-from wheelwise.untrusted_json import loads_json
-from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
-from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
+from wheelwise.models.errors import InstallError, LockTimeoutError
+from wheelwise.wheels.archive import InMemoryWheel
 from wheelwise.wheels.errors import WheelError, describe
 from wheelwise.wheels.record import parse_record
 
 if TYPE_CHECKING:
-    from wheelwise.variants.metadata import VariantMetadata
+    pass
 
 Warn = Callable[[str], None]
 
@@ -72,31 +71,14 @@ __all__ = [
     "INSTALLER_NAME",
     "LOCK_NAME",
     "InstallReport",
-    "InstalledDist",
-    "VerifiedWheel",
     "install_wheels",
-    "list_installed",
     "recover",
     "uninstall",
-    "verify_wheel",
 ]
 
 INSTALLER_NAME = "wheelwise"
 BACKUP_PREFIX = ".wheelwise-backup-"
 DEFAULT_LOCK_TIMEOUT = 300.0
-
-
-class InstalledDist(NamedTuple):
-    """A distribution found in the target's site folders."""
-
-    name: str
-    """The normalized project name."""
-    version: str
-    installer: str | None
-    variant: str | None
-    """The variant label from ``variant.json``, or None for a non-variant install."""
-    location: Path
-    """The ``.dist-info`` folder."""
 
 
 @dataclass(frozen=True)
@@ -114,91 +96,6 @@ class InterruptedAfterCommit(KeyboardInterrupt):
     def __init__(self, report: InstallReport) -> None:
         super().__init__("interrupted once the environment was changed")
         self.report = report
-
-
-# -- reading installed distributions ---------------------------------------------------
-# Not importlib.metadata.distributions(path=...): it gives no public way to the
-# .dist-info folder, which uninstalling needs (RECORD, the folder moved to the backup,
-# variant.json beside it); it also yields .egg-info installs, which have no RECORD to
-# uninstall by; and it parses the whole METADATA, body included, of every
-# distribution, where an install reads the heads of the few it replaces.
-
-
-def _read_dist(dist_info: Path) -> InstalledDist | None:
-    try:
-        raw = (dist_info / "METADATA").read_bytes()
-    except OSError:
-        return None
-    try:
-        metadata = read_core_metadata(raw, body=False)
-    except CoreMetadataError:
-        return None
-    name, version = metadata.name, metadata.version
-    if not name or not version:
-        return None
-    try:
-        installer_name: str | None = (dist_info / "INSTALLER").read_text("utf-8").strip() or None
-    except (OSError, UnicodeDecodeError):
-        installer_name = None
-    variant: str | None = None
-    try:
-        doc = loads_json((dist_info / "variant.json").read_bytes())
-    except (OSError, ValueError):
-        doc = None
-    if isinstance(doc, dict) and isinstance(doc.get("variants"), dict) and doc["variants"]:
-        labels = list(doc["variants"])
-        variant = str(labels[0]) if len(labels) == 1 else None
-    return InstalledDist(
-        name=canonicalize_name(str(name)),
-        version=str(version),
-        installer=installer_name,
-        variant=variant,
-        location=dist_info,
-    )
-
-
-def list_installed(env: TargetEnvironment) -> list[InstalledDist]:
-    """The distributions installed in *env*'s purelib and platlib, sorted by name."""
-    found: dict[str, InstalledDist] = {}
-    for site in env.site_dirs:
-        try:
-            entries = sorted(site.iterdir())
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.endswith(".dist-info") and entry.is_dir():
-                dist = _read_dist(entry)
-                if dist is not None:
-                    found.setdefault(dist.name, dist)
-    return sorted(found.values(), key=lambda d: d.name)
-
-
-def _find_all(env: TargetEnvironment, names: Iterable[str]) -> dict[str, InstalledDist]:
-    """The installed distributions among *names* (by normalized name), reading only
-    dist-info folders named like them, and listing each site folder once (listing it
-    once per wheel made an install quadratic in the environment's size)."""
-    wanted = {canonicalize_name(name) for name in names}
-    found: dict[str, InstalledDist] = {}
-    for site in env.site_dirs:
-        try:
-            with os.scandir(site) as scan:
-                candidates = sorted(
-                    entry.path
-                    for entry in scan
-                    if entry.name.endswith(".dist-info")
-                    and canonicalize_name(entry.name[: -len(".dist-info")].rsplit("-", 1)[0])
-                    in wanted
-                )
-        except OSError:
-            continue
-        for path in candidates:
-            entry = Path(path)
-            if not entry.is_dir():
-                continue
-            dist = _read_dist(entry)
-            if dist is not None and dist.name in wanted and dist.name not in found:
-                found[dist.name] = dist
-    return found
 
 
 def _folders_named(env: TargetEnvironment, names: set[str]) -> dict[str, Path]:
@@ -352,76 +249,6 @@ class _Transaction:
         self.wal.finish()
 
 
-@dataclass(frozen=True)
-class VerifiedWheel:
-    """A wheel checked by :func:`verify_wheel`, ready for :func:`install_wheels`."""
-
-    path: Path
-    """The file, or just the file name of a wheel held in memory."""
-    source: Path | InMemoryWheel
-    name: str
-    version: str
-    variant: str | None
-    record: dict[str, RecordEntry] = field(compare=False, repr=False)
-    opened: zipfile.ZipFile | None = field(default=None, compare=False, repr=False)
-    """The wheel's zip as verify_wheel opened it (in-memory wheels), for unpacking."""
-    metadata: bytes = field(default=b"", compare=False, repr=False)
-    """Its ``METADATA``."""
-    requires_dist: tuple[str, ...] = field(default=(), compare=False, repr=False)
-    """The ``Requires-Dist`` values of its ``METADATA`` (parsed once, here)."""
-    dist_info: str = field(default="", compare=False, repr=False)
-    """The name of its ``.dist-info`` folder."""
-    variant_metadata: VariantMetadata | None = field(default=None, compare=False, repr=False)
-    """Its own ``*.dist-info/variant.json`` (None when it has none)."""
-
-    @property
-    def work(self) -> int:
-        """How long unpacking takes, roughly: bytes written, plus a fixed cost per
-        file worth ~12 KB of decompressing, hashing and writing."""
-        return sum((entry.size or 0) + 12_500 for entry in self.record.values())
-
-
-def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
-    """Open *source* safely and check it can be installed: its structure, RECORD
-    listing every member with a strong hash, and METADATA naming it. The members'
-    contents are checked against RECORD while they are written. Raises InstallError.
-
-    :func:`install_wheels` calls this for every wheel it is given as a path; a caller
-    may call it earlier (as each download completes, say) and pass the result."""
-    path = source.path if isinstance(source, InMemoryWheel) else Path(source)
-    try:
-        with WheelArchive(source) as archive:
-            record = archive.check_record_listing()
-            metadata = archive.metadata()
-            fields = read_core_metadata(metadata, body=False)
-            variant_metadata = archive.variant_metadata()
-            dist_info = archive.dist_info
-            label = archive.filename.variant_label
-            # An in-memory wheel's parsed zip is kept for unpacking (no file handle).
-            opened = archive.detach() if isinstance(source, InMemoryWheel) else None
-    except WheelError as exc:
-        raise InstallError(f"refusing to install {path.name}: {exc}") from None
-    name, version = fields.name, fields.version
-    if not name or not version:
-        raise InstallError(f"{path.name}: METADATA lacks Name or Version")
-    if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
-        label = next(iter(variant_metadata.variants))
-    requires = tuple(fields.requires_dist)
-    return VerifiedWheel(
-        path,
-        source,
-        canonicalize_name(str(name)),
-        str(version),
-        label,
-        record,
-        opened,
-        metadata,
-        requires,
-        dist_info,
-        variant_metadata,
-    )
-
-
 def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[VerifiedWheel]:
     checked: dict[str, VerifiedWheel] = {}
     for source in wheels:
@@ -565,7 +392,7 @@ class _Body:
     def __call__(self, transaction: _Transaction) -> InstallReport:
         installed: list[InstalledDist] = []
         removed: list[InstalledDist] = []
-        present = _find_all(self.env, [*self.remove, *(wheel.name for wheel in self.wheels)])
+        present = find_installed(self.env, [*self.remove, *(wheel.name for wheel in self.wheels)])
         for name in self.remove:
             dist = present.get(canonicalize_name(name))
             if dist is None:

@@ -37,8 +37,8 @@ from installer.sources import WheelContentElement, WheelSource
 from installer.utils import Scheme, construct_record_file, fix_shebang, parse_wheel_filename
 from packaging.utils import canonicalize_name
 
-from wheelwise.install.errors import InstallError
 from wheelwise.install.journal import WriteAhead
+from wheelwise.models.errors import InstallError
 from wheelwise.userfiles import write_all
 from wheelwise.wheels.archive import InMemoryWheel, open_zip
 from wheelwise.wheels.members import MemberReader
@@ -249,7 +249,7 @@ class _VerifyingWheel(WheelSource):
         return self._zipfile.read(f"{self._dist_info}/{filename}").decode("utf-8")
 
     def validate_record(self) -> None:
-        """Nothing left to check here: :func:`~wheelwise.install.transaction.verify_wheel`
+        """Nothing left to check here: :func:`~wheelwise.fetch.verify.verify_wheel`
         checked that RECORD lists every member with a strong hash, and
         :meth:`get_contents` compares each member with it as it is read."""
 

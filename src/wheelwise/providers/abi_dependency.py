@@ -3,7 +3,7 @@
 No provider plugin may claim this namespace (PEP 817). Outside a resolution
 (``wheelwise select``) the versions of the distributions installed next to the
 running interpreter answer it; ``wheelwise install`` puts the resolution's own
-versions in its place, see :mod:`wheelwise.install.selection`.
+versions in its place, see :mod:`wheelwise.resolve.selection`.
 """
 
 from __future__ import annotations

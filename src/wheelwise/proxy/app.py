@@ -28,15 +28,15 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from wheelwise.index.http import etag_for, none_match
-from wheelwise.index.negotiation import JSON_V1, OFFERS, TEXT_HTML, choose, from_format
-from wheelwise.index.pages import Urls, links_html, links_json, root_html, root_json
-from wheelwise.index.server import send_file
 from wheelwise.proxy.choice import Passthrough, ProjectView, Rewrite
 from wheelwise.proxy.errors import NotFound, ProxyError
 from wheelwise.proxy.machines import Machine
 from wheelwise.proxy.service import METADATA_SUFFIX, Proxy
 from wheelwise.proxy.why import explain
+from wheelwise.publish.http import etag_for, none_match
+from wheelwise.publish.negotiation import JSON_V1, OFFERS, TEXT_HTML, choose, from_format
+from wheelwise.publish.pages import Urls, links_html, links_json, root_html, root_json
+from wheelwise.publish.server import send_file
 
 __all__ = ["create_app"]
 

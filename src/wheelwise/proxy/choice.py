@@ -5,7 +5,7 @@ files are then decided group by group, a group being the wheels that share a
 non-variant filename (one platform tag triple and build):
 
 * a group without variant wheels, sdists and other files pass through unchanged;
-* a group with variant wheels gets the wheel :func:`~wheelwise.install.selection.
+* a group with variant wheels gets the wheel :func:`~wheelwise.resolve.selection.
   select_wheel` picks for the machine among them (the plain wheel of the same name,
   if the upstream has one, taking part as the non-variant fallback): a variant is
   served rewritten under the plain name (:class:`Rewrite`), the plain wheel as it
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
-from wheelwise.index.client import IndexFile, ProjectListing
-from wheelwise.index.simple_parse import VARIANTS_JSON, WHEEL
-from wheelwise.install.candidates import WheelFile
-from wheelwise.install.selection import Selection, TargetSpec, Unavailable, select_wheel
+from wheelwise.client.index_client import IndexFile, ProjectListing
+from wheelwise.client.index_file import VARIANTS_JSON, WHEEL
+from wheelwise.resolve.candidates import WheelFile
+from wheelwise.resolve.selection import Selection, TargetSpec, Unavailable, select_wheel
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.supported import SupportedProperties

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 
-from wheelwise.index.bounded import DEFAULT_DEADLINE
-from wheelwise.index.client import IndexClient
-from wheelwise.install.wheel_cache import ContentStore
+from wheelwise.cache.wheel_cache import ContentStore
+from wheelwise.client.bounded import DEFAULT_DEADLINE
+from wheelwise.client.index_client import IndexClient
 from wheelwise.proxy.app import create_app
 from wheelwise.proxy.machines import THIS_MACHINE, Machine
 from wheelwise.proxy.service import Proxy

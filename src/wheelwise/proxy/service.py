@@ -24,13 +24,13 @@ from urllib.parse import quote
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from wheelwise.index.client import INDEX_HINT, IndexClient, IndexFile, IndexSource
-from wheelwise.index.errors import SourceError, SourceTimeout
-from wheelwise.index.pages import FileLink
+from wheelwise.client.errors import SourceError, SourceTimeout
+from wheelwise.client.index_client import INDEX_HINT, IndexClient, IndexFile, IndexSource
 from wheelwise.proxy.choice import Entry, Passthrough, ProjectView, Rewrite, decide
 from wheelwise.proxy.errors import NotFound, ProxyError, UpstreamFailed, UpstreamTimeout
 from wheelwise.proxy.machines import Machine
 from wheelwise.proxy.store import BuildStore, StoredFile
+from wheelwise.publish.pages import FileLink
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.markers import variant_environment
 from wheelwise.variants.metadata import VariantMetadata

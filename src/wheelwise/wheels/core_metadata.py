@@ -9,7 +9,7 @@ Latin-1), because installed distributions and published wheels carry such files
 and each caller decides what it needs. Only validation of what a field *means*
 (a requirement, a version) is left to the caller.
 
-(:mod:`wheelwise.install.core_metadata` compares two such files, PEP 658's served
+(:mod:`wheelwise.fetch.core_metadata` compares two such files, PEP 658's served
 copy and the wheel's own.)
 """
 

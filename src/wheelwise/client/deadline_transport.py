@@ -1,0 +1,279 @@
+"""An httpx transport whose every socket operation ends by the request's deadline.
+
+httpx bounds each socket read by ``--timeout``, and httpcore gives the same timeout
+to each read of the status line and headers: a server that sends a header byte now
+and then keeps a request alive forever, and so does a connection that stalls in its
+TLS handshake. Here the network backend of httpcore's connection pool gives each
+operation (connect, TLS handshake, send, read) at most the time left to the
+:func:`~wheelwise.client.bounded.current_deadline`, and ends it with httpcore's
+timeout error once that has passed, marking the deadline
+(:attr:`~wheelwise.client.bounded.Deadline.passed`) so that the caller reports the
+deadline, not the per-read timeout. Outside a deadline, nothing changes.
+
+httpx's own ``HTTPTransport`` takes no network backend, so :class:`DeadlineTransport`
+stands in for it (HTTP/1.1, httpx's default limits); :func:`deadline_client` keeps
+the proxies of the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+``NO_PROXY``), whose requests go through httpx's ``HTTPTransport`` and so have only
+the body deadline.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import ssl
+import urllib.request
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import httpcore
+import httpx
+
+from wheelwise.client.bounded import current_deadline
+
+__all__ = ["DeadlineBackend", "DeadlineTransport", "deadline_client"]
+
+# httpx's default limits (httpx.Client's own transport uses them).
+LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
+
+
+def _limit(timeout: float | None, timed_out: type[httpcore.TimeoutException]) -> float | None:
+    """*timeout*, or less when the current deadline is nearer; raises *timed_out*
+    once it has passed."""
+    deadline = current_deadline()
+    if deadline is None:
+        return timeout
+    left = deadline.remaining()
+    if left <= 0:
+        deadline.passed = True
+        raise timed_out("the request deadline has passed")
+    return left if timeout is None or left < timeout else timeout
+
+
+def _mark(timeout: float | None, limit: float | None) -> None:
+    """After a timeout: the deadline ended it when it shortened the wait."""
+    deadline = current_deadline()
+    if deadline is not None and limit != timeout:
+        deadline.passed = True
+
+
+class _Stream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        limit = _limit(timeout, httpcore.ReadTimeout)
+        try:
+            return self._stream.read(max_bytes, limit)
+        except httpcore.ReadTimeout:
+            _mark(timeout, limit)
+            raise
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        limit = _limit(timeout, httpcore.WriteTimeout)
+        try:
+            self._stream.write(buffer, limit)
+        except httpcore.WriteTimeout:
+            _mark(timeout, limit)
+            raise
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        limit = _limit(timeout, httpcore.ConnectTimeout)
+        try:
+            return _Stream(self._stream.start_tls(ssl_context, server_hostname, limit))
+        except httpcore.ConnectTimeout:
+            _mark(timeout, limit)
+            raise
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's sync backend, each operation capped by the current deadline."""
+
+    def __init__(self) -> None:
+        self._backend = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        limit = _limit(timeout, httpcore.ConnectTimeout)
+        try:
+            stream = self._backend.connect_tcp(host, port, limit, local_address, socket_options)
+        except httpcore.ConnectTimeout:
+            _mark(timeout, limit)
+            raise
+        return _Stream(stream)
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        limit = _limit(timeout, httpcore.ConnectTimeout)
+        try:
+            stream = self._backend.connect_unix_socket(path, limit, socket_options)
+        except httpcore.ConnectTimeout:
+            _mark(timeout, limit)
+            raise
+        return _Stream(stream)
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+# httpcore's errors as httpx raises them, the most specific first.
+_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+def _httpx_error(exc: Exception) -> httpx.TransportError | None:
+    for theirs, ours in _ERRORS:
+        if isinstance(exc, theirs):
+            return ours(str(exc))
+    return None
+
+
+class _Body(httpx.SyncByteStream):
+    def __init__(self, stream: Iterable[bytes]) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._stream
+        except Exception as exc:
+            mapped = _httpx_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    def close(self) -> None:
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+
+
+class DeadlineTransport(httpx.BaseTransport):
+    """httpx's ``HTTPTransport`` (HTTP/1.1, no proxy) over a :class:`DeadlineBackend`;
+    *verify* and *trust_env* as for ``httpx.Client``."""
+
+    def __init__(
+        self,
+        *,
+        verify: ssl.SSLContext | str | bool = True,
+        trust_env: bool = True,
+        limits: httpx.Limits = LIMITS,
+        retries: int = 0,
+    ) -> None:
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=trust_env),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=False,
+            retries=retries,
+            network_backend=DeadlineBackend(),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.SyncByteStream)
+        core = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        try:
+            response = self._pool.handle_request(core)
+        except Exception as exc:
+            mapped = _httpx_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        assert isinstance(response.stream, Iterable)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_Body(response.stream),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _no_proxy_pattern(host: str) -> str:
+    """httpx's mount pattern for one ``NO_PROXY`` entry (as curl reads them)."""
+    if "://" in host:
+        return host
+    try:
+        address = ipaddress.ip_address(host.split("/")[0])
+    except ValueError:
+        return f"all://{host}" if host.lower() == "localhost" else f"all://*{host}"
+    return f"all://[{host}]" if address.version == 6 else f"all://{host}"
+
+
+def _proxy_mounts(
+    verify: ssl.SSLContext | str | bool,
+) -> dict[str, httpx.BaseTransport | None]:
+    """The mounts httpx makes from the environment's proxies (a given transport turns
+    them off): proxied schemes through httpx's transport, ``NO_PROXY`` hosts (None)
+    through the client's own."""
+    found = urllib.request.getproxies()
+    mounts: dict[str, httpx.BaseTransport | None] = {}
+    for scheme in ("http", "https", "all"):
+        if found.get(scheme):
+            url = found[scheme] if "://" in found[scheme] else f"http://{found[scheme]}"
+            mounts[f"{scheme}://"] = httpx.HTTPTransport(verify=verify, proxy=url)
+    for host in (entry.strip() for entry in found.get("no", "").split(",")):
+        if host == "*":
+            return {}
+        if host:
+            mounts[_no_proxy_pattern(host)] = None
+    return mounts
+
+
+def deadline_client(*, verify: ssl.SSLContext | str | bool = True, **options: Any) -> httpx.Client:
+    """An ``httpx.Client`` (*options* as for it, ``trust_env`` on) whose direct
+    requests go through a :class:`DeadlineTransport`."""
+    return httpx.Client(
+        transport=DeadlineTransport(verify=verify),
+        mounts=_proxy_mounts(verify),
+        trust_env=True,
+        **options,
+    )

@@ -1,0 +1,820 @@
+"""A Simple Repository API client: project listings from indexes and find-links.
+
+* :class:`IndexSource`: an index (``http(s)://`` or ``file://`` URL of its
+  ``simple/`` root) or a find-links location (a directory, or an HTML page of links).
+* :class:`IndexClient`: one ``httpx.Client`` (proxies from the environment, explicit
+  timeouts, redirects followed), retries with exponential backoff on connection
+  errors, timeouts and 5xx answers, and an on-disk cache of pages, used as they are
+  while their ``Cache-Control: max-age`` lasts and then revalidated with
+  ``If-None-Match`` / ``If-Modified-Since`` (see :mod:`wheelwise.cache.http_cache`).
+
+  - :meth:`IndexClient.fetch_project`: a :class:`ProjectListing` (PEP 691 JSON
+    preferred, PEP 503 HTML understood; a 404 is an empty listing).
+  - :meth:`IndexClient.fetch_variants_json`: a release's
+    ``{name}-{version}-variants.json`` (PEP 825 "Index-level metadata"), hash checked.
+  - :meth:`IndexClient.fetch_metadata`: a wheel's PEP 658 core metadata, hash checked.
+
+* :func:`find_candidates` / :func:`first_viable_source`: several sources, each
+  listing kept apart: variant metadata is never merged across sources (PEP 825
+  "Installing wheels from multiple sources"); the first source in order with a
+  viable candidate for a version is the one to install from.
+
+Every failure raises :class:`~wheelwise.client.errors.SourceError` (or a subclass)
+with the URL, what happened and what to check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import quote, urljoin, urlsplit
+
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from wheelwise import __version__
+from wheelwise.cache.http_cache import (
+    CachedResponse,
+    HttpCache,
+    StoredEntry,
+    default_cache_dir,
+    freshness,
+)
+from wheelwise.client.bounded import (
+    ACCEPT_ENCODING,
+    DEFAULT_DEADLINE,
+    FILE_CAP,
+    PAGE_CAP,
+    WHEEL_RATE,
+    BodyLimit,
+    Deadline,
+    read_body,
+)
+from wheelwise.client.errors import HashMismatch, InvalidPage, SourceError, SourceTimeout
+from wheelwise.client.grouped_cache import MIN_BODY, GroupedPages
+from wheelwise.client.index_file import SDIST, VARIANTS_JSON, WHEEL, IndexFile
+from wheelwise.client.lazy_http import LazyHttpClient
+from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK, PageFiles
+from wheelwise.client.simple_parse import page_kind, read_html_page, read_json_page, read_page
+from wheelwise.variants.errors import InvalidMetadata
+from wheelwise.variants.filenames import variants_json_filename
+
+if TYPE_CHECKING:
+    import httpx
+
+    # loaded with the first release that has variant wheels
+    from wheelwise.cache.wheel_cache import ContentStore
+    from wheelwise.variants.metadata import VariantMetadata
+
+__all__ = [
+    "PAGE_ACCEPT",
+    "HashMismatch",
+    "IndexClient",
+    "IndexFile",
+    "IndexSource",
+    "InvalidPage",
+    "ProjectListing",
+    "RetryPolicy",
+    "SourceError",
+    "SourceListing",
+    "find_candidates",
+    "first_viable_source",
+]
+
+PAGE_ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
+    "text/html;q=0.01"
+)
+_FIND_LINKS_ACCEPT = "text/html, */*;q=0.1"
+_FILE_ACCEPT = "*/*"
+_DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", "-variants.json")
+INDEX_HINT = "check --index-url and that the index is up"
+_FIND_LINKS_HINT = "check --find-links"
+_NETWORK_HINT = (
+    "check the network connection and proxy settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY)"
+)
+
+INDEX = "index"
+FIND_LINKS = "find-links"
+
+
+def _to_url(location: str | Path, kind: str) -> str:
+    text = str(location)
+    if "://" in text:
+        return text
+    try:
+        return Path(text).expanduser().resolve().as_uri()
+    except (ValueError, OSError, RuntimeError) as exc:  # a NUL byte, a symlink loop
+        hint = INDEX_HINT if kind == INDEX else _FIND_LINKS_HINT
+        raise SourceError(text, f"{text}: not a usable local path ({exc}); {hint}") from None
+
+
+@dataclass(frozen=True)
+class IndexSource:
+    """Where to look for a project's files.
+
+    ``kind`` is ``index`` (*url* is the ``simple/`` root: the project page is
+    ``<url>/<normalized name>/``) or ``find-links`` (*url* is a directory or a page
+    whose links are files of any project). Use :meth:`index` / :meth:`find_links`,
+    which also take local paths.
+    """
+
+    url: str
+    kind: str = INDEX
+
+    def __post_init__(self) -> None:
+        hint = INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
+        try:
+            parts = urlsplit(self.url)
+            parts.port  # noqa: B018 - raises on a port that is no number or out of range
+        except ValueError as exc:
+            raise SourceError(self.url, f"{self.url}: not a valid URL ({exc}); {hint}") from None
+        if parts.scheme.lower() not in ("http", "https", "file"):
+            raise SourceError(
+                self.url,
+                f"{self.url}: not an http://, https:// or file:// URL or a local path; {hint}",
+            )
+        if self.kind not in (INDEX, FIND_LINKS):
+            raise ValueError(f"unknown source kind {self.kind!r}")
+        if self.kind == INDEX and not self.url.endswith("/"):
+            object.__setattr__(self, "url", self.url + "/")
+
+    @classmethod
+    def index(cls, location: str | Path) -> IndexSource:
+        return cls(_to_url(location, INDEX), INDEX)
+
+    @classmethod
+    def find_links(cls, location: str | Path) -> IndexSource:
+        return cls(_to_url(location, FIND_LINKS), FIND_LINKS)
+
+    @property
+    def is_local(self) -> bool:
+        return urlsplit(self.url).scheme.lower() == "file"
+
+    @property
+    def hint(self) -> str:
+        return INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
+
+    def project_url(self, name: str) -> str:
+        """An index's page for *name* (PEP 503: the normalized name)."""
+        return urljoin(self.url, quote(canonicalize_name(name)) + "/")
+
+
+class ProjectListing:
+    """The files one source lists for one project (its own files only).
+
+    *files*: the files, or a page read lazily (:class:`PageFiles`: each version's
+    links are read in full when that version is asked for). *found* is False when
+    the source does not have the project (404, no page).
+    """
+
+    __slots__ = ("found", "name", "page", "page_url", "source")
+
+    def __init__(
+        self,
+        name: NormalizedName,
+        source: IndexSource,
+        files: Iterable[IndexFile] | PageFiles = (),
+        page_url: str | None = None,
+        found: bool = True,
+    ) -> None:
+        self.name = name
+        self.source = source
+        self.page = files if isinstance(files, PageFiles) else PageFiles.of(files)
+        self.page_url = page_url
+        self.found = found
+
+    def __repr__(self) -> str:
+        return f"ProjectListing({self.name!r}, {self.source!r}, {len(self.page)} links)"
+
+    def __eq__(self, other: object) -> bool:  # every file read: for tests, not hot paths
+        if not isinstance(other, ProjectListing):
+            return NotImplemented
+        return (self.name, self.source, self.files, self.page_url, self.found) == (
+            other.name,
+            other.source,
+            other.files,
+            other.page_url,
+            other.found,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def files(self) -> tuple[IndexFile, ...]:
+        """Every file, in page order (all read in full: prefer the methods below)."""
+        return self.page.all()
+
+    def versions(self, kinds: int = WHEEL_LINK | SDIST_LINK) -> list[Version]:
+        """The versions with a link of one of *kinds* (``WHEEL_LINK``, ``SDIST_LINK``:
+        both by default), oldest first, as the file names give them."""
+        return self.page.versions(kinds)
+
+    def files_for(self, version: str | Version) -> list[IndexFile]:
+        """Its wheels and sdists of *version* (in page order)."""
+        wanted = _version(version)
+        if wanted is None:
+            return []
+        return [file for file in self.page.files_for(wanted) if file.kind in (WHEEL, SDIST)]
+
+    def wheels_for(self, version: str | Version) -> list[IndexFile]:
+        return [file for file in self.files_for(version) if file.kind == WHEEL]
+
+    def has_variant_wheels(self, version: str | Version) -> bool:
+        return any(file.is_variant_wheel for file in self.files_for(version))
+
+    def variants_json(self, version: str | Version) -> IndexFile | None:
+        """The ``{name}-{version}-variants.json`` link of *version*, if listed."""
+        wanted = _version(version)
+        if wanted is None:
+            return None
+        expected = variants_json_filename(self.name, wanted)
+        fallback: IndexFile | None = None
+        for file in self.page.files_for(wanted):
+            if file.filename == expected:
+                return file
+            if fallback is None and file.kind == VARIANTS_JSON and file.project == self.name:
+                fallback = file
+        return fallback
+
+
+def _version(version: str | Version) -> Version | None:
+    if isinstance(version, Version):
+        return version
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+class SourceListing(NamedTuple):
+    """A listing with its position in the list of sources (0: the first)."""
+
+    position: int
+    listing: ProjectListing
+
+    @property
+    def source(self) -> IndexSource:
+        return self.listing.source
+
+
+class RetryPolicy(NamedTuple):
+    """*retries* more tries after the first, waiting ``backoff * factor**n`` (at most
+    *max_delay*) before the n-th retry; on connection errors, timeouts and 5xx."""
+
+    retries: int = 3
+    backoff: float = 0.25
+    factor: float = 2.0
+    max_delay: float = 1.0
+
+    def delay(self, retry: int) -> float:
+        return min(self.backoff * self.factor**retry, self.max_delay)
+
+
+class _Fetched(NamedTuple):
+    url: str  # after redirects: relative links resolve against it
+    content_type: str | None
+    read_body: Callable[[], bytes]  # a cached body is read when first needed
+    size: int
+    kept: bool = False  # the body is in the HTTP cache (it came from there, or went there)
+    stamp: str | None = None  # the cached body's body_stamp, where the entry records it
+
+    @property
+    def body(self) -> bytes:
+        return self.read_body()
+
+    @classmethod
+    def read(cls, url: str, content_type: str | None, body: bytes) -> _Fetched:
+        """A body read from the network."""
+        return cls(url, content_type, lambda: body, len(body))
+
+    @classmethod
+    def stored(cls, entry: StoredEntry) -> _Fetched:
+        response = entry.response
+        return cls(
+            response.url, response.content_type, entry.read_body, entry.size, True, entry.stamp
+        )
+
+
+class IndexClient:
+    """Fetches pages and files of sources over one HTTP connection pool.
+
+    *timeout*: seconds to connect and between bytes read; *deadline*: seconds for a
+    whole request (a wheel gets more time as bytes arrive, see
+    :mod:`wheelwise.client.bounded`). *cache_dir*: where pages are cached (default
+    ``<user cache dir>/http``); ``cache=False`` disables the cache; with *revalidate*
+    every cached page is revalidated, however fresh. *metadata_cache*, if given, keeps
+    the PEP 658 metadata files fetched, by the hash their page gives. *warn* hears each
+    link of a page that was skipped because it cannot be read. Use as a context
+    manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 15.0,
+        retry: RetryPolicy | None = None,
+        cache_dir: Path | None = None,
+        cache: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+        deadline: float = DEFAULT_DEADLINE,
+        warn: Callable[[str], None] | None = None,
+        revalidate: bool = False,
+        metadata_cache: ContentStore | None = None,
+    ) -> None:
+        self.revalidate = revalidate
+        self.metadata_cache = metadata_cache
+        self.timeout = timeout
+        self.deadline = deadline
+        self.warn = warn
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.cache = HttpCache(cache_dir or default_cache_dir()) if cache else None
+        # Big JSON pages, grouped by version, beside the entries they were read from.
+        self.grouped = GroupedPages(self.cache.directory / "grouped") if self.cache else None
+        self._sleep = sleep
+        self._http = LazyHttpClient(lambda: _http_client(timeout, transport))
+
+    @property
+    def http(self) -> httpx.Client:
+        """The underlying client, for downloads that should share its connections
+        (made now if no request has needed it yet)."""
+        return self._http()
+
+    @property
+    def http_source(self) -> LazyHttpClient:
+        """What gives the underlying client, made by the first request that needs it
+        (see :mod:`wheelwise.client.lazy_http`)."""
+        return self._http
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> IndexClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- listings --------------------------------------------------------------------
+
+    def fetch_project(self, source: IndexSource, name: str) -> ProjectListing:
+        """The files *source* lists for project *name* (an empty listing, ``found``
+        False, when the source does not have the project)."""
+        normalized = canonicalize_name(name)
+        if source.kind == FIND_LINKS:
+            return self._find_links(source, normalized)
+        if source.is_local:
+            return self._local_index(source, normalized)
+        url = source.project_url(normalized)
+        fetched = self._get(url, PAGE_ACCEPT, source.hint, cached=True, missing_ok=True)
+        if fetched is None:
+            return ProjectListing(normalized, source, (), url, found=False)
+        if (
+            fetched.kept
+            and self.grouped is not None
+            and fetched.size >= MIN_BODY
+            and page_kind(fetched.content_type) == "json"
+        ):
+            files = self.grouped.read(
+                fetched.read_body, fetched.url, self.warn, stamp=fetched.stamp
+            )
+        else:
+            files = read_page(fetched.body, fetched.url, fetched.content_type, warn=self.warn)
+        return ProjectListing(normalized, source, files, fetched.url)
+
+    def fetch_project_names(self, source: IndexSource) -> list[NormalizedName]:
+        """Every project an index lists on its root page, normalized and sorted."""
+        from wheelwise.client.project_list import read_project_names
+
+        if source.is_local:
+            directory = local_path(source.url)
+            try:
+                return sorted(
+                    canonicalize_name(entry.name) for entry in directory.iterdir() if entry.is_dir()
+                )
+            except OSError as exc:
+                raise SourceError(source.url, f"{directory}: cannot be read ({exc})") from None
+        fetched = self._get(source.url, PAGE_ACCEPT, source.hint, cached=True)
+        assert fetched is not None
+        return read_project_names(fetched.body, fetched.url, fetched.content_type)
+
+    def _local_index(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
+        page = source.project_url(name)
+        directory = local_path(page)
+        for filename, read in (("index.json", read_json_page), ("index.html", read_html_page)):
+            path = directory / filename
+            try:
+                body = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise SourceError(page, f"{path}: cannot be read ({exc}); {source.hint}") from None
+            url = path.as_uri()
+            return ProjectListing(name, source, read(body, url, warn=self.warn), url)
+        if not local_path(source.url).is_dir():
+            raise SourceError(source.url, f"{source.url}: no such directory; {source.hint}")
+        return ProjectListing(name, source, (), page, found=False)
+
+    def _find_links(self, source: IndexSource, name: NormalizedName) -> ProjectListing:
+        if source.is_local:
+            path = local_path(source.url)
+            if path.is_dir():
+                files = PageFiles.of(
+                    IndexFile(filename=entry.name, url=entry.resolve().as_uri())
+                    for entry in sorted(path.iterdir())
+                    if entry.name.endswith(_DIST_SUFFIXES)
+                    and not entry.name.startswith(".")
+                    and entry.is_file()
+                )
+                url = source.url
+            else:
+                try:
+                    body = path.read_bytes()
+                except OSError as exc:
+                    raise SourceError(
+                        source.url, f"{source.url}: cannot be read ({exc}); {source.hint}"
+                    ) from None
+                url = source.url
+                files = read_html_page(body, url, warn=self.warn)
+        else:
+            fetched = self._get(source.url, _FIND_LINKS_ACCEPT, source.hint, cached=True)
+            assert fetched is not None
+            url = fetched.url
+            files = read_html_page(fetched.body, url, fetched.content_type, warn=self.warn)
+        mine = files.only(name)
+        return ProjectListing(name, source, mine, url, found=len(mine) > 0)
+
+    # -- files -------------------------------------------------------------------------
+
+    def fetch_file(self, file: IndexFile, *, hashes: Mapping[str, str] | None = None) -> bytes:
+        """The bytes at *file*'s URL, checked against *hashes* (default: its own)."""
+        return self._fetch_checked(file.url, file.hashes if hashes is None else hashes)
+
+    def fetch_file_to(self, file: IndexFile, dest: Path) -> None:
+        """*file* streamed into *dest* (never held in memory), hash checked; nothing is
+        left at *dest* unless it is complete and verified. Over HTTP, the body may not
+        exceed the size the page gives, and has the deadline of a wheel."""
+        url = file.url
+        part = dest.with_name(dest.name + ".part")
+        hashers = _hashers(file.hashes)
+        cap = file.size if file.size is not None else sys.maxsize
+
+        def write(out: IO[bytes], pieces: Iterable[bytes]) -> None:
+            out.seek(0)
+            out.truncate()  # a retry starts again
+            for name in hashers:
+                hashers[name] = hashlib.new(name)
+            for piece in pieces:
+                out.write(piece)
+                for hasher in hashers.values():
+                    hasher.update(piece)
+
+        try:
+            with part.open("wb") as out:
+                if urlsplit(url).scheme.lower() == "file":
+                    path = local_path(url)
+                    try:
+                        with path.open("rb") as source:
+                            write(out, iter(lambda: source.read(1 << 20), b""))
+                    except OSError as exc:
+                        raise SourceError(url, f"{path}: cannot be read ({exc})") from None
+                else:
+
+                    def read(response: httpx.Response, deadline: Deadline) -> bytes:
+                        what = f"this wheel (the {cap} bytes its index page gives)"
+                        body = read_body(
+                            response,
+                            cap=cap,
+                            what=what,
+                            deadline=deadline,
+                            expansion=_WHEEL_EXPANSION,
+                        )
+                        write(out, body)
+                        return b""
+
+                    self._get(
+                        url, _FILE_ACCEPT, INDEX_HINT, cached=False, read=read, rate=WHEEL_RATE
+                    )
+            _check_digests(url, {name: h.hexdigest() for name, h in hashers.items()}, file.hashes)
+            part.replace(dest)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                part.unlink()
+
+    def fetch_variants_json(self, file: IndexFile) -> VariantMetadata:
+        """A release's ``*-variants.json``, hash checked where the page gave a hash."""
+        from wheelwise.variants.metadata import VariantMetadata
+
+        data = self._fetch_checked(file.url, file.hashes, cached=True)
+        try:
+            return VariantMetadata.from_json(data, source=file.url)
+        except InvalidMetadata as exc:
+            raise InvalidPage(
+                file.url, f"{exc}; the index serves invalid variant metadata: report it"
+            ) from None
+        except (RecursionError, ValueError) as exc:  # what json cannot hold
+            what = "its JSON is nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise InvalidPage(
+                file.url,
+                f"{file.url}: not valid variant metadata: {what}; the index serves invalid "
+                "variant metadata: report it",
+            ) from None
+
+    def fetch_metadata(self, file: IndexFile) -> bytes:
+        """*file*'s PEP 658 core metadata, checked against the hash the page gave (from
+        the metadata cache when it holds that hash)."""
+        if not file.core_metadata:
+            raise SourceError(
+                file.url,
+                f"{file.url}: the index does not serve this file's core metadata (PEP 658); "
+                "read it from the file itself",
+            )
+        url, hashes = file.metadata_url, file.core_metadata_hashes
+        cache = self.metadata_cache if urlsplit(url).scheme.lower() != "file" else None
+        name = f"{file.filename}.metadata"
+        if cache is not None:
+            found = cache.read(hashes, name)
+            if found is not None:
+                return found
+        data = self._fetch_checked(url, hashes)
+        if cache is not None:
+            cache.store_bytes(hashes, name, data)
+        return data
+
+    def _fetch_checked(self, url: str, hashes: Mapping[str, str], *, cached: bool = False) -> bytes:
+        if urlsplit(url).scheme.lower() == "file":
+            path = local_path(url)
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise SourceError(url, f"{path}: cannot be read ({exc})") from None
+        else:
+            fetched = self._get(url, _FILE_ACCEPT, INDEX_HINT, cached=cached, cap=FILE_CAP)
+            assert fetched is not None
+            data = fetched.body
+        try:
+            verify_hashes(url, data, hashes)
+        except HashMismatch:
+            if cached and self.cache is not None:
+                # Not kept: once the index serves the right file, it is fetched again.
+                self.cache.forget(url, _FILE_ACCEPT)
+            raise
+        return data
+
+    # -- HTTP ------------------------------------------------------------------------
+
+    def _get(
+        self,
+        url: str,
+        accept: str,
+        hint: str,
+        *,
+        cached: bool,
+        missing_ok: bool = False,
+        cap: int = PAGE_CAP,
+        read: _Reader | None = None,
+        rate: int | None = None,
+    ) -> _Fetched | None:
+        """A 2xx answer's body, read within *cap* and the deadline (or by *read*,
+        which then gets the deadline, grown by *rate*); None for a 404 when
+        *missing_ok*."""
+        stored = self.cache.open(url, accept) if (cached and self.cache is not None) else None
+        if stored is not None and not self.revalidate and stored.response.is_fresh():
+            return _Fetched.stored(stored)
+        headers = {"Accept": accept}
+        if stored is not None:
+            headers.update(stored.response.validators())
+        what = "an index page" if cap == PAGE_CAP else "an index file"
+
+        def whole(response: httpx.Response, deadline: Deadline) -> bytes:
+            return b"".join(read_body(response, cap=cap, what=what, deadline=deadline))
+
+        response, body = self._request(url, headers, hint, read or whole, rate)
+        if response.status_code == 304 and stored is not None:
+            entry = stored.response
+            # Fresh again from now, for the lifetime the 304 gives (else the stored one).
+            lifetime = (
+                freshness(response.headers).lifetime
+                if "cache-control" in response.headers
+                else entry.lifetime
+            )
+            if lifetime > 0 and self.cache is not None:
+                self.cache.put(
+                    url,
+                    accept,
+                    entry._replace(
+                        body=stored.read_body(), stored_at=time.time(), lifetime=lifetime
+                    ),
+                )
+            return _Fetched.stored(stored)
+        if response.status_code == 404 and missing_ok:
+            return None
+        if response.status_code >= 400 or response.status_code == 304:
+            reason = response.reason_phrase or ""
+            raise SourceError(
+                url,
+                f"{url}: the server answered {response.status_code} {reason}".rstrip()
+                + f"; {hint}",
+            )
+        fetched = _Fetched.read(str(response.url), response.headers.get("content-type"), body)
+        allowed = freshness(response.headers)
+        if cached and self.cache is not None and allowed.store:
+            fetched = fetched._replace(kept=True)
+            self.cache.put(
+                url,
+                accept,
+                CachedResponse(
+                    url=fetched.url,
+                    content_type=fetched.content_type,
+                    etag=response.headers.get("etag"),
+                    last_modified=response.headers.get("last-modified"),
+                    body=fetched.body,
+                    stored_at=time.time(),
+                    lifetime=allowed.lifetime,
+                ),
+            )
+        return fetched
+
+    def _request(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        hint: str,
+        read: _Reader,
+        rate: int | None,
+    ) -> tuple[httpx.Response, bytes]:
+        """The answer (a 2xx one with its body read by *read*), after retries."""
+        import httpx  # with the first request: see wheelwise.client.lazy_http
+
+        tries = self.retry.retries + 1
+        for attempt in range(tries):
+            last = attempt == tries - 1
+            deadline = Deadline(self.deadline, rate)
+            try:
+                with deadline, self._http().stream("GET", url, headers=dict(headers)) as response:
+                    if response.status_code >= 500 and not last:
+                        pass  # retried below
+                    elif response.status_code >= 500:
+                        raise SourceError(
+                            url,
+                            f"{url}: the server answered {response.status_code} "
+                            f"{response.reason_phrase} ({_tries(tries)}); the index is failing: "
+                            f"try again later, or {hint}",
+                        )
+                    elif 200 <= response.status_code < 300:
+                        return response, read(response, deadline)
+                    else:
+                        if response.status_code == 304:
+                            # A 304 has no body; reading its end lets the pool keep
+                            # the connection instead of closing it.
+                            response.read()
+                        return response, b""
+            except BodyLimit as exc:
+                error = SourceTimeout if deadline.passed else SourceError
+                raise error(url, f"{url}: {exc.reason}; {hint}") from None
+            except httpx.TimeoutException:
+                if deadline.passed:  # the deadline, not --timeout, ended it
+                    raise SourceTimeout(url, f"{url}: {deadline.reason()}; {hint}") from None
+                if last:
+                    raise SourceTimeout(
+                        url,
+                        f"{url}: no answer within {self.timeout:g} s "
+                        f"({_tries(tries)}); {hint}, or {_NETWORK_HINT}",
+                    ) from None
+            except httpx.UnsupportedProtocol as exc:
+                raise SourceError(url, f"{url}: {exc}; {hint}") from None
+            except httpx.InvalidURL as exc:
+                raise SourceError(url, f"{url}: invalid URL ({exc}); {hint}") from None
+            except httpx.TransportError as exc:
+                if last:
+                    what = str(exc) or type(exc).__name__
+                    # A body cut short or a reset after connecting is no failure to connect.
+                    failed = (
+                        "cannot connect"
+                        if isinstance(exc, httpx.ConnectError)
+                        else "the connection broke off"
+                    )
+                    raise SourceError(
+                        url,
+                        f"{url}: {failed} ({what}; {_tries(tries)}); {hint}, or {_NETWORK_HINT}",
+                    ) from None
+            except httpx.RequestError as exc:  # too many redirects, undecodable body
+                what = str(exc) or type(exc).__name__
+                raise SourceError(url, f"{url}: {what}; {hint}") from None
+            self._sleep(self.retry.delay(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+_Reader = Callable[["httpx.Response", Deadline], bytes]
+
+
+def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx.Client:
+    """The client an :class:`IndexClient` sends its requests with."""
+    import httpx
+
+    from wheelwise.client.deadline_transport import deadline_client
+    from wheelwise.client.tls import client_tls_context
+
+    options: dict[str, Any] = {
+        "timeout": httpx.Timeout(timeout),
+        "follow_redirects": True,
+        # Only the encodings read_body decodes in bounded steps.
+        "headers": {
+            "User-Agent": f"wheelwise/{__version__}",
+            "Accept-Encoding": ACCEPT_ENCODING,
+        },
+    }
+    if transport is not None:
+        return httpx.Client(trust_env=True, transport=transport, **options)
+    # The deadline bounds the whole request, headers and TLS included.
+    return deadline_client(verify=client_tls_context(), **options)
+
+
+# A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
+_WHEEL_EXPANSION = 16
+
+
+def _hashers(hashes: Mapping[str, str]) -> dict[str, hashlib._Hash]:
+    return {
+        name: hashlib.new(name)
+        for name in hashes
+        if name in hashlib.algorithms_guaranteed and not name.startswith("shake_")
+    }
+
+
+def _check_digests(url: str, digests: Mapping[str, str], hashes: Mapping[str, str]) -> None:
+    for algorithm, actual in digests.items():
+        expected = hashes[algorithm]
+        if actual != expected.lower():
+            raise HashMismatch(
+                url,
+                f"{url}: {algorithm} is {actual}, but the index page says {expected}: the file "
+                "changed after the page was made, or was tampered with; try again, and "
+                "report it to the index if it persists",
+            )
+
+
+def _tries(tries: int) -> str:
+    return "1 try" if tries == 1 else f"{tries} tries"
+
+
+def local_path(url: str) -> Path:
+    """The path a ``file:`` URL names."""
+    # Imported here: urllib.request loads http.client and ssl, which no other part
+    # of an install from an HTTP index needs.
+    from urllib.request import url2pathname
+
+    return Path(url2pathname(urlsplit(url).path))
+
+
+def verify_hashes(url: str, data: bytes, hashes: Mapping[str, str]) -> None:
+    """Raise :class:`HashMismatch` unless *data* has every known hash in *hashes*."""
+    hashers = _hashers(hashes)
+    for hasher in hashers.values():
+        hasher.update(data)
+    _check_digests(url, {name: h.hexdigest() for name, h in hashers.items()}, hashes)
+
+
+# -- several sources -------------------------------------------------------------------
+
+
+def find_candidates(
+    name: str, sources: Sequence[IndexSource], client: IndexClient
+) -> list[SourceListing]:
+    """Each source's listing for *name*, in the order of *sources*, kept apart: the
+    files (and variant metadata) of one source are never mixed with another's."""
+    return [
+        SourceListing(position, client.fetch_project(source, name))
+        for position, source in enumerate(sources)
+    ]
+
+
+def _default_viable(file: IndexFile) -> bool:
+    return not file.yanked
+
+
+def first_viable_source(
+    version: str | Version,
+    listings: Iterable[SourceListing],
+    viable: Callable[[IndexFile], bool] = _default_viable,
+) -> SourceListing | None:
+    """The first listing, in source order, with a file of *version* that *viable*
+    accepts (default: not yanked); None if no source has one. The installer then
+    selects among that source's files only ("index priority", PEP 825)."""
+    for listing in listings:
+        if any(viable(file) for file in listing.listing.files_for(version)):
+            return listing
+    return None

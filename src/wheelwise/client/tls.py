@@ -1,0 +1,97 @@
+"""The TLS context of the index client: httpx's defaults, with the CA certificates
+loaded when the first TLS connection is made.
+
+httpx trusts ``SSL_CERT_FILE``, else ``SSL_CERT_DIR``, else certifi's bundle.
+Parsing that bundle is CPU work that an install from an ``http://`` or
+``file://`` index never needs, so :func:`client_tls_context` only checks now that
+the bundle file can be read (an unreadable one is a :class:`SourceError` at once),
+and loads the certificates at the first TLS handshake; a bundle that cannot be parsed is
+the same :class:`SourceError`, raised by that first connection.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from wheelwise.client.errors import SourceError
+
+__all__ = ["client_tls_context"]
+
+
+class _TrustOnFirstUse(ssl.SSLContext):
+    """A client context (verification on, as ``ssl.create_default_context`` sets
+    it) whose CA certificates load before its first socket or BIO is wrapped."""
+
+    _cafile: str | None
+    _capath: str | None
+    _where: str
+    _loaded: bool
+    _loading: threading.Lock
+
+    def _trust(self) -> None:
+        if self._loaded:
+            return
+        with self._loading:
+            if self._loaded:
+                return
+            try:
+                self.load_verify_locations(cafile=self._cafile, capath=self._capath)
+            except OSError as error:  # ssl.SSLError included
+                raise _unreadable(self._where, error) from None
+            self._loaded = True
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        self._trust()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        self._trust()
+        return super().wrap_bio(*args, **kwargs)
+
+
+def client_tls_context() -> ssl.SSLContext:
+    """httpx's default client context (CA certificates from ``SSL_CERT_FILE`` or
+    ``SSL_CERT_DIR``, else certifi), loading them at the first TLS connection.
+    Raises :class:`SourceError` when the chosen bundle file cannot be read."""
+    cafile: str | None = None
+    capath: str | None = None
+    if os.environ.get("SSL_CERT_FILE"):
+        cafile = os.environ["SSL_CERT_FILE"]
+        where = f"SSL_CERT_FILE={cafile}"
+    elif os.environ.get("SSL_CERT_DIR"):
+        capath = os.environ["SSL_CERT_DIR"]
+        where = f"SSL_CERT_DIR={capath}"
+    else:
+        import certifi
+
+        cafile = certifi.where()
+        where = "the certifi bundle"
+    if cafile is not None:  # SSL_CERT_DIR may list several folders: OpenSSL reads it
+        try:
+            with Path(cafile).open("rb"):
+                pass
+        except OSError as error:
+            raise _unreadable(where, error) from None
+    context = _TrustOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.check_hostname = True
+    context._cafile, context._capath, context._where = cafile, capath, where
+    context._loaded = False
+    context._loading = threading.Lock()
+    keylog = os.environ.get("SSLKEYLOGFILE")
+    if keylog and not sys.flags.ignore_environment:  # as ssl.create_default_context does
+        context.keylog_filename = keylog
+    return context
+
+
+def _unreadable(where: str, error: OSError) -> SourceError:
+    return SourceError(
+        where,
+        f"cannot load the CA certificates from {where}: "
+        f"{error.strerror or error}; fix or unset that setting",
+    )

@@ -1,0 +1,11 @@
+"""Getting wheels: downloads and their checks.
+
+* ``download``: the one ``Fetcher`` (retries from the client's policy, hashes checked
+  while streaming, the wheel cache, one memory budget, progress).
+* ``verify``: ``verify_wheel``, a wheel's structure, RECORD listing and METADATA
+  checked before it may be installed (``VerifiedWheel``).
+* ``core_metadata``, ``consistency``: a wheel's METADATA against its PEP 658 file, and
+  its ``variant.json`` against the release's variant metadata.
+
+Imports ``client``, ``cache``, ``wheels``, ``variants`` and the foundations.
+"""

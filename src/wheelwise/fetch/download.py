@@ -1,0 +1,706 @@
+"""Parallel, verified downloads of distribution files.
+
+Every file is streamed into a temporary file next to its destination while its
+hashes are computed; only a complete file whose hashes match is renamed into
+place. With :func:`download_wheels`, a file whose size is announced and small stays
+in memory instead (an :class:`InMemoryWheel`), within a budget. ``file://`` URLs
+and local paths are copied the same way (and verified).
+
+Connection errors and 5xx answers are retried with exponential backoff; a hash
+mismatch, a body shorter than its ``Content-Length`` or longer than the size its
+index gives, a compressed body that decodes to implausibly much, a download slower
+than its deadline (see :mod:`wheelwise.client.bounded`), any other HTTP error or a
+read timeout fails the item. When an item fails, the others are cancelled and
+:func:`download_all` raises :class:`DownloadError` for the first failing item (in
+the order given); files that were completely downloaded and verified stay in the
+destination folder, nothing partial does.
+
+With a *cache* (a :class:`~wheelwise.cache.wheel_cache.ContentStore`), an
+``http(s)`` item whose hash the cache holds is not downloaded: the cached file,
+hashed again, is the result. Every other ``http(s)`` item is kept there once it is
+complete and verified.
+
+:class:`Fetcher` is the one place these rules live: every wheel the installer
+downloads (read while resolving, fetched ahead, or fetched for the install) goes
+through one, with the index client's retry policy and one hash policy
+(:func:`checked_hashes` and :func:`trusted_hashes`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Protocol
+
+from wheelwise.cache.wheel_cache import ContentStore
+from wheelwise.client.bounded import (
+    ACCEPT_ENCODING,
+    DEFAULT_DEADLINE,
+    WHEEL_RATE,
+    BodyLimit,
+    Deadline,
+    read_body,
+)
+from wheelwise.client.index_client import RetryPolicy, local_path
+from wheelwise.client.lazy_http import LazyHttpClient, as_client_source
+from wheelwise.models.errors import DownloadError
+from wheelwise.wheels.archive import InMemoryWheel
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "DownloadError",
+    "DownloadItem",
+    "Fetcher",
+    "ProgressSink",
+    "checked_hashes",
+    "download_all",
+    "download_wheels",
+    "trusted_hashes",
+]
+
+_CHUNK = 1 << 16
+# A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
+_EXPANSION = 16
+# Hash names trusted from an index or a lock, strongest first.
+_HASHES = ("sha512", "sha384", "sha256", "sha3_512", "sha3_384", "sha3_256", "blake2b")
+# Weaker ones still checked when given, as pip and uv check them: a wrong md5 still
+# means a wrong or damaged file.
+_CHECKED = frozenset({*_HASHES, "sha224", "sha3_224", "blake2s", "sha1", "md5"})
+
+
+def checked_hashes(hashes: Mapping[str, str]) -> dict[str, str]:
+    """The hash policy of every download, first half: of *hashes* (name to hex digest,
+    as an index or a lock gives them), every one that is checked, lower-cased: a
+    file that does not match any of them is refused."""
+    return {
+        name.lower(): value.lower() for name, value in hashes.items() if name.lower() in _CHECKED
+    }
+
+
+def trusted_hashes(hashes: Mapping[str, str]) -> dict[str, str]:
+    """The hash policy of every download, second half: of *hashes*, those of sha256
+    or stronger, lower-cased. md5 and sha1 can be forged, so a file that has only
+    those is checked but not trusted: refused under ``--require-hashes``, and not
+    kept in (nor taken from) the cache, which is keyed by a trusted hash."""
+    return {
+        name.lower(): value.lower() for name, value in hashes.items() if name.lower() in _HASHES
+    }
+
+
+class ProgressSink(Protocol):
+    """Receives download progress; calls come from worker threads.
+
+    ``start`` may come again for the same *name* when a download is retried: the
+    sink should then restart that file's progress.
+    """
+
+    def start(self, total_bytes: int | None, name: str) -> None: ...
+
+    def advance(self, n: int) -> None: ...
+
+    def finish(self, name: str) -> None: ...
+
+    def close(self) -> None:
+        """Every download has ended (called once, from the caller's thread): a display
+        should stop now, with any thread of its own, before installing starts."""
+        ...
+
+
+@dataclass(frozen=True)
+class DownloadItem:
+    """One file to fetch: an ``http(s)://`` or ``file://`` URL, or a local path.
+
+    *hashes* maps hash names (``sha256``...) to hex digests, as an index gives them;
+    *filename* defaults to the last segment of the URL's path; *size*, the size the
+    index gives (PEP 700), bounds what the download may bring.
+    """
+
+    url: str
+    hashes: Mapping[str, str] = field(default_factory=dict)
+    filename: str | None = None
+    size: int | None = None
+
+    @property
+    def name(self) -> str:
+        if self.filename:
+            return self.filename
+        path = urllib.parse.urlsplit(self.url).path if "://" in self.url else self.url
+        return urllib.parse.unquote(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+
+    def expected_hashes(self) -> dict[str, str]:
+        """The hashes that are verified (see :func:`trusted_hashes`), by name."""
+        return trusted_hashes(self.hashes)
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Budget:
+    """Bytes of memory downloads may still take, shared by the worker threads."""
+
+    def __init__(self, total: int, per_file: int) -> None:
+        self.left = total
+        self.per_file = per_file
+        self.lock = threading.Lock()
+
+    def take(self, size: int | None) -> bool:
+        if size is None or size > self.per_file:
+            return False
+        with self.lock:
+            if size > self.left:
+                return False
+            self.left -= size
+            return True
+
+
+class _NoRoom(Exception):
+    """A download that may only go to memory does not fit there."""
+
+
+class _Output:
+    """Where one download goes: memory when its size is known, small, and within the
+    budget; else a temporary file next to its destination, renamed into place once
+    complete and verified (with no destination folder: :class:`_NoRoom`)."""
+
+    def __init__(
+        self,
+        dest_dir: Path | None,
+        name: str,
+        budget: _Budget | None,
+        on_memory: Callable[[int], object] | None = None,
+    ) -> None:
+        self.dest_dir = dest_dir
+        self.name = name
+        self.budget = budget
+        self.on_memory = on_memory
+        self.memory: io.BytesIO | None = None
+        self.file: IO[bytes] | None = None
+        self.temp: Path | None = None
+
+    def begin(self, size: int | None) -> None:
+        """Called when the size is known (None: unknown), before the first byte."""
+        if self.memory is not None:  # a retry
+            self.memory = io.BytesIO()
+            return
+        if self.file is not None:
+            self.file.seek(0)
+            self.file.truncate()
+            return
+        if self.budget is not None and self.budget.take(size):
+            self.memory = io.BytesIO()
+            if self.on_memory is not None:
+                assert size is not None  # the budget takes announced sizes only
+                self.on_memory(size)
+            return
+        if self.dest_dir is None:
+            raise _NoRoom(self.name)
+        fd, temp_name = tempfile.mkstemp(prefix=f".{self.name}.", suffix=".part", dir=self.dest_dir)
+        self.temp = Path(temp_name)
+        self.file = os.fdopen(fd, "wb")
+
+    def write(self, data: bytes) -> None:
+        target = self.memory if self.memory is not None else self.file
+        assert target is not None, "begin() comes first"
+        target.write(data)
+
+    def finish(self) -> Path | InMemoryWheel:
+        if self.memory is not None:
+            return InMemoryWheel(self.name, self.memory.getvalue())
+        assert self.file is not None
+        assert self.temp is not None
+        assert self.dest_dir is not None
+        self.file.close()
+        target = self.dest_dir / self.name
+        self.temp.replace(target)
+        self.temp = None
+        return target
+
+    def discard(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        if self.temp is not None:
+            self.temp.unlink(missing_ok=True)
+
+
+class _Fetcher:
+    """One batch of downloads under a :class:`Fetcher`'s policy: where files go, who
+    hears progress, and the event that cancels the batch."""
+
+    def __init__(
+        self,
+        dest_dir: Path | None,
+        client: Callable[[], httpx.Client],
+        progress: ProgressSink | None,
+        *,
+        retry: RetryPolicy,
+        cancel: threading.Event,
+        sleep: Callable[[float], None],
+        budget: _Budget | None = None,
+        deadline: float = DEFAULT_DEADLINE,
+        cache: ContentStore | None = None,
+    ) -> None:
+        self.cache = cache
+        self.deadline = deadline
+        self.budget = budget
+        self.dest_dir = dest_dir
+        self.client = client
+        self.progress = progress
+        self.retry = retry
+        self.cancel = cancel
+        self.sleep = sleep
+
+    def fetch(
+        self, item: DownloadItem, on_memory: Callable[[int], object] | None = None
+    ) -> Path | InMemoryWheel:
+        """*item*, verified. *on_memory* hears the size of a download that goes to
+        memory, before its first byte (or of the cached file that is used instead)."""
+        cache = self.cache if _is_http(item.url) else None
+        if cache is not None:
+            cached = cache.lookup(item.expected_hashes(), item.name, size=item.size)
+            if cached is not None:
+                size = _size_of(cached)
+                if on_memory is not None:
+                    on_memory(size)
+                if self.progress is not None:
+                    self.progress.start(size, item.name)
+                    self.progress.advance(size)
+                    self.progress.finish(item.name)
+                return cached
+        out = _Output(self.dest_dir, item.name, self.budget, on_memory)
+        try:
+            self._fetch_into(item, out)
+            result = out.finish()
+        except BaseException:
+            out.discard()
+            raise
+        if cache is not None:  # complete and verified
+            if isinstance(result, InMemoryWheel):
+                cache.store_bytes(item.expected_hashes(), item.name, result.data)
+            else:
+                cache.store_file(item.expected_hashes(), item.name, result)
+        if self.progress is not None:
+            self.progress.finish(item.name)
+        return result
+
+    def _fetch_into(self, item: DownloadItem, out: _Output) -> None:
+        url = item.url
+        scheme = urllib.parse.urlsplit(url).scheme.lower() if "://" in url else ""
+        if scheme in ("http", "https"):
+            attempt = 0
+            while True:
+                try:
+                    digests = self._http(item, out)
+                    break
+                except _Retryable as exc:
+                    attempt += 1
+                    if attempt > self.retry.retries:
+                        raise DownloadError(
+                            url, f"{exc.reason} (gave up after {attempt} tries)"
+                        ) from None
+                    self.sleep(self.retry.delay(attempt - 1))
+                    if self.cancel.is_set():
+                        raise _Cancelled from None
+        elif scheme == "file":
+            parts = urllib.parse.urlsplit(url)
+            path = local_path(url)
+            if parts.netloc not in ("", "localhost"):
+                raise DownloadError(url, f"file URL with a remote host {parts.netloc!r}")
+            digests = self._copy(item, path, out)
+        elif scheme:
+            raise DownloadError(url, f"unsupported URL scheme {scheme!r}")
+        else:
+            digests = self._copy(item, Path(url), out)
+        for name, expected in checked_hashes(item.hashes).items():
+            actual = digests[name]
+            if actual != expected:
+                raise DownloadError(
+                    url, f"{name} mismatch: expected {expected}, got {actual} (file corrupted?)"
+                )
+
+    def _chunks_into(
+        self, item: DownloadItem, chunks: Iterator[bytes], out: _Output
+    ) -> tuple[dict[str, str], int]:
+        hashers = {name: hashlib.new(name) for name in checked_hashes(item.hashes)}
+        received = 0
+        for chunk in chunks:
+            if self.cancel.is_set():
+                raise _Cancelled
+            out.write(chunk)
+            for hasher in hashers.values():
+                hasher.update(chunk)
+            received += len(chunk)
+            if self.progress is not None:
+                self.progress.advance(len(chunk))
+        return {name: h.hexdigest() for name, h in hashers.items()}, received
+
+    def _copy(self, item: DownloadItem, path: Path, out: _Output) -> dict[str, str]:
+        try:
+            size = path.stat().st_size
+            with path.open("rb") as source:
+                out.begin(size)
+                if self.progress is not None:
+                    self.progress.start(size, item.name)
+                digests, _ = self._chunks_into(item, iter(lambda: source.read(_CHUNK), b""), out)
+        except OSError as exc:
+            raise DownloadError(item.url, f"cannot read the file: {exc.strerror or exc}") from None
+        return digests
+
+    def _http(self, item: DownloadItem, out: _Output) -> dict[str, str]:
+        import httpx  # with the first download: see wheelwise.client.lazy_http
+
+        url = item.url
+        expected: int | None = None
+        received = 0
+        deadline = Deadline(self.deadline, WHEEL_RATE)
+        try:
+            with deadline, self.client().stream("GET", url) as response:
+                if response.status_code >= 500:
+                    raise _Retryable(f"HTTP {response.status_code} {response.reason_phrase}")
+                if response.status_code >= 400:
+                    raise DownloadError(
+                        url, f"HTTP {response.status_code} {response.reason_phrase}"
+                    )
+                length = response.headers.get("content-length")
+                expected = int(length) if length and length.isdigit() else None
+                encoded = response.headers.get("content-encoding", "identity") != "identity"
+                if encoded:
+                    expected = None  # the length is the encoded one
+                if expected is not None and item.size is not None and expected > item.size:
+                    raise DownloadError(
+                        url,
+                        f"the server announces {expected} bytes, but its index page (or "
+                        f"lock file) gives its size as {item.size} bytes",
+                    )
+                cap = min(
+                    item.size if item.size is not None else sys.maxsize,
+                    expected if expected is not None else sys.maxsize,
+                )
+                out.begin(expected)
+                if self.progress is not None:
+                    self.progress.start(expected, item.name)
+
+                def counted() -> Iterator[bytes]:
+                    nonlocal received
+                    for chunk in read_body(
+                        response,
+                        cap=cap,
+                        what=_capped(item, expected),
+                        deadline=deadline,
+                        expansion=_EXPANSION if encoded else None,
+                    ):
+                        received += len(chunk)
+                        yield chunk
+
+                digests, _ = self._chunks_into(item, counted(), out)
+        except BodyLimit as exc:
+            raise DownloadError(url, exc.reason) from None
+        except httpx.TimeoutException as exc:
+            if deadline.passed:  # the deadline, not --timeout, ended it
+                raise DownloadError(url, deadline.reason()) from None
+            if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+                raise _Retryable(f"connection timed out ({exc})") from None
+            waited = self.client().timeout.read
+            within = f" within {waited:g} s (--timeout)" if waited is not None else ""
+            raise DownloadError(
+                url, f"timed out: no data{within} ({type(exc).__name__}); check the network"
+            ) from None
+        except httpx.RemoteProtocolError as exc:
+            if expected is not None and received < expected:
+                raise _Retryable(
+                    f"truncated body: got {received} of {expected} bytes ({exc})"
+                ) from None
+            raise _Retryable(f"protocol error: {exc}") from None
+        except httpx.TransportError as exc:
+            raise _Retryable(f"connection error: {exc}") from None
+        except httpx.HTTPError as exc:
+            raise DownloadError(url, f"HTTP error: {exc}") from None
+        if expected is not None and received != expected:
+            raise _Retryable(f"truncated body: got {received} of {expected} bytes")
+        return digests
+
+
+def _is_http(url: str) -> bool:
+    return "://" in url and urllib.parse.urlsplit(url).scheme.lower() in ("http", "https")
+
+
+def _size_of(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _capped(item: DownloadItem, expected: int | None) -> str:
+    if item.size is not None and (expected is None or item.size <= expected):
+        return f"this file (the size its index page or lock file gives, {item.size} bytes)"
+    return f"this file (its Content-Length, {expected} bytes)"
+
+
+class Fetcher:
+    """The installer's one way to download a distribution file (see the module's
+    docstring): the retry policy *retry* (the index client's), the hash policy of
+    :func:`trusted_hashes`, the wheel *cache*, and one memory budget, *in_memory*
+    bytes in all (each file at most *in_memory_per_file*), that small files take
+    instead of temporary files, whichever batch fetches them. *client* (a client, or
+    what gives one when first needed) defaults to one of this fetcher's own, with
+    *timeout*; :meth:`close` closes that one.
+    """
+
+    def __init__(
+        self,
+        client: httpx.Client | Callable[[], httpx.Client] | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        deadline: float = DEFAULT_DEADLINE,
+        cache: ContentStore | None = None,
+        in_memory: int = 0,
+        in_memory_per_file: int = 32 << 20,
+        timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._own: LazyHttpClient | None = None
+        if client is None:
+            self._own = LazyHttpClient(lambda: _own_client(timeout))
+            self.client: Callable[[], httpx.Client] = self._own
+        else:
+            self.client = as_client_source(client)
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.deadline = deadline
+        self.cache = cache
+        self.sleep = sleep
+        self._total = max(0, in_memory)
+        self._budget = _Budget(self._total, in_memory_per_file) if in_memory > 0 else None
+
+    @property
+    def bytes_in_memory(self) -> int:
+        """Memory given to downloads so far (of the budget)."""
+        if self._budget is None:
+            return 0
+        with self._budget.lock:
+            return self._total - self._budget.left
+
+    def batch(
+        self,
+        dest_dir: Path | None,
+        *,
+        progress: ProgressSink | None = None,
+        cancel: threading.Event | None = None,
+        tries: int | None = None,
+        in_memory: bool = True,
+    ) -> _Fetcher:
+        """A batch of downloads into *dest_dir* (None: into memory only, and what
+        does not fit there is not fetched). *tries* caps the tries of each file below
+        the retry policy's (one, for a download that is only a guess)."""
+        retry = self.retry if tries is None else self.retry._replace(retries=max(0, tries - 1))
+        return _Fetcher(
+            dest_dir,
+            self.client,
+            progress,
+            retry=retry,
+            cancel=cancel if cancel is not None else threading.Event(),
+            sleep=self.sleep,
+            budget=self._budget if in_memory else None,
+            deadline=self.deadline,
+            cache=self.cache,
+        )
+
+    def fetch_to(self, item: DownloadItem, dest_dir: Path) -> Path:
+        """*item*, verified, as a file in *dest_dir* (or the cache's copy)."""
+        found = self.batch(dest_dir, in_memory=False).fetch(item)
+        assert isinstance(found, Path)  # no memory budget for this batch
+        return found
+
+    def fetch_all(
+        self,
+        items: Sequence[DownloadItem],
+        dest_dir: str | os.PathLike[str],
+        *,
+        progress: ProgressSink | None = None,
+        max_workers: int = 4,
+        require_hashes: bool = False,
+        then: Callable[[Path | InMemoryWheel], object] | None = None,
+        ready: Callable[[DownloadItem], Path | InMemoryWheel | None] | None = None,
+    ) -> list[Path | InMemoryWheel]:
+        """*items*, in their order, fetched in parallel into *dest_dir* (or memory).
+
+        *then*, if given, is called in the worker thread with each file once it is
+        complete and verified (to check it while others still download); what it
+        raises fails that item like a download error.
+
+        *ready*, if given, may supply an item fetched already (ahead, by this
+        fetcher's rules): it is used instead of fetching it, and passed to *then*
+        like any other."""
+        dest = Path(dest_dir)
+        dest.mkdir(parents=True, exist_ok=True)
+        names: dict[str, str] = {}
+        for item in items:
+            if not item.name:
+                raise DownloadError(item.url, "no file name in the URL")
+            if item.name in names:
+                raise DownloadError(item.url, f"same file name {item.name!r} as {names[item.name]}")
+            names[item.name] = item.url
+            if require_hashes and not item.expected_hashes():
+                raise DownloadError(item.url, "no expected hash, and hashes are required")
+        if not items:
+            return []
+        cancel = threading.Event()
+        fetcher = self.batch(dest, progress=progress, cancel=cancel)
+
+        def run(item: DownloadItem) -> Path | InMemoryWheel:
+            try:
+                early = ready(item) if ready is not None else None
+                if early is not None:
+                    if progress is not None:
+                        size = (
+                            len(early.data) if isinstance(early, InMemoryWheel) else _size_of(early)
+                        )
+                        progress.start(size, item.name)
+                        progress.advance(size or 0)
+                        progress.finish(item.name)
+                    found = early
+                else:
+                    found = fetcher.fetch(item)
+                if then is not None:
+                    then(found)
+                return found
+            except BaseException:
+                cancel.set()
+                raise
+
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
+                futures = [pool.submit(run, item) for item in items]
+                results: list[Path | InMemoryWheel | BaseException] = []
+                for future in futures:
+                    try:
+                        results.append(future.result())
+                    except BaseException as exc:
+                        results.append(exc)
+        finally:
+            if progress is not None:
+                progress.close()
+        errors = [
+            r for r in results if isinstance(r, BaseException) and not isinstance(r, _Cancelled)
+        ]
+        if errors:
+            raise errors[0]
+        if any(isinstance(r, BaseException) for r in results):  # pragma: no cover
+            raise DownloadError(items[0].url, "cancelled")
+        return [r for r in results if isinstance(r, Path | InMemoryWheel)]
+
+    def close(self) -> None:
+        if self._own is not None:
+            self._own.close()
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _tries_policy(retries: int, backoff: float) -> RetryPolicy:
+    """*retries* tries in all, waiting *backoff*, then twice as long... between them."""
+    return RetryPolicy(retries=max(1, retries) - 1, backoff=backoff, max_delay=float("inf"))
+
+
+def download_all(
+    items: Sequence[DownloadItem],
+    dest_dir: str | os.PathLike[str],
+    *,
+    client: httpx.Client | Callable[[], httpx.Client] | None = None,
+    progress: ProgressSink | None = None,
+    max_workers: int = 4,
+    require_hashes: bool = False,
+    retries: int = 3,
+    backoff: float = 0.5,
+    timeout: float = 30.0,
+    deadline: float = DEFAULT_DEADLINE,
+) -> list[Path]:
+    """Download *items* into *dest_dir*; the paths, in the order of *items*.
+
+    *retries* is the number of tries for connection errors and 5xx answers, waiting
+    *backoff*, then twice as long... between them. *timeout* applies to a client
+    created here (a given *client* keeps its own).
+    """
+    found = download_wheels(
+        items,
+        dest_dir,
+        client=client,
+        progress=progress,
+        max_workers=max_workers,
+        require_hashes=require_hashes,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+        deadline=deadline,
+    )
+    return [path for path in found if isinstance(path, Path)]
+
+
+def download_wheels(
+    items: Sequence[DownloadItem],
+    dest_dir: str | os.PathLike[str],
+    *,
+    in_memory: int = 0,
+    in_memory_per_file: int = 32 << 20,
+    client: httpx.Client | Callable[[], httpx.Client] | None = None,
+    progress: ProgressSink | None = None,
+    max_workers: int = 4,
+    require_hashes: bool = False,
+    retries: int = 3,
+    backoff: float = 0.5,
+    timeout: float = 30.0,
+    deadline: float = DEFAULT_DEADLINE,
+    then: Callable[[Path | InMemoryWheel], object] | None = None,
+    cache: ContentStore | None = None,
+) -> list[Path | InMemoryWheel]:
+    """Like :func:`download_all`, but files whose size is known in advance and at most
+    *in_memory_per_file* are kept in memory while they fit in *in_memory* bytes in
+    all: an install never writes (and then deletes) a small wheel on disk. *then*
+    and *cache* are as for :class:`Fetcher`."""
+    with Fetcher(
+        client,
+        retry=_tries_policy(retries, backoff),
+        deadline=deadline,
+        cache=cache,
+        in_memory=in_memory,
+        in_memory_per_file=in_memory_per_file,
+        timeout=timeout,
+    ) as fetcher:
+        return fetcher.fetch_all(
+            items,
+            dest_dir,
+            progress=progress,
+            max_workers=max_workers,
+            require_hashes=require_hashes,
+            then=then,
+        )
+
+
+def _own_client(timeout: float) -> httpx.Client:
+    """The client of downloads not given one."""
+    from wheelwise.client.deadline_transport import deadline_client
+
+    return deadline_client(
+        timeout=timeout, follow_redirects=True, headers={"Accept-Encoding": ACCEPT_ENCODING}
+    )

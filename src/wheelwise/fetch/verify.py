@@ -1,0 +1,91 @@
+"""A wheel checked before it may be installed: :func:`verify_wheel`."""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from installer.records import RecordEntry
+from packaging.utils import canonicalize_name
+
+from wheelwise.models.errors import InstallError
+from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
+from wheelwise.wheels.core_metadata import read_core_metadata
+from wheelwise.wheels.errors import WheelError
+
+if TYPE_CHECKING:
+    from wheelwise.variants.metadata import VariantMetadata
+
+__all__ = ["VerifiedWheel", "verify_wheel"]
+
+
+@dataclass(frozen=True)
+class VerifiedWheel:
+    """A wheel checked by :func:`verify_wheel`, ready for :func:`install_wheels`."""
+
+    path: Path
+    """The file, or just the file name of a wheel held in memory."""
+    source: Path | InMemoryWheel
+    name: str
+    version: str
+    variant: str | None
+    record: dict[str, RecordEntry] = field(compare=False, repr=False)
+    opened: zipfile.ZipFile | None = field(default=None, compare=False, repr=False)
+    """The wheel's zip as verify_wheel opened it (in-memory wheels), for unpacking."""
+    metadata: bytes = field(default=b"", compare=False, repr=False)
+    """Its ``METADATA``."""
+    requires_dist: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """The ``Requires-Dist`` values of its ``METADATA`` (parsed once, here)."""
+    dist_info: str = field(default="", compare=False, repr=False)
+    """The name of its ``.dist-info`` folder."""
+    variant_metadata: VariantMetadata | None = field(default=None, compare=False, repr=False)
+    """Its own ``*.dist-info/variant.json`` (None when it has none)."""
+
+    @property
+    def work(self) -> int:
+        """How long unpacking takes, roughly: bytes written, plus a fixed cost per
+        file worth ~12 KB of decompressing, hashing and writing."""
+        return sum((entry.size or 0) + 12_500 for entry in self.record.values())
+
+
+def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
+    """Open *source* safely and check it can be installed: its structure, RECORD
+    listing every member with a strong hash, and METADATA naming it. The members'
+    contents are checked against RECORD while they are written. Raises InstallError.
+
+    :func:`install_wheels` calls this for every wheel it is given as a path; a caller
+    may call it earlier (as each download completes, say) and pass the result."""
+    path = source.path if isinstance(source, InMemoryWheel) else Path(source)
+    try:
+        with WheelArchive(source) as archive:
+            record = archive.check_record_listing()
+            metadata = archive.metadata()
+            fields = read_core_metadata(metadata, body=False)
+            variant_metadata = archive.variant_metadata()
+            dist_info = archive.dist_info
+            label = archive.filename.variant_label
+            # An in-memory wheel's parsed zip is kept for unpacking (no file handle).
+            opened = archive.detach() if isinstance(source, InMemoryWheel) else None
+    except WheelError as exc:
+        raise InstallError(f"refusing to install {path.name}: {exc}") from None
+    name, version = fields.name, fields.version
+    if not name or not version:
+        raise InstallError(f"{path.name}: METADATA lacks Name or Version")
+    if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
+        label = next(iter(variant_metadata.variants))
+    requires = tuple(fields.requires_dist)
+    return VerifiedWheel(
+        path,
+        source,
+        canonicalize_name(str(name)),
+        str(version),
+        label,
+        record,
+        opened,
+        metadata,
+        requires,
+        dist_info,
+        variant_metadata,
+    )

@@ -1,0 +1,147 @@
+"""The first stage of an install: decide what to install, and change nothing.
+
+:func:`decide` resolves the requirements for the target and picks each package's
+wheel; the answer is a :class:`Plan`, a plain value that ``--dry-run`` shows,
+``--report`` writes, and the fetch stage (:mod:`wheelwise.install.fetch`) works
+from. Nothing here writes to the target, and nothing here depends on a wheel
+fetched ahead for its answer: the :class:`~wheelwise.resolve.lookahead.Lookahead`
+only answers sooner what the finder would answer. The lock command resolves
+through :func:`resolve_with` too, once per target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.utils import NormalizedName
+
+from wheelwise.client.index_client import IndexFile, IndexSource
+from wheelwise.environment.installed import InstalledDist
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.resolve.finder import link_of, source_label
+from wheelwise.resolve.lookahead import Lookahead
+from wheelwise.resolve.resolver import PackageNotFound, Resolution, ResolvedPackage, resolve
+from wheelwise.resolve.selection import SupportedFor
+
+__all__ = ["Plan", "PlannedPackage", "decide", "resolve_with"]
+
+
+@dataclass(frozen=True)
+class PlannedPackage:
+    """One resolved package, with where it comes from and whether it gets installed."""
+
+    package: ResolvedPackage
+    file: IndexFile
+    source: IndexSource
+    requested: bool
+    # Already installed at this version (and variant): left alone.
+    skipped: bool
+    properties: tuple[str, ...]
+    metadata: bytes = field(repr=False)
+    # Where the variant metadata that chose the wheel came from (its URL, or
+    # finder.WHEELS_METADATA); None for a wheel chosen without any.
+    variant_source: str | None = None
+
+    @property
+    def name(self) -> NormalizedName:
+        return self.package.name
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an install would do: the target, each package of the resolution (those
+    already installed marked ``skipped``), and the notes of the resolution."""
+
+    environment: TargetEnvironment
+    packages: tuple[PlannedPackage, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def to_install(self) -> list[PlannedPackage]:
+        return [p for p in self.packages if not p.skipped]
+
+
+def resolve_with(requirements: Iterable[str], lookahead: Lookahead, **options: Any) -> Resolution:
+    """:func:`~wheelwise.resolve.resolver.resolve` over *lookahead* (the finder it
+    serves, with what it fetched ahead), which hears the resolver's hints. A
+    project found nowhere says where it was looked for. Once resolution ends,
+    nothing more is fetched ahead of it."""
+    try:
+        return resolve(requirements, lookahead, hints=lookahead, **options)
+    except PackageNotFound as exc:
+        searched = ", ".join(source_label(source) for source in lookahead.finder.sources)
+        raise PackageNotFound(f"{exc}; searched {searched}") from None
+    finally:
+        lookahead.end_resolution()
+
+
+def decide(
+    requirements: Sequence[str],
+    env: TargetEnvironment,
+    installed: Mapping[str, InstalledDist],
+    lookahead: Lookahead,
+    *,
+    supported: SupportedFor,
+    requested: Iterable[str],
+    constraints: Sequence[str] = (),
+    pre: bool = False,
+    upgrade: bool = False,
+    no_deps: bool = False,
+    no_variant: bool = False,
+    variant_choice: Mapping[str, str] | None = None,
+) -> Plan:
+    """The plan for installing *requirements* into *env*, where *installed* is what
+    is there already: resolved over *lookahead* (see :func:`resolve_with`; the
+    keyword arguments are the resolver's), each package marked ``skipped`` when that
+    build is installed already. *requested* names the projects asked for by name."""
+    finder = lookahead.finder
+    resolution = resolve_with(
+        requirements,
+        lookahead,
+        tags=env.tags,
+        environment=env.markers,
+        supported=supported,
+        constraints=constraints,
+        pre=pre,
+        upgrade=upgrade,
+        installed={name: dist.version for name, dist in installed.items()},
+        no_deps=no_deps,
+        no_variant=no_variant,
+        variant_choice=variant_choice,
+    )
+    asked = set(requested)
+    packages: list[PlannedPackage] = []
+    for package in resolution:
+        link = link_of(package.file)
+        current = installed.get(package.name)
+        # An abi_dependency build must match its dependency's resolved version:
+        # another installed build of the same version is replaced, even without -U.
+        keep_variant = not upgrade and not package.abi
+        skipped = (
+            current is not None
+            and package.is_installed
+            and (keep_variant or current.variant == package.label)
+        )
+        release = finder.release(package.name, package.version)
+        metadata = release.variant_metadata() if release is not None else None
+        properties: tuple[str, ...] = ()
+        variant_source = None
+        if metadata is not None and package.label in metadata.variants:
+            properties = tuple(str(p) for p in metadata.properties(package.label))
+            assert release is not None
+            variant_source = release.variant_source
+        packages.append(
+            PlannedPackage(
+                package=package,
+                file=link.file,
+                source=link.source,
+                requested=package.name in asked,
+                skipped=skipped,
+                properties=properties,
+                metadata=lookahead.core_metadata(package.file),
+                variant_source=variant_source,
+            )
+        )
+    return Plan(env, tuple(packages), tuple(resolution.notes))

@@ -1,0 +1,402 @@
+"""The resolver's :class:`~wheelwise.resolve.candidates.Finder` over package sources.
+
+For every project, each source (``--index-url``, ``--extra-index-url``,
+``--find-links``, in that order) is asked for its listing; the listings stay apart.
+For every version, the first source in order with a viable wheel (compatible with
+the target's tags and ``Requires-Python``, not yanked) is the one the release comes
+from, and only that source's files and variant metadata are used (PEP 825
+"Installing wheels from multiple sources").
+
+A release's variant metadata is its ``*-variants.json``, fetched only when the
+release has variant wheels; when the source lists none, the ``variant.json`` of one
+wheel per label is read (the wheel is downloaded into the cache folder, where the
+installer finds it again) and the documents are merged. Invalid metadata degrades
+gracefully (PEP 825 "Implementation requirements"), each step with a warning: an
+invalid ``*-variants.json`` (bad JSON, schema, unknown major version) gives way to
+the wheels' own ``variant.json``; a wheel whose ``variant.json`` is unusable leaves
+its label out (its wheels count as incompatible); with no usable metadata at all,
+the release has none, and only its non-variant wheels can be chosen. Dependencies come from PEP
+658 metadata when the source serves it, else from the wheel's ``METADATA``.
+
+The finder only answers queries, each when first asked; what is fetched ahead of
+the resolver is :mod:`wheelwise.resolve.lookahead`'s business, which hands the
+finder listings it fetched already (:meth:`IndexFinder.versions`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import tempfile
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from packaging.tags import Tag
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+from wheelwise.cache.scratch import make_scratch
+from wheelwise.client.index_client import (
+    IndexClient,
+    IndexFile,
+    IndexSource,
+    InvalidPage,
+    ProjectListing,
+    SourceListing,
+    find_candidates,
+    first_viable_source,
+    local_path,
+)
+from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK
+from wheelwise.fetch.download import DownloadItem, Fetcher
+from wheelwise.resolve.candidates import WheelFile
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.core_metadata import read_core_metadata
+
+if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
+    from wheelwise.cache.wheel_cache import ContentStore
+    from wheelwise.variants.metadata import VariantMetadata
+
+__all__ = [
+    "WHEELS_METADATA",
+    "IndexFinder",
+    "IndexRelease",
+    "Link",
+    "Warn",
+    "link_of",
+    "requires_dist",
+]
+
+# Where a release's variant metadata came from when no index file was used.
+WHEELS_METADATA = "the variant.json of its variant wheels"
+
+Warn = Callable[[str], None]
+"""Receives one line for each problem the installer worked around (never raises)."""
+
+
+class Link(NamedTuple):
+    """Where a wheel of a release comes from: the index entry and its source."""
+
+    file: IndexFile
+    source: IndexSource
+
+
+def requires_dist(metadata: bytes) -> list[str]:
+    """The ``Requires-Dist`` values of a core metadata file."""
+    return read_core_metadata(metadata, body=False).requires_dist
+
+
+class IndexRelease:
+    """One version of a project, from the one source chosen for it among
+    *listings*: chosen, and its wheels read, when first asked for (a listing may
+    hold thousands of versions, and the resolver looks at a few)."""
+
+    def __init__(
+        self, version: Version, listings: Sequence[SourceListing], finder: IndexFinder
+    ) -> None:
+        self.version = version
+        self.finder = finder
+        self._listings = listings
+        self._chosen: tuple[ProjectListing, list[WheelFile], list[WheelFile]] | None = None
+        self._metadata: VariantMetadata | None = None
+        self._loaded = False
+        # Where the variant metadata came from: the ``*-variants.json`` URL, or
+        # WHEELS_METADATA (None until loaded, or without any).
+        self.variant_source: str | None = None
+        # Why the release has no variant metadata although it has variant wheels.
+        self.variant_metadata_problem: str | None = None
+
+    def __repr__(self) -> str:
+        return f"IndexRelease({self.version!s})"
+
+    @property
+    def listing(self) -> ProjectListing:
+        return self._choose()[0]
+
+    @property
+    def files(self) -> Sequence[WheelFile]:
+        """Its wheels the target may install: not yanked, ``Requires-Python`` met."""
+        return self._choose()[1]
+
+    @property
+    def yanked_files(self) -> Sequence[WheelFile]:
+        """Its yanked wheels with ``Requires-Python`` met, when it has no other
+        (PEP 592: installed only when pinned with ``==`` or ``===``)."""
+        return self._choose()[2]
+
+    @property
+    def source(self) -> IndexSource:
+        return self.listing.source
+
+    def variant_metadata(self) -> VariantMetadata | None:
+        if not self._loaded:
+            self._metadata = self.finder.load_variant_metadata(self)
+            self._loaded = True
+        return self._metadata
+
+    def _choose(self) -> tuple[ProjectListing, list[WheelFile], list[WheelFile]]:
+        if self._chosen is None:
+            self._chosen = self.finder.choose_source(self.version, self._listings)
+        return self._chosen
+
+
+class IndexFinder:
+    """Releases and dependencies from *sources*, for a target with *tags* and Python
+    *python_version* (``X.Y.Z``). Wheels read for their metadata are kept in
+    *cache_dir* (a temporary folder when not given; :meth:`close` removes it).
+
+    Wheels read while resolving are downloaded by *fetcher* (the installer's one
+    fetcher; else one with *wheel_cache* and the client's retry policy).
+    *wheel_cache*, if given, supplies the wheels it holds, and keeps those
+    downloaded. *warn* hears each problem with variant metadata that was worked
+    around (see the module's docstring)."""
+
+    def __init__(
+        self,
+        sources: Sequence[IndexSource],
+        client: IndexClient,
+        *,
+        tags: Collection[Tag],
+        python_version: str,
+        cache_dir: Path | None = None,
+        warn: Warn | None = None,
+        wheel_cache: ContentStore | None = None,
+        fetcher: Fetcher | None = None,
+    ) -> None:
+        if not sources:
+            raise ValueError("IndexFinder needs at least one source")
+        self.wheel_cache = wheel_cache
+        self.fetcher = (
+            fetcher
+            if fetcher is not None
+            else Fetcher(
+                client.http_source, retry=client.retry, deadline=client.deadline, cache=wheel_cache
+            )
+        )
+        self.warn: Warn = warn if warn is not None else _ignore
+        self.sources = list(sources)
+        self.client = client
+        self.tags = frozenset(tags)
+        self.python_version = python_version
+        self._temp: tempfile.TemporaryDirectory[str] | None = None
+        if cache_dir is None:
+            self._temp = make_scratch("wheels")
+            cache_dir = Path(self._temp.name)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        self.cache_dir = cache_dir
+        self._releases: dict[NormalizedName, list[IndexRelease]] = {}
+        self._listings: dict[NormalizedName, list[SourceListing]] = {}
+        self._metadata: dict[str, bytes] = {}
+        self._wheels: dict[str, Path] = {}
+
+    def close(self) -> None:
+        if self._temp is not None:
+            self._temp.cleanup()
+            self._temp = None
+
+    # -- Finder --------------------------------------------------------------------
+
+    def versions(
+        self,
+        name: NormalizedName,
+        fetched: Callable[[], list[SourceListing] | None] | None = None,
+    ) -> Sequence[IndexRelease]:
+        """The releases of *name*, oldest first. *fetched*, when the name is first
+        asked for, may give its listings fetched already (None: fetched here)."""
+        name = canonicalize_name(name)
+        found = self._releases.get(name)
+        if found is None:
+            found = self._releases[name] = self._find(name, fetched)
+        return found
+
+    def knows(self, name: NormalizedName) -> bool:
+        """Whether the releases of *name* were asked for already."""
+        return canonicalize_name(name) in self._releases
+
+    def dependencies(self, file: WheelFile) -> list[str]:
+        return requires_dist(self.core_metadata(file))
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def release(self, name: str, version: Version) -> IndexRelease | None:
+        releases = self.versions(canonicalize_name(name))  # oldest first
+        index = bisect.bisect_left(releases, version, key=lambda release: release.version)
+        if index < len(releases) and releases[index].version == version:
+            return releases[index]
+        return None
+
+    def core_metadata(self, file: WheelFile) -> bytes:
+        """The ``METADATA`` of *file* (PEP 658 when served, else from the wheel)."""
+        link = _link(file)
+        found = self._metadata.get(link.file.url)
+        if found is not None:
+            return found
+        if link.file.core_metadata:
+            found = self.client.fetch_metadata(link.file)
+        else:
+            with WheelArchive(self.wheel_path(link.file)) as archive:
+                found = archive.metadata()
+        self._metadata[link.file.url] = found
+        return found
+
+    def wheel_path(self, file: IndexFile) -> Path:
+        """*file* downloaded by the fetcher (verified, onto disk: a wheel may be big)
+        into the cache folder, or the wheel cache's verified copy."""
+        found = self._wheels.get(file.url)
+        if found is None:
+            folder = Path(tempfile.mkdtemp(prefix="w-", dir=self.cache_dir))
+            item = DownloadItem(file.url, file.hashes, file.filename, file.size)
+            found = self._wheels[file.url] = self.fetcher.fetch_to(item, folder)
+        return found
+
+    def has_wheel(self, file: IndexFile) -> bool:
+        """Whether *file* was downloaded while resolving."""
+        return file.url in self._wheels
+
+    def downloaded(self, url: str) -> Path | None:
+        """The wheel at *url*, if it was downloaded while resolving."""
+        found = self._wheels.get(url)
+        return found if found is not None and found.is_file() else None
+
+    def viable(self, file: IndexFile) -> bool:
+        """A wheel the target can use: tags, ``Requires-Python``, not yanked."""
+        wheel = file.wheel
+        return (
+            wheel is not None
+            and not file.yanked
+            and file.allows_python(self.python_version)
+            and any(tag in self.tags for tag in wheel.tags)
+        )
+
+    def _find(
+        self, name: NormalizedName, fetched: Callable[[], list[SourceListing] | None] | None
+    ) -> list[IndexRelease]:
+        listings = fetched() if fetched is not None else None
+        if listings is None:
+            listings = find_candidates(name, self.sources, self.client)
+        self._listings[name] = listings
+        return self.releases_from(listings)
+
+    def source_only_versions(self, name: NormalizedName) -> list[Version]:
+        """The versions of *name* the sources list source distributions of, and no
+        wheels (for messages: wheelwise installs wheels only)."""
+        self.versions(name)
+        listings = self._listings.get(canonicalize_name(name), [])
+        wheels = {v for entry in listings for v in entry.listing.versions(WHEEL_LINK)}
+        sources = {v for entry in listings for v in entry.listing.versions(SDIST_LINK)}
+        return sorted(sources - wheels)
+
+    def releases_from(self, listings: list[SourceListing]) -> list[IndexRelease]:
+        """A release for each version that a source lists wheels of (read lazily)."""
+        if len(listings) == 1:  # sorted already, and without duplicates
+            versions = listings[0].listing.versions(WHEEL_LINK)
+        else:
+            versions = sorted({v for e in listings for v in e.listing.versions(WHEEL_LINK)})
+        return [IndexRelease(version, listings, self) for version in versions]
+
+    def choose_source(
+        self, version: Version, listings: Sequence[SourceListing]
+    ) -> tuple[ProjectListing, list[WheelFile], list[WheelFile]]:
+        """The listing *version* comes from (the first source with a viable wheel of
+        it, else the first with any wheel of it, so that the resolver can say what
+        was available), its installable wheels and its yanked ones (only when it
+        has no other)."""
+        chosen = first_viable_source(version, listings, self.viable)
+        if chosen is None:
+            chosen = next((e for e in listings if e.listing.wheels_for(version)), listings[0])
+        listing = chosen.listing
+        usable: list[WheelFile] = []
+        yanked: list[WheelFile] = []
+        for file in listing.wheels_for(version):
+            if file.wheel is not None and file.allows_python(self.python_version):
+                wheel = WheelFile(file.wheel, Link(file, listing.source))
+                (yanked if file.yanked else usable).append(wheel)
+        return listing, usable, ([] if usable else yanked)
+
+    def load_variant_metadata(self, release: IndexRelease) -> VariantMetadata | None:
+        """The release's ``*-variants.json``, else the merged ``variant.json`` of one
+        tag-compatible wheel per label; None without variant wheels, or when no
+        usable metadata was found (``release.variant_metadata_problem`` says why)."""
+        variant_files = [
+            f for f in (release.files or release.yanked_files) if f.filename.is_variant
+        ]
+        if not variant_files:
+            return None
+        listed = release.listing.variants_json(release.version)
+        if listed is not None:
+            try:
+                metadata = self.client.fetch_variants_json(listed)
+            except InvalidPage as exc:  # only the document itself is invalid
+                self.warn(f"{exc.message}; reading each variant wheel's own variant.json instead")
+            else:
+                release.variant_source = listed.url
+                return metadata
+        merged = self._metadata_from_wheels(release, variant_files)
+        if merged is not None:
+            release.variant_source = WHEELS_METADATA
+        return merged
+
+    def _metadata_from_wheels(
+        self, release: IndexRelease, variant_files: Sequence[WheelFile]
+    ) -> VariantMetadata | None:
+        from wheelwise.variants.errors import VariantError
+        from wheelwise.variants.merging import merge
+        from wheelwise.wheels.errors import WheelError
+        from wheelwise.wheels.variant_info import read_wheel_variant
+
+        per_label: dict[str, IndexFile] = {}
+        for file in variant_files:
+            link = _link(file)
+            label = file.filename.variant_label
+            compatible = any(tag in self.tags for tag in file.filename.tags)
+            if label is not None and compatible and label not in per_label:
+                per_label[label] = link.file
+        where = f"{release.listing.name} {release.version}"
+        documents = []
+        for label, index_file in per_label.items():
+            path = self.wheel_path(index_file)
+            try:
+                metadata = read_wheel_variant(path).metadata
+            except WheelError as exc:
+                reason = str(exc).replace(str(path), index_file.url)  # not the cache folder
+                self.warn(f"{reason}; the variant {label!r} of {where} is treated as incompatible")
+                continue
+            if metadata is not None:
+                documents.append(metadata)
+        problem = None
+        if not documents:
+            problem = "no variant wheel has a usable variant.json"
+        else:
+            try:
+                return merge(documents)
+            except VariantError as exc:
+                problem = f"its variant wheels' variant.json disagree ({exc})"
+        release.variant_metadata_problem = problem
+        self.warn(
+            f"{where}: {problem}: its variant wheels are treated as incompatible, and only a "
+            "non-variant wheel can be installed"
+        )
+        return None
+
+
+def _ignore(message: str) -> None:
+    pass
+
+
+def link_of(file: WheelFile) -> Link:
+    """Where *file*, a wheel this module listed, comes from."""
+    return _link(file)
+
+
+def _link(file: WheelFile) -> Link:
+    if not isinstance(file.link, Link):  # pragma: no cover - files come from this module
+        raise TypeError(f"{file}: not a wheel from an index source")
+    return file.link
+
+
+def source_label(source: IndexSource) -> str:
+    """How the output names a source: its URL (a path for local ones)."""
+    if source.is_local:
+        return str(local_path(source.url)).rstrip(os.sep) or source.url
+    return source.url

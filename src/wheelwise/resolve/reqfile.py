@@ -1,0 +1,148 @@
+"""Requirements files (``-r``) and constraints files (``-c``), the simple subset.
+
+Understood: requirement lines, blank lines and ``#`` comments, line continuations
+(``\\``), ``-r``/``--requirement`` and ``-c``/``--constraint`` (relative to the file
+that names them), ``-i``/``--index-url``, ``--extra-index-url`` and
+``-f``/``--find-links``. Any other option is an error naming the file and line.
+
+A requirement line may choose a variant, ``torch#cu128`` (see
+:mod:`wheelwise.resolve.variant_requirement`); the line is kept as it is, its label
+checked here so that a bad one is reported with the file and line. As in pip, a
+``#`` after whitespace starts a comment: ``torch #cu128`` is just ``torch``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wheelwise.errors import WheelwiseError
+from wheelwise.resolve.variant_requirement import VariantRequirementError, split_variant_label
+from wheelwise.userfiles import NotARegularFile, read_regular_file
+
+__all__ = ["RequirementsFileError", "RequirementsSet", "read_requirements"]
+
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_OPTIONS = {
+    "-r": "requirement",
+    "--requirement": "requirement",
+    "-c": "constraint",
+    "--constraint": "constraint",
+    "-i": "index_url",
+    "--index-url": "index_url",
+    "--extra-index-url": "extra_index_url",
+    "-f": "find_links",
+    "--find-links": "find_links",
+}
+_MAX_DEPTH = 20
+
+
+class RequirementsFileError(ValueError, WheelwiseError):
+    """A requirements file cannot be read or uses what is not supported."""
+
+
+@dataclass
+class RequirementsSet:
+    """What requirements files gave: requirements, constraints and sources."""
+
+    requirements: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    index_url: str | None = None
+    extra_index_urls: list[str] = field(default_factory=list)
+    find_links: list[str] = field(default_factory=list)
+
+
+def _lines(path: Path) -> list[tuple[int, str]]:
+    try:
+        text = read_regular_file(path).decode("utf-8")
+    except FileNotFoundError:
+        raise RequirementsFileError(f"{path}: requirements file not found") from None
+    except NotARegularFile as exc:
+        raise RequirementsFileError(f"{path}: {exc.strerror}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RequirementsFileError(f"{path}: cannot be read ({exc})") from None
+    joined: list[tuple[int, str]] = []
+    pending = ""
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _COMMENT.sub("", raw)
+        if not pending:
+            start = number
+        if line.endswith("\\"):
+            pending += line[:-1]
+            continue
+        joined.append((start, (pending + line).strip()))
+        pending = ""
+    if pending:
+        joined.append((start, pending.strip()))
+    return [(n, line) for n, line in joined if line]
+
+
+def _split_option(line: str) -> tuple[str, str] | None:
+    if not line.startswith("-"):
+        return None
+    if line.startswith("--") and "=" in line.split()[0]:
+        option, _, value = line.partition("=")
+        return option.strip(), value.strip()
+    option, _, value = line.partition(" ")
+    if option.startswith("-") and not option.startswith("--") and len(option) > 2:
+        return option[:2], option[2:].strip()
+    return option, value.strip()
+
+
+def read_requirements(
+    path: Path,
+    *,
+    constraint: bool = False,
+    into: RequirementsSet | None = None,
+    _depth: int = 0,
+) -> RequirementsSet:
+    """Read *path* (a constraints file with *constraint*) into *into* (or a new set)."""
+    result = into if into is not None else RequirementsSet()
+    if _depth > _MAX_DEPTH:
+        raise RequirementsFileError(f"{path}: requirements files nest too deeply (a cycle?)")
+    for number, line in _lines(path):
+        where = f"{path}:{number}"
+        split = _split_option(line)
+        if split is None:
+            try:
+                label = split_variant_label(line).label
+            except VariantRequirementError as exc:
+                raise RequirementsFileError(f"{where}: {exc}") from None
+            if label is not None and constraint:
+                raise RequirementsFileError(
+                    f"{where}: {line!r}: a variant label (#{label}) cannot be a constraint; "
+                    "put it on the requirement, or use --variant"
+                )
+            (result.constraints if constraint else result.requirements).append(line)
+            continue
+        option, value = split
+        kind = _OPTIONS.get(option)
+        if kind is None:
+            raise RequirementsFileError(
+                f"{where}: option {option} is not supported in requirements files "
+                "(supported: -r, -c, --index-url, --extra-index-url, --find-links)"
+            )
+        if not value:
+            raise RequirementsFileError(f"{where}: {option} needs a value")
+        if kind in ("requirement", "constraint"):
+            nested = Path(value)
+            if not nested.is_absolute():
+                nested = path.parent / nested
+            read_requirements(
+                nested,
+                constraint=constraint or kind == "constraint",
+                into=result,
+                _depth=_depth + 1,
+            )
+        elif kind == "index_url":
+            result.index_url = value
+        elif kind == "extra_index_url":
+            result.extra_index_urls.append(value)
+        else:
+            found = value
+            if "://" not in value and not Path(value).is_absolute():
+                found = str(path.parent / value)
+            result.find_links.append(found)
+    return result
