@@ -34,7 +34,8 @@ from wheelwise.doctor.findings import SECTIONS, SEVERITIES
 from wheelwise.doctor.fix_commands import FixCommands
 from wheelwise.doctor.gpu_fit import MachineRuntimes, judge_gpu_builds
 from wheelwise.doctor.gpu_packages import CPU, CUDA, ROCM, recognize
-from wheelwise.doctor.installed_dists import installed_dists, read_name_version
+from wheelwise.doctor.installed_dists import installed_dists
+from wheelwise.environment.installed import read_name_version
 from wheelwise.publish.static import build_site
 
 SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "doctor-report.schema.json"

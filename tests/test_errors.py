@@ -23,6 +23,9 @@ NOT_ERRORS = {
     # Another wheel of the transaction failed: the transaction catches it and raises
     # that wheel's InstallError.
     "wheelwise.install.unpack.Cancelled",
+    # One try of a request failed: the retry loop tries again, or raises the error the
+    # failure names (a SourceError or DownloadError).
+    "wheelwise.policy.retry.RetryableFailure",
     # The machine lacks what a provider detects: the provider's report says so.
     "wheelwise.providers.base.ProviderUnavailable",
     "wheelwise.providers.nvidia.NoNvidiaGpu",

@@ -22,8 +22,9 @@ from wheelwise.cache.http_cache import body_stamp
 from wheelwise.client import simple_parse
 from wheelwise.client.errors import InvalidPage
 from wheelwise.client.grouped_cache import MIN_BODY, GroupedPages
-from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy
+from wheelwise.client.index_client import IndexClient, IndexSource
 from wheelwise.client.simple_parse import parse_json_page
+from wheelwise.policy.retry import RetryPolicy
 
 URL = "https://example.test/simple/big/"
 VERSIONS = 1500

@@ -17,7 +17,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-# Lowest first. Modules directly under wheelwise/ (and ``models``) are the foundations.
+# Lowest first. Modules directly under wheelwise/, ``models`` and ``policy`` are the
+# foundations.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
         {
@@ -30,6 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "cachedir",
             "forked_map",
             "models",
+            "policy",
         }
     ),
     frozenset({"variants"}),

@@ -40,13 +40,13 @@ from wheelwise.client.index_client import (
     IndexSource,
     InvalidPage,
     ProjectListing,
-    RetryPolicy,
     SourceError,
     find_candidates,
     first_viable_source,
 )
 from wheelwise.client.simple_parse import parse_html_page, parse_json_page
 from wheelwise.client.tls import client_tls_context
+from wheelwise.policy.retry import RetryPolicy
 from wheelwise.publish.server import create_app
 from wheelwise.publish.static import build_site
 from wheelwise.variants.metadata import VariantMetadata

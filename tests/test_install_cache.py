@@ -34,9 +34,10 @@ from wheelwise.cache.http_cache import CachedResponse, HttpCache, body_stamp, fr
 from wheelwise.cache.wheel_cache import ContentStore, content_key
 from wheelwise.cli.inputs import load_system
 from wheelwise.client.errors import HashMismatch
-from wheelwise.client.index_client import PAGE_ACCEPT, IndexClient, IndexSource, RetryPolicy
+from wheelwise.client.index_client import PAGE_ACCEPT, IndexClient, IndexSource
 from wheelwise.install.plan import InstallOptions, run_install
 from wheelwise.models.errors import DownloadError
+from wheelwise.policy.retry import RetryPolicy
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 

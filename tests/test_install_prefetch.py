@@ -17,10 +17,11 @@ from packaging.utils import canonicalize_name
 from indexkit import demo_wheels, free_port, uvicorn_thread
 from installkit import make_venv
 from wheelfactory import make_wheel
-from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy, SourceError
+from wheelwise.client.index_client import IndexClient, IndexSource, SourceError
 from wheelwise.fetch.download import Fetcher
 from wheelwise.install.fetch import Verifier
 from wheelwise.install.plan import InstallOptions, InstallOutcome, run_install
+from wheelwise.policy.retry import RetryPolicy
 from wheelwise.publish.server import create_app
 from wheelwise.resolve import lookahead as lookahead_module
 from wheelwise.resolve.finder import IndexFinder, link_of

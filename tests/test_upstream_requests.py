@@ -21,7 +21,8 @@ from gpuhouse import demo_house
 from indexkit import uvicorn_thread
 from proxykit import JSON_PAGE, proxy_process
 from variantkit import system_file
-from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy
+from wheelwise.client.index_client import IndexClient, IndexSource
+from wheelwise.policy.retry import RetryPolicy
 from wheelwise.publish.server import create_app
 
 Scope = dict[str, Any]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from wheelwise.atomic_file import replace_with, replace_with_bytes
+from wheelwise.policy.hashes import TRUSTED, digest_hex_length, trusted_hashes
 from wheelwise.userfiles import open_regular
 
 __all__ = ["ContentCache", "ContentStore", "content_key"]
@@ -32,8 +33,6 @@ _log = logging.getLogger(__name__)
 _CHUNK = 1 << 20
 # Far above any metadata file (the index client refuses those over 16 MiB).
 _READ_LIMIT = 64 << 20
-# Hashes an entry may be kept under, preferred first: sha256 is what indexes give.
-_KEYS = ("sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b")
 _HEX = frozenset("0123456789abcdef")
 # Puts an entry's content at the path it is given, whole or not at all.
 _Writer = Callable[[Path], None]
@@ -43,11 +42,11 @@ def content_key(hashes: Mapping[str, str]) -> tuple[str, str] | None:
     """(algorithm, lower-case hex digest) that an entry with *hashes* is kept under;
     None when no sha256 (or stronger) digest of the right length is given."""
     given = {name.lower(): value.lower() for name, value in hashes.items()}
-    for name in _KEYS:
+    for name in TRUSTED:
         digest = given.get(name)
         if (
             digest is not None
-            and len(digest) == hashlib.new(name).digest_size * 2
+            and len(digest) == digest_hex_length(name)
             and _HEX.issuperset(digest)
         ):
             return name, digest
@@ -56,7 +55,7 @@ def content_key(hashes: Mapping[str, str]) -> tuple[str, str] | None:
 
 def _checked(hashes: Mapping[str, str]) -> dict[str, str]:
     """The digests of *hashes* this module can check (each must match on reuse)."""
-    return {name.lower(): value.lower() for name, value in hashes.items() if name.lower() in _KEYS}
+    return trusted_hashes(hashes)
 
 
 def _safe_name(filename: str) -> bool:

@@ -63,6 +63,8 @@ from wheelwise.client.index_file import SDIST, VARIANTS_JSON, WHEEL, IndexFile
 from wheelwise.client.lazy_http import LazyHttpClient
 from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK, PageFiles
 from wheelwise.client.simple_parse import page_kind, read_html_page, read_json_page, read_page
+from wheelwise.policy.hashes import new_hashers
+from wheelwise.policy.retry import RetryableFailure, RetryPolicy, with_retries
 from wheelwise.variants.errors import InvalidMetadata
 from wheelwise.variants.filenames import variants_json_filename
 
@@ -81,7 +83,6 @@ __all__ = [
     "IndexSource",
     "InvalidPage",
     "ProjectListing",
-    "RetryPolicy",
     "SourceError",
     "SourceListing",
     "find_candidates",
@@ -263,19 +264,6 @@ class SourceListing(NamedTuple):
     @property
     def source(self) -> IndexSource:
         return self.listing.source
-
-
-class RetryPolicy(NamedTuple):
-    """*retries* more tries after the first, waiting ``backoff * factor**n`` (at most
-    *max_delay*) before the n-th retry; on connection errors, timeouts and 5xx."""
-
-    retries: int = 3
-    backoff: float = 0.25
-    factor: float = 2.0
-    max_delay: float = 1.0
-
-    def delay(self, retry: int) -> float:
-        return min(self.backoff * self.factor**retry, self.max_delay)
 
 
 class _Fetched(NamedTuple):
@@ -469,7 +457,7 @@ class IndexClient:
         exceed the size the page gives, and has the deadline of a wheel."""
         url = file.url
         part = dest.with_name(dest.name + ".part")
-        hashers = _hashers(file.hashes)
+        hashers = new_hashers(file.hashes)
         cap = file.size if file.size is not None else sys.maxsize
 
         def write(out: IO[bytes], pieces: Iterable[bytes]) -> None:
@@ -659,63 +647,62 @@ class IndexClient:
         """The answer (a 2xx one with its body read by *read*), after retries."""
         import httpx  # with the first request: see wheelwise.client.lazy_http
 
-        tries = self.retry.retries + 1
-        for attempt in range(tries):
-            last = attempt == tries - 1
+        def one_try() -> tuple[httpx.Response, bytes]:
             deadline = Deadline(self.deadline, rate)
             try:
                 with deadline, self._http().stream("GET", url, headers=dict(headers)) as response:
-                    if response.status_code >= 500 and not last:
-                        pass  # retried below
-                    elif response.status_code >= 500:
-                        raise SourceError(
-                            url,
-                            f"{url}: the server answered {response.status_code} "
-                            f"{response.reason_phrase} ({_tries(tries)}); the index is failing: "
-                            f"try again later, or {hint}",
+                    if response.status_code >= 500:
+                        status = f"{response.status_code} {response.reason_phrase}"
+                        raise RetryableFailure(
+                            lambda tries: SourceError(
+                                url,
+                                f"{url}: the server answered {status} ({_tries(tries)}); the "
+                                f"index is failing: try again later, or {hint}",
+                            )
                         )
-                    elif 200 <= response.status_code < 300:
+                    if 200 <= response.status_code < 300:
                         return response, read(response, deadline)
-                    else:
-                        if response.status_code == 304:
-                            # A 304 has no body; reading its end lets the pool keep
-                            # the connection instead of closing it.
-                            response.read()
-                        return response, b""
+                    if response.status_code == 304:
+                        # A 304 has no body; reading its end lets the pool keep the
+                        # connection instead of closing it.
+                        response.read()
+                    return response, b""
             except BodyLimit as exc:
                 error = SourceTimeout if deadline.passed else SourceError
                 raise error(url, f"{url}: {exc.reason}; {hint}") from None
             except httpx.TimeoutException:
                 if deadline.passed:  # the deadline, not --timeout, ended it
                     raise SourceTimeout(url, f"{url}: {deadline.reason()}; {hint}") from None
-                if last:
-                    raise SourceTimeout(
+                raise RetryableFailure(
+                    lambda tries: SourceTimeout(
                         url,
                         f"{url}: no answer within {self.timeout:g} s "
                         f"({_tries(tries)}); {hint}, or {_NETWORK_HINT}",
-                    ) from None
+                    )
+                ) from None
             except httpx.UnsupportedProtocol as exc:
                 raise SourceError(url, f"{url}: {exc}; {hint}") from None
             except httpx.InvalidURL as exc:
                 raise SourceError(url, f"{url}: invalid URL ({exc}); {hint}") from None
             except httpx.TransportError as exc:
-                if last:
-                    what = str(exc) or type(exc).__name__
-                    # A body cut short or a reset after connecting is no failure to connect.
-                    failed = (
-                        "cannot connect"
-                        if isinstance(exc, httpx.ConnectError)
-                        else "the connection broke off"
-                    )
-                    raise SourceError(
+                what = str(exc) or type(exc).__name__
+                # A body cut short or a reset after connecting is no failure to connect.
+                failed = (
+                    "cannot connect"
+                    if isinstance(exc, httpx.ConnectError)
+                    else "the connection broke off"
+                )
+                raise RetryableFailure(
+                    lambda tries: SourceError(
                         url,
                         f"{url}: {failed} ({what}; {_tries(tries)}); {hint}, or {_NETWORK_HINT}",
-                    ) from None
+                    )
+                ) from None
             except httpx.RequestError as exc:  # too many redirects, undecodable body
                 what = str(exc) or type(exc).__name__
                 raise SourceError(url, f"{url}: {what}; {hint}") from None
-            self._sleep(self.retry.delay(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        return with_retries(self.retry, one_try, sleep=self._sleep)
 
 
 _Reader = Callable[["httpx.Response", Deadline], bytes]
@@ -747,14 +734,6 @@ def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx
 _WHEEL_EXPANSION = 16
 
 
-def _hashers(hashes: Mapping[str, str]) -> dict[str, hashlib._Hash]:
-    return {
-        name: hashlib.new(name)
-        for name in hashes
-        if name in hashlib.algorithms_guaranteed and not name.startswith("shake_")
-    }
-
-
 def _check_digests(url: str, digests: Mapping[str, str], hashes: Mapping[str, str]) -> None:
     for algorithm, actual in digests.items():
         expected = hashes[algorithm]
@@ -782,7 +761,7 @@ def local_path(url: str) -> Path:
 
 def verify_hashes(url: str, data: bytes, hashes: Mapping[str, str]) -> None:
     """Raise :class:`HashMismatch` unless *data* has every known hash in *hashes*."""
-    hashers = _hashers(hashes)
+    hashers = new_hashers(hashes)
     for hasher in hashers.values():
         hasher.update(data)
     _check_digests(url, {name: h.hexdigest() for name, h in hashers.items()}, hashes)

@@ -18,7 +18,6 @@ so that an error in a link's hashes or URL is raised then.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from wheelwise.client.errors import InvalidPage
 from wheelwise.client.index_file import IndexFile
 from wheelwise.client.page_files import PageFiles, PageLink
+from wheelwise.policy.hashes import digest_hex_length
 
 JSON_V1 = "application/vnd.pypi.simple.v1+json"
 HTML_V1 = "application/vnd.pypi.simple.v1+html"
@@ -45,13 +45,12 @@ def check_hashes(hashes: Mapping[str, str], where: str, url: str) -> dict[str, s
         name = algorithm.lower()
         if not isinstance(value, str) or not _HEX_RE.match(value):
             raise InvalidPage(url, f"{where}: {algorithm} hash {value!r} is not hexadecimal")
-        if name in hashlib.algorithms_guaranteed and not name.startswith("shake_"):
-            expected = hashlib.new(name).digest_size * 2
-            if len(value) != expected:
-                raise InvalidPage(
-                    url,
-                    f"{where}: {algorithm} hash {value!r} has {len(value)} digits, not {expected}",
-                )
+        expected = digest_hex_length(name)
+        if expected is not None and len(value) != expected:
+            raise InvalidPage(
+                url,
+                f"{where}: {algorithm} hash {value!r} has {len(value)} digits, not {expected}",
+            )
         checked[name] = value.lower()
     return checked
 
@@ -235,7 +234,7 @@ def _resolve(base: str, link: str, where: str) -> tuple[str, dict[str, str]] | N
     hashes: dict[str, str] = {}
     if fragment:
         algorithm, sep, value = fragment.partition("=")
-        if sep and algorithm.lower() in hashlib.algorithms_guaranteed:
+        if sep and digest_hex_length(algorithm) is not None:
             hashes = check_hashes({algorithm: value}, where, base)
     return absolute, hashes
 

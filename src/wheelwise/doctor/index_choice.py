@@ -92,7 +92,8 @@ def _ask(choices: IndexChoices, question: _Question) -> None:
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
-    from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy
+    from wheelwise.client.index_client import IndexClient, IndexSource
+    from wheelwise.policy.retry import RetryPolicy
     from wheelwise.resolve.finder import IndexFinder
     from wheelwise.resolve.selection import TargetSpec, select_wheel
 

@@ -1,29 +1,55 @@
 """The one reader of installed distributions: the ``.dist-info`` folders of a target's
-site folders, read for their name, version, installer and variant label.
+site folders (install, list, uninstall, sync and doctor all read them here).
 
-Not importlib.metadata.distributions(path=...): it gives no public way to the
+Each folder's name and version come from the head of its ``METADATA``
+(:func:`~wheelwise.wheels.core_metadata.header_fields`: big environments have
+hundreds, and the rest of the file is a long description). Not
+importlib.metadata.distributions(path=...): it gives no public way to the
 .dist-info folder, which uninstalling needs (RECORD, the folder moved to the backup,
 variant.json beside it); it also yields .egg-info installs, which have no RECORD to
 uninstall by; and it parses the whole METADATA, body included, of every
-distribution, where an install reads the heads of the few it replaces.
+distribution.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.utils import canonicalize_name
 
 from wheelwise.untrusted_json import loads_json
-from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
+from wheelwise.wheels.core_metadata import header_fields
 
 if TYPE_CHECKING:
     from wheelwise.environment.interpreter import TargetEnvironment
 
-__all__ = ["InstalledDist", "find_installed", "list_installed", "read_dist"]
+__all__ = [
+    "DistInfo",
+    "InstalledDist",
+    "dist_info_folders",
+    "find_installed",
+    "list_installed",
+    "read_name_version",
+]
+
+DIST_INFO = ".dist-info"
+VARIANT_JSON = "variant.json"
+# Name and Version come first in every METADATA written by a build backend.
+_HEAD = 8192
+_NAME_AND_VERSION = frozenset({"name", "version"})
+
+
+class DistInfo(NamedTuple):
+    """A ``.dist-info`` folder whose ``METADATA`` names a distribution."""
+
+    name: str
+    """The normalized project name."""
+    version: str
+    location: Path
+    """The ``.dist-info`` folder."""
 
 
 class InstalledDist(NamedTuple):
@@ -39,78 +65,85 @@ class InstalledDist(NamedTuple):
     """The ``.dist-info`` folder."""
 
 
-def read_dist(dist_info: Path) -> InstalledDist | None:
+def read_name_version(metadata: bytes) -> tuple[str, str] | None:
+    """``(Name, Version)`` from the header block of a core metadata file (the first of
+    each), or None when either is missing or empty; never raises."""
+    fields = header_fields(metadata, _NAME_AND_VERSION)
+    name, version = fields.get("name"), fields.get("version")
+    return (name, version) if name and version else None
+
+
+def _name_and_version(location: Path) -> tuple[str, str] | None:
     try:
-        raw = (dist_info / "METADATA").read_bytes()
+        with (location / "METADATA").open("rb") as handle:
+            head = handle.read(_HEAD)
+            found = read_name_version(head)
+            if found is None and len(head) == _HEAD:
+                found = read_name_version(head + handle.read())
     except OSError:
         return None
+    return found
+
+
+def _named_like(folder: str, wanted: Collection[str]) -> bool:
+    return canonicalize_name(folder[: -len(DIST_INFO)].rsplit("-", 1)[0]) in wanted
+
+
+def dist_info_folders(
+    site_dirs: Iterable[Path], wanted: Collection[str] | None = None
+) -> list[DistInfo]:
+    """The distributions in *site_dirs* (the first of each name, as imports find it),
+    sorted by name; folders that cannot be read are left out. With *wanted*
+    (normalized names), only folders named like one of them are read: each site
+    folder is listed once, however many names are asked for."""
+    found: dict[str, DistInfo] = {}
+    for site in site_dirs:
+        try:
+            with os.scandir(site) as scan:
+                folders = sorted(
+                    entry.path
+                    for entry in scan
+                    if entry.name.endswith(DIST_INFO)
+                    and (wanted is None or _named_like(entry.name, wanted))
+                    and entry.is_dir()
+                )
+        except OSError:
+            continue
+        for folder in folders:
+            location = Path(folder)
+            fields = _name_and_version(location)
+            if fields is None:
+                continue
+            name = canonicalize_name(fields[0])
+            if name not in found and (wanted is None or name in wanted):
+                found[name] = DistInfo(name, fields[1], location)
+    return sorted(found.values(), key=lambda dist: dist.name)
+
+
+def _installed(found: DistInfo) -> InstalledDist:
+    location = found.location
     try:
-        metadata = read_core_metadata(raw, body=False)
-    except CoreMetadataError:
-        return None
-    name, version = metadata.name, metadata.version
-    if not name or not version:
-        return None
-    try:
-        installer_name: str | None = (dist_info / "INSTALLER").read_text("utf-8").strip() or None
+        installer_name: str | None = (location / "INSTALLER").read_text("utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
         installer_name = None
     variant: str | None = None
     try:
-        doc = loads_json((dist_info / "variant.json").read_bytes())
+        doc = loads_json((location / VARIANT_JSON).read_bytes())
     except (OSError, ValueError):
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("variants"), dict) and doc["variants"]:
         labels = list(doc["variants"])
         variant = str(labels[0]) if len(labels) == 1 else None
-    return InstalledDist(
-        name=canonicalize_name(str(name)),
-        version=str(version),
-        installer=installer_name,
-        variant=variant,
-        location=dist_info,
-    )
+    return InstalledDist(found.name, found.version, installer_name, variant, location)
 
 
 def list_installed(env: TargetEnvironment) -> list[InstalledDist]:
     """The distributions installed in *env*'s purelib and platlib, sorted by name."""
-    found: dict[str, InstalledDist] = {}
-    for site in env.site_dirs:
-        try:
-            entries = sorted(site.iterdir())
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.endswith(".dist-info") and entry.is_dir():
-                dist = read_dist(entry)
-                if dist is not None:
-                    found.setdefault(dist.name, dist)
-    return sorted(found.values(), key=lambda d: d.name)
+    return [_installed(found) for found in dist_info_folders(env.site_dirs)]
 
 
 def find_installed(env: TargetEnvironment, names: Iterable[str]) -> dict[str, InstalledDist]:
     """The installed distributions among *names* (by normalized name), reading only
-    dist-info folders named like them, and listing each site folder once (listing it
-    once per wheel made an install quadratic in the environment's size)."""
+    the ``.dist-info`` folders named like them."""
     wanted = {canonicalize_name(name) for name in names}
-    found: dict[str, InstalledDist] = {}
-    for site in env.site_dirs:
-        try:
-            with os.scandir(site) as scan:
-                candidates = sorted(
-                    entry.path
-                    for entry in scan
-                    if entry.name.endswith(".dist-info")
-                    and canonicalize_name(entry.name[: -len(".dist-info")].rsplit("-", 1)[0])
-                    in wanted
-                )
-        except OSError:
-            continue
-        for path in candidates:
-            entry = Path(path)
-            if not entry.is_dir():
-                continue
-            dist = read_dist(entry)
-            if dist is not None and dist.name in wanted and dist.name not in found:
-                found[dist.name] = dist
-    return found
+    return {found.name: _installed(found) for found in dist_info_folders(env.site_dirs, wanted)}

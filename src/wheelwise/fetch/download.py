@@ -23,7 +23,7 @@ complete and verified.
 :class:`Fetcher` is the one place these rules live: every wheel the installer
 downloads (read while resolving, fetched ahead, or fetched for the install) goes
 through one, with the index client's retry policy and one hash policy
-(:func:`checked_hashes` and :func:`trusted_hashes`).
+(:mod:`wheelwise.policy.hashes`).
 """
 
 from __future__ import annotations
@@ -51,9 +51,11 @@ from wheelwise.client.bounded import (
     Deadline,
     read_body,
 )
-from wheelwise.client.index_client import RetryPolicy, local_path
+from wheelwise.client.index_client import local_path
 from wheelwise.client.lazy_http import LazyHttpClient, as_client_source
 from wheelwise.models.errors import DownloadError
+from wheelwise.policy.hashes import checked_hashes, trusted_hashes
+from wheelwise.policy.retry import RetryableFailure, RetryPolicy, with_retries
 from wheelwise.wheels.archive import InMemoryWheel
 
 if TYPE_CHECKING:
@@ -64,39 +66,13 @@ __all__ = [
     "DownloadItem",
     "Fetcher",
     "ProgressSink",
-    "checked_hashes",
     "download_all",
     "download_wheels",
-    "trusted_hashes",
 ]
 
 _CHUNK = 1 << 16
 # A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
 _EXPANSION = 16
-# Hash names trusted from an index or a lock, strongest first.
-_HASHES = ("sha512", "sha384", "sha256", "sha3_512", "sha3_384", "sha3_256", "blake2b")
-# Weaker ones still checked when given, as pip and uv check them: a wrong md5 still
-# means a wrong or damaged file.
-_CHECKED = frozenset({*_HASHES, "sha224", "sha3_224", "blake2s", "sha1", "md5"})
-
-
-def checked_hashes(hashes: Mapping[str, str]) -> dict[str, str]:
-    """The hash policy of every download, first half: of *hashes* (name to hex digest,
-    as an index or a lock gives them), every one that is checked, lower-cased: a
-    file that does not match any of them is refused."""
-    return {
-        name.lower(): value.lower() for name, value in hashes.items() if name.lower() in _CHECKED
-    }
-
-
-def trusted_hashes(hashes: Mapping[str, str]) -> dict[str, str]:
-    """The hash policy of every download, second half: of *hashes*, those of sha256
-    or stronger, lower-cased. md5 and sha1 can be forged, so a file that has only
-    those is checked but not trusted: refused under ``--require-hashes``, and not
-    kept in (nor taken from) the cache, which is keyed by a trusted hash."""
-    return {
-        name.lower(): value.lower() for name, value in hashes.items() if name.lower() in _HASHES
-    }
 
 
 class ProgressSink(Protocol):
@@ -301,24 +277,27 @@ class _Fetcher:
             self.progress.finish(item.name)
         return result
 
+    def _stop_if_cancelled(self) -> None:
+        if self.cancel.is_set():
+            raise _Cancelled
+
     def _fetch_into(self, item: DownloadItem, out: _Output) -> None:
         url = item.url
         scheme = urllib.parse.urlsplit(url).scheme.lower() if "://" in url else ""
         if scheme in ("http", "https"):
-            attempt = 0
-            while True:
+
+            def one_try() -> dict[str, str]:
                 try:
-                    digests = self._http(item, out)
-                    break
+                    return self._http(item, out)
                 except _Retryable as exc:
-                    attempt += 1
-                    if attempt > self.retry.retries:
-                        raise DownloadError(
-                            url, f"{exc.reason} (gave up after {attempt} tries)"
-                        ) from None
-                    self.sleep(self.retry.delay(attempt - 1))
-                    if self.cancel.is_set():
-                        raise _Cancelled from None
+                    reason = exc.reason
+                    raise RetryableFailure(
+                        lambda tries: DownloadError(url, f"{reason} (gave up after {tries} tries)")
+                    ) from None
+
+            digests = with_retries(
+                self.retry, one_try, sleep=self.sleep, before_retry=self._stop_if_cancelled
+            )
         elif scheme == "file":
             parts = urllib.parse.urlsplit(url)
             path = local_path(url)

@@ -29,7 +29,7 @@ from packaging.version import InvalidVersion, Version
 
 from wheelwise.cache.scratch import make_scratch
 from wheelwise.cache.wheel_cache import ContentCache
-from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource, RetryPolicy
+from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import PendingEnvironment, TargetEnvironment
 from wheelwise.fetch.consistency import check_variant_consistency
@@ -46,6 +46,7 @@ from wheelwise.install.plan import (
 from wheelwise.install.transaction import InstallReport, install_wheels
 from wheelwise.lock import LockError, PyLock, Wheel
 from wheelwise.models.errors import DownloadError, InstallError
+from wheelwise.policy.retry import RetryPolicy
 from wheelwise.resolve.decide import PlannedPackage
 from wheelwise.resolve.lock_selection import LockedChoice, LockTarget, select_from_lock
 from wheelwise.resolve.resolver import ResolvedPackage

@@ -15,9 +15,10 @@ from wheelwise.cache.wheel_cache import ContentCache
 from wheelwise.cachedir import user_cache_dir
 from wheelwise.client.bounded import DEFAULT_DEADLINE
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
-from wheelwise.client.index_client import IndexClient, IndexSource, RetryPolicy
+from wheelwise.client.index_client import IndexClient, IndexSource
 from wheelwise.fetch.download import ProgressSink
 from wheelwise.models.errors import ResolveError
+from wheelwise.policy.retry import RetryPolicy
 from wheelwise.resolve.finder import Warn
 from wheelwise.variants.markers import parse_requirement
 from wheelwise.variants.supported import SupportedProperties

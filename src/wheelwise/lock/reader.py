@@ -11,7 +11,6 @@ A newer 1.x minor version is read for the keys this release knows; the result's
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -33,6 +32,7 @@ from wheelwise.lock.pylock import (
     Vcs,
     Wheel,
 )
+from wheelwise.policy.hashes import digest_hex_length
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 from wheelwise.variants.errors import InvalidMetadata, VariantError
 from wheelwise.variants.filenames import WheelFilename
@@ -77,12 +77,6 @@ _DIRECTORY_KEYS = ("path", "editable", "subdirectory")
 # Data kept as read ([tool], dependencies) may nest this deep: enough for any real
 # table, and far from the interpreter's recursion limit when it is written again.
 MAX_NESTING = 32
-# Hex digest lengths of the fixed-size algorithms every Python has.
-_DIGEST_HEX_LENGTH = {
-    name: hashlib.new(name).digest_size * 2
-    for name in sorted(hashlib.algorithms_guaranteed)
-    if not name.startswith("shake_")
-}
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
 
 
@@ -260,7 +254,7 @@ class _Reader:
         result: dict[str, str] = {}
         for algorithm, digest in raw.items():
             digest = self.string(digest, _at(where, algorithm))
-            length = _DIGEST_HEX_LENGTH.get(algorithm.lower())
+            length = digest_hex_length(algorithm)
             if length is not None and (len(digest) != length or not _HEX_RE.fullmatch(digest)):
                 raise self.fail(
                     _at(where, algorithm),

@@ -34,6 +34,7 @@ from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.wheels.archive import MAX_METADATA_BYTES, InMemoryWheel, WheelArchive
+from wheelwise.wheels.core_metadata import header_fields
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.quick_read import read_small_members
 
@@ -279,35 +280,8 @@ _FIELDS = frozenset({"name", "version", "requires-python"})
 
 
 def core_fields(metadata: bytes) -> dict[str, str]:
-    """Name, Version and Requires-Python from the header block of a METADATA file.
-
-    The first occurrence of each, unfolded. Not the shared reader
-    (:mod:`wheelwise.wheels.core_metadata`): ``index build`` reads the METADATA of
-    every wheel of a folder of thousands, and that reader parses every field with
-    the e-mail package where only three are needed.
-    """
-    found: dict[str, str] = {}
-    current: str | None = None
-    # The body (the long description) starts at the first empty line.
-    header = metadata.split(b"\n\n", 1)[0].split(b"\r\n\r\n", 1)[0]
-    # Lines end at CR, LF or CRLF only, as in e-mail headers (str.splitlines would also
-    # split at form feeds and other separators inside a value).
-    for raw in header.splitlines():
-        line = raw.decode("utf-8", errors="replace")
-        if not line:
-            break
-        if line[0] in " \t":
-            if current is not None:
-                found[current] = f"{found[current]} {line.strip()}".strip()
-            continue
-        key, sep, value = line.partition(":")
-        if not sep:
-            break
-        key = key.strip().lower()
-        current = key if key in _FIELDS and key not in found else None
-        if current is not None:
-            found[current] = value.strip()
-    return found
+    """Name, Version and Requires-Python from the header block of a METADATA file."""
+    return header_fields(metadata, _FIELDS)
 
 
 def check_core_metadata(where: str, filename: WheelFilename, metadata: bytes) -> str | None:

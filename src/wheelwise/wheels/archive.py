@@ -21,10 +21,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from wheelwise.policy.hashes import is_trusted
 from wheelwise.userfiles import NotARegularFile, open_regular_zip
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.wheels.errors import WheelError, describe
+from wheelwise.wheels.zip_layout import FLAG_ENCRYPTED
 
 if TYPE_CHECKING:
     from installer.records import RecordEntry
@@ -41,7 +43,6 @@ MAX_COMPRESSION_RATIO = 200
 BOMB_MIN_BYTES = 8 << 20
 MAX_METADATA_BYTES = 16 << 20
 # The binary distribution format forbids md5 and sha1 in RECORD.
-ACCEPTED_HASHES = frozenset({"sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512"})
 _CHUNK = 1 << 20
 # Signatures over RECORD (``RECORD.jws``, ``RECORD.p7s``): the only members RECORD
 # need not list besides itself.
@@ -75,7 +76,6 @@ _HINT = "re-download or rebuild it"
 _METHODS = frozenset(
     {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 )
-_ENCRYPTED = 0x1
 
 
 def member_problem(
@@ -104,7 +104,7 @@ def member_problem(
             f"member {name!r} uses compression method {compress_type}, which "
             f"zip readers do not support; {_HINT}"
         )
-    if flag_bits & _ENCRYPTED:
+    if flag_bits & FLAG_ENCRYPTED:
         return f"member {name!r} is encrypted; refusing the wheel"
     if file_size > MAX_MEMBER_BYTES:
         return (
@@ -395,7 +395,7 @@ class WheelArchive:
                 raise self._fail(f"member {name!r} is not listed in RECORD")
             if entry.hash_ is None:
                 raise self._fail(f"RECORD has no hash for {name!r}")
-            if entry.hash_.name not in ACCEPTED_HASHES:
+            if not is_trusted(entry.hash_.name):
                 raise self._fail(
                     f"RECORD hashes {name!r} with {entry.hash_.name}; the wheel format needs "
                     "sha256 or stronger"

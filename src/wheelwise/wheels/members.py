@@ -15,16 +15,12 @@ Anything else (encrypted, other compressions) returns None: read it with
 from __future__ import annotations
 
 import os
-import struct
 import zipfile
 import zlib
 
-__all__ = ["MemberReader"]
+from wheelwise.wheels.zip_layout import FLAG_ENCRYPTED, FLAG_UTF8_NAME, LOCAL, LOCAL_SIGNATURE
 
-_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
-_LOCAL_SIGNATURE = b"PK\x03\x04"
-_ENCRYPTED = 0x1
-_UTF8_NAME = 0x800
+__all__ = ["MemberReader"]
 
 
 class MemberReader:
@@ -41,7 +37,7 @@ class MemberReader:
         """The member's bytes, or None when it is not a plain stored or deflated
         member (read it with ``ZipFile.open``). Raises :class:`zipfile.BadZipFile`
         when its local header or compressed data do not match the directory."""
-        if info.flag_bits & _ENCRYPTED or info.compress_type not in (
+        if info.flag_bits & FLAG_ENCRYPTED or info.compress_type not in (
             zipfile.ZIP_STORED,
             zipfile.ZIP_DEFLATED,
         ):
@@ -71,21 +67,17 @@ class MemberReader:
     def data_offset(self, info: zipfile.ZipInfo) -> int:
         """Where *info*'s compressed bytes start, once its local header is checked
         (signature and file name). Raises :class:`zipfile.BadZipFile`."""
-        encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
+        encoding = "utf-8" if info.flag_bits & FLAG_UTF8_NAME else "cp437"
         expected = info.orig_filename.encode(encoding)
         # The header and the name it should hold, in one read.
-        head = self._bytes(info.header_offset, _LOCAL_HEADER.size + len(expected))
-        fields = (
-            _LOCAL_HEADER.unpack(head[: _LOCAL_HEADER.size])
-            if len(head) >= _LOCAL_HEADER.size
-            else None
-        )
-        if fields is None or fields[0] != _LOCAL_SIGNATURE:
+        head = self._bytes(info.header_offset, LOCAL.size + len(expected))
+        fields = LOCAL.unpack(head[: LOCAL.size]) if len(head) >= LOCAL.size else None
+        if fields is None or fields[0] != LOCAL_SIGNATURE:
             raise zipfile.BadZipFile(f"{self._name}: bad local header for {info.filename!r}")
         name_length: int = fields[-2]
         extra_length: int = fields[-1]
-        start = info.header_offset + _LOCAL_HEADER.size
-        name = head[_LOCAL_HEADER.size :]
+        start = info.header_offset + LOCAL.size
+        name = head[LOCAL.size :]
         if name_length != len(expected) or name != expected:
             if name_length != len(expected):
                 name = self._bytes(start, name_length)

@@ -17,27 +17,26 @@ errors say what is wrong. So it can only be faster, never more lenient.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections.abc import Mapping
 from typing import NamedTuple
 
 from wheelwise.wheels.archive import dist_info_dirs, member_problem
+from wheelwise.wheels.zip_layout import (
+    CENTRAL,
+    CENTRAL_SIGNATURE,
+    END,
+    END_SIGNATURE,
+    FLAG_UTF8_NAME,
+    LOCAL,
+    LOCAL_SIGNATURE,
+    ZIP64_LOCATOR_SIGNATURE,
+)
 
 __all__ = ["SmallMembers", "read_small_members"]
 
-# zipfile's own layouts: the end of central directory record, a central directory
-# entry, a local file header.
-_END = struct.Struct("<4s4H2LH")
-_ENTRY = struct.Struct("<4s4B4HL2L5H2L")
-_LOCAL = struct.Struct("<4s2B4HL2L2H")
-_END_SIGNATURE = b"PK\x05\x06"
-_ENTRY_SIGNATURE = b"PK\x01\x02"
-_LOCAL_SIGNATURE = b"PK\x03\x04"
-_ZIP64_LOCATOR_SIGNATURE = b"PK\x06\x07"
 _ZIP64_LOCATOR_SIZE = 20
 _STORED, _DEFLATED = 0, 8
-_UTF8_NAME = 0x800
 # Encrypted, compressed patched data, strong encryption: zipfile refuses or
 # special-cases them.
 _UNREAD_FLAGS = 0x1 | 0x20 | 0x40
@@ -92,27 +91,27 @@ def read_small_members(data: bytes, wanted: Mapping[str, int]) -> SmallMembers |
 
 def _directory(data: bytes) -> tuple[dict[str, _Entry], int] | None:
     """The directory's entries by name, and where the directory starts."""
-    end = len(data) - _END.size
+    end = len(data) - END.size
     if end < _ZIP64_LOCATOR_SIZE:
         return None
-    signature, disk, start_disk, disk_entries, count, size, start, comment = _END.unpack_from(
+    signature, disk, start_disk, disk_entries, count, size, start, comment = END.unpack_from(
         data, end
     )
     if (
-        signature != _END_SIGNATURE
+        signature != END_SIGNATURE
         or comment
         or disk
         or start_disk
         or disk_entries != count
         or start + size != end
         or data[end - _ZIP64_LOCATOR_SIZE : end - _ZIP64_LOCATOR_SIZE + 4]
-        == _ZIP64_LOCATOR_SIGNATURE
+        == ZIP64_LOCATOR_SIGNATURE
     ):
         return None
     entries: dict[str, _Entry] = {}
     position = start
     while position < end:
-        if position + _ENTRY.size > end:
+        if position + CENTRAL.size > end:
             return None
         (
             signature,
@@ -134,9 +133,9 @@ def _directory(data: bytes) -> tuple[dict[str, _Entry], int] | None:
             _internal_attr,
             external_attr,
             offset,
-        ) = _ENTRY.unpack_from(data, position)
+        ) = CENTRAL.unpack_from(data, position)
         if (
-            signature != _ENTRY_SIGNATURE
+            signature != CENTRAL_SIGNATURE
             or version_needed > _MAX_VERSION
             or extra_length
             or flags & _UNREAD_FLAGS
@@ -144,7 +143,7 @@ def _directory(data: bytes) -> tuple[dict[str, _Entry], int] | None:
             or _NO_ZIP64 in (compress_size, file_size, offset)
         ):
             return None
-        position += _ENTRY.size
+        position += CENTRAL.size
         raw_name = data[position : position + name_length]
         position += name_length + comment_length
         if position > end or b"\0" in raw_name:
@@ -152,7 +151,7 @@ def _directory(data: bytes) -> tuple[dict[str, _Entry], int] | None:
         try:
             # ASCII reads the same in both encodings, and its codec is the fastest.
             name = raw_name.decode(
-                "ascii" if raw_name.isascii() else "utf-8" if flags & _UTF8_NAME else "cp437"
+                "ascii" if raw_name.isascii() else "utf-8" if flags & FLAG_UTF8_NAME else "cp437"
             )
         except UnicodeDecodeError:
             return None
@@ -184,15 +183,15 @@ def _member_ends(entries: dict[str, _Entry], directory_start: int) -> dict[int, 
 
 
 def _read(data: bytes, entry: _Entry, limit: int) -> bytes | None:
-    header_end = entry.offset + _LOCAL.size
+    header_end = entry.offset + LOCAL.size
     if header_end > limit:
         return None
-    signature, _version, _reserved, flags, *_, name_length, extra_length = _LOCAL.unpack_from(
+    signature, _version, _reserved, flags, *_, name_length, extra_length = LOCAL.unpack_from(
         data, entry.offset
     )
     if (
-        signature != _LOCAL_SIGNATURE
-        or (flags ^ entry.flags) & _UTF8_NAME
+        signature != LOCAL_SIGNATURE
+        or (flags ^ entry.flags) & FLAG_UTF8_NAME
         or data[header_end : header_end + name_length] != entry.raw_name
     ):
         return None

@@ -11,20 +11,25 @@ and member count needs none (callers use :mod:`zipfile` otherwise).
 
 from __future__ import annotations
 
-import struct
 import zipfile
 import zlib
 from collections.abc import Iterable
 from typing import BinaryIO
 
+from wheelwise.wheels.zip_layout import (
+    CENTRAL,
+    CENTRAL_SIGNATURE,
+    END,
+    END_SIGNATURE,
+    FLAG_UTF8_NAME,
+    LOCAL,
+    LOCAL_SIGNATURE,
+)
+
 __all__ = ["CompressedCopyWriter", "fits"]
 
-_LOCAL = struct.Struct("<4s2B4HL2L2H")
-_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
-_END = struct.Struct("<4s4H2LH")
 _LIMIT = 0xFFFFFFFF
 _MAX_MEMBERS = 0xFFFF
-_UTF8 = 0x800
 # Deflate's option bits: which level the data was compressed with, informational.
 _DEFLATE_OPTIONS = 0x6
 _VERSION = {zipfile.ZIP_STORED: 10, zipfile.ZIP_DEFLATED: 20}
@@ -46,7 +51,7 @@ def _name(info: zipfile.ZipInfo) -> tuple[bytes, int]:
     try:
         return info.filename.encode("ascii"), 0
     except UnicodeEncodeError:
-        return info.filename.encode("utf-8"), _UTF8
+        return info.filename.encode("utf-8"), FLAG_UTF8_NAME
 
 
 class CompressedCopyWriter:
@@ -72,12 +77,12 @@ class CompressedCopyWriter:
         version = _VERSION[info.compress_type]
         # Fields the local header and the directory entry share, in their order.
         shared = (flags, info.compress_type, dostime, dosdate, crc, compressed, size, len(name))
-        central = _CENTRAL.pack(
-            b"PK\x01\x02", info.create_version, info.create_system, version, 0, *shared,
+        central = CENTRAL.pack(
+            CENTRAL_SIGNATURE, info.create_version, info.create_system, version, 0, *shared,
             0, 0, 0, 0, info.external_attr, self._offset,
         )  # fmt: skip
         self._central.append(central + name)
-        header = _LOCAL.pack(b"PK\x03\x04", version, 0, *shared, 0)
+        header = LOCAL.pack(LOCAL_SIGNATURE, version, 0, *shared, 0)
         self._write(header + name)
 
     def copy(self, info: zipfile.ZipInfo, compressed: Iterable[bytes]) -> None:
@@ -113,7 +118,7 @@ class CompressedCopyWriter:
         for entry in self._central:
             self._write(entry)
         count = len(self._central)
-        end = _END.pack(b"PK\x05\x06", 0, 0, count, count, self._offset - start, start, 0)
+        end = END.pack(END_SIGNATURE, 0, 0, count, count, self._offset - start, start, 0)
         if self._offset >= _LIMIT:
             raise ValueError("the archive needs ZIP64 records; write it with zipfile")
         self._write(end)
