@@ -400,7 +400,7 @@ def test_static_site_via_file_url_html_only(
         assert dataclasses.replace(html_file, url=json_file.url, size=json_file.size) == json_file
 
 
-def test_static_site_via_http_server(site: Path, client: IndexClient) -> None:
+def test_static_site_via_http_server(site: Path, client: IndexClient, tmp_path: Path) -> None:
     with http_server(site) as base:
         listing = client.fetch_project(IndexSource.index(f"{base}/simple/"), "DEMO_pkg")
         files = by_name(listing)
@@ -411,7 +411,8 @@ def test_static_site_via_http_server(site: Path, client: IndexClient) -> None:
         assert wheel.size is None
         assert wheel.core_metadata
         assert b"Name: demo_pkg" in client.fetch_metadata(wheel)
-        assert client.fetch_file(wheel).startswith(b"PK")
+        client.fetch_file_to(wheel, tmp_path / wheel.filename)
+        assert (tmp_path / wheel.filename).read_bytes().startswith(b"PK")
         link = listing.variants_json("2.0")
         assert link is not None
         assert link.hashes

@@ -5,20 +5,102 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import os
 import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import httpx
 import pytest
 
 from wheelwise.cache.wheel_cache import ContentStore
-from wheelwise.fetch.download import DownloadItem, Fetcher, download_all, download_wheels
+from wheelwise.client.bounded import DEFAULT_DEADLINE
+from wheelwise.fetch.download import DownloadItem, Fetcher, ProgressSink
 from wheelwise.models.errors import DownloadError
+from wheelwise.policy.retry import RetryPolicy
 from wheelwise.wheels.archive import InMemoryWheel
+
+# The downloads of these tests go through one Fetcher each, with *retries* tries in all.
+
+
+def _tries_policy(retries: int, backoff: float) -> RetryPolicy:
+    """*retries* tries in all, waiting *backoff*, then twice as long... between them."""
+    return RetryPolicy(retries=max(1, retries) - 1, backoff=backoff, max_delay=float("inf"))
+
+
+def download_all(
+    items: Sequence[DownloadItem],
+    dest_dir: str | os.PathLike[str],
+    *,
+    client: httpx.Client | Callable[[], httpx.Client] | None = None,
+    progress: ProgressSink | None = None,
+    max_workers: int = 4,
+    require_hashes: bool = False,
+    retries: int = 3,
+    backoff: float = 0.5,
+    timeout: float = 30.0,
+    deadline: float = DEFAULT_DEADLINE,
+) -> list[Path]:
+    """Download *items* into *dest_dir*; the paths, in the order of *items*.
+
+    *retries* is the number of tries for connection errors and 5xx answers, waiting
+    *backoff*, then twice as long... between them. *timeout* applies to a client
+    created here (a given *client* keeps its own).
+    """
+    found = download_wheels(
+        items,
+        dest_dir,
+        client=client,
+        progress=progress,
+        max_workers=max_workers,
+        require_hashes=require_hashes,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+        deadline=deadline,
+    )
+    return [path for path in found if isinstance(path, Path)]
+
+
+def download_wheels(
+    items: Sequence[DownloadItem],
+    dest_dir: str | os.PathLike[str],
+    *,
+    in_memory: int = 0,
+    in_memory_per_file: int = 32 << 20,
+    client: httpx.Client | Callable[[], httpx.Client] | None = None,
+    progress: ProgressSink | None = None,
+    max_workers: int = 4,
+    require_hashes: bool = False,
+    retries: int = 3,
+    backoff: float = 0.5,
+    timeout: float = 30.0,
+    deadline: float = DEFAULT_DEADLINE,
+    then: Callable[[Path | InMemoryWheel], object] | None = None,
+    cache: ContentStore | None = None,
+) -> list[Path | InMemoryWheel]:
+    """:func:`download_all` with the Fetcher's memory budget, *then* and *cache*."""
+    with Fetcher(
+        client,
+        retry=_tries_policy(retries, backoff),
+        deadline=deadline,
+        cache=cache,
+        in_memory=in_memory,
+        in_memory_per_file=in_memory_per_file,
+        timeout=timeout,
+    ) as fetcher:
+        return fetcher.fetch_all(
+            items,
+            dest_dir,
+            progress=progress,
+            max_workers=max_workers,
+            require_hashes=require_hashes,
+            then=then,
+        )
+
 
 FILES = {f"pkg{i}-1.0-py3-none-any.whl": bytes([i]) * (100_000 + i) for i in range(5)}
 

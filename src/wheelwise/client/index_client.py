@@ -447,10 +447,6 @@ class IndexClient:
 
     # -- files -------------------------------------------------------------------------
 
-    def fetch_file(self, file: IndexFile, *, hashes: Mapping[str, str] | None = None) -> bytes:
-        """The bytes at *file*'s URL, checked against *hashes* (default: its own)."""
-        return self._fetch_checked(file.url, file.hashes if hashes is None else hashes)
-
     def fetch_file_to(self, file: IndexFile, dest: Path) -> None:
         """*file* streamed into *dest* (never held in memory), hash checked; nothing is
         left at *dest* unless it is complete and verified. Over HTTP, the body may not

@@ -2,7 +2,7 @@
 
 Every file is streamed into a temporary file next to its destination while its
 hashes are computed; only a complete file whose hashes match is renamed into
-place. With :func:`download_wheels`, a file whose size is announced and small stays
+place. With a memory budget, a file whose size is announced and small stays
 in memory instead (an :class:`InMemoryWheel`), within a budget. ``file://`` URLs
 and local paths are copied the same way (and verified).
 
@@ -11,8 +11,8 @@ mismatch, a body shorter than its ``Content-Length`` or longer than the size its
 index gives, a compressed body that decodes to implausibly much, a download slower
 than its deadline (see :mod:`wheelwise.client.bounded`), any other HTTP error or a
 read timeout fails the item. When an item fails, the others are cancelled and
-:func:`download_all` raises :class:`DownloadError` for the first failing item (in
-the order given); files that were completely downloaded and verified stay in the
+:meth:`Fetcher.fetch_all` raises :class:`DownloadError` for the first failing item
+(in the order given); files that were completely downloaded and verified stay in the
 destination folder, nothing partial does.
 
 With a *cache* (a :class:`~wheelwise.cache.wheel_cache.ContentStore`), an
@@ -22,7 +22,7 @@ complete and verified.
 
 :class:`Fetcher` is the one place these rules live: every wheel the installer
 downloads (read while resolving, fetched ahead, or fetched for the install) goes
-through one, with the index client's retry policy and one hash policy
+through one, with one retry policy (:mod:`wheelwise.policy.retry`) and one hash policy
 (:mod:`wheelwise.policy.hashes`).
 """
 
@@ -66,8 +66,6 @@ __all__ = [
     "DownloadItem",
     "Fetcher",
     "ProgressSink",
-    "download_all",
-    "download_wheels",
 ]
 
 _CHUNK = 1 << 16
@@ -595,85 +593,6 @@ class Fetcher:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _tries_policy(retries: int, backoff: float) -> RetryPolicy:
-    """*retries* tries in all, waiting *backoff*, then twice as long... between them."""
-    return RetryPolicy(retries=max(1, retries) - 1, backoff=backoff, max_delay=float("inf"))
-
-
-def download_all(
-    items: Sequence[DownloadItem],
-    dest_dir: str | os.PathLike[str],
-    *,
-    client: httpx.Client | Callable[[], httpx.Client] | None = None,
-    progress: ProgressSink | None = None,
-    max_workers: int = 4,
-    require_hashes: bool = False,
-    retries: int = 3,
-    backoff: float = 0.5,
-    timeout: float = 30.0,
-    deadline: float = DEFAULT_DEADLINE,
-) -> list[Path]:
-    """Download *items* into *dest_dir*; the paths, in the order of *items*.
-
-    *retries* is the number of tries for connection errors and 5xx answers, waiting
-    *backoff*, then twice as long... between them. *timeout* applies to a client
-    created here (a given *client* keeps its own).
-    """
-    found = download_wheels(
-        items,
-        dest_dir,
-        client=client,
-        progress=progress,
-        max_workers=max_workers,
-        require_hashes=require_hashes,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
-        deadline=deadline,
-    )
-    return [path for path in found if isinstance(path, Path)]
-
-
-def download_wheels(
-    items: Sequence[DownloadItem],
-    dest_dir: str | os.PathLike[str],
-    *,
-    in_memory: int = 0,
-    in_memory_per_file: int = 32 << 20,
-    client: httpx.Client | Callable[[], httpx.Client] | None = None,
-    progress: ProgressSink | None = None,
-    max_workers: int = 4,
-    require_hashes: bool = False,
-    retries: int = 3,
-    backoff: float = 0.5,
-    timeout: float = 30.0,
-    deadline: float = DEFAULT_DEADLINE,
-    then: Callable[[Path | InMemoryWheel], object] | None = None,
-    cache: ContentStore | None = None,
-) -> list[Path | InMemoryWheel]:
-    """Like :func:`download_all`, but files whose size is known in advance and at most
-    *in_memory_per_file* are kept in memory while they fit in *in_memory* bytes in
-    all: an install never writes (and then deletes) a small wheel on disk. *then*
-    and *cache* are as for :class:`Fetcher`."""
-    with Fetcher(
-        client,
-        retry=_tries_policy(retries, backoff),
-        deadline=deadline,
-        cache=cache,
-        in_memory=in_memory,
-        in_memory_per_file=in_memory_per_file,
-        timeout=timeout,
-    ) as fetcher:
-        return fetcher.fetch_all(
-            items,
-            dest_dir,
-            progress=progress,
-            max_workers=max_workers,
-            require_hashes=require_hashes,
-            then=then,
-        )
 
 
 def _own_client(timeout: float) -> httpx.Client:

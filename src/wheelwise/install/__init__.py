@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from wheelwise.fetch.download import (
         DownloadItem,
         ProgressSink,
-        download_all,
-        download_wheels,
     )
     from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
     from wheelwise.install.journal import Recovered
@@ -40,8 +38,6 @@ if TYPE_CHECKING:
 _HOMES = {
     "DownloadItem": "wheelwise.fetch.download",
     "ProgressSink": "wheelwise.fetch.download",
-    "download_all": "wheelwise.fetch.download",
-    "download_wheels": "wheelwise.fetch.download",
     "TargetEnvironment": "wheelwise.environment.interpreter",
     "DownloadError": "wheelwise.models.errors",
     "EnvironmentQueryError": "wheelwise.models.errors",
@@ -84,8 +80,6 @@ __all__ = [
     "Recovered",
     "TargetEnvironment",
     "VerifiedWheel",
-    "download_all",
-    "download_wheels",
     "install_wheels",
     "list_installed",
     "recover",
