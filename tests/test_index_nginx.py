@@ -1,4 +1,4 @@
-"""The static site served by Debian's nginx, with the README's configuration: pip and uv
+"""The static site served by Debian's nginx, with the configuration in docs/index.md: pip and uv
 install from it, and the ``Accept`` mapping serves PEP 691 JSON to them.
 
 nginx must be installed (.ci/run installs it): in CI (``CI`` set) a missing nginx
@@ -25,7 +25,7 @@ from installkit import installed_build, make_venv, site_packages
 from wheelwise.publish.negotiation import JSON_V1
 from wheelwise.publish.static import STATE_FILE, build_site
 
-# The README's snippet, inside a minimal nginx.conf whose every path is in tmp.
+# The snippet of docs/index.md, inside a minimal nginx.conf whose every path is in tmp.
 CONFIG = """\
 daemon off;
 worker_processes 1;
