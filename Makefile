@@ -11,8 +11,15 @@ DEMO_INDEX      := file://$(abspath $(DEMO_SITE))/simple/
 DEMO            := $(DEMO_SITE)/files/wheelwise-demo/wheelwise_demo-1.0-variants.json
 DEMO_TARGET     := .venv-demo-target
 DEMO_LOCK       := $(VENV)/demo-lock
+# Bytecode is written and reused: the tests start wheelwise in hundreds of subprocesses,
+# and compiling its modules again in each (with PYTHONDONTWRITEBYTECODE set) took about
+# 0.4 s of CPU each, and pytest's rewriting of every test module as long again per run.
+unexport PYTHONDONTWRITEBYTECODE
+# pytest-xdist workers: the tests wait on servers, subprocesses and disks, so more
+# workers than cores pays (2 cores: 4 workers).
+TEST_WORKERS    ?= 4
 
-.PHONY: demo demo-install test lint bench clean
+.PHONY: demo demo-install test test-fast lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,15 +79,22 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy
 
+# Every test, as CI runs it (.ci/run).
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 # wheelwise/variants/markers.py builds on packaging's private marker grammar, and
 # pyproject.toml allows only the tested major: the marker tests also run against the
 # newest packaging on the registry, so that a release which breaks them is seen early.
 	$(BIN)/python tests/newest_packaging.py
-# The tests of the code that leans on threading, zipfile and tarfile also run under every
-# other Python 3.10+ found (PATH, pyenv), in throw-away venvs; it says when there is none.
+# The tests marked interp (threading, fork, zipfile, tarfile) also run under every other
+# Python 3.10+ found (PATH, pyenv), in venvs kept in .venv/other-pythons; it says when
+# there is none.
 	$(BIN)/python tests/other_pythons.py
+
+# A developer's loop: the tests that take under a second, with no benchmark smoke run
+# (markers in pyproject.toml); no lint, no other Pythons.
+test-fast: $(VENV)/.installed-test
+	$(BIN)/pytest -n $(TEST_WORKERS) -q -m "not slow and not bench"
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/ordering.py

@@ -387,7 +387,7 @@ def run_doctor(
         WHEELWISE_AMD_GFX="none",
         WHEELWISE_CACHE_DIR=str(machine.root.parent / "cache"),
         WHEELWISE_CONFIG=str(machine.root.parent / "config.toml"),
-        COLUMNS="200",
+        COLUMNS="300",
     )
     environ.update(env or {})
     target = ["--python", str(machine.target)] if machine.target is not None else []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import socket
@@ -23,11 +24,28 @@ BIN = Path(sys.executable).parent
 DEMO_NAMESPACES = {"x86_64": {"level": ["v1"]}}
 
 
+# Ports handed out for servers started later (a proxy's upstream, a server stopped and
+# started again). Below Linux's ephemeral range (32768 and up), so that no socket bound
+# to port 0 takes one meanwhile; each pytest-xdist worker has a block of its own.
+_PORTS_PER_WORKER = 1000
+_FIRST_PORT = 20000
+_next_port = itertools.count()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port on 127.0.0.1 that nothing listens on, and that no other test process
+    running at the same time is handed."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    block = _FIRST_PORT + (int(worker) if worker.isdigit() else 0) % 12 * _PORTS_PER_WORKER
+    for _ in range(_PORTS_PER_WORKER):
+        port = block + next(_next_port) % _PORTS_PER_WORKER
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {block}..{block + _PORTS_PER_WORKER - 1}")
 
 
 def wait_until_up(

@@ -6,8 +6,10 @@ modules whose insides change between releases: the forked unpacking on threading
 ``threading.Thread`` subclass's own ``_handle`` method was shadowed by the one Python
 3.13 keeps on every thread), the wheel readers on zipfile and tarfile. ``make test``
 runs the whole suite on its own interpreter; this runs those tests under each other
-``python3.N`` (3.10 and later) on PATH or installed by pyenv, each in a throw-away
-venv holding wheelwise (editable) and the test tools from the package registry::
+``python3.N`` (3.10 and later) on PATH or installed by pyenv, each in a venv of its
+own holding wheelwise (editable) and the test tools from the package registry. The
+venvs are kept in ``.venv/other-pythons/`` and made again only when the interpreter,
+``pyproject.toml`` or the test tools change::
 
     python tests/other_pythons.py
 
@@ -18,31 +20,33 @@ on one interpreter only). Exit status 1, naming the interpreter, when they fail 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # The tests of the code that leans on threading, fork, zipfile and tarfile, and the
-# installs killed at every step (their driver wraps os functions that pathlib calls).
-SENSITIVE_TESTS = (
-    "tests/test_forked_map.py",
-    "tests/test_install_parallel.py",
-    "tests/test_install_transaction.py",
-    "tests/test_install_recovery.py",
-    "tests/test_quick_read.py",
-    "tests/test_wheel_archive.py",
-    "tests/test_hostile_wheels.py",
-    "tests/test_fuzz_wheels.py",
-)
+# installs killed at every step (their driver wraps os functions that pathlib calls):
+# the modules marked ``pytestmark = ... pytest.mark.interp`` (found by their text: the
+# other interpreters' venvs lack what the rest of the suite imports).
+INTERP_MARK = "pytest.mark.interp"
 # What those tests use besides wheelwise: conftest.py checks documents against the
 # schema with jsonschema, the test servers run on uvicorn (wheelwise's "serve" extra),
 # target venvs are made with uv and some get pip.
-TEST_TOOLS = ("pytest>=8", "hypothesis>=6.100", "jsonschema>=4.20", "uv>=0.5", "pip>=24")
+TEST_TOOLS = (
+    "pytest>=8",
+    "pytest-xdist>=3.6",
+    "hypothesis>=6.100",
+    "jsonschema>=4.20",
+    "uv>=0.5",
+    "pip>=24",
+)
+VENVS = ROOT / ".venv" / "other-pythons"
+STAMP = "wheelwise-test-stamp"
 MINORS = range(10, 16)
 _WANTED = frozenset(f"3.{minor}" for minor in MINORS)
 _VERSION = "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"
@@ -84,24 +88,55 @@ def uv_executable() -> str:
     return uv
 
 
-def run_under(python: str, folder: Path, tests: Sequence[str]) -> int:
-    """Make a venv of *python* in *folder*, install wheelwise and the test tools, run
-    *tests*; their exit status."""
+def interp_test_files() -> list[str]:
+    """The test modules marked ``interp``, relative to the repository."""
+    return sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").glob("test_*.py")
+        if INTERP_MARK in path.read_text(encoding="utf-8")
+    )
+
+
+def _stamp(python: str) -> str:
+    """What a venv was made from: made again when any of it changes."""
+    digest = hashlib.sha256()
+    for part in (python, os.path.realpath(python), *TEST_TOOLS):
+        digest.update(part.encode() + b"\0")
+    digest.update((ROOT / "pyproject.toml").read_bytes())
+    return digest.hexdigest()
+
+
+def venv_for(version: str, python: str) -> Path:
+    """The venv of *python* with wheelwise (editable) and the test tools, made once
+    and kept while its stamp holds."""
     uv = uv_executable()
+    folder = VENVS / version
+    stamp = _stamp(python)
+    stamp_file = folder / STAMP
+    if stamp_file.is_file() and stamp_file.read_text() == stamp:
+        return folder / "bin" / "python"
+    shutil.rmtree(folder, ignore_errors=True)
     subprocess.run([uv, "venv", "--quiet", "--python", python, str(folder)], check=True)
     venv_python = folder / "bin" / "python"
     install = [uv, "pip", "install", "--quiet", "--python", str(venv_python)]
     subprocess.run([*install, "-e", f"{ROOT}[serve]", *TEST_TOOLS], check=True)
+    stamp_file.write_text(stamp)
+    return venv_python
+
+
+def run_under(venv_python: Path, tests: Sequence[str]) -> int:
+    """Run *tests* with *venv_python* (in two workers, as ``make test`` runs the suite);
+    their exit status."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env.pop("PYTHONHOME", None)
-    command = [str(venv_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
-    return subprocess.run(command, env=env, cwd=ROOT).returncode
+    command = [str(venv_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]
+    return subprocess.run([*command, "-m", "interp", *tests], env=env, cwd=ROOT).returncode
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("tests", nargs="*", default=list(SENSITIVE_TESTS), help=argparse.SUPPRESS)
+    parser.add_argument("tests", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     found = list(other_pythons())
     if not found:
@@ -113,9 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = []
     for version, python in found:
         print(f"== the interpreter-sensitive tests on Python {version} ({python})", flush=True)
-        with tempfile.TemporaryDirectory(prefix="wheelwise-python-") as scratch:
-            if run_under(python, Path(scratch) / "venv", args.tests) != 0:
-                failed.append(version)
+        if run_under(venv_for(version, python), args.tests or interp_test_files()) != 0:
+            failed.append(version)
     if failed:
         print(
             f"FAILED: the interpreter-sensitive tests fail on Python {', '.join(failed)}",

@@ -176,6 +176,7 @@ def test_matching_is_a_prefix_test_on_zero_padded_releases(
         assert text in abi.preferred_values([text, "99"], version)[:1]
 
 
+@pytest.mark.slow
 @given(
     values=st.lists(
         st.from_regex(r"[0-9]{1,2}(\.[0-9]{1,2}){0,3}|[a-z0-9_.]{1,6}", fullmatch=True), max_size=8
@@ -462,6 +463,7 @@ def installed(python: Path) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow
 def test_install_picks_the_build_for_the_requested_dependency(
     index_url: str, tmp_path: Path
 ) -> None:
@@ -474,6 +476,7 @@ def test_install_picks_the_build_for_the_requested_dependency(
     )
 
 
+@pytest.mark.slow
 def test_install_matches_the_installed_dependency(index_url: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     cache = tmp_path / "cache"
@@ -485,6 +488,7 @@ def test_install_matches_the_installed_dependency(index_url: str, tmp_path: Path
     assert "already installed fakeorch 2.8.0" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_new_dependency_version_replaces_the_installed_build(
     index_url: str, tmp_path: Path
 ) -> None:
@@ -502,6 +506,7 @@ def test_a_new_dependency_version_replaces_the_installed_build(
     assert "already installed myext 1.0 (variant torch29)" in again.stdout
 
 
+@pytest.mark.slow
 def test_install_backtracks_to_an_older_release(index_url: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     result = install(python, index_url, tmp_path / "cache", "fakeorch==2.10.0", "myext")
@@ -509,6 +514,7 @@ def test_install_backtracks_to_an_older_release(index_url: str, tmp_path: Path) 
     assert installed(python) == {"fakeorch": "2.10.0", "myext": "0.9", "myext-build": "torch210"}
 
 
+@pytest.mark.slow
 def test_install_fails_clearly_when_no_build_matches(index_url: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     result = install(python, index_url, tmp_path / "cache", "fakeorch==2.7.0", "myext")
@@ -523,6 +529,7 @@ def test_install_fails_clearly_when_no_build_matches(index_url: str, tmp_path: P
     assert run_python(python, "import myext").returncode != 0  # nothing installed
 
 
+@pytest.mark.slow
 def test_install_without_variants_takes_the_non_variant_wheel(
     index_url: str, tmp_path: Path
 ) -> None:
@@ -532,6 +539,7 @@ def test_install_without_variants_takes_the_non_variant_wheel(
     assert installed(python) == {"fakeorch": "2.10.0", "myext": "0.9", "myext-build": "None"}
 
 
+@pytest.mark.slow
 def test_dry_run_shows_the_deciding_property(index_url: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     result = install(python, index_url, tmp_path / "cache", "myext", "fakeorch<2.9", "--dry-run")

@@ -3,7 +3,11 @@ importable (the script fails otherwise)."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchrun import run_bench
+
+pytestmark = pytest.mark.bench
 
 
 def test_smoke_run() -> None:

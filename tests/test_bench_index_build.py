@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchrun import run_bench
+
+pytestmark = pytest.mark.bench
 
 
 def test_smoke_run() -> None:

@@ -3,7 +3,12 @@ reported, and the builds each one installed."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchrun import run_bench
+
+pytestmark = pytest.mark.bench
+
 
 CHOOSERS = ("uv", "wheelwise", "wheelwise-markers")
 

@@ -3,7 +3,12 @@ probe reported, with a throughput."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchrun import run_bench
+
+pytestmark = pytest.mark.bench
+
 
 CONTENDERS = {"disk", "disk (write only)", "pip", "uv", "wheelwise"}
 

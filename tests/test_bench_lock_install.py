@@ -3,7 +3,12 @@ and mode reported, and each installer's builds checked."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchrun import run_bench
+
+pytestmark = pytest.mark.bench
+
 
 COMMANDS = {"uv-install", "uv-sync", "wheelwise-install", "wheelwise-sync"}
 PLAIN = ["fakefilelock", "fakefsspec", "fakenetworkx", "fakesimd", "fakesympy", "faketorch"]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import sysconfig
 
+import pytest
+
 from benchrun import run_bench
+
+pytestmark = pytest.mark.bench
 
 
 def test_smoke_run() -> None:

@@ -3,7 +3,12 @@ route timed, every load measured, the proxy's rewritten wheel served."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchrun import run_bench
+
+pytestmark = pytest.mark.bench
+
 
 ROUTES = {"direct", "proxy-cold", "proxy-warm"}
 TARGETS = {"page", "page-plain", "file", "file-rewritten"}

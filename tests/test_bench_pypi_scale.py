@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from packaging.version import Version
 
 from benchrun import run_bench
+
+pytestmark = pytest.mark.bench
+
 
 INSTALLERS = {"pip", "uv", "wheelwise"}
 SETS = {"boto3", "boto3-backtrack", "pydantic", "ordinary"}

@@ -186,6 +186,7 @@ def check_variant_wheel(
 # -- --no-isolation builds: one per backend -------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "args", "label", "properties"),
     [
@@ -237,6 +238,7 @@ def test_no_isolation_build(
     )
 
 
+@pytest.mark.slow
 def test_library_api(tmp_path: Path) -> None:
     example = EXAMPLES["setuptools"]
     src = write_project(tmp_path / "src", example)
@@ -257,6 +259,7 @@ def test_library_api(tmp_path: Path) -> None:
     assert "x86_64" in project.providers
 
 
+@pytest.mark.slow
 def test_default_outdir_is_src_dist_and_rebuild_replaces(tmp_path: Path) -> None:
     src = write_project(tmp_path / "src", EXAMPLES["setuptools"])
     args: list[str | Path] = [
@@ -300,6 +303,7 @@ def offline_pip(monkeypatch: pytest.MonkeyPatch) -> Path:
     return WHEELHOUSE
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
 @pytest.mark.parametrize("backend", ["setuptools", "hatchling"])
 def test_isolated_build(tmp_path: Path, backend: str) -> None:
@@ -322,6 +326,7 @@ def test_isolated_build(tmp_path: Path, backend: str) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
 def test_isolated_build_requirements_not_installable(tmp_path: Path) -> None:
     src = write_project(
@@ -384,6 +389,7 @@ def test_error_bad_backend_name(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_error_build_requirements_missing_without_isolation(tmp_path: Path) -> None:
     src = write_project(
         tmp_path / "src",
@@ -446,6 +452,7 @@ def test_library_refuses_before_building(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_no_validate(tmp_path: Path) -> None:
     """--no-validate skips the built-in providers' vocabulary check."""
     src = write_project(tmp_path / "src", EXAMPLES["setuptools"])
@@ -464,6 +471,7 @@ def test_no_validate(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_conversion_failure_leaves_no_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

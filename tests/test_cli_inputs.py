@@ -83,12 +83,14 @@ def _special_commands(special: Path, tmp_path: Path) -> list[list[str | Path]]:
     ]
 
 
+@pytest.mark.slow
 def test_special_files_are_refused(special: Path, tmp_path: Path) -> None:
     for command in _special_commands(special, tmp_path):
         proc = wheelwise(*command)
         assert_one_clean_error(proc, str(special), "not a regular file")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
@@ -104,6 +106,7 @@ def test_dev_zero_is_refused(command: list[str | Path]) -> None:
     assert_one_clean_error(wheelwise(*command), "/dev/zero", "not a regular file")
 
 
+@pytest.mark.slow
 def test_special_files_in_wheel_folders_are_left_out(special: Path, tmp_path: Path) -> None:
     """`index build` and `--find-links DIR` list regular files only: a FIFO or a
     device named like a wheel is passed over, never read; `index build` refuses a
@@ -186,6 +189,7 @@ def _decoy_path(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PATH": f"{decoy}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
+@pytest.mark.slow
 def test_relative_python_is_that_file_not_a_path_lookup(tmp_path: Path) -> None:
     venv_python = make_venv(tmp_path / "venv")
     work = tmp_path / "work"
@@ -219,12 +223,14 @@ def test_relative_python_is_that_file_not_a_path_lookup(tmp_path: Path) -> None:
     assert b"uninstalled alpha" in removed.stdout
 
 
+@pytest.mark.slow
 def test_missing_python_is_named(tmp_path: Path) -> None:
     for command in (["list"], ["uninstall", "-y", "alpha"], ["install", "--dry-run", "alpha"]):
         proc = wheelwise(*command, "--python", "./no-such-python", cwd=tmp_path)
         assert_one_clean_error(proc, "no-such-python")
 
 
+@pytest.mark.slow
 def test_silent_python_times_out(tmp_path: Path) -> None:
     script = tmp_path / "python"
     script.write_text("#!/bin/sh\nsleep 1000\n", encoding="utf-8")
@@ -240,6 +246,7 @@ def test_silent_python_times_out(tmp_path: Path) -> None:
 HOSTILE_KEY = "a\nb\x1b[31mc\x7f\r"
 
 
+@pytest.mark.slow
 def test_hostile_text_in_errors_is_escaped(tmp_path: Path) -> None:
     doc = {
         "$schema": "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json",
@@ -273,6 +280,7 @@ def test_requirement_error_keeps_the_first_line_and_the_requirement() -> None:
     assert "^" not in text
 
 
+@pytest.mark.slow
 def test_deeply_nested_marker_is_an_invalid_requirement(tmp_path: Path) -> None:
     requirement = "alpha ; " + "(" * 3000 + "python_version > '3'" + ")" * 3000
     reqs = tmp_path / "reqs.txt"
@@ -283,6 +291,7 @@ def test_deeply_nested_marker_is_an_invalid_requirement(tmp_path: Path) -> None:
         assert_one_clean_error(wheelwise(*command), "invalid requirement", "nested")
 
 
+@pytest.mark.slow
 def test_corrupt_index_state_file_is_rebuilt(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import email.parser
 import email.policy
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -45,6 +46,7 @@ documents = st.one_of(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(documents)
 def test_any_bytes_read_or_raise_only_the_readers_error(data: bytes) -> None:

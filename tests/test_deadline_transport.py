@@ -210,6 +210,7 @@ ENTRY = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(proxy=st.sampled_from(["", "127.0.0.1:3128", "http://127.0.0.1:3128"]), no=st.lists(ENTRY))
 def test_proxy_mounts_are_those_httpx_makes(proxy: str, no: list[str]) -> None:

@@ -185,6 +185,7 @@ def test_select_explains_untrusted_and_optional_providers(machine_env: dict[str,
     assert "--enable-provider non_existing_plugin" in proc.stdout
 
 
+@pytest.mark.slow
 def test_select_with_a_trusted_plugin(machine_env: dict[str, str]) -> None:
     env = {
         **machine_env,

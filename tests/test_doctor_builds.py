@@ -210,6 +210,7 @@ def exit_status_follows(document: dict[str, Any], builds_worst: str) -> None:
 # -- installed variant wheels ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_variant_build_that_still_fits_is_ok(scenario: Scenario) -> None:
     scenario.install(machine("13.0"), "gpukit")
     document = scenario.doctor(machine("13.0"))
@@ -228,6 +229,7 @@ def test_a_variant_build_that_still_fits_is_ok(scenario: Scenario) -> None:
     assert facts["driver_cuda"] == "13.0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("described", [False, True], ids=["detected", "system-file"])
 def test_a_cu130_build_after_the_driver_went_back_to_12_8_is_an_error(
     scenario: Scenario, described: bool
@@ -261,6 +263,7 @@ def test_a_cu130_build_after_the_driver_went_back_to_12_8_is_an_error(
     assert document["sections"]["builds"]["facts"]["variant_wheels"][0]["status"] == "error"
 
 
+@pytest.mark.slow
 def test_the_fix_for_an_unfit_build_names_the_index_variant_and_works(
     scenario: Scenario, index: str
 ) -> None:
@@ -280,6 +283,7 @@ def test_the_fix_for_an_unfit_build_names_the_index_variant_and_works(
     assert only(after, "variant-fits")["facts"]["label"] == "cu128"
 
 
+@pytest.mark.slow
 def test_a_better_variant_on_the_index_is_a_warning(scenario: Scenario, index: str) -> None:
     scenario.install(machine("12.6"), "gpukit")
     offline = scenario.doctor(machine("12.8"))
@@ -300,6 +304,7 @@ def test_a_better_variant_on_the_index_is_a_warning(scenario: Scenario, index: s
     assert better["facts"]["better_label"] == "cu128"
 
 
+@pytest.mark.slow
 def test_an_x86_64_variant_is_checked_against_the_cpu(scenario: Scenario, index: str) -> None:
     scenario.install(machine(), "cpukit")
     document = scenario.doctor(machine(), "--index-url", index)
@@ -307,6 +312,7 @@ def test_an_x86_64_variant_is_checked_against_the_cpu(scenario: Scenario, index:
     assert only(document, "variant-fits")["facts"]["label"] == "x86_64_v3"
 
 
+@pytest.mark.slow
 def test_a_build_against_a_dependency_follows_its_installed_version(
     scenario: Scenario, index: str
 ) -> None:
@@ -336,6 +342,7 @@ def test_a_build_against_a_dependency_follows_its_installed_version(
     assert only(after, "variant-fits")["facts"]["label"] == "dep2"
 
 
+@pytest.mark.slow
 def test_a_namespace_only_a_plugin_answers_is_not_checked(scenario: Scenario) -> None:
     # variantlib's test package: its namespace installable_plugin has a plugin. It is
     # installed for a described machine (no plugin runs then); doctor runs none either.
@@ -384,6 +391,7 @@ def misbehaving(kind: str) -> Any:
     return app
 
 
+@pytest.mark.slow
 def test_an_unreachable_index_is_a_finding_not_a_crash(scenario: Scenario) -> None:
     scenario.install(machine("13.0"), "gpukit")
     url = f"http://127.0.0.1:{free_port()}/simple/"
@@ -396,6 +404,7 @@ def test_an_unreachable_index_is_a_finding_not_a_crash(scenario: Scenario) -> No
     assert only(document, "variant-fits")["facts"]["label"] == "cu130"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "said"),
     [
@@ -420,6 +429,7 @@ def test_a_misbehaving_index_is_a_finding_within_the_probe_time(
 # -- non-variant GPU builds ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_torch_cu128_against_a_12_2_and_an_11_8_driver(scenario: Scenario) -> None:
     scenario.install(
         machine(), "torch", "torchvision", "nvidia-cuda-runtime-cu12", "nvidia-cublas-cu12"
@@ -455,6 +465,7 @@ def test_torch_cu128_against_a_12_2_and_an_11_8_driver(scenario: Scenario) -> No
     assert builds(fitting) == []
 
 
+@pytest.mark.slow
 def test_cupy_cuda12x_without_an_nvidia_driver_is_a_warning(scenario: Scenario) -> None:
     scenario.install(machine(), "cupy-cuda12x")
     document = scenario.doctor(machine())
@@ -475,6 +486,7 @@ def test_cupy_cuda12x_without_an_nvidia_driver_is_a_warning(scenario: Scenario) 
     )
 
 
+@pytest.mark.slow
 def test_a_healthy_cpu_only_environment(scenario: Scenario) -> None:
     scenario.install(machine(), "cpukit", *PLAIN)
     document = scenario.doctor(machine())
@@ -487,6 +499,7 @@ def test_a_healthy_cpu_only_environment(scenario: Scenario) -> None:
     assert facts["index_url"] is None
 
 
+@pytest.mark.slow
 def test_an_unusable_variant_json_is_a_warning(scenario: Scenario) -> None:
     scenario.install(machine(), "cpukit")
     site = next(scenario.python.parent.parent.glob("lib/python3*/site-packages"))
@@ -499,6 +512,7 @@ def test_an_unusable_variant_json_is_a_warning(scenario: Scenario) -> None:
     assert found["fix"] == f"wheelwise install --python {scenario.python} --upgrade cpukit"
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_sections_and_the_exit_status(scenario: Scenario) -> None:
     scenario.install(machine("13.0"), "gpukit", "torch")
     done = scenario.run(machine("12.8"))
@@ -593,6 +607,7 @@ def test_other_distributions_are_not_gpu_builds(name: str, version: str) -> None
     assert recognize(name, version) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(
     st.from_regex(r"[a-z0-9][a-z0-9.-]{0,30}", fullmatch=True),

@@ -128,6 +128,7 @@ def test_a_bad_timeout_is_a_clear_error(value: str) -> None:
     assert probe_timeout({}) == 10.0
 
 
+@pytest.mark.slow
 def test_the_command_reports_a_described_machine_and_exits_by_status(tmp_path: Path) -> None:
     system = tmp_path / "system.json"
     system.write_text(json.dumps({"system": {"x86_64": {"level": ["v2", "v1"]}}}))

@@ -208,6 +208,7 @@ CU12_RUNTIME = ("nvidia-cuda-runtime-cu12", "12.4.127", "libcudart.so.12")
 # -- scenarios ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_healthy_cu12_stack_is_reported_and_exits_0(tmp_path: Path, fake: FakeMachine) -> None:
     wheels = tmp_path / "wheels"
     python = environment(
@@ -280,6 +281,7 @@ def test_a_healthy_cu12_stack_is_reported_and_exits_0(tmp_path: Path, fake: Fake
     assert nvidia["user_mode_driver"]["libcuda.so.1"]["version"] == "570.124.06"
 
 
+@pytest.mark.slow
 def test_wheels_of_two_cuda_majors_are_an_error_with_the_uninstall(
     tmp_path: Path, fake: FakeMachine
 ) -> None:
@@ -307,6 +309,7 @@ def test_wheels_of_two_cuda_majors_are_an_error_with_the_uninstall(
     assert finding["fix"] == "pip uninstall nvidia-cublas-cu11 nvidia-cuda-runtime-cu11"
 
 
+@pytest.mark.slow
 def test_cuda_13_wheels_are_told_apart_by_their_folder(tmp_path: Path, fake: FakeMachine) -> None:
     wheels = tmp_path / "wheels"
     python = environment(
@@ -328,6 +331,7 @@ def test_cuda_13_wheels_are_told_apart_by_their_folder(tmp_path: Path, fake: Fak
     assert finding["fix"] == "pip uninstall nvidia-cublas-cu12"
 
 
+@pytest.mark.slow
 def test_cupy_for_cuda_11_and_12_together_is_an_error(tmp_path: Path, fake: FakeMachine) -> None:
     python = make_venv(tmp_path / "venv")
     for name in ("cupy-cuda11x", "cupy-cuda12x"):
@@ -514,6 +518,7 @@ def test_nvrtc_11_1_on_the_library_path_warns(tmp_path: Path, fake: FakeMachine)
     assert finding["fix"] == "unset LD_LIBRARY_PATH and pip install nvidia-cuda-nvrtc-cu11"
 
 
+@pytest.mark.slow
 def test_a_ptx_only_build_with_an_older_driver_than_its_toolkit_is_an_error(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     torch = torch_wheel(
@@ -700,6 +705,7 @@ def test_fuzz_any_bytes_give_fat_binary_code_or_an_error(data: bytes) -> None:
 _FATBIN = fatbin_bytes([(2, 80), (1, 80)], [(2, 90)])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, len(_FATBIN) - 1), st.integers(0, 255)), max_size=8))
 def test_fuzz_damaged_fat_binaries_give_code_or_an_error(changes: list[tuple[int, int]]) -> None:
@@ -831,6 +837,7 @@ def test_preload_and_library_path_split_as_glibc_does() -> None:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300), st.binary(max_size=200))
 def test_fuzz_damaged_dist_info_is_read_leniently(variant_json: bytes, metadata: bytes) -> None:

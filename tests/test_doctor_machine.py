@@ -102,6 +102,7 @@ NVIDIA_OK = {"WHEELWISE_NVIDIA_DRIVER": "13.0", "WHEELWISE_NVIDIA_GPUS": "9.0"}
 # Scenarios through the command
 
 
+@pytest.mark.slow
 def test_a_healthy_nvidia_machine_reports_its_driver_and_gpus(fake: FakeMachine) -> None:
     fake.healthy_nvidia()
     fake.finish()
@@ -201,6 +202,7 @@ def test_compute_capabilities_go_to_gpus_only_when_the_order_is_known(
     assert nvidia["detection"]["compute_capabilities"] == gpus.split(",")
 
 
+@pytest.mark.slow
 def test_a_described_machine_shows_its_sm_arch(fake: FakeMachine) -> None:
     system = fake.root.parent / "system.json"
     system.write_text(json.dumps({"system": {"nvidia": {"sm_arch": ["90_real", "90_virtual"]}}}))
@@ -221,6 +223,7 @@ def run_with_libcuda_on_ld_library_path(
     return run_doctor(fake, {**NVIDIA_OK, "LD_LIBRARY_PATH": folder})
 
 
+@pytest.mark.slow
 def test_a_stale_driver_on_ld_library_path_is_named_in_the_fix(fake: FakeMachine) -> None:
     status, document = run_with_libcuda_on_ld_library_path(
         fake, "580.95.05", "/opt/stale-driver/lib", "570.172.08"
@@ -238,6 +241,7 @@ def test_a_stale_driver_on_ld_library_path_is_named_in_the_fix(fake: FakeMachine
     assert via == "LD_LIBRARY_PATH"
 
 
+@pytest.mark.slow
 def test_a_newer_forward_compatible_libcuda_is_reported_not_failed(fake: FakeMachine) -> None:
     status, document = run_with_libcuda_on_ld_library_path(
         fake, "535.247.01", "/usr/local/cuda-12.8/compat", "570.124.06"
@@ -248,6 +252,7 @@ def test_a_newer_forward_compatible_libcuda_is_reported_not_failed(fake: FakeMac
     assert "newer than the kernel module 535.247.01" in finding["what"]
 
 
+@pytest.mark.slow
 def test_a_kernel_module_without_libcuda_is_an_error(fake: FakeMachine) -> None:
     fake.nvidia_kernel("580.95.05")
     fake.nvidia_gpu()
@@ -326,6 +331,7 @@ def test_wsl_libraries_off_the_loader_path_are_an_error(fake: FakeMachine) -> No
     assert platform_facts == {"wsl": True, "wsl_gpu_device": True, "container": None}
 
 
+@pytest.mark.slow
 def test_wsl_with_its_libraries_in_the_loader_cache_is_healthy(fake: FakeMachine) -> None:
     fake.wsl()
     fake.write("/etc/ld.so.conf.d/ld.wsl.conf", "/usr/lib/wsl/lib\n")
@@ -384,6 +390,7 @@ def test_an_nvidia_driver_the_provider_did_not_see_is_a_warning(fake: FakeMachin
     assert finding["fix"] == "unset WHEELWISE_NVIDIA_DRIVER"
 
 
+@pytest.mark.slow
 def test_an_amd_gpu_with_rocm_reports_version_and_targets(fake: FakeMachine) -> None:
     fake.write("/opt/rocm/.info/version", "6.4.1-120\n")
     fake.kfd_node(0, 0)
@@ -438,6 +445,7 @@ def test_an_amd_gpu_in_a_container_without_dev_kfd_is_a_warning(fake: FakeMachin
     assert status == 1
 
 
+@pytest.mark.slow
 def test_a_machine_without_any_gpu_is_healthy(fake: FakeMachine) -> None:
     fake.write("/proc/version", "Linux version 6.8.0-45-generic (buildd@lcy02-amd64-075)\n")
     fake.pci("0000:00:02.0", 0x8086, 0x030000, "i915")
@@ -835,6 +843,7 @@ def test_fuzz_any_bytes_give_an_elf_answer_or_an_elf_error(data: bytes) -> None:
     _read_everything(b"\x7fELF\x02\x01\x01" + data)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(
     st.lists(st.tuples(st.integers(0, len(_VALID_ELF) - 1), st.integers(0, 255)), max_size=12),

@@ -428,6 +428,7 @@ def join(parts: tuple[str, str, str | None, str, str, str, str | None]) -> str:
     return "-".join(p for p in parts if p is not None) + ".whl"
 
 
+@pytest.mark.slow
 @given(wheel_parts())
 def test_hypothesis_round_trip(
     parts: tuple[str, str, str | None, str, str, str, str | None],
@@ -441,6 +442,7 @@ def test_hypothesis_round_trip(
     assert WheelFilename(*parts) == wheel
 
 
+@pytest.mark.slow
 @given(wheel_parts())
 def test_hypothesis_agrees_with_packaging(
     parts: tuple[str, str, str | None, str, str, str, str | None],
@@ -453,6 +455,7 @@ def test_hypothesis_agrees_with_packaging(
     assert wheel.tags == tags
 
 
+@pytest.mark.slow
 @given(wheel_parts(), labels)
 def test_hypothesis_with_variant(
     parts: tuple[str, str, str | None, str, str, str, str | None], label: str | None
@@ -467,6 +470,7 @@ def test_hypothesis_with_variant(
     assert relabelled.build == wheel.build
 
 
+@pytest.mark.slow
 @given(
     wheel_parts(),
     st.text(alphabet="ABZ-+ /@ä", min_size=1, max_size=3),
@@ -483,6 +487,7 @@ def test_hypothesis_invalid_label_rejected(
     assert repr(text) in str(info.value)
 
 
+@pytest.mark.slow
 @given(wheel_parts(), st.sampled_from("0123456789"))
 def test_hypothesis_digit_python_tag_rejected(
     parts: tuple[str, str, str | None, str, str, str, str | None], digit: str

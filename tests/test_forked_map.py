@@ -16,7 +16,10 @@ import pytest
 from wheelwise import forked_map as fm
 from wheelwise.forked_map import WorkerFailed, forked_map
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
+pytestmark = [
+    pytest.mark.interp,
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only"),
+]
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from packaging.markers import InvalidMarker, Marker
@@ -149,6 +150,7 @@ def test_variant_metadata_loads_or_raises_invalid_metadata(data: bytes) -> None:
         assert isinstance(outcome, VariantMetadata)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     schema=st.sampled_from(SCHEMAS),
@@ -214,6 +216,7 @@ REQ_LINES = st.lists(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(lines=REQ_LINES, other=REQ_LINES, raw=st.binary(max_size=100))
 def test_requirements_files_read_or_raise(lines: list[str], other: list[str], raw: bytes) -> None:

@@ -11,6 +11,7 @@ import html
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from packaging.utils import canonicalize_name
@@ -125,6 +126,7 @@ def test_any_text_as_either_page(text: str, content_type: str | None) -> None:
     _parse(parse_page, text.encode("utf-8", "surrogatepass"), URL, content_type)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(documents)
 def test_structured_but_wrong_json_documents(document: dict[str, Any]) -> None:

@@ -32,6 +32,8 @@ from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.members import MemberReader
 from zipcraft import raw_zip
 
+pytestmark = pytest.mark.interp
+
 NAME = "pkg-1.0-py3-none-any-v3.whl"
 FUZZ = bounded(200, function_fixtures=True)
 
@@ -80,12 +82,14 @@ def test_the_unchanged_wheel_reads(valid: bytes) -> None:
         archive.verify_record()
 
 
+@pytest.mark.slow
 @bounded(600, function_fixtures=True)
 @given(data=st.data())
 def test_damaged_wheels(valid: bytes, data: st.DataObject) -> None:
     read_everything(data.draw(damaged(valid)))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_index_reads_of_damaged_wheels(valid: bytes, tmp_path: Path, data: st.DataObject) -> None:
@@ -169,12 +173,14 @@ ENTRIES = st.tuples(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(entries=st.lists(ENTRIES, min_size=1, max_size=6))
 def test_crafted_directories(entries: list[tuple[bytes, bytes, int, int, int]]) -> None:
     read_everything(raw_zip(entries))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(
     st.one_of(
@@ -239,6 +245,7 @@ MEMBER_NAMES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     members=st.lists(

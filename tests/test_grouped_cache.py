@@ -60,6 +60,7 @@ def test_the_page_is_big_enough_to_be_kept() -> None:
     assert len(BODY) >= MIN_BODY
 
 
+@pytest.mark.slow
 def test_a_kept_page_reads_as_the_page_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,6 +84,7 @@ def test_a_kept_page_reads_as_the_page_itself(
     assert again.all() == tuple(parse_json_page(BODY, URL))
 
 
+@pytest.mark.slow
 def test_with_its_stamp_the_body_is_not_read_while_the_copy_serves(tmp_path: Path) -> None:
     """The HTTP cache records each body's stamp: a warm run reads neither the page
     nor its body, only the groups of the versions it asks for."""
@@ -121,6 +123,7 @@ def test_a_damaged_group_is_read_from_the_body_when_only_its_stamp_was_known(
     assert page.all() == tuple(parse_json_page(BODY, URL))
 
 
+@pytest.mark.slow
 def test_a_changed_page_is_read_again(tmp_path: Path) -> None:
     store = GroupedPages(tmp_path)
     store.read(BODY, URL)
@@ -136,6 +139,7 @@ def _copy(tmp_path: Path) -> Path:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage",
     ["truncate", "garbage-group", "bad-header", "wrong-entry", "empty"],
@@ -160,6 +164,7 @@ def test_a_damaged_copy_never_changes_what_is_read(tmp_path: Path, damage: str) 
     assert page.all() == tuple(parse_json_page(BODY, URL))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "forged",
     [
@@ -194,6 +199,7 @@ def test_a_forged_group_with_its_checksum_is_checked_like_the_page(
     assert store.read(BODY, URL).files_for(Version(wanted)) == expected
 
 
+@pytest.mark.slow
 def test_a_copy_changed_into_other_valid_links_is_not_believed(tmp_path: Path) -> None:
     """A hash changed on disk in a copy (still valid JSON): the group's checksum
     catches it, and the page's own hash is read."""
@@ -219,6 +225,7 @@ def test_an_invalid_page_is_invalid_as_before(tmp_path: Path) -> None:
 PARSED_SMALL = parse_json_page(SMALL, URL)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, derandomize=True)
 @given(st.integers(min_value=0), st.binary(min_size=1, max_size=64))
 def test_any_damage_to_a_copy_reads_as_the_page(position: int, junk: bytes) -> None:
@@ -306,6 +313,7 @@ def test_a_revalidated_page_comes_from_its_copy(
     assert again.versions() == first.versions()
 
 
+@pytest.mark.slow
 def test_a_no_store_page_keeps_no_copy(server: str, tmp_path: Path) -> None:
     _Pages.cache_control = "no-store"
     _listing(server, tmp_path)

@@ -29,6 +29,8 @@ from wheelfactory import make_wheel
 from wheelwise.publish.server import create_app
 from zipcraft import garble_member, patch_member
 
+pytestmark = pytest.mark.interp
+
 VARIANT_JSON = f"{PROJECT}-1.0.dist-info/variant.json"
 MODULE = f"{PROJECT}/__init__.py"
 TOKEN = "t0ken"
@@ -120,6 +122,7 @@ def test_install_from_find_links(tmp_path: Path, venv: Path, damage: str) -> Non
     assert tree_hash(venv.parent.parent) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 def test_install_from_an_index(tmp_path: Path, venv: Path, damage: str) -> None:
     wheel = damaged_variant_wheel(tmp_path / "wheels", damage)

@@ -101,6 +101,7 @@ def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]
         yield base, site
 
 
+@pytest.mark.slow
 def test_pip_and_uv_install_from_nginx(nginx: tuple[str, Path], tmp_path: Path) -> None:
     base, _ = nginx
     for installer in ("pip", "uv"):

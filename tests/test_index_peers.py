@@ -69,6 +69,7 @@ def assert_installed_non_variant(python: Path) -> None:
     assert installed_build(python, "demo_pkg") == "None"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("installer", ["pip", "uv"])
 @pytest.mark.parametrize("source", ["served", "static"])
 def test_installers_ignore_variant_wheels(
@@ -115,6 +116,7 @@ def twine_upload(base: str, path: Path, home: Path) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow
 def test_twine_upload_then_install(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     demo_wheels(wheels)
@@ -188,6 +190,7 @@ def test_installed_wheel_is_the_published_file(served: str, wheel_dir: Path) -> 
     assert body == (wheel_dir / "demo_pkg-1.0-py3-none-any.whl").read_bytes()
 
 
+@pytest.mark.slow
 def test_server_prints_nothing_to_stdout(wheel_dir: Path, tmp_path: Path) -> None:
     output: list[bytes] = []
     with wheelwise_serve(wheel_dir, token=TOKEN, output=output) as base:

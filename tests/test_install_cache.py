@@ -276,6 +276,7 @@ def test_a_warm_install_downloads_no_wheel_and_no_metadata(
     assert all(r.status == 304 and r.conditional for r in warm)
 
 
+@pytest.mark.slow
 def test_the_cli_reuses_the_cache_too(site: tuple[Site, str], tmp_path: Path) -> None:
     """``wheelwise install`` twice with one WHEELWISE_CACHE_DIR: the second run gets
     no wheel and no metadata file; ``--no-cache`` (uv's name) downloads them again."""
@@ -302,6 +303,7 @@ def test_the_cli_reuses_the_cache_too(site: tuple[Site, str], tmp_path: Path) ->
 # -- (b) pages: fresh for max-age, else revalidated ------------------------------------
 
 
+@pytest.mark.slow
 def test_pages_fresh_for_their_max_age_are_not_asked_for(
     site: tuple[Site, str], tmp_path: Path
 ) -> None:
@@ -333,6 +335,7 @@ print("httpx" in sys.modules)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("refresh", [False, True])
 def test_a_run_served_from_the_cache_never_loads_the_http_client(
     site: tuple[Site, str], tmp_path: Path, refresh: bool
@@ -428,6 +431,7 @@ def test_a_corrupt_entry_is_replaced_by_a_fresh_download(
 # -- (d) --no-cache-dir ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_no_cache_dir_neither_reads_nor_writes_the_cache(
     site: tuple[Site, str], tmp_path: Path
 ) -> None:
@@ -454,6 +458,7 @@ def test_no_cache_dir_neither_reads_nor_writes_the_cache(
 # -- (e) a cache that cannot be written --------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("blocked", ["root", "wheels"])
 def test_an_unwritable_cache_does_not_fail_the_install(
     blocked: str, site: tuple[Site, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -500,6 +505,7 @@ def test_a_wheel_without_a_sha256_is_not_kept(tmp_path: Path) -> None:
 # -- (g) a server that lies: the install fails, and nothing bad is kept ----------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "lie",
     [
@@ -532,6 +538,7 @@ def test_bytes_that_do_not_match_the_page_fail_the_install_and_are_not_kept(
     assert lie.rsplit("/", 1)[-1] in fetched
 
 
+@pytest.mark.slow
 def test_the_cli_reports_a_lying_server_on_one_line(site: tuple[Site, str], tmp_path: Path) -> None:
     served, index = site
     served.lies = {"/files/leaf-1.0-py3-none-any.whl"}
@@ -620,6 +627,7 @@ def test_names_that_are_not_plain_file_names_are_not_kept(name: str, tmp_path: P
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(
     st.dictionaries(
@@ -666,6 +674,7 @@ def test_freshness_reads_cache_control(
     assert freshness(headers) == (store, lifetime)
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(
     st.text(max_size=200)
@@ -740,6 +749,7 @@ _JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(
     st.fixed_dictionaries(

@@ -71,6 +71,7 @@ def install_cli(tmp_path: Path, python: Path, index: str, *args: str) -> tuple[i
 # -- an invalid index file ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(INVALID))
 def test_invalid_index_file_falls_back_to_the_wheels_variant_json(
     case: str, tmp_path: Path
@@ -160,6 +161,7 @@ def test_unusable_metadata_everywhere_installs_the_non_variant_wheel(tmp_path: P
     )
 
 
+@pytest.mark.slow
 def test_without_a_non_variant_wheel_the_release_is_unavailable(tmp_path: Path) -> None:
     broken = vpkg_wheel(tmp_path / "w", label="v3", variant_json=b"[broken")
     older = vpkg_wheel(tmp_path / "w", version="0.9")
@@ -228,6 +230,7 @@ LIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lie", list(LIES))
 def test_lying_index_over_http_is_refused_and_nothing_changes(lie: str, tmp_path: Path) -> None:
     site = write_site(tmp_path / "site", lying_wheels(tmp_path / "w", lie), {"1.0": GOOD})

@@ -76,6 +76,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("source", ["served", "static"])
 def test_machine_gets_its_build(
@@ -99,6 +100,7 @@ def test_machine_gets_its_build(
     assert (dist_info / "variant.json").is_file()
 
 
+@pytest.mark.slow
 def test_pip_sees_the_install_and_list_and_uninstall(served: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     cache = tmp_path / "cache"
@@ -135,6 +137,7 @@ def test_pip_sees_the_install_and_list_and_uninstall(served: str, tmp_path: Path
     assert left == {"gpukit"}
 
 
+@pytest.mark.slow
 def test_dry_run_shows_rejected_labels_and_report(served: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     before = tree_hash(python)
@@ -176,6 +179,7 @@ def test_dry_run_shows_rejected_labels_and_report(served: str, tmp_path: Path) -
     assert gpukit["download_info"]["url"].endswith("gpukit-1.0-py3-none-any-cu128.whl")
 
 
+@pytest.mark.slow
 def test_no_variant_and_variant_choice(static: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     cache = tmp_path / "cache"
@@ -195,6 +199,7 @@ def test_no_variant_and_variant_choice(static: str, tmp_path: Path) -> None:
     assert f"no release of nope was found (nope requested); searched {static}" in missing.stderr
 
 
+@pytest.mark.slow
 def test_requirements_file_and_find_links(house: Path, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     requirements = tmp_path / "requirements.txt"
@@ -336,6 +341,7 @@ def victim(tmp_path_factory: pytest.TempPathFactory, served: str) -> Path:
     return python
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "message"),
     [
@@ -378,6 +384,7 @@ def test_hostile_index_leaves_the_environment_unchanged(
     app.mode = "ok"
 
 
+@pytest.mark.slow
 def test_refresh_detects_the_machine_again(static: str, tmp_path: Path) -> None:
     """The providers' cache answers unless --refresh: a cache that (wrongly) says
     x86-64-v3 gets that build; --refresh detects the K10 again and gets null."""

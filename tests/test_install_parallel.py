@@ -28,7 +28,10 @@ from wheelwise.install.unpack import Journal
 from wheelwise.models.errors import InstallError
 from wheelwise.wheels.archive import InMemoryWheel
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+pytestmark = [
+    pytest.mark.interp,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout"),
+]
 
 STRATEGIES = ["serial", "threads", "fork"]
 
@@ -88,6 +91,7 @@ def _wheels(directory: Path) -> list[Path | InMemoryWheel]:
     ]
 
 
+@pytest.mark.slow
 def test_every_strategy_installs_the_same(
     env: TargetEnvironment, tmp_path: Path, strategy: str
 ) -> None:

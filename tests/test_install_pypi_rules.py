@@ -37,6 +37,9 @@ from installkit import WHEEL, make_venv, run_python
 from variantkit import wheelwise
 from wheelfactory import make_wheel
 
+# Every test here uses servers or peers that take seconds to start.
+pytestmark = pytest.mark.slow
+
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 REASON = "broken build"
 TOOLS = ("pip", "uv", "wheelwise")

@@ -33,7 +33,10 @@ from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.install.transaction import install_wheels
 from wheelwise.models.errors import InstallError
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and venv layout")
+pytestmark = [
+    pytest.mark.interp,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and venv layout"),
+]
 
 DRIVER = Path(__file__).with_name("killdriver.py")
 LEFTOVERS = (".wheelwise-backup-", ".wheelwise-journal")
@@ -213,16 +216,19 @@ def _kill_and_recover(
             out.write(json.dumps(row) + "\n")
 
 
+@pytest.mark.slow
 def test_killed_fresh_installs_are_recovered_by_the_next_run(tmp_path: Path) -> None:
     bench = _bench(tmp_path, with_alpha=False)
     _kill_and_recover(bench, bench.install_args("alpha==1.0", "beta"), points=12, seed=1)
 
 
+@pytest.mark.slow
 def test_killed_upgrades_are_recovered_by_the_next_run(tmp_path: Path) -> None:
     bench = _bench(tmp_path, with_alpha=True)
     _kill_and_recover(bench, bench.install_args("alpha==2.0"), points=12, seed=2)
 
 
+@pytest.mark.slow
 def test_killed_forked_installs_are_recovered_by_the_next_run(tmp_path: Path) -> None:
     """Wheels unpacked by forked workers: the parent or a worker is killed."""
     bench = _bench(tmp_path, with_alpha=True)
@@ -230,6 +236,7 @@ def test_killed_forked_installs_are_recovered_by_the_next_run(tmp_path: Path) ->
     _kill_and_recover(bench, bench.install_args("alpha==2.0", "beta"), points=4, seed=3)
 
 
+@pytest.mark.slow
 def test_killed_uninstalls_are_recovered_by_the_next_run(tmp_path: Path) -> None:
     bench = _bench(tmp_path, with_alpha=True)
     args = ["uninstall", "-y", "--python", str(bench.python), "alpha"]
@@ -407,6 +414,7 @@ def _dead_pid() -> int:
     return process.pid
 
 
+@pytest.mark.slow
 def test_scratch_folders_live_in_the_cache_and_stale_ones_are_cleared(tmp_path: Path) -> None:
     bench = _bench(tmp_path, with_alpha=False)
     args = bench.install_args("alpha==1.0", "beta")
@@ -440,6 +448,7 @@ _FLAT = _SCALAR | st.lists(_SCALAR, max_size=3) | st.dictionaries(st.text(max_si
 _JSON = _FLAT | st.lists(_FLAT, max_size=3) | st.dictionaries(st.text(max_size=4), _FLAT)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(
     st.lists(

@@ -26,7 +26,10 @@ from wheelwise.install.transaction import install_wheels, uninstall
 from wheelwise.models.errors import ExternallyManagedError, InstallError, LockTimeoutError
 from wheelwise.wheels.archive import InMemoryWheel
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+pytestmark = [
+    pytest.mark.interp,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout"),
+]
 
 
 @pytest.fixture
@@ -125,6 +128,7 @@ def test_a_verified_in_memory_wheel_can_be_installed_again(
     assert verify_wheel(path).opened is None  # a file on disk is opened per use
 
 
+@pytest.mark.slow
 def test_pip_sees_installed_packages(env: TargetEnvironment, wheels: Path) -> None:
     install_wheels(
         env, [alpha_wheel(wheels, "2.0", label="v3"), simple_wheel(wheels, "beta", "0.5")]

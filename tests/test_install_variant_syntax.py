@@ -122,6 +122,7 @@ MARKERS = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(NAMES, EXTRAS, SPECIFIERS, LABELS, MARKERS, st.booleans())
 def test_fuzz_labelled_requirements_round_trip(
@@ -214,6 +215,7 @@ def test_label_on_the_command_line(index: str, tmp_path: Path) -> None:
     assert "installed vpkg 1.0 (variant v3" in out
 
 
+@pytest.mark.slow
 def test_label_with_extras_in_a_requirements_file(index: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     requirements = tmp_path / "requirements.txt"
@@ -226,6 +228,7 @@ def test_label_with_extras_in_a_requirements_file(index: str, tmp_path: Path) ->
     assert report["install"][0]["requested"] is True
 
 
+@pytest.mark.slow
 def test_unknown_label_lists_the_labels_like_variant_does(index: str, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     code, _, by_label = install(tmp_path, python, index, "vpkg#nope")

@@ -196,6 +196,7 @@ def test_property_map_result_is_fresh_and_mutable() -> None:
     assert property_map([FEAT1]) == {"installable_plugin": {"feat1": ["val1c"]}}
 
 
+@pytest.mark.slow
 @given(property_sets)
 def test_property_map_iter_properties_round_trip(props: frozenset[VariantProperty]) -> None:
     mapping = property_map(props)
@@ -212,6 +213,7 @@ def test_property_map_iter_properties_round_trip(props: frozenset[VariantPropert
     assert list(iter_properties(mapping)) == sorted(props)
 
 
+@pytest.mark.slow
 @given(st.lists(st.one_of(properties, close_properties), max_size=12), st.randoms())
 def test_property_map_ignores_order_and_duplicates(
     props: list[VariantProperty], rnd: random.Random
@@ -222,6 +224,7 @@ def test_property_map_ignores_order_and_duplicates(
     assert property_map(shuffled) == property_map(set(props))
 
 
+@pytest.mark.slow
 @given(property_sets)
 def test_property_map_matches_variantlib_to_dict(props: frozenset[VariantProperty]) -> None:
     if not props:
@@ -286,6 +289,7 @@ def test_hash_label_accepts_generator() -> None:
     assert hash_label(p for p in [FEAT2, FEAT1]) == "5d8be4b9"
 
 
+@pytest.mark.slow
 @given(property_sets.filter(bool))
 def test_hash_label_matches_variantlib(props: frozenset[VariantProperty]) -> None:
     label = hash_label(props)
@@ -295,6 +299,7 @@ def test_hash_label_matches_variantlib(props: frozenset[VariantProperty]) -> Non
     assert label != NULL_LABEL
 
 
+@pytest.mark.slow
 @given(st.lists(st.one_of(properties, close_properties), min_size=1, max_size=12), st.randoms())
 def test_hash_label_is_order_and_duplicate_independent(
     props: list[VariantProperty], rnd: random.Random
@@ -305,11 +310,13 @@ def test_hash_label_is_order_and_duplicate_independent(
     assert hash_label(props) == variantlib_label(set(props))
 
 
+@pytest.mark.slow
 @given(property_sets.filter(bool))
 def test_hash_label_through_property_map(props: frozenset[VariantProperty]) -> None:
     assert hash_label(iter_properties(property_map(props))) == hash_label(props)
 
 
+@pytest.mark.slow
 @given(property_sets, property_sets)
 def test_hash_label_distinguishes_sets(
     a: frozenset[VariantProperty], b: frozenset[VariantProperty]

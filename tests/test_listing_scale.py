@@ -100,6 +100,7 @@ def comparisons(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("requirement", "expected"),
     [("big", _version(VERSIONS - 1)), ("big<1.20", "1.19.99"), ("big==1.0.7", "1.0.7")],
@@ -130,6 +131,7 @@ def test_resolving_a_huge_page_reads_few_files(
     assert comparisons[0] <= COMPARISON_BUDGET
 
 
+@pytest.mark.slow
 def test_every_version_is_listed(big_index: Path, comparisons: list[int]) -> None:
     with IndexClient(cache=False) as client:
         listing = client.fetch_project(IndexSource.index(big_index), "big")

@@ -157,6 +157,7 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 # -- a plain lock -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_lock_is_valid_stable_and_names_the_served_files(served: str, tmp_path: Path) -> None:
     where = tmp_path / "work"
     where.mkdir()
@@ -205,6 +206,7 @@ def test_a_lock_is_valid_stable_and_names_the_served_files(served: str, tmp_path
 # -- variants -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_variant_project_is_locked_whole_on_a_cpu_machine(
     served: str, tmp_path: Path, variant_schema_validator: Any
 ) -> None:
@@ -284,6 +286,7 @@ def test_real_pytorch_variant_metadata_is_inlined_as_published(
 # -- targets --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_named_target_gets_its_wheels_and_environment(served: str, tmp_path: Path) -> None:
     locks = {}
     for spelling in ("x86_64-manylinux_2_28", "manylinux_2_28_x86_64", "linux"):
@@ -318,6 +321,7 @@ def test_a_named_target_gets_its_wheels_and_environment(served: str, tmp_path: P
     }
 
 
+@pytest.mark.slow
 def test_a_python_version_alone_keeps_the_interpreters_platform(
     served: str, tmp_path: Path
 ) -> None:
@@ -331,6 +335,7 @@ def test_a_python_version_alone_keeps_the_interpreters_platform(
     assert (locked.tool or {})["wheelwise"]["targets"] == [{"python-version": "3.12"}]
 
 
+@pytest.mark.slow
 def test_targets_that_choose_differently_get_markers(served: str, tmp_path: Path) -> None:
     platforms = ["linux", "windows", "macos"]
     args = ["--index-url", served, "--python-version", "3.12"]
@@ -412,6 +417,7 @@ def parsed(parse: Callable[[str], _T], text: str) -> _T | None:
     return None
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(
     st.one_of(
@@ -445,6 +451,7 @@ def test_fuzz_target_names(platform_text: str, version_text: str) -> None:
 # -- --check and upgrades -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_check_upgrade_and_upgrade_package(tmp_path: Path) -> None:
     house = build_house(tmp_path / "wheels")
     where = tmp_path / "work"
@@ -529,6 +536,7 @@ BAD = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_input_exits_2_and_writes_nothing(served: str, tmp_path: Path, case: str) -> None:
     args, expected = BAD[case]
@@ -540,6 +548,7 @@ def test_bad_input_exits_2_and_writes_nothing(served: str, tmp_path: Path, case:
     assert list(where.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_broken_lock_stops_locking_unless_upgrading(served: str, tmp_path: Path) -> None:
     path = tmp_path / "pylock.toml"
     path.write_bytes(b"lock-version = [unclosed\n")
@@ -586,6 +595,7 @@ def lock_from_faulty(
         server.server_close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", [None, "truncated", "5xx", "reset"])
 def test_a_wheel_without_hash_is_downloaded_and_hashed(tmp_path: Path, fault: str | None) -> None:
     data = unhashed_site(tmp_path / "site")
@@ -696,6 +706,7 @@ def installed(python: Path) -> set[str]:
     return {p.name.split("-")[0] for p in site_packages(python).glob("*.dist-info")}
 
 
+@pytest.mark.slow
 def test_uv_and_pip_read_a_wheelwise_lock(served: str, tmp_path: Path) -> None:
     """What uv 0.13.9 and pip 26 do with a lock (docs/lock.md, "Peers")."""
     variant_lock, plain_lock = tmp_path / "variant", tmp_path / "plain"
@@ -748,6 +759,7 @@ def test_uv_and_pip_read_a_wheelwise_lock(served: str, tmp_path: Path) -> None:
     assert installed(python) == {"vcommon"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["metadata", "variants"])
 @pytest.mark.parametrize("fault", [None, "truncated", "5xx", "hash"])
 def test_a_failing_metadata_or_variants_file_writes_nothing(
@@ -769,6 +781,7 @@ def test_a_failing_metadata_or_variants_file_writes_nothing(
     assert list(where.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_release_from_two_sources_for_two_targets(tmp_path: Path) -> None:
     """The first source with a wheel for the target gives the release (PEP 825): here
     one per target, each with a variant; the lock keeps both and both labels."""
@@ -801,6 +814,7 @@ def test_a_release_from_two_sources_for_two_targets(tmp_path: Path) -> None:
     assert package.variants_json.document["variants"] == CUDA
 
 
+@pytest.mark.slow
 def test_abi_dependency_builds_follow_the_locked_version(tmp_path: Path) -> None:
     """PEP 817 ``abi_dependency``: of a release's builds against other packages'
     versions, the lock keeps those built against the version it locks."""
@@ -840,6 +854,7 @@ def test_abi_dependency_builds_follow_the_locked_version(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("machine_env", "build", "packages"),
     [
@@ -865,6 +880,7 @@ def test_wheelwise_installs_the_lock_it_wrote(
     assert built.stdout.strip() == build
 
 
+@pytest.mark.slow
 def test_wheelwise_installs_a_lock_written_by_uv_or_pip(served: str, tmp_path: Path) -> None:
     """``uv pip compile --format pylock.toml`` and ``pip lock`` write PEP 751 locks of a
     plain project and its dependency; ``wheelwise install -r`` installs exactly what

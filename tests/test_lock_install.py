@@ -206,6 +206,7 @@ def installed(python: Path) -> dict[str, str | None]:
 # -- what gets installed ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_plain_lock_installs_exactly_what_it_lists(house: House, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     beta = house.wheels["beta"][0]
@@ -241,6 +242,7 @@ def test_plain_lock_installs_exactly_what_it_lists(house: House, tmp_path: Path)
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("machine", "build", "gated"),
     [("cuda13", "'cu130'", True), ("driver-12.8", "'cu126'", True), ("cpu", "'null'", False)],
@@ -262,6 +264,7 @@ def test_one_variant_lock_installs_each_machines_build(
     assert ("installed vcublas 1.0" in result.stdout) == gated
 
 
+@pytest.mark.slow
 def test_machine_detected_by_the_providers(house: House, tmp_path: Path) -> None:
     """Without --system: an old CPU without a GPU (the providers' overrides) gets the
     null variant and no vcublas; an H100 with a CUDA 13 driver, cu130 and vcublas."""
@@ -284,6 +287,7 @@ def test_machine_detected_by_the_providers(house: House, tmp_path: Path) -> None
         assert ("vcublas" in installed(python)) == (build == "'cu130'")
 
 
+@pytest.mark.slow
 def test_no_variant_and_variant_choice(house: House, tmp_path: Path) -> None:
     lock = write_lock(tmp_path, house.vtorch_lock())
     python = make_venv(tmp_path / "venv")
@@ -308,6 +312,7 @@ def test_no_variant_and_variant_choice(house: House, tmp_path: Path) -> None:
     assert tree_hash(python.parent.parent) == before
 
 
+@pytest.mark.slow
 def test_sync_removes_what_the_lock_does_not_select(house: House, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     first = write_lock(
@@ -375,6 +380,7 @@ def test_sync_keeps_the_installer_it_runs_in() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_dry_run_installs_nothing_and_reads_only_what_gates(house: House, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     before = tree_hash(python.parent.parent)
@@ -491,6 +497,7 @@ def refusals(house: House) -> dict[str, tuple[str, str]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [
@@ -529,6 +536,7 @@ def test_bad_lock_is_one_error_line_and_changes_nothing(
         assert tree_hash(python.parent.parent) == before
 
 
+@pytest.mark.slow
 def test_a_server_that_lies_or_fails_is_refused(house: House, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     before = tree_hash(python.parent.parent)
@@ -590,6 +598,7 @@ def test_options_that_choose_are_refused_with_a_lock(
     assert tree_hash(python.parent.parent) == before
 
 
+@pytest.mark.slow
 def test_a_sync_with_nothing_to_do_downloads_nothing(house: House, tmp_path: Path) -> None:
     """The gate is settled from the installed builds' own METADATA when the chosen
     builds are installed already (same version, same label)."""

@@ -287,6 +287,7 @@ _PIECES = st.sampled_from(
 _REQUIREMENT = st.one_of(st.lists(_PIECES, max_size=8).map("".join), st.text(max_size=30))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     requires=st.dictionaries(

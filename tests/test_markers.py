@@ -348,6 +348,7 @@ _ENVIRONMENTS = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(text=_MARKERS, variant_env=_VARIANT_ENVS, environment=_ENVIRONMENTS)
 def test_settled_marker_evaluates_as_the_original(

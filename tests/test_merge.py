@@ -393,6 +393,7 @@ def consistent_documents(
     return universe, docs
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(consistent_documents(), st.data())
 def test_merge_is_commutative(
@@ -425,6 +426,7 @@ def test_merge_is_commutative(
     assert merge(shuffled).to_dict() == expected_dict
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(consistent_documents(min_count=3))
 def test_merge_is_associative(case: tuple[Universe, list[VariantMetadata]]) -> None:
@@ -438,6 +440,7 @@ def test_merge_is_associative(case: tuple[Universe, list[VariantMetadata]]) -> N
     assert merge([merge([a, c]), b]) == left
 
 
+@pytest.mark.slow
 @settings(max_examples=100)
 @given(universes(), st.data())
 def test_relabelled_properties_conflict(universe: Universe, data: st.DataObject) -> None:

@@ -876,6 +876,7 @@ JSON_VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     schema=st.sampled_from(
@@ -1177,6 +1178,7 @@ def metadata_inputs(
     return namespaces, variants
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(metadata_inputs())
 def test_generated_metadata_round_trips_and_validates(
@@ -1211,6 +1213,7 @@ def test_generated_metadata_round_trips_and_validates(
     assert VariantMetadata.from_json(text.encode("utf-8")) == md
 
 
+@pytest.mark.slow
 @settings(max_examples=100)
 @given(inputs=metadata_inputs(), data=st.data())
 def test_written_output_is_independent_of_input_order(

@@ -191,6 +191,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "target"), CASES, ids=[f"{f}-{t}" for f, t in CASES])
 def test_a_misbehaving_index_fails_cleanly(
     fault: str, target: str, outcomes: dict[tuple[str, str], Outcome]
@@ -211,6 +212,7 @@ def test_a_misbehaving_index_fails_cleanly(
     assert after == before
 
 
+@pytest.mark.slow
 def test_the_undisturbed_site_installs(tmp_path: Path) -> None:
     """The control case: the same site and options, no fault, installs the v3 wheel."""
     python = make_venv(tmp_path / "venv")
@@ -226,6 +228,7 @@ def test_the_undisturbed_site_installs(tmp_path: Path) -> None:
     assert "VARIANT = 'v3'" in (site_packages(python) / "vpkg" / "__init__.py").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["drip", "header-drip"])
 def test_a_dripping_page_stops_at_the_deadline(fault: str, venv: Path, tmp_path: Path) -> None:
     """1 byte every 0.5 s (of the body, or of the response headers), never ending: the
@@ -251,6 +254,7 @@ def test_a_dripping_page_stops_at_the_deadline(fault: str, venv: Path, tmp_path:
     assert tree_hash(venv.parent.parent) == before
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_page_is_refused_in_little_memory(venv: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     write_site(site)
@@ -279,6 +283,7 @@ def served_page(tmp_path: Path) -> Iterator[tuple[FaultServer, Path]]:
         server.server_close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["json", "html"])
 def test_an_unparseable_link_is_skipped_with_a_warning(
     form: str, served_page: tuple[FaultServer, Path], tmp_path: Path

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import packaging
+import pytest
 
 SCRIPT = Path(__file__).resolve().parent / "newest_packaging.py"
 
@@ -21,6 +22,7 @@ def run_script(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_marker_tests_run_on_the_packaging_asked_for() -> None:
     done = run_script("--packaging", "26.3")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -33,6 +35,7 @@ def test_the_marker_tests_run_on_the_packaging_asked_for() -> None:
     assert done.stdout.splitlines()[-1] == "== the marker tests pass on packaging 26.3"
 
 
+@pytest.mark.slow
 def test_a_release_that_breaks_the_markers_fails_and_is_named() -> None:
     # On packaging 25.0 some marker tests fail (the extras of a settled marker, the
     # error for a set on the left of a comparison).

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -908,6 +909,7 @@ def shuffled_metadata(
     return VariantMetadata(namespaces=tuple(namespaces), variants=table)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(scenarios())
 def test_matches_pep825_pseudocode(
@@ -920,6 +922,7 @@ def test_matches_pep825_pseudocode(
     assert set(ranking.rejected) == expected_rejected
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(scenarios(), st.randoms(use_true_random=False))
 def test_ordering_is_total_and_deterministic(
@@ -949,6 +952,7 @@ def test_ordering_is_total_and_deterministic(
             assert set(a.supported) == set(b.supported)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(scenarios())
 def test_best_and_supported_properties(

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from variantlib.models.variant import VariantDescription
@@ -143,6 +144,7 @@ def as_tuples(props: Sequence[VariantProperty]) -> set[tuple[str, str, str]]:
     return {(p.namespace, p.feature, p.value) for p in props}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(scenarios())
 def test_same_order_and_narrowing_as_variantlib(scenario: Scenario) -> None:
@@ -157,6 +159,7 @@ def test_same_order_and_narrowing_as_variantlib(scenario: Scenario) -> None:
         assert as_tuples(ranked.supported) == expected_narrowed[ranked.label]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_same_order_as_variantlib_with_legacy_priorities(data: st.DataObject) -> None:

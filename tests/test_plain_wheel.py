@@ -223,6 +223,7 @@ _LINES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.one_of(_LINES, st.binary(max_size=24)), max_size=12))
 def test_fuzz_plain_metadata_lines(lines: list[bytes]) -> None:
@@ -420,6 +421,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return Installed(plain, pip_python, uv_python)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("installer", ["pip", "uv"])
 def test_installers_take_the_plain_wheel(installed: Installed, installer: str) -> None:
     python = installed.pip_python if installer == "pip" else installed.uv_python

@@ -201,6 +201,7 @@ def test_trusting_the_other_plugin_explicitly_runs_it(env: dict[str, str], tmp_p
     assert (tmp_path / "spy.json").exists()
 
 
+@pytest.mark.slow
 def test_a_hash_pins_the_plugin_file(env: dict[str, str], tmp_path: Path, links: Path) -> None:
     wheel = links / "spy_plugin-1-py3-none-any.whl"
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -265,6 +266,7 @@ def test_parse_trust_fuzz(text: str) -> None:
 # -- trust is shown -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_select_shows_which_plugin_answered(env: dict[str, str]) -> None:
     proc = run_wheelwise(["select", str(TEST_PACKAGE_JSON), "--allow-provider", TRUST], env)
     assert proc.returncode == 0, proc.stderr
@@ -295,6 +297,7 @@ SECRETS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="HOME and netrc are POSIX here")
 def test_plugin_and_its_installer_see_no_credentials(
     env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, links: Path
@@ -365,6 +368,7 @@ def test_plugin_environ_keeps_hardware_overrides() -> None:
     assert cleaned["HOME"] == "/nonexistent-home"
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(
     st.text(st.characters(blacklist_characters="/@", blacklist_categories=("Z", "C"))),
@@ -381,6 +385,7 @@ def test_strip_userinfo_fuzz(user: str, password: str, rest: str) -> None:
 # -- --require-hashes ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_require_hashes_runs_no_plugin(env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     common = ["install", "--dry-run", "--find-links", str(TEST_PACKAGE_DIST)]

@@ -277,6 +277,7 @@ def env_dirs(cache: Path) -> list[Path]:
 # -- the corpus plugin ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_untrusted_corpus_plugin_is_refused_with_how_to_opt_in() -> None:
     reports = run_plugins(corpus_specs(), allowed=(), enabled=())
     report = reports["installable_plugin"]
@@ -398,6 +399,7 @@ def _alive(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
 def test_bad_plugins_are_contained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WWTEST_PIDDIR", str(tmp_path))
@@ -496,6 +498,7 @@ def test_conflicting_providers_for_one_namespace() -> None:
 # -- environments -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_environment_is_reused_without_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
     links = tmp_path / "links"
@@ -573,6 +576,7 @@ def test_one_environment_is_built_once_for_concurrent_plugins(
     assert [p.name for p in env_dirs(tmp_path)] == builds
 
 
+@pytest.mark.slow
 def test_environment_without_host_pip_uses_ensurepip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

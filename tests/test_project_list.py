@@ -76,6 +76,7 @@ JSON_VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(projects=JSON_VALUES, version=st.sampled_from(["1.0", "1.1", "2", "x", None]))
 def test_any_json_document_gives_names_or_invalid_page(projects: object, version: object) -> None:

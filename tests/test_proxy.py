@@ -28,6 +28,7 @@ PLAIN = "gpukit-1.0-py3-none-any.whl"
 PROFILES = {"": "null", "/p/h100": "cu128", "/p/haswell": "x86_64_v3"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("installer", ["pip", "uv"])
 @pytest.mark.parametrize(("prefix", "build"), PROFILES.items())
 def test_plain_installers_get_the_build_of_each_machine(
@@ -49,6 +50,7 @@ def test_plain_installers_get_the_build_of_each_machine(
     assert list(variant["variants"]) == [build]
 
 
+@pytest.mark.slow
 def test_wheelwise_list_sees_the_build_installed_through_the_proxy(
     proxy: str, tmp_path: Path
 ) -> None:
@@ -159,6 +161,7 @@ def test_concurrent_downloads_get_one_build(proxy: str) -> None:
         assert archive.testzip() is None
 
 
+@pytest.mark.slow
 def test_a_restarted_proxy_reuses_the_wheels_it_built(
     root: Path, upstream: str, tmp_path: Path
 ) -> None:

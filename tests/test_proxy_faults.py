@@ -48,6 +48,9 @@ from wheelwise.proxy.app import create_app
 from wheelwise.proxy.run import ProxyOptions, build_proxy
 from wheelwise.variants.supported import SupportedProperties
 
+# Every test here uses servers or peers that take seconds to start.
+pytestmark = pytest.mark.slow
+
 V3 = "vpkg-1.0-py3-none-any-v3.whl"
 PLAIN = "vpkg-1.0-py3-none-any.whl"
 OTHER = "other-1.0-py3-none-any.whl"

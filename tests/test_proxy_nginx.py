@@ -29,6 +29,9 @@ from proxykit import JSON_PAGE, build_of, installed, page, proxy_process
 from test_index_nginx import nginx_executable
 from wheelwise.publish.server import create_app as index_app
 
+# Every test here uses servers or peers that take seconds to start.
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["proxykit"]
 
 README = Path(__file__).resolve().parent.parent / "README.md"

@@ -71,6 +71,7 @@ def poetry(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("prefix", "build"), [("/p/h100", "cu128"), ("", "null")])
 def test_poetry_locks_and_installs_the_build_of_each_machine(
     proxy: str, prefix: str, build: str, tmp_path: Path

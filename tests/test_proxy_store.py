@@ -440,6 +440,7 @@ def test_a_damaged_entry_is_built_again(tmp_path: Path, damage: str) -> None:
     assert store.get("k") is not None
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, derandomize=True)
 @given(
     sidecar=st.binary(max_size=300)
@@ -466,6 +467,7 @@ OPERATIONS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None, derandomize=True)
 @given(operations=OPERATIONS)
 def test_any_sequence_keeps_the_bound_and_the_digests(

@@ -847,6 +847,7 @@ def _check_outcome(read: Callable[[], PyLock], source: str) -> None:
         assert read_pylock(write_pylock(outcome), source) == outcome
 
 
+@pytest.mark.slow
 @FUZZ
 @given(DOCUMENTS)
 @example(b"a = " + b"[" * 50_000 + b"]" * 50_000)
@@ -893,6 +894,7 @@ def _mutations(document: dict[str, Any]) -> st.SearchStrategy[str]:
 SAMPLE_DOCUMENT = loads_toml(write_pylock(sample_lock()))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(_mutations(SAMPLE_DOCUMENT))
 def test_a_valid_lock_with_one_value_changed_gives_a_lock_or_a_lock_error(text: str) -> None:
@@ -995,6 +997,7 @@ LOCKS = st.builds(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(LOCKS)
 def test_generated_locks_read_back_equal(lock: PyLock) -> None:

@@ -23,6 +23,8 @@ from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.quick_read import SmallMembers, read_small_members
 from zipcraft import raw_zip
 
+pytestmark = pytest.mark.interp
+
 NAME = "pkg-1.0-py3-none-any-v3.whl"
 WANTED = {"METADATA": 1 << 20, "variant.json": 1 << 20, "RECORD": 1 << 20}
 FUZZ = bounded(600)
@@ -229,6 +231,7 @@ def test_read_dist_gives_the_same_facts_either_way(
     assert read_dist(path) == quick
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_damaged_wheels(valid: bytes, data: st.DataObject) -> None:
@@ -259,6 +262,7 @@ ENTRIES = st.tuples(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(entries=st.lists(ENTRIES, min_size=1, max_size=6))
 def test_crafted_directories(entries: list[tuple[bytes, bytes, int, int, int]]) -> None:

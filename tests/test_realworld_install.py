@@ -115,6 +115,7 @@ def torch_lock(house: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where / "pylock.toml"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("machine", "driver", "gpus", "expected"),
     [

@@ -74,6 +74,7 @@ def test_revalidations_keep_the_connection(upstream: tuple[str, Seen], tmp_path:
     assert len({port for _status, port in answers}) == 1
 
 
+@pytest.mark.slow
 def test_the_proxy_reads_a_variants_json_once(upstream: tuple[str, Seen], tmp_path: Path) -> None:
     url, seen = upstream
     variants_json = "/files/gpukit/gpukit-1.0-variants.json"
@@ -94,6 +95,7 @@ def test_the_proxy_reads_a_variants_json_once(upstream: tuple[str, Seen], tmp_pa
     assert [status for status, _port in seen.of(variants_json)[before:]] == [200]
 
 
+@pytest.mark.slow
 def test_the_proxy_reads_a_core_metadata_file_once(
     upstream: tuple[str, Seen], tmp_path: Path
 ) -> None:

@@ -27,6 +27,9 @@ from paths import DATA
 from uvcorpus import ENABLE_IF_PACKAGE, INSTALLED_TOGETHER, MACHINES, PACKAGES
 from wheelwise.variants.schema import PEP850_SCHEMA_URL
 
+# Every test here uses servers or peers that take seconds to start.
+pytestmark = pytest.mark.slow
+
 TOOLS = ("uv", "wheelwise")
 # The machine the enable-if package is tried on.
 ENABLE_IF_MACHINE = "cuda12.8_sm9.0"

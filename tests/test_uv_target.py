@@ -135,6 +135,7 @@ systems = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(systems)
 def test_any_system_round_trips(system: SupportedProperties) -> None:
@@ -371,6 +372,7 @@ TREES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(st.dictionaries(KEYS, TREES, max_size=4))
 def test_fuzz_parsed_structures(raw: dict[str, Any]) -> None:

@@ -529,6 +529,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], *expected: s
         assert text in lines[0]
 
 
+@pytest.mark.slow
 def test_cli_make_and_strip(plain: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     other = make_wheel(plain.parent, "other-2.0-py3-none-any.whl", record=True)
@@ -587,6 +588,7 @@ def test_cli_make_errors(args: list[str], expected: list[str], plain: Path, tmp_
     assert not out.exists() or list(out.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_wheel_errors(tmp_path: Path) -> None:
     corpus_foo = DIST / "test_package-0-py3-none-any-foo.whl"
     assert_one_line_error(

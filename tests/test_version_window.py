@@ -3,6 +3,7 @@ never too narrow, and narrow where the ranges bound it."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -47,6 +48,7 @@ def specifier_sets(draw: st.DrawFn) -> SpecifierSet:
     return SpecifierSet(",".join(specs))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(versions, max_size=30), st.lists(specifier_sets(), max_size=3))
 def test_no_match_lies_outside_the_window(found: list[Version], ranges: list[SpecifierSet]) -> None:

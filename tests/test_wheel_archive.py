@@ -26,6 +26,8 @@ from wheelwise.wheels.record import RecordEntry, file_entry, parse_record, write
 from wheelwise.wheels.strip import strip_variant
 from zipcraft import garble_member, patch_member
 
+pytestmark = pytest.mark.interp
+
 NAME = "pkg-1.0-py3-none-any.whl"
 DIST_INFO = "pkg-1.0.dist-info"
 RECORD = f"{DIST_INFO}/RECORD"

@@ -37,6 +37,7 @@ def _read_all(data: bytes, tmp_path: Path | None) -> dict[str, bytes | None]:
         return {info.filename: reader.read(info) for info in archive.infolist()}
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     members=st.dictionaries(
