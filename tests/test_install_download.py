@@ -12,6 +12,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -31,37 +32,10 @@ def _tries_policy(retries: int, backoff: float) -> RetryPolicy:
     return RetryPolicy(retries=max(1, retries) - 1, backoff=backoff, max_delay=float("inf"))
 
 
-def download_all(
-    items: Sequence[DownloadItem],
-    dest_dir: str | os.PathLike[str],
-    *,
-    client: httpx.Client | Callable[[], httpx.Client] | None = None,
-    progress: ProgressSink | None = None,
-    max_workers: int = 4,
-    require_hashes: bool = False,
-    retries: int = 3,
-    backoff: float = 0.5,
-    timeout: float = 30.0,
-    deadline: float = DEFAULT_DEADLINE,
-) -> list[Path]:
-    """Download *items* into *dest_dir*; the paths, in the order of *items*.
-
-    *retries* is the number of tries for connection errors and 5xx answers, waiting
-    *backoff*, then twice as long... between them. *timeout* applies to a client
-    created here (a given *client* keeps its own).
-    """
-    found = download_wheels(
-        items,
-        dest_dir,
-        client=client,
-        progress=progress,
-        max_workers=max_workers,
-        require_hashes=require_hashes,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
-        deadline=deadline,
-    )
+def download_all(items: Sequence[DownloadItem], dest_dir: Path, **options: Any) -> list[Path]:
+    """:func:`download_wheels` with nothing kept in memory: the paths, in the order of
+    *items*."""
+    found = download_wheels(items, dest_dir, **options)
     return [path for path in found if isinstance(path, Path)]
 
 
