@@ -347,6 +347,20 @@ def test_a_file_rewritten_in_place_is_rescanned(live: tuple[Path, httpx.Client])
     assert anchors[WHEEL]["data-requires-python"] == ">=3.12"
 
 
+def test_a_file_seen_half_written_is_read_again_when_finished(
+    live: tuple[Path, httpx.Client], tmp_path: Path
+) -> None:
+    directory, client = live
+    name = "demo_pkg-3.0-py3-none-any.whl"
+    whole = demo_wheel(tmp_path, name).read_bytes()
+    with open(directory / name, "wb") as partial:  # the directory changes here, once
+        partial.write(whole[: len(whole) // 2])
+        partial.flush()
+        assert name not in parse_anchors(client.get("/simple/demo-pkg/").content)
+        partial.write(whole[len(whole) // 2 :])
+    assert name in parse_anchors(client.get("/simple/demo-pkg/").content)
+
+
 def test_inconsistent_directory_fails_only_that_project(live: tuple[Path, httpx.Client]) -> None:
     directory, client = live
     demo_wheel(

@@ -4,7 +4,8 @@
 unchanged (one ``stat`` per request); otherwise, or when the last check is older
 than *recheck_interval* seconds (which catches a file rewritten in place), the
 caller rescans with :meth:`~LiveCatalog.refresh`. A rescan only reads the files
-it does not know with the same size and mtime.
+it does not know with the same size and mtime; while a file cannot be read (it may
+be one still being copied in), every request rescans.
 
 A snapshot caches its rendered pages (HTML and JSON, with their ETags) and the
 core metadata of its wheels.
@@ -126,7 +127,10 @@ class LiveCatalog:
                 metadata = {k: v for k, v in metadata.items() if k in live_names}
                 catalog = build_catalog(scanned.files, scanned.problems)
                 self._snapshot = Snapshot(catalog, metadata, tuple(scanned.problems))
-            self._dir_mtime = dir_mtime
+            # A file that could not be read may be one still being written: the
+            # directory will not change when it is finished, so look again next time.
+            unfinished = scanned.problems or scanned.skipped
+            self._dir_mtime = None if unfinished else dir_mtime
             self._checked_at = checked_at
             assert self._snapshot is not None
             return self._snapshot
