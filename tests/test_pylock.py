@@ -191,7 +191,7 @@ def test_a_table_of_sections_only_gets_no_header_of_its_own() -> None:
         created_by="x",
         packages=(
             Package(name="a", version="1.0", wheels=plain_package("a", "1.0").wheels),
-            Package(name="b", version="1.0", tool={"x": {"y": 1}}),
+            Package(name="b", version="1.0", directory=Directory(path="b"), tool={"x": {"y": 1}}),
         ),
         tool={"wheelwise": {"inputs-hash": "0"}, "other": {}},
     )
@@ -521,8 +521,8 @@ BAD_INPUTS = [
         id="bad-version",
     ),
     pytest.param(
-        HEAD + '[[packages]]\nname = "demo"\n[[packages]]\nname = "demo"\n'
-        'wheels = [{ url = "https://h.test/demo-1.0-py3-none-any.whl" }]\n',
+        HEAD + '[[packages]]\nname = "demo"\ndirectory = { path = "." }\n[[packages]]\n'
+        'name = "demo"\nwheels = [{ url = "https://h.test/demo-1.0-py3-none-any.whl" }]\n',
         "bad.toml: packages[1].wheels[0]: missing required key 'hashes'; add the file's "
         "hashes, e.g. hashes = { sha256 = '...' }",
         id="wheel-without-hashes",
@@ -596,6 +596,26 @@ BAD_INPUTS = [
         id="variants-json-wrong-type",
     ),
     pytest.param(
+        HEAD + '[[packages]]\nname = "demo"\nversion = "1.0"\n',
+        "bad.toml: packages[0]: no source: give 'wheels' or 'sdist', or one of 'vcs', "
+        "'directory' and 'archive'",
+        id="no-source",
+    ),
+    pytest.param(
+        HEAD
+        + f'[[packages]]\nname = "other"\nwheels = [{_variant_wheel("x86_64_v3")}]\n'
+        + VARIANTS,
+        "bad.toml: packages[0].wheels[0]: wheel 'demo-1.0-py3-none-any-x86_64_v3.whl' is not "
+        "a wheel of 'other'",
+        id="variant-wheel-of-another-package",
+    ),
+    pytest.param(
+        HEAD + '[[packages]]\nname = "demo"\nversion = "1.0"\n'
+        'sdist = { url = "https://h.test/demo-2.0.tar.gz", hashes = { sha256 = "' + SHA + '" } }\n',
+        "bad.toml: packages[0].sdist: sdist 'demo-2.0.tar.gz' is not version 1.0 of demo",
+        id="sdist-of-another-version",
+    ),
+    pytest.param(
         HEAD + '[[packages]]\nname = "demo"\n'
         'vcs = { type = "git", url = "https://g.test/x", commit-id = "abc" }\n'
         f"wheels = [{WHEEL}]\n",
@@ -624,7 +644,7 @@ BAD_INPUTS = [
     ),
     pytest.param(
         HEAD
-        + '[[packages]]\nname = "demo"\n[packages.tool]\n'
+        + '[[packages]]\nname = "demo"\ndirectory = { path = "." }\n[packages.tool]\n'
         + "x = "
         + "[" * 40
         + "]" * 40
@@ -735,13 +755,18 @@ def test_wheel_files_parse_the_names() -> None:
 
 
 def test_a_wheel_name_comes_from_name_then_path_then_url() -> None:
-    assert Wheel(name="a.whl", path="b.whl", url="https://h/c.whl").filename == "a.whl"
-    assert Wheel(path="dir\\sub/b.whl", url="https://h/c.whl").filename == "b.whl"
-    assert Wheel(url="https://h/x/c%2Bd.whl?x=1#f").filename == "c+d.whl"
+    hashes = {"sha256": SHA}
+    assert (
+        Wheel(name="a.whl", path="b.whl", url="https://h/c.whl", hashes=hashes).filename == "a.whl"
+    )
+    assert Wheel(path="dir\\sub/b.whl", url="https://h/c.whl", hashes=hashes).filename == "b.whl"
+    assert Wheel(url="https://h/x/c%2Bd.whl?x=1#f", hashes=hashes).filename == "c+d.whl"
 
 
 def test_writing_an_invalid_lock_is_refused() -> None:
-    bad = Package(name="demo", wheels=(Wheel(url="https://h.test/demo-1.0-py3-none-any.whl"),))
+    bad = Package(
+        name="demo", wheels=(Wheel(url="https://h.test/demo-1.0-py3-none-any.whl", hashes={}),)
+    )
     with pytest.raises(LockError) as info:
         write_pylock(PyLock(created_by="x", packages=(bad,), source="out.toml"))
     assert str(info.value) == (
@@ -976,6 +1001,8 @@ def packages(draw: st.DrawFn) -> Package:
         index=draw(st.sampled_from([None, "https://index.example.test/simple/"])),
         sdist=sdist,
         wheels=wheels,
+        # PEP 751: a package without files has one direct source.
+        directory=None if wheels or sdist else Directory(path=f"src/{stem}"),
         attestation_identities=tuple(
             {"kind": k} for k in draw(st.lists(st.sampled_from(["GitHub", "GitLab"]), max_size=2))
         ),

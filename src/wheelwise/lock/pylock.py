@@ -1,7 +1,8 @@
 """The ``pylock.toml`` model (PEP 751), with PEP 825's ``[packages.variants-json]``.
 
 Values only: :mod:`wheelwise.lock.reader` validates a file into these classes and
-:mod:`wheelwise.lock.writer` writes them back. The order of what has no meaning of
+:mod:`wheelwise.lock.writer` writes them back. A wheel, an sdist and the direct
+sources are ``packaging.pylock``'s classes. The order of what has no meaning of
 its own (packages, wheels, extras, groups, environments) is canonical on the model,
 so that a lock read back from its written text compares equal to it.
 """
@@ -11,11 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.markers import Marker
+from packaging.pylock import (
+    PackageArchive,
+    PackageDirectory,
+    PackageSdist,
+    PackageVcs,
+    PackageWheel,
+)
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -54,64 +61,15 @@ def file_name_of(name: str | None, path: str | None, url: str | None) -> str:
     return ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class LockedFile:
-    """A file a package is locked to: where it is and how to check it."""
-
-    name: str | None = None
-    upload_time: datetime | None = None
-    url: str | None = None
-    path: str | None = None
-    size: int | None = None
-    # {algorithm: hex digest}; at least one.
-    hashes: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def filename(self) -> str:
-        return file_name_of(self.name, self.path, self.url)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Wheel(LockedFile):
-    """One ``[[packages.wheels]]`` entry."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Sdist(LockedFile):
-    """``[packages.sdist]``: read and written back; wheelwise never builds it."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Archive:
-    """``[packages.archive]``: a direct reference to an archive (not installable here)."""
-
-    url: str | None = None
-    path: str | None = None
-    size: int | None = None
-    upload_time: datetime | None = None
-    hashes: dict[str, str] = field(default_factory=dict)
-    subdirectory: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Vcs:
-    """``[packages.vcs]``: a source tree in version control (not installable here)."""
-
-    type: str
-    url: str | None = None
-    path: str | None = None
-    requested_revision: str | None = None
-    commit_id: str
-    subdirectory: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Directory:
-    """``[packages.directory]``: a local source tree (not installable here)."""
-
-    path: str
-    editable: bool = False
-    subdirectory: str | None = None
+# The file entries and sources are packaging's (PEP 751 defines them whole);
+# a package and the lock are wheelwise's own: they keep versions and markers as
+# written, so that a lock reads back and writes byte for byte, and carry PEP 825's
+# ``variants-json``, which packaging's model lacks.
+Wheel = PackageWheel
+Sdist = PackageSdist
+Archive = PackageArchive
+Vcs = PackageVcs
+Directory = PackageDirectory
 
 
 @dataclass(frozen=True)

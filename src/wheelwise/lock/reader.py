@@ -1,37 +1,34 @@
 """Reading and validating ``pylock.toml`` (PEP 751, with PEP 825 variant wheels).
 
-Strict about shape: a missing required key, a value of the wrong type, an unknown key
-(for lock-version 1.0), a wheel without hashes or whose file name does not parse, a
-variant wheel whose label the inlined ``variants-json`` lacks: each is a
-:class:`LockError` of one line, naming the file and the place in it
+``packaging.pylock`` validates the standard parts: types, required keys, one source
+per package, normalized names, versions, markers, specifiers, and that each file name
+belongs to its package. This module adds what it leaves to tools: the lock-version
+policy (a newer 1.x minor is read for the keys this release knows, with
+``warnings`` naming each key ignored; another major is refused), unknown keys refused
+in a 1.0 lock, hash digests of the right length, upload times in UTC, a wheel listed
+once, a nesting bound on data kept as read, and PEP 825's ``[packages.variants-json]``
+with the variant labels of the wheels. packaging does not know variant wheel names:
+it checks each variant wheel under its name without the label, and the entry keeps
+its own.
+
+Every error is a :class:`LockError` of one line naming the file and the place in it
 (``packages[3].wheels[1].hashes``; indices count from 0) and saying how to fix it.
-A newer 1.x minor version is read for the keys this release knows; the result's
-``warnings`` say so and name each key ignored. Another major version is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from packaging.markers import Marker
-from packaging.specifiers import SpecifierSet
+from packaging.pylock import Package as StandardPackage
+from packaging.pylock import PackageWheel, Pylock, PylockValidationError
 from packaging.utils import canonicalize_name
-from packaging.version import Version
 
 from wheelwise.lock.errors import LockError
-from wheelwise.lock.pylock import (
-    Archive,
-    Directory,
-    Package,
-    PyLock,
-    Sdist,
-    TomlTable,
-    VariantsJson,
-    Vcs,
-    Wheel,
-)
+from wheelwise.lock.pylock import Package, PyLock, TomlTable, VariantsJson, file_name_of
 from wheelwise.policy.hashes import digest_hex_length
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 from wheelwise.variants.errors import InvalidMetadata, VariantError
@@ -71,13 +68,28 @@ _PACKAGE_KEYS = (
     "variants-json",
 )
 _FILE_KEYS = ("name", "upload-time", "url", "path", "size", "hashes")
-_ARCHIVE_KEYS = ("url", "path", "size", "upload-time", "hashes", "subdirectory")
-_VCS_KEYS = ("type", "url", "path", "requested-revision", "commit-id", "subdirectory")
-_DIRECTORY_KEYS = ("path", "editable", "subdirectory")
+_SOURCE_KEYS = {
+    "sdist": _FILE_KEYS,
+    "archive": ("url", "path", "size", "upload-time", "hashes", "subdirectory"),
+    "vcs": ("type", "url", "path", "requested-revision", "commit-id", "subdirectory"),
+    "directory": ("path", "editable", "subdirectory"),
+}
 # Data kept as read ([tool], dependencies) may nest this deep: enough for any real
 # table, and far from the interpreter's recursion limit when it is written again.
 MAX_NESTING = 32
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
+# packaging's messages that this module says in its own words.
+_UNEXPECTED_TYPE = re.compile(r"Unexpected type (\w+) \(expected (\w+)\)")
+_EXPECTED = {
+    "str": "a string",
+    "int": "an integer",
+    "bool": "true or false",
+    "datetime": "a TOML date-time such as 2025-01-01T00:00:00Z",
+    "Mapping": "a table",
+    "Sequence": "an array",
+}
+_ARRAYS_OF_TABLES = ("packages", "wheels", "dependencies", "attestation-identities")
+_PATH_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def read_pylock(data: bytes | str, source: str = "pylock.toml") -> PyLock:
@@ -112,6 +124,24 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+def _value_at(document: object, path: str) -> object:
+    """The value at *path* (``packages[0].wheels[1].size``) in *document*, or None."""
+    value = document
+    for key, index in _PATH_STEP.findall(path):
+        if key and isinstance(value, dict):
+            value = value.get(key)
+        elif index and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return None
+    return value
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
 class _Reader:
     """One file's validation; every error names the source and the key path."""
 
@@ -120,55 +150,74 @@ class _Reader:
         self.warnings: list[str] = []
         self.newer_minor = False
         self.version_text = ""
+        # The place of each variant wheel -> its file name (packaging sees it without
+        # the label).
+        self.original_names: dict[str, str] = {}
 
     def fail(self, where: str, message: str) -> LockError:
         return LockError(f"{self.source}: {where or 'top level'}: {message}")
 
-    # -- shapes ---------------------------------------------------------------------
+    # -- the document ---------------------------------------------------------------
 
-    def table(self, value: object, where: str) -> TomlTable:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected a table, got {_kind(value)}")
-        return value
+    def lock(self, document: TomlTable) -> PyLock:
+        if "lock-version" not in document:
+            raise self.fail("", "missing required key 'lock-version'; add it")
+        self.lock_version(document["lock-version"])
+        document = self.known_keys(document, _TOP_KEYS, "")
+        standard = dict(document, **{"lock-version": f"{READ_MAJOR}.{READ_MINOR}"})
+        variants: dict[int, object] = {}
+        names: dict[tuple[int, int], str | None] = {}
+        raw_packages = document.get("packages")
+        if isinstance(raw_packages, list):
+            standard["packages"] = [
+                self.standard_package(raw, index, variants, names)
+                for index, raw in enumerate(raw_packages)
+            ]
+        try:
+            parsed = Pylock.from_dict(standard)
+        except PylockValidationError as exc:
+            raise self.translated(exc, standard) from None
+        packages = tuple(
+            self.package(standard["packages"][index], found, index, variants, names)
+            for index, found in enumerate(parsed.packages)
+        )
+        if "tool" in document:
+            self.kept(document["tool"], "tool")
+        return PyLock(
+            lock_version=self.version_text,
+            environments=None if parsed.environments is None else tuple(document["environments"]),
+            requires_python=document.get("requires-python"),
+            extras=tuple(parsed.extras or ()),
+            dependency_groups=tuple(parsed.dependency_groups or ()),
+            default_groups=tuple(parsed.default_groups or ()),
+            created_by=parsed.created_by,
+            packages=packages,
+            tool=document.get("tool"),
+            source=self.source,
+            warnings=tuple(self.warnings),
+        )
 
-    def string(self, value: object, where: str) -> str:
+    def lock_version(self, value: object) -> None:
         if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {_kind(value)}")
-        return value
-
-    def optional_string(self, table: TomlTable, key: str, where: str) -> str | None:
-        if key not in table:
-            return None
-        return self.string(table[key], _at(where, key))
-
-    def required(self, table: TomlTable, key: str, where: str) -> Any:
-        if key not in table:
-            raise self.fail(where, f"missing required key {key!r}; add it")
-        return table[key]
-
-    def strings(self, value: object, where: str) -> tuple[str, ...]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected an array of strings, got {_kind(value)}")
-        for index, item in enumerate(value):
-            self.string(item, f"{where}[{index}]")
-        return tuple(value)
-
-    def tables(self, value: object, where: str) -> list[TomlTable]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected an array of tables, got {_kind(value)}")
-        return [self.table(item, f"{where}[{index}]") for index, item in enumerate(value)]
-
-    def kept(self, value: object, where: str) -> None:
-        """Data kept as read must not nest deeper than MAX_NESTING."""
-        pending: list[tuple[object, int]] = [(value, 0)]
-        while pending:
-            item, depth = pending.pop()
-            if depth > MAX_NESTING:
-                raise self.fail(where, f"nested deeper than {MAX_NESTING} levels; flatten it")
-            if isinstance(item, dict):
-                pending.extend((child, depth + 1) for child in item.values())
-            elif isinstance(item, list):
-                pending.extend((child, depth + 1) for child in item)
+            raise self.fail("lock-version", f"expected a string, got {_kind(value)}")
+        match = _VERSION_RE.fullmatch(value)
+        if match is None:
+            raise self.fail("lock-version", f"expected a version such as '1.0', got {value!r}")
+        major, minor = int(match[1]), int(match[2])
+        if major != READ_MAJOR:
+            raise self.fail(
+                "lock-version",
+                f"unsupported lock-version {value!r}: this wheelwise reads "
+                f"{READ_MAJOR}.x lock files only; upgrade wheelwise",
+            )
+        self.version_text = value
+        if minor > READ_MINOR:
+            self.newer_minor = True
+            self.warnings.append(
+                f"{self.source}: lock-version {value} is newer than the "
+                f"{READ_MAJOR}.{READ_MINOR} this wheelwise knows; keys it does not know "
+                "are ignored"
+            )
 
     def known_keys(self, table: TomlTable, known: tuple[str, ...], where: str) -> TomlTable:
         """*table* without the keys pylock.toml does not define: an error for
@@ -189,270 +238,243 @@ class _Reader:
             )
         return {key: value for key, value in table.items() if key in known}
 
-    # -- values ---------------------------------------------------------------------
+    def standard_package(
+        self,
+        raw: object,
+        index: int,
+        variants: dict[int, object],
+        names: dict[tuple[int, int], str | None],
+    ) -> object:
+        """The package table as packaging reads it: known keys only, no
+        ``variants-json`` (kept in *variants*), variant wheels named without their
+        label (their own ``name``, or None, kept in *names*)."""
+        if not isinstance(raw, dict):
+            return raw
+        where = f"packages[{index}]"
+        table = dict(self.known_keys(raw, _PACKAGE_KEYS, where))
+        if "variants-json" in table:
+            variants[index] = table.pop("variants-json")
+        for key, known in _SOURCE_KEYS.items():
+            if isinstance(table.get(key), dict):
+                table[key] = self.known_keys(table[key], known, _at(where, key))
+        wheels = table.get("wheels")
+        if isinstance(wheels, list):
+            table["wheels"] = [
+                self.standard_wheel(wheel, f"{where}.wheels[{position}]", (index, position), names)
+                for position, wheel in enumerate(wheels)
+            ]
+        return table
 
-    def marker(self, value: object, where: str) -> str:
-        text = self.string(value, where)
+    def standard_wheel(
+        self,
+        raw: object,
+        where: str,
+        key: tuple[int, int],
+        names: dict[tuple[int, int], str | None],
+    ) -> object:
+        if not isinstance(raw, dict):
+            return raw
+        table = self.known_keys(raw, _FILE_KEYS, where)
+        located = [table.get(k) for k in ("name", "path", "url")]
+        if not all(value is None or isinstance(value, str) for value in located):
+            return table  # packaging names the value of the wrong type
+        filename = file_name_of(*located)
+        if not filename:
+            return table  # packaging asks for 'url' or 'path'
         try:
-            Marker(text)
-        except (ValueError, RecursionError) as exc:
+            parsed = WheelFilename.parse(filename)
+        except ValueError as exc:  # VariantError, or int() refusing a huge number
+            reason = str(exc) if isinstance(exc, VariantError) else f"{filename!r}: {exc}"
+            raise self.fail(
+                where, f"{reason}; give the wheel's file name in 'name', 'url' or 'path'"
+            ) from None
+        if parsed.variant_label is None:
+            return table
+        names[key] = table.get("name")
+        self.original_names[where] = filename
+        return {**table, "name": str(parsed.without_variant())}
+
+    # -- packaging's errors, in this module's words -----------------------------------
+
+    def translated(self, exc: PylockValidationError, document: TomlTable) -> LockError:
+        context = exc.context or ""
+        parent, _, key = context.rpartition(".")
+        key = re.sub(r"\[\d+\]$", "", key)
+        message = exc.message
+        value = _value_at(document, context)
+        if message == "Missing required value":
+            if key == "hashes":
+                return self.fail(
+                    parent,
+                    "missing required key 'hashes'; add the file's hashes, e.g. "
+                    "hashes = { sha256 = '...' }",
+                )
+            return self.fail(parent, f"missing required key {key!r}; add it")
+        typed = _UNEXPECTED_TYPE.fullmatch(message)
+        if typed is not None:
+            if key == "size":
+                return self.fail(context, f"expected the file size in bytes, got {value!r}")
+            expected = _EXPECTED.get(typed[2], typed[2])
+            if typed[2] == "Sequence":
+                expected += " of tables" if key in _ARRAYS_OF_TABLES else " of strings"
+            return self.fail(context, f"expected {expected}, got {_kind(value)}")
+        if key in ("marker", "environments"):
             hint = (
                 "; variant markers belong only in dependency specifiers (PEP 825)"
-                if "variant_" in text
+                if "variant_" in str(value)
                 else ""
             )
-            first = str(exc).strip().splitlines()
-            reason = first[0] if first else "nested too deeply"
-            raise self.fail(where, f"invalid environment marker {text!r}: {reason}{hint}") from None
-        return text
-
-    def specifiers(self, value: object, where: str) -> str:
-        text = self.string(value, where)
-        try:
-            SpecifierSet(text)
-        except ValueError as exc:
-            raise self.fail(where, f"invalid version specifiers {text!r}: {exc}") from None
-        return text
-
-    def version(self, value: object, where: str) -> str:
-        text = self.string(value, where)
-        try:
-            Version(text)
-        except ValueError:
-            raise self.fail(
-                where, f"invalid version {text!r}; write a PEP 440 version such as '1.0'"
-            ) from None
-        return text
-
-    def size(self, value: object, where: str) -> int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise self.fail(where, f"expected the file size in bytes, got {value!r}")
-        return value
-
-    def upload_time(self, value: object, where: str) -> datetime:
-        if not isinstance(value, datetime):
-            raise self.fail(
-                where,
-                f"expected a TOML date-time such as 2025-01-01T00:00:00Z, got {_kind(value)}",
+            return self.fail(
+                context,
+                f"invalid environment marker {value!r}: {_first_line(message)}{hint}",
             )
-        offset = value.utcoffset()
-        if offset is not None and offset != timedelta(0):
-            raise self.fail(where, f"{value.isoformat()} is not in UTC; record it in UTC ('Z')")
-        return value
-
-    def hashes(self, table: TomlTable, where: str) -> dict[str, str]:
-        if "hashes" not in table:
-            raise self.fail(
-                where,
-                "missing required key 'hashes'; add the file's hashes, e.g. "
-                "hashes = { sha256 = '...' }",
+        if key == "version" and message.startswith("Invalid version"):
+            return self.fail(
+                context, f"invalid version {value!r}; write a PEP 440 version such as '1.0'"
             )
-        where = _at(where, "hashes")
-        raw = self.table(table["hashes"], where)
-        if not raw:
-            raise self.fail(where, "needs at least one hash; add e.g. sha256 = '...'")
-        result: dict[str, str] = {}
-        for algorithm, digest in raw.items():
-            digest = self.string(digest, _at(where, algorithm))
-            length = digest_hex_length(algorithm)
-            if length is not None and (len(digest) != length or not _HEX_RE.fullmatch(digest)):
-                raise self.fail(
-                    _at(where, algorithm),
-                    f"expected {length} hexadecimal digits, got {digest!r}",
+        if key == "requires-python":
+            return self.fail(context, f"invalid version specifiers {value!r}: {message}")
+        if key in ("name", "extras") and message.endswith("is not normalized"):
+            what = "package name" if key == "name" else "extra"
+            return self.fail(context, self.not_normalized(what, str(value)))
+        if message == "path or url must be provided":
+            return self.fail(context, "needs 'url' or 'path' to say where the file is")
+        if message == "At least one hash must be provided":
+            return self.fail(context, "needs at least one hash; add e.g. sha256 = '...'")
+        if message == "Hash values must be strings" and isinstance(value, dict):
+            algorithm, digest = next((a, d) for a, d in value.items() if not isinstance(d, str))
+            return self.fail(_at(context, algorithm), f"expected a string, got {_kind(digest)}")
+        if message.startswith(("None of vcs", "Exactly one of vcs")):
+            return self.fail(context, self.sources_message(value))
+        consistent = re.fullmatch(
+            r"(Name|Version) in (.+) is not consistent with package (?:name|version) (.+)", message
+        )
+        if consistent is not None:
+            what, filename, expected = consistent[1], consistent[2], consistent[3]
+            package = _value_at(document, context.rsplit(".", 1)[0] + ".name")
+            filename = repr(self.original_names.get(context, filename.strip("'")))
+            kind, article = ("sdist", "an") if key == "sdist" else ("wheel", "a")
+            if what == "Name":
+                return self.fail(
+                    context, f"{kind} {filename} is not {article} {kind} of {expected}"
                 )
-            if not digest:
-                raise self.fail(_at(where, algorithm), "empty hash value")
-            result[algorithm] = digest
-        return result
+            version = expected.strip("'")
+            return self.fail(context, f"{kind} {filename} is not version {version} of {package}")
+        return self.fail(context, _first_line(message))
 
-    def located(self, table: TomlTable, where: str) -> tuple[str | None, str | None]:
-        url = self.optional_string(table, "url", where)
-        path = self.optional_string(table, "path", where)
-        if url is None and path is None:
-            raise self.fail(where, "needs 'url' or 'path' to say where the file is")
-        return url, path
-
-    # -- the document ---------------------------------------------------------------
-
-    def lock(self, document: TomlTable) -> PyLock:
-        self.lock_version(self.required(document, "lock-version", ""))
-        document = self.known_keys(document, _TOP_KEYS, "")
-        created_by = self.string(self.required(document, "created-by", ""), "created-by")
-        environments = None
-        if "environments" in document:
-            environments = self.strings(document["environments"], "environments")
-            for index, text in enumerate(environments):
-                self.marker(text, f"environments[{index}]")
-        requires_python = None
-        if "requires-python" in document:
-            requires_python = self.specifiers(document["requires-python"], "requires-python")
-        lists = {
-            key: self.strings(document.get(key, []), key)
-            for key in ("extras", "dependency-groups", "default-groups")
-        }
-        packages = tuple(
-            self.package(table, f"packages[{index}]")
-            for index, table in enumerate(
-                self.tables(self.required(document, "packages", ""), "packages")
-            )
-        )
-        tool = None
-        if "tool" in document:
-            tool = self.table(document["tool"], "tool")
-            self.kept(tool, "tool")
-        return PyLock(
-            lock_version=self.version_text,
-            environments=environments,
-            requires_python=requires_python,
-            extras=lists["extras"],
-            dependency_groups=lists["dependency-groups"],
-            default_groups=lists["default-groups"],
-            created_by=created_by,
-            packages=packages,
-            tool=tool,
-            source=self.source,
-            warnings=tuple(self.warnings),
-        )
-
-    def lock_version(self, value: object) -> None:
-        text = self.string(value, "lock-version")
-        match = _VERSION_RE.fullmatch(text)
-        if match is None:
-            raise self.fail("lock-version", f"expected a version such as '1.0', got {text!r}")
-        major, minor = int(match[1]), int(match[2])
-        if major != READ_MAJOR:
-            raise self.fail(
-                "lock-version",
-                f"unsupported lock-version {text!r}: this wheelwise reads "
-                f"{READ_MAJOR}.x lock files only; upgrade wheelwise",
-            )
-        self.version_text = text
-        if minor > READ_MINOR:
-            self.newer_minor = True
-            self.warnings.append(
-                f"{self.source}: lock-version {text} is newer than the "
-                f"{READ_MAJOR}.{READ_MINOR} this wheelwise knows; keys it does not know "
-                "are ignored"
-            )
-
-    def package(self, raw: TomlTable, where: str) -> Package:
-        table = self.known_keys(raw, _PACKAGE_KEYS, where)
-        name = self.string(self.required(table, "name", where), _at(where, "name"))
+    def not_normalized(self, what: str, name: str) -> str:
         try:
             normalized = canonicalize_name(name, validate=True)
         except ValueError:
-            raise self.fail(_at(where, "name"), f"invalid package name {name!r}") from None
-        if name != normalized:
-            raise self.fail(
-                _at(where, "name"),
-                f"package name {name!r} is not normalized; write {normalized!r}",
-            )
-        version = None
-        if "version" in table:
-            version = self.version(table["version"], _at(where, "version"))
-        marker = None
-        if "marker" in table:
-            marker = self.marker(table["marker"], _at(where, "marker"))
-        requires_python = None
-        if "requires-python" in table:
-            requires_python = self.specifiers(
-                table["requires-python"], _at(where, "requires-python")
-            )
-        dependencies = tuple(self.tables(table.get("dependencies", []), _at(where, "dependencies")))
-        self.kept(list(dependencies), _at(where, "dependencies"))
-        identities = tuple(
-            self.tables(
-                table.get("attestation-identities", []), _at(where, "attestation-identities")
-            )
-        )
-        for index, identity in enumerate(identities):
-            at = f"{_at(where, 'attestation-identities')}[{index}]"
-            self.string(self.required(identity, "kind", at), _at(at, "kind"))
-        self.kept(list(identities), _at(where, "attestation-identities"))
-        self.exclusive_sources(table, where)
-        wheels = tuple(
-            self.wheel(item, f"{_at(where, 'wheels')}[{index}]")
-            for index, item in enumerate(self.tables(table.get("wheels", []), _at(where, "wheels")))
-        )
+            return f"invalid {what} {name!r}"
+        return f"{what} {name!r} is not normalized; write {normalized!r}"
+
+    def sources_message(self, table: object) -> str:
+        present = [
+            key
+            for key in ("vcs", "directory", "archive", "sdist", "wheels")
+            if isinstance(table, dict) and table.get(key)
+        ]
+        if len(present) > 1:
+            return f"{present[0]!r} and {present[1]!r} are mutually exclusive; keep one source"
+        return "no source: give 'wheels' or 'sdist', or one of 'vcs', 'directory' and 'archive'"
+
+    # -- what packaging leaves to tools ----------------------------------------------
+
+    def package(
+        self,
+        table: TomlTable,
+        found: StandardPackage,
+        index: int,
+        variants: dict[int, object],
+        names: dict[tuple[int, int], str | None],
+    ) -> Package:
+        where = f"packages[{index}]"
+        for key in ("dependencies", "attestation-identities", "tool"):
+            if key in table:
+                self.kept(table[key], _at(where, key))
+        for key in ("sdist", "archive"):
+            if key in table:
+                self.file_checks(table[key], _at(where, key))
+        wheels: list[PackageWheel] = []
+        for position, wheel in enumerate(found.wheels or ()):
+            at = f"{where}.wheels[{position}]"
+            self.file_checks(table["wheels"][position], at)
+            if (index, position) in names:
+                wheel = dataclasses.replace(wheel, name=names[(index, position)])
+            wheels.append(wheel)
         variants_json = (
-            self.variants_json(table["variants-json"], _at(where, "variants-json"))
-            if "variants-json" in table
+            self.variants_json(variants[index], _at(where, "variants-json"))
+            if index in variants
             else None
         )
-        self.check_wheels(name, version, wheels, variants_json, where)
+        self.check_wheels(wheels, variants_json, where)
         return Package(
-            name=name,
-            version=version,
-            marker=marker,
-            requires_python=requires_python,
-            dependencies=dependencies,
-            vcs=self.vcs(table["vcs"], _at(where, "vcs")) if "vcs" in table else None,
-            directory=(
-                self.directory(table["directory"], _at(where, "directory"))
-                if "directory" in table
-                else None
-            ),
-            archive=(
-                self.archive(table["archive"], _at(where, "archive"))
-                if "archive" in table
-                else None
-            ),
-            index=self.optional_string(table, "index", where),
-            sdist=self.sdist(table["sdist"], _at(where, "sdist")) if "sdist" in table else None,
-            wheels=wheels,
-            attestation_identities=identities,
+            name=found.name,
+            version=table.get("version"),
+            marker=table.get("marker"),
+            requires_python=table.get("requires-python"),
+            dependencies=tuple(table.get("dependencies", ())),
+            vcs=found.vcs,
+            directory=found.directory,
+            archive=found.archive,
+            index=found.index,
+            sdist=found.sdist,
+            wheels=tuple(wheels),
+            attestation_identities=tuple(table.get("attestation-identities", ())),
             variants_json=variants_json,
-            tool=self.tool(table, where),
+            tool=table.get("tool"),
         )
 
-    def tool(self, table: TomlTable, where: str) -> TomlTable | None:
-        if "tool" not in table:
-            return None
-        tool = self.table(table["tool"], _at(where, "tool"))
-        self.kept(tool, _at(where, "tool"))
-        return tool
+    def kept(self, value: object, where: str) -> None:
+        """Data kept as read must not nest deeper than MAX_NESTING."""
+        pending: list[tuple[object, int]] = [(value, 0)]
+        while pending:
+            item, depth = pending.pop()
+            if depth > MAX_NESTING:
+                raise self.fail(where, f"nested deeper than {MAX_NESTING} levels; flatten it")
+            if isinstance(item, dict):
+                pending.extend((child, depth + 1) for child in item.values())
+            elif isinstance(item, list):
+                pending.extend((child, depth + 1) for child in item)
 
-    def exclusive_sources(self, table: TomlTable, where: str) -> None:
-        sources = [key for key in ("vcs", "directory", "archive") if key in table]
-        files = [key for key in ("sdist", "wheels") if key in table]
-        if len(sources) > 1 or (sources and files):
-            first, second = [*sources, *files][:2]
-            raise self.fail(
-                where,
-                f"{first!r} and {second!r} are mutually exclusive; keep one source",
-            )
+    def file_checks(self, table: Mapping[str, Any], where: str) -> None:
+        """A file's size, upload time and digests, which packaging takes as given."""
+        size = table.get("size")
+        if size is not None and size < 0:
+            raise self.fail(_at(where, "size"), f"expected the file size in bytes, got {size!r}")
+        uploaded = table.get("upload-time")
+        if uploaded is not None:
+            offset = uploaded.utcoffset()
+            if offset is not None and offset != timedelta(0):
+                raise self.fail(
+                    _at(where, "upload-time"),
+                    f"{uploaded.isoformat()} is not in UTC; record it in UTC ('Z')",
+                )
+        hashes = _at(where, "hashes")
+        for algorithm, digest in table["hashes"].items():
+            length = digest_hex_length(algorithm)
+            if length is not None and (len(digest) != length or not _HEX_RE.fullmatch(digest)):
+                raise self.fail(
+                    _at(hashes, algorithm), f"expected {length} hexadecimal digits, got {digest!r}"
+                )
+            if not digest:
+                raise self.fail(_at(hashes, algorithm), "empty hash value")
 
     def check_wheels(
-        self,
-        package: str,
-        version: str | None,
-        wheels: tuple[Wheel, ...],
-        variants_json: VariantsJson | None,
-        where: str,
+        self, wheels: list[PackageWheel], variants_json: VariantsJson | None, where: str
     ) -> None:
-        """File names parse, belong to the package, appear once; each variant label
-        is in ``variants-json``. *wheels* are in file order, for the messages."""
+        """Each wheel appears once; each variant label is in ``variants-json``.
+        *wheels* are in file order, for the messages."""
         seen: set[str] = set()
         variant_wheel = None
         for index, wheel in enumerate(wheels):
             at = f"{_at(where, 'wheels')}[{index}]"
             name = wheel.filename
-            try:
-                parsed = WheelFilename.parse(name)
-                parsed_version = parsed.version
-            except ValueError as exc:  # VariantError, or int() refusing a huge number
-                reason = str(exc) if isinstance(exc, VariantError) else f"{name!r}: {exc}"
-                raise self.fail(
-                    at, f"{reason}; give the wheel's file name in 'name', 'url' or 'path'"
-                ) from None
-            if parsed.name != package:
-                raise self.fail(at, f"wheel {name!r} is not a wheel of {package!r}")
-            if version is not None and parsed_version != Version(version):
-                raise self.fail(at, f"wheel {name!r} is not version {version} of {package}")
             if name in seen:
                 raise self.fail(at, f"wheel {name!r} is listed twice; keep one entry")
             seen.add(name)
-            label = parsed.variant_label
+            label = WheelFilename.parse(name).variant_label
             if label is None:
                 continue
             variant_wheel = variant_wheel or name
@@ -469,80 +491,11 @@ class _Reader:
                 "inline the release's *-variants.json there (PEP 825)",
             )
 
-    # -- sources --------------------------------------------------------------------
-
-    def file_fields(self, raw: object, where: str) -> dict[str, Any]:
-        table = self.known_keys(self.table(raw, where), _FILE_KEYS, where)
-        url, path = self.located(table, where)
-        return {
-            "name": self.optional_string(table, "name", where),
-            "upload_time": (
-                self.upload_time(table["upload-time"], _at(where, "upload-time"))
-                if "upload-time" in table
-                else None
-            ),
-            "url": url,
-            "path": path,
-            "size": self.size(table["size"], _at(where, "size")) if "size" in table else None,
-            "hashes": self.hashes(table, where),
-        }
-
-    def wheel(self, raw: object, where: str) -> Wheel:
-        wheel = Wheel(**self.file_fields(raw, where))
-        if not wheel.filename:
-            raise self.fail(where, "cannot tell the wheel's file name; give it in 'name'")
-        return wheel
-
-    def sdist(self, raw: object, where: str) -> Sdist:
-        return Sdist(**self.file_fields(raw, where))
-
-    def archive(self, raw: object, where: str) -> Archive:
-        table = self.known_keys(self.table(raw, where), _ARCHIVE_KEYS, where)
-        url, path = self.located(table, where)
-        return Archive(
-            url=url,
-            path=path,
-            size=self.size(table["size"], _at(where, "size")) if "size" in table else None,
-            upload_time=(
-                self.upload_time(table["upload-time"], _at(where, "upload-time"))
-                if "upload-time" in table
-                else None
-            ),
-            hashes=self.hashes(table, where),
-            subdirectory=self.optional_string(table, "subdirectory", where),
-        )
-
-    def vcs(self, raw: object, where: str) -> Vcs:
-        table = self.known_keys(self.table(raw, where), _VCS_KEYS, where)
-        url, path = self.located(table, where)
-        return Vcs(
-            type=self.string(self.required(table, "type", where), _at(where, "type")),
-            url=url,
-            path=path,
-            requested_revision=self.optional_string(table, "requested-revision", where),
-            commit_id=self.string(
-                self.required(table, "commit-id", where), _at(where, "commit-id")
-            ),
-            subdirectory=self.optional_string(table, "subdirectory", where),
-        )
-
-    def directory(self, raw: object, where: str) -> Directory:
-        table = self.known_keys(self.table(raw, where), _DIRECTORY_KEYS, where)
-        editable = table.get("editable", False)
-        if not isinstance(editable, bool):
-            raise self.fail(
-                _at(where, "editable"), f"expected true or false, got {_kind(editable)}"
-            )
-        return Directory(
-            path=self.string(self.required(table, "path", where), _at(where, "path")),
-            editable=editable,
-            subdirectory=self.optional_string(table, "subdirectory", where),
-        )
-
     def variants_json(self, raw: object, where: str) -> VariantsJson:
-        document = self.table(raw, where)
-        self.kept(document, where)
-        if "$schema" not in document:
+        if not isinstance(raw, dict):
+            raise self.fail(where, f"expected a table, got {_kind(raw)}")
+        self.kept(raw, where)
+        if "$schema" not in raw:
             raise self.fail(
                 where,
                 "missing required key '$schema'; PEP 825 keeps it, e.g. "
@@ -551,10 +504,10 @@ class _Reader:
         try:
             # A legacy draft is read too, as the index would serve it: its providers
             # and priorities choose the wheel, and PEP 825's format cannot hold them.
-            SchemaVersion.from_url(document["$schema"])
+            SchemaVersion.from_url(raw["$schema"])
         except InvalidMetadata as exc:
             raise self.fail(_at(where, "$schema"), str(exc)) from None
         try:
-            return VariantsJson(document, source=f"{self.source}: {where}")
+            return VariantsJson(raw, source=f"{self.source}: {where}")
         except VariantError as exc:
             raise LockError(str(exc)) from None

@@ -11,18 +11,20 @@ what this writes is always a lock :func:`read_pylock` accepts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from wheelwise.lock.errors import LockError
 from wheelwise.lock.pylock import (
     Archive,
     Directory,
-    LockedFile,
     Package,
     PyLock,
+    Sdist,
     TomlTable,
     VariantsJson,
     Vcs,
+    Wheel,
 )
 from wheelwise.lock.reader import read_pylock
 from wheelwise.lock.toml_layout import KeyPath, dump_layout
@@ -106,11 +108,11 @@ def _put(table: dict[str, Any], key: str, value: object) -> None:
         table[key] = value
 
 
-def _hashes(hashes: dict[str, str]) -> dict[str, str]:
+def _hashes(hashes: Mapping[str, str]) -> dict[str, str]:
     return dict(sorted(hashes.items()))
 
 
-def _file_table(file: LockedFile) -> dict[str, Any]:
+def _file_table(file: Wheel | Sdist) -> dict[str, Any]:
     table: dict[str, Any] = {}
     _put(table, "name", file.name)
     _put(table, "upload-time", file.upload_time)
