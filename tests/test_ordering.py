@@ -783,32 +783,46 @@ LABELS = st.from_regex(r"[0-9a-z_.]{1,5}", fullmatch=True).filter(lambda s: s !=
 PropDict = dict[str, dict[str, list[str]]]
 
 
-@st.composite
-def property_maps(draw: st.DrawFn, namespaces: Sequence[str]) -> PropDict:
-    result: PropDict = {}
-    for ns in draw(st.lists(st.sampled_from(namespaces), unique=True, max_size=2)):
-        features = draw(st.lists(st.sampled_from(FEATURES), unique=True, min_size=1, max_size=3))
-        result[ns] = {
-            f: draw(st.lists(st.sampled_from(VALUES), unique=True, min_size=1, max_size=3))
-            for f in features
-        }
-    return result
+# Strategies are built once: hypothesis works out each new strategy object's
+# properties on first use, which costs more than drawing from it.
+FEATURE_LISTS = st.lists(st.sampled_from(FEATURES), unique=True, min_size=1, max_size=3)
+VALUE_LISTS = st.lists(st.sampled_from(VALUES), unique=True, min_size=1, max_size=3)
+MACHINE_NAMESPACES = st.lists(st.sampled_from([*NAMESPACES, "ns_x"]), unique=True)
+MACHINE_FEATURES = st.lists(st.sampled_from(FEATURES), unique=True)
+MACHINE_VALUES = st.lists(st.sampled_from(VALUES), unique=True)
+
+
+@functools.cache
+def property_maps(namespaces: tuple[str, ...]) -> st.SearchStrategy[PropDict]:
+    chosen = st.lists(st.sampled_from(namespaces), unique=True, max_size=2)
+
+    @st.composite
+    def maps(draw: st.DrawFn) -> PropDict:
+        result: PropDict = {}
+        for ns in draw(chosen):
+            result[ns] = {f: draw(VALUE_LISTS) for f in draw(FEATURE_LISTS)}
+        return result
+
+    return maps()
 
 
 @st.composite
 def machines(draw: st.DrawFn) -> PropDict:
     result: PropDict = {}
-    for ns in draw(st.lists(st.sampled_from([*NAMESPACES, "ns_x"]), unique=True)):
-        features = draw(st.lists(st.sampled_from(FEATURES), unique=True))
-        result[ns] = {f: draw(st.lists(st.sampled_from(VALUES), unique=True)) for f in features}
+    for ns in draw(MACHINE_NAMESPACES):
+        result[ns] = {f: draw(MACHINE_VALUES) for f in draw(MACHINE_FEATURES)}
     return result
+
+
+LABEL_LISTS = st.lists(LABELS, unique=True, max_size=8)
 
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[list[str], dict[str, PropDict], PropDict]:
     namespaces = draw(st.permutations(NAMESPACES))
-    labels = draw(st.lists(LABELS, unique=True, max_size=8))
-    variants = {label: draw(property_maps(namespaces)) for label in labels}
+    labels = draw(LABEL_LISTS)
+    maps = property_maps(tuple(namespaces))
+    variants = {label: draw(maps) for label in labels}
     if draw(st.booleans()):
         variants[NULL_LABEL] = {}
     return list(namespaces), variants, draw(machines())

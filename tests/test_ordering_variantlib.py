@@ -16,7 +16,10 @@ comparison of the label, so the label tiebreak agrees too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import importlib.metadata
+from collections.abc import Iterator, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -41,27 +44,61 @@ LABELS = st.from_regex(r"[0-9a-z_.]{1,6}", fullmatch=True).filter(lambda s: s !=
 PropDict = dict[str, dict[str, list[str]]]
 
 
-@st.composite
-def property_maps(draw: st.DrawFn, namespaces: Sequence[str]) -> PropDict:
+@pytest.fixture(autouse=True, scope="module")
+def installed_once() -> Iterator[None]:
+    """variantlib reads every installed distribution's METADATA on each call (its
+    ``abi_dependency`` namespace): read them once, the same names and versions."""
+    found = [
+        SimpleNamespace(name=dist.name, version=dist.version)
+        for dist in importlib.metadata.distributions()
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(importlib.metadata, "distributions", lambda: iter(found))
+        yield
+
+
+# Strategies are built once: hypothesis works out each new strategy object's
+# properties on first use, which costs more than drawing from it.
+FEATURE_LISTS = st.lists(st.sampled_from(FEATURES), unique=True, min_size=1, max_size=3)
+VALUE_LISTS = st.lists(st.sampled_from(VALUES), unique=True, min_size=1, max_size=3)
+SOME_FEATURES = st.lists(st.sampled_from(FEATURES), unique=True, max_size=3)
+ANY_FEATURES = st.lists(st.sampled_from(FEATURES), unique=True)
+ANY_VALUES = st.lists(st.sampled_from(VALUES), unique=True)
+LABEL_LISTS = st.lists(LABELS, unique=True, max_size=10)
+
+
+@functools.cache
+def namespace_lists(namespaces: tuple[str, ...], min_size: int, max_size: int | None) -> Any:
+    return st.lists(st.sampled_from(namespaces), unique=True, min_size=min_size, max_size=max_size)
+
+
+@functools.cache
+def property_maps(namespaces: tuple[str, ...]) -> st.SearchStrategy[PropDict]:
     """A non-empty property map (variantlib has no zero-property non-null variant)."""
-    result: PropDict = {}
-    chosen = draw(st.lists(st.sampled_from(namespaces), unique=True, min_size=1, max_size=2))
-    for ns in chosen:
-        features = draw(st.lists(st.sampled_from(FEATURES), unique=True, min_size=1, max_size=3))
-        result[ns] = {
-            f: draw(st.lists(st.sampled_from(VALUES), unique=True, min_size=1, max_size=3))
-            for f in features
-        }
-    return result
+    chosen = namespace_lists(namespaces, 1, 2)
+
+    @st.composite
+    def maps(draw: st.DrawFn) -> PropDict:
+        result: PropDict = {}
+        for ns in draw(chosen):
+            result[ns] = {f: draw(VALUE_LISTS) for f in draw(FEATURE_LISTS)}
+        return result
+
+    return maps()
 
 
-@st.composite
-def machines(draw: st.DrawFn, namespaces: Sequence[str]) -> PropDict:
-    result: PropDict = {}
-    for ns in draw(st.lists(st.sampled_from(namespaces), unique=True)):
-        features = draw(st.lists(st.sampled_from(FEATURES), unique=True))
-        result[ns] = {f: draw(st.lists(st.sampled_from(VALUES), unique=True)) for f in features}
-    return result
+@functools.cache
+def machines(namespaces: tuple[str, ...]) -> st.SearchStrategy[PropDict]:
+    chosen = namespace_lists(namespaces, 0, None)
+
+    @st.composite
+    def machine(draw: st.DrawFn) -> PropDict:
+        result: PropDict = {}
+        for ns in draw(chosen):
+            result[ns] = {f: draw(ANY_VALUES) for f in draw(ANY_FEATURES)}
+        return result
+
+    return machine()
 
 
 Scenario = tuple[list[str], dict[str, PropDict], PropDict]
@@ -70,11 +107,12 @@ Scenario = tuple[list[str], dict[str, PropDict], PropDict]
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
     namespaces = list(draw(st.permutations(NAMESPACES)))
-    labels = draw(st.lists(LABELS, unique=True, max_size=10))
-    variants = {label: draw(property_maps(namespaces)) for label in labels}
+    labels = draw(LABEL_LISTS)
+    maps = property_maps(tuple(namespaces))
+    variants = {label: draw(maps) for label in labels}
     if draw(st.booleans()):
         variants[NULL_LABEL] = {}
-    return namespaces, variants, draw(machines(namespaces))
+    return namespaces, variants, draw(machines(tuple(namespaces)))
 
 
 @st.composite
@@ -82,17 +120,9 @@ def priorities(
     draw: st.DrawFn, namespaces: Sequence[str]
 ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[str]]]]:
     """Legacy default-priorities.feature / .property, possibly naming unsupported items."""
-    features = {
-        ns: draw(st.lists(st.sampled_from(FEATURES), unique=True, min_size=1, max_size=3))
-        for ns in draw(st.lists(st.sampled_from(namespaces), unique=True))
-    }
-    properties = {
-        ns: {
-            f: draw(st.lists(st.sampled_from(VALUES), unique=True, min_size=1, max_size=3))
-            for f in draw(st.lists(st.sampled_from(FEATURES), unique=True, max_size=3))
-        }
-        for ns in draw(st.lists(st.sampled_from(namespaces), unique=True))
-    }
+    some = namespace_lists(tuple(namespaces), 0, None)
+    features = {ns: draw(FEATURE_LISTS) for ns in draw(some)}
+    properties = {ns: {f: draw(VALUE_LISTS) for f in draw(SOME_FEATURES)} for ns in draw(some)}
     return features, properties
 
 
