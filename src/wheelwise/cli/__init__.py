@@ -17,7 +17,7 @@ import sys
 # outnumber a quarter of the older ones. Reading a
 # PyPI-sized project page creates millions of objects (90,000 links of dicts and
 # tuples), so those collections took a fifth of a cold install's time
-# (docs/benchmarks.md, "Figures behind design choices"). Rarer young collections keep
+# (docs/benchmarks-method.md, "Figures behind design choices"). Rarer young collections keep
 # garbage cycles bounded, as the defaults do, at a fraction of the work.
 GC_THRESHOLDS = (100_000, 20, 20)
 
