@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import os
 import platform
@@ -112,3 +113,22 @@ def round_orders(names: Sequence[str]) -> list[tuple[str, ...]]:
     leaders (round r starts with names[r % len(names)])."""
     by_leader = [[o for o in itertools.permutations(names) if o[0] == n] for n in names]
     return [order for group in zip(*by_leader, strict=True) for order in group]
+
+
+def add_warm_up_option(parser: argparse.ArgumentParser) -> None:
+    """``--no-warm-up``: leave out the untimed first round (the tests' smoke runs, which
+    check what the script does, not its figures)."""
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="skip the untimed first round (a smoke run: the figures are then colder)",
+    )
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """A copy keeping links and times (so pip's .pyc files stay valid)."""
+    if shutil.which("cp"):
+        subprocess.run(["cp", "-a", str(source), str(target)], check=True)
+    else:
+        shutil.copytree(source, target, symlinks=True)

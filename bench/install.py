@@ -70,7 +70,16 @@ from importlib import metadata
 from pathlib import Path
 
 import variant_house
-from benchkit import bin_dir, clean_env, cpu_model, free_port, installer_paths, round_orders
+from benchkit import (
+    add_warm_up_option,
+    bin_dir,
+    clean_env,
+    copy_tree,
+    cpu_model,
+    free_port,
+    installer_paths,
+    round_orders,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / "bench" / ".wheelhouse"
@@ -219,20 +228,35 @@ def count_pyc(venv: Path) -> int:
     return sum(1 for path in root.rglob("*.pyc") if path.relative_to(root).parts[0] != "pip")
 
 
+# (uv, pip version, folder) -> a venv with that pip in it, which the others copy.
+_PIP_VENVS: dict[tuple[Path, str, Path], Path] = {}
+
+
 def make_venv(venv: Path, uv: Path, pip_version: str | None, env: dict[str, str]) -> Path:
     """A new venv at *venv* without pip, or with *pip_version* installed from
-    ``TOOLS`` and byte-compiled, as ``ensurepip`` leaves it (untimed)."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    if pip_version is not None:
+    ``TOOLS`` and byte-compiled, as ``ensurepip`` leaves it (untimed). The first venv
+    with pip in a folder is made so and kept; the next ones are copies of it, the same
+    files made faster (the installers run ``python -m pip``, so the copied ``bin/pip``
+    scripts, which name the first venv's Python, are never used)."""
+    if pip_version is None:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        return venv
+    key = (uv, pip_version, venv.parent)
+    template = _PIP_VENVS.get(key)
+    if template is None:
+        template = venv.parent / f"venv-with-pip-{pip_version}"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(template)], check=True)
         subprocess.run(
             [
                 str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--no-index",
-                "--find-links", str(TOOLS), "--python", str(venv_python(venv)),
+                "--find-links", str(TOOLS), "--python", str(venv_python(template)),
                 f"pip=={pip_version}",
             ],
             check=True,
             env=env,
         )  # fmt: skip
+        _PIP_VENVS[key] = template
+    copy_tree(template, venv)
     return venv
 
 
@@ -354,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         "ext4 disk without a journal, which skips inodes freed in the last 30 s)",
     )
     parser.add_argument("--json", action="store_true")
+    add_warm_up_option(parser)
     args = parser.parse_args(argv)
 
     wheelwise, uv = installer_paths()
@@ -446,8 +471,8 @@ def main(argv: list[str] | None = None) -> int:
             contenders["wheelwise"] = wheelwise_run("wheelwise", "plain")
             if "markers" in urls:
                 contenders["wheelwise-markers"] = wheelwise_run("wheelwise-markers", "markers")
-        for run in contenders.values():  # warm-up: OS file cache, installers' bytecode
-            run()
+        for run in contenders.values() if args.warm_up else ():
+            run()  # warm-up: OS file cache, installers' bytecode
         times: dict[str, list[float]] = {name: [] for name in contenders}
         # Each round takes the next of all the orders of the installers, consecutive
         # rounds led by different ones, so that each runs right after each other one

@@ -55,6 +55,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variant_house
 from benchkit import (
+    add_warm_up_option,
     clean_env,
     cpu_model,
     installer_paths,
@@ -152,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default=",".join(SETS), help="comma-separated")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds one install may take")
     parser.add_argument("--json", action="store_true")
+    add_warm_up_option(parser)
     args = parser.parse_args(argv)
     names = args.sets.split(",")
     unknown = sorted(set(names) - set(SETS))
@@ -241,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                 install(name, lock_set, cache)
             return install(name, lock_set, cache)
 
-        for lock_set in sets:  # warm-up: OS file cache, the installers' bytecode
-            for name in COMMANDS:
+        for lock_set in sets if args.warm_up else ():
+            for name in COMMANDS:  # warm-up: OS file cache, the installers' bytecode
                 run(name, lock_set, "cold")
         times: dict[str, dict[str, dict[str, list[float]]]] = {
             s.name: {m: {n: [] for n in COMMANDS} for m in MODES} for s in sets

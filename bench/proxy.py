@@ -85,6 +85,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variant_house
 from benchkit import (
+    add_warm_up_option,
     clean_env,
     cpu_model,
     cpu_seconds,
@@ -324,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-runs", type=int, default=3, help="loads of each target")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds one install may take")
     parser.add_argument("--json", action="store_true")
+    add_warm_up_option(parser)
     args = parser.parse_args(argv)
     for option in ("runs", "requests", "concurrency", "load_runs"):
         if getattr(args, option) < 1:
@@ -424,8 +426,8 @@ def main(argv: list[str] | None = None) -> int:
             for installer in INSTALLERS
             for kind in ("direct", "proxy")
         }
-        for unit in units.values():  # warm-up: OS file cache, bytecode
-            unit()
+        for unit in units.values() if args.warm_up else ():
+            unit()  # warm-up: OS file cache, bytecode
         runs: dict[str, dict[str, list[Run]]] = {i: {r: [] for r in ROUTES} for i in INSTALLERS}
         orders = round_orders(list(units))
         for round_ in range(args.runs):

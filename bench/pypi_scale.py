@@ -65,7 +65,6 @@ import hashlib
 import itertools
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -80,8 +79,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import (
+    add_warm_up_option,
     bin_dir,
     clean_env,
+    copy_tree,
     cpu_model,
     free_port,
     installer_paths,
@@ -151,14 +152,6 @@ def repack_pip(directory: Path) -> Path:
     return path
 
 
-def copy_tree(source: Path, target: Path) -> None:
-    """A copy keeping links and times (so pip's .pyc files stay valid)."""
-    if shutil.which("cp"):
-        subprocess.run(["cp", "-a", str(source), str(target)], check=True)
-    else:
-        shutil.copytree(source, target, symlinks=True)
-
-
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.load(response)
@@ -220,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--installers", default=",".join(INSTALLERS), help="comma-separated")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one install may take")
     parser.add_argument("--json", action="store_true")
+    add_warm_up_option(parser)
     args = parser.parse_args(argv)
     sets = args.sets.split(",")
     names = args.installers.split(",")
@@ -331,8 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                 install(name, set_name, cache)
             return install(name, set_name, cache)
 
-        for name in names:  # warm-up: OS file cache, the installers' bytecode
-            run(name, "ordinary", "cold")
+        for name in names if args.warm_up else ():
+            run(name, "ordinary", "cold")  # warm-up: OS file cache, the installers' bytecode
         times: dict[str, dict[str, dict[str, list[float]]]] = {
             s: {m: {n: [] for n in names} for m in MODES} for s in sets
         }
@@ -401,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         "files_per_project": pages,
         "releases_per_project": {n: len(p.releases) for n, p in projects.items()},
         "sets": {s: SETS[s] for s in sets},
-        "expected": {s: expected[s] for s in sets},
+        # What every set resolves to in the generated data, those not run included.
+        "expected": expected,
         "setup_s": setup_s,
         "total_s": total_s,
         "median_s": medians,

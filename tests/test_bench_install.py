@@ -17,7 +17,9 @@ def test_smoke_run_of_the_variant_set() -> None:
     # The script checks each install itself (distributions, builds, the same builds
     # from every installer that chooses variants, no .pyc) and exits non-zero on a
     # wrong venv or a failed installer.
-    report = run_bench("install.py", "--set", "variants", "--runs", "1", timeout=300)
+    report = run_bench(
+        "install.py", "--set", "variants", "--runs", "1", "--no-warm-up", timeout=300
+    )
     assert report["set"] == "variants"
     assert set(report["median_s"]) == {"pip", *CHOOSERS}
     assert all(seconds > 0 for seconds in report["median_s"].values())

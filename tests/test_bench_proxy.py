@@ -19,7 +19,7 @@ def test_smoke_run_of_the_variant_set() -> None:
     # answer of a load (a 200 of the expected size), and exits non-zero otherwise.
     report = run_bench(
         "proxy.py",
-        *("--set", "variants", "--runs", "1", "--load-runs", "1"),
+        *("--set", "variants", "--runs", "1", "--load-runs", "1", "--no-warm-up"),
         *("--requests", "24", "--concurrency", "3", "--warmup", "6"),
         timeout=300,
     )
