@@ -87,8 +87,8 @@ test: lint
 # newest packaging on the registry, so that a release which breaks them is seen early.
 	$(BIN)/python tests/newest_packaging.py
 # The tests marked interp (threading, fork, zipfile, tarfile) also run under every other
-# Python 3.10+ found (PATH, pyenv), in venvs kept in .venv/other-pythons; it says when
-# there is none.
+# Python 3.10+ found (PATH, pyenv), side by side, in venvs kept in .venv/other-pythons;
+# it says when there is none.
 	$(BIN)/python tests/other_pythons.py
 
 # A developer's loop: the tests that take under a second, with no benchmark smoke run

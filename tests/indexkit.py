@@ -30,12 +30,15 @@ DEMO_NAMESPACES = {"x86_64": {"level": ["v1"]}}
 _PORTS_PER_WORKER = 1000
 _FIRST_PORT = 20000
 _next_port = itertools.count()
+PORT_BLOCK_VARIABLE = "WHEELWISE_TEST_PORT_BLOCK"
 
 
 def free_port() -> int:
     """A port on 127.0.0.1 that nothing listens on, and that no other test process
     running at the same time is handed."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    # tests/other_pythons.py runs several test processes side by side, a block each.
+    worker = os.environ.get(PORT_BLOCK_VARIABLE, worker)
     block = _FIRST_PORT + (int(worker) if worker.isdigit() else 0) % 12 * _PORTS_PER_WORKER
     for _ in range(_PORTS_PER_WORKER):
         port = block + next(_next_port) % _PORTS_PER_WORKER

@@ -125,18 +125,25 @@ def venv_for(version: str, python: str) -> Path:
     return venv_python
 
 
-def run_under(venv_python: Path, tests: Sequence[str]) -> int:
-    """Run *tests* with *venv_python* (in two workers, as ``make test`` runs the suite);
-    their exit status."""
+def start_under(
+    venv_python: Path, tests: Sequence[str], log: Path, port_block: int
+) -> subprocess.Popen[bytes]:
+    """Start *tests* under *venv_python*, its output to *log* (one worker: the runs
+    of the other Pythons go side by side, each with its own *port_block* of
+    tests/indexkit.free_port, after those of make test's workers)."""
     env = dict(os.environ)
+    env["WHEELWISE_TEST_PORT_BLOCK"] = str(port_block)
     env.pop("PYTHONPATH", None)
     env.pop("PYTHONHOME", None)
     # The kill matrices kill at fewer steps here than on the main interpreter: what
     # differs between interpreters is how their driver hooks the os functions, which
     # every step goes through (KILL_MATRIX_POINTS=all still means all).
     env.setdefault("KILL_MATRIX_POINTS", OTHER_KILL_POINTS)
-    command = [str(venv_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]
-    return subprocess.run([*command, "-m", "interp", *tests], env=env, cwd=ROOT).returncode
+    command = [str(venv_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [*command, "-m", "interp", *tests], env=env, cwd=ROOT, stdout=out, stderr=out
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -150,10 +157,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"Python {sys.version_info[0]}.{sys.version_info[1]} only"
         )
         return 0
+    tests = args.tests or interp_test_files()
+    # The venvs first (one at a time: uv shares its cache), then every run at once.
+    venvs = [(version, python, venv_for(version, python)) for version, python in found]
+    runs = []
+    for index, (version, python, venv_python) in enumerate(venvs):
+        log = VENVS / f"{version}.log"
+        runs.append((version, python, log, start_under(venv_python, tests, log, 6 + index)))
     failed = []
-    for version, python in found:
+    for version, python, log, process in runs:
+        status = process.wait()
         print(f"== the interpreter-sensitive tests on Python {version} ({python})", flush=True)
-        if run_under(venv_for(version, python), args.tests or interp_test_files()) != 0:
+        sys.stdout.write(log.read_text(encoding="utf-8", errors="replace"))
+        if status != 0:
             failed.append(version)
     if failed:
         print(
