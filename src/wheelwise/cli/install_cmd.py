@@ -181,6 +181,7 @@ class TargetArgs:
     allow_provider: tuple[str, ...]
     enable_provider: tuple[str, ...]
     refresh: bool
+    compile_bytecode: bool
 
     def install_options(self) -> InstallOptions:
         """InstallOptions for these options (no requirements, no sources)."""
@@ -203,6 +204,7 @@ class TargetArgs:
             no_cache=self.no_cache,
             refresh=self.refresh,
             warn=_warn,
+            compile_bytecode=self.compile_bytecode,
         )
 
     def query(self) -> PendingEnvironment:
@@ -256,6 +258,13 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
             "--break-system-packages",
             is_flag=True,
             help="Install into an externally managed environment (PEP 668) anyway.",
+        ),
+        click.option(
+            "--compile-bytecode",
+            is_flag=True,
+            envvar="WHEELWISE_COMPILE_BYTECODE",
+            help="Compile the installed modules to bytecode with the target Python "
+            "(default: on first import) [env: WHEELWISE_COMPILE_BYTECODE].",
         ),
         network_options,
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),

@@ -35,6 +35,7 @@ from wheelwise.environment.interpreter import PendingEnvironment, TargetEnvironm
 from wheelwise.fetch.consistency import check_variant_consistency
 from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
+from wheelwise.install.bytecode import compile_installed
 from wheelwise.install.plan import (
     IN_MEMORY_DOWNLOADS,
     InstallOptions,
@@ -144,6 +145,7 @@ def run_lock_install(
                 break_system_packages=options.break_system_packages,
                 warn=warn,
             )
+    compile_installed(env, report.installed, options)
     outcome = InstallOutcome(env, plan, dry_run=False, report=report)
     return LockInstallOutcome(outcome, removals, selection.groups)
 

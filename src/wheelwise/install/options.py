@@ -74,6 +74,8 @@ class InstallOptions:
     refresh: bool = False
     # Hears each problem that was worked around, one line each (from any thread).
     warn: Warn | None = None
+    # Byte-compile the installed modules with the target interpreter (uv's flag).
+    compile_bytecode: bool = False
 
 
 def sources_for(options: InstallOptions) -> list[IndexSource]:

@@ -40,6 +40,7 @@ from wheelwise.environment.interpreter import (
     refuse_externally_managed,
 )
 from wheelwise.fetch.download import Fetcher
+from wheelwise.install.bytecode import compile_installed
 from wheelwise.install.fetch import Verifier, fetch
 from wheelwise.install.options import (
     InstallOptions,
@@ -203,6 +204,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     break_system_packages=options.break_system_packages,
                     warn=options.warn,
                 )
+    compile_installed(env, report.installed, options)
     return InstallOutcome(env, list(plan.packages), dry_run=False, report=report)
 
 

@@ -15,7 +15,8 @@ library through a destination that journals every file and folder it creates
 the backups are moved back, so the environment is left as it was; on success the
 backup folder is deleted and folders left empty are pruned. The journal goes last.
 
-Wheels are installed without byte-compiling, with ``INSTALLER`` set to
+Wheels are installed without byte-compiling (``--compile-bytecode`` compiles after
+the transaction: :mod:`wheelwise.install.bytecode`), with ``INSTALLER`` set to
 ``wheelwise``; every ``.dist-info`` file of the wheel is kept (``variant.json``
 included). Tag compatibility with the target is the resolver's business, not
 checked here.
