@@ -109,6 +109,7 @@ class RichProgress:
 
         self.done = 0
         self.started = False
+        self.totals: dict[str, int | None] = {}
         self.lock = threading.Lock()
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -136,6 +137,16 @@ class RichProgress:
             if not self.started:  # the first download: resolving is over
                 self.started = True
                 self.progress.start()
+            # The total is that of every download started so far (index pages give
+            # each file's size); one of unknown size makes it unknown. A retried
+            # download counts once.
+            self.totals[name] = total_bytes
+            sizes = list(self.totals.values())
+            total = None if None in sizes else sum(size for size in sizes if size is not None)
+            if total is None:  # update() takes None as "unchanged"
+                next(t for t in self.progress.tasks if t.id == self.task).total = None
+            else:
+                self.progress.update(self.task, total=total)
 
     def advance(self, n: int) -> None:
         self.progress.advance(self.task, n)

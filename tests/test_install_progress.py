@@ -1,0 +1,24 @@
+"""The download bar of ``wheelwise install``: its total is the sum of the sizes the
+index gave for the downloads started, so it reads ``1.2/2.9 GB``, not ``1.2/? GB``."""
+
+from __future__ import annotations
+
+from wheelwise.cli.install_cmd import RichProgress
+
+
+def test_the_total_is_the_sum_of_the_sizes_given() -> None:
+    with RichProgress() as progress:
+        (task,) = progress.progress.tasks
+        assert task.total is None  # nothing started yet
+        progress.start(100, "a-1.0-py3-none-any.whl")
+        assert task.total == 100
+        progress.start(250, "b-1.0-py3-none-any.whl")
+        progress.advance(60)
+        assert task.completed == 60
+        assert task.total == 350
+        progress.start(100, "a-1.0-py3-none-any.whl")  # a retry counts once
+        assert task.total == 350
+        progress.finish("a-1.0-py3-none-any.whl")
+        assert task.description == "downloaded 1"
+        progress.start(None, "c-1.0-py3-none-any.whl")  # a size nobody gave
+        assert task.total is None
