@@ -15,9 +15,10 @@ DEMO_LOCK       := $(VENV)/demo-lock
 # and compiling its modules again in each (with PYTHONDONTWRITEBYTECODE set) took about
 # 0.4 s of CPU each, and pytest's rewriting of every test module as long again per run.
 unexport PYTHONDONTWRITEBYTECODE
-# pytest-xdist workers: the tests wait on servers, subprocesses and disks, so more
-# workers than cores pays (2 cores: 4 workers).
-TEST_WORKERS    ?= 4
+# pytest-xdist workers: the tests wait on servers, subprocesses and disks, so one more
+# worker than cores pays (2 cores: 3 workers; 2 and 4 were slower, and every worker
+# sets up the module-scoped servers and venvs of the modules it runs again).
+TEST_WORKERS    ?= 3
 
 .PHONY: demo demo-install test test-fast lint bench clean
 
