@@ -11,6 +11,7 @@ from wheelwise import __version__
 # command name -> "module:attribute" (kept lazy: start-up time is a feature).
 COMMANDS = {
     "build": "wheelwise.cli.build_cmd:build",
+    "cache": "wheelwise.cli.cache_cmd:cache",
     "detect": "wheelwise.cli.detect_cmd:detect",
     "doctor": "wheelwise.cli.doctor_cmd:doctor",
     "index": "wheelwise.cli.index_cmd:index",

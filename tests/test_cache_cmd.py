@@ -1,0 +1,89 @@
+"""``wheelwise cache dir`` and ``cache info``: a real install from an index served on
+127.0.0.1 fills the cache, and ``info`` counts what is on disk, kind by kind."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from indexkit import demo_wheels, wheelwise_serve
+from installkit import make_venv
+from variantkit import wheelwise
+from wheelwise.cache.usage import KINDS, cache_usage
+
+pytestmark = pytest.mark.slow
+
+
+def on_disk(folder: Path) -> tuple[int, int]:
+    """(files, bytes) of the regular files and links under *folder*, links not followed."""
+    files = size = 0
+    for path in folder.rglob("*"):
+        if path.is_symlink() or path.is_file():
+            files += 1
+            size += path.lstat().st_size if path.is_file() and not path.is_symlink() else 0
+    return files, size
+
+
+def test_dir_and_info_after_an_install(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert wheelwise(["cache", "dir"], cache).stdout == f"{cache}\n"
+    empty = wheelwise(["cache", "info"], cache)
+    assert empty.returncode == 0, empty.stderr
+    assert empty.stdout.splitlines()[0] == f"cache: {cache} (not created yet)"
+
+    python = make_venv(tmp_path / "venv")
+    with wheelwise_serve(demo_wheels_dir(tmp_path)) as base:
+        args = ["install", "-q", "--python", str(python), "--index-url", f"{base}/simple/"]
+        installed = wheelwise([*args, "demo_pkg"], cache)
+    assert installed.returncode == 0, installed.stderr
+    # Something outside the cache that a link in it points to is not counted.
+    outside = tmp_path / "big.bin"
+    outside.write_bytes(b"x" * 100_000)
+    (cache / "wheels" / "link.bin").symlink_to(outside)
+
+    result = wheelwise(["cache", "info", "--json"], cache)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["cache-dir"] == str(cache)
+    kinds = {kind["name"]: kind for kind in document["kinds"]}
+    assert list(kinds) == [kind.name for kind in KINDS]
+    for name in ("wheels", "pages", "detection"):
+        assert kinds[name]["files"] > 0, name
+    for kind in document["kinds"]:
+        path = Path(kind["path"])
+        expected = (
+            on_disk(path)
+            if path.is_dir()
+            else (int(path.exists()), path.stat().st_size if path.exists() else 0)
+        )
+        assert (kind["files"], kind["bytes"]) == expected, kind["name"]
+        assert kind["unreadable"] == 0
+    assert kinds["wheels"]["bytes"] < 100_000
+    assert document["bytes"] == sum(kind["bytes"] for kind in document["kinds"])
+
+    table = wheelwise(["cache", "info"], cache).stdout.splitlines()
+    assert table[0] == f"cache: {cache}"
+    assert [line.split()[0] for line in table[1:]] == [*(kind.name for kind in KINDS), "total"]
+
+
+def demo_wheels_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "wheels"
+    demo_wheels(folder)
+    return folder
+
+
+def test_a_kind_that_is_a_file_of_another_type_or_missing(tmp_path: Path) -> None:
+    """A cache root holding odd things: a folder where a file is expected, a file
+    where a folder is, a FIFO. Nothing is opened; every kind is answered."""
+    (tmp_path / "detect.cache").mkdir()
+    (tmp_path / "detect.cache" / "x").write_bytes(b"12345")
+    (tmp_path / "wheels").write_bytes(b"not a folder")
+    os.mkfifo(tmp_path / "scratch")
+    usage = {item.kind.name: item for item in cache_usage(tmp_path)}
+    assert (usage["detection"].files, usage["detection"].bytes) == (1, 5)
+    assert (usage["wheels"].files, usage["wheels"].bytes) == (1, 12)
+    assert (usage["scratch"].files, usage["scratch"].bytes) == (1, 0)
+    assert not usage["metadata"].exists
