@@ -54,9 +54,11 @@ def logged_python(venv: Path) -> Path:
     return script
 
 
-def install(
-    python: Path, wheels: Path, tmp: Path, *extra: str, **env: str
-) -> subprocess.CompletedProcess[str]:
+def install(python: Path, tmp: Path, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``wheelwise install mods`` from the find-links folder ``tmp/wheels``."""
+    wheels = tmp / "wheels"
+    if not wheels.exists():
+        modules_wheel(wheels)
     (tmp / "empty").mkdir(exist_ok=True)
     args = ["install", "--python", str(python), "--index-url", str(tmp / "empty")]
     return wheelwise([*args, "--find-links", str(wheels), "-q", *extra, "mods"], tmp / "cache", env)
@@ -68,16 +70,14 @@ def pyc_files(site: Path) -> set[str]:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the logging interpreter is a shell script")
 def test_no_bytecode_by_default_and_the_target_compiles_it_when_asked(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
-    modules_wheel(wheels)
     plain_venv = tmp_path / "plain"
     site = site_packages(make_venv(plain_venv))
-    assert install(plain_venv / "bin" / "python", wheels, tmp_path).returncode == 0
+    assert install(plain_venv / "bin" / "python", tmp_path).returncode == 0
     assert pyc_files(site) == set()
 
     venv = tmp_path / "venv"
     site = site_packages(make_venv(venv))
-    result = install(logged_python(venv), wheels, tmp_path, "--compile-bytecode")
+    result = install(logged_python(venv), tmp_path, "--compile-bytecode")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # the Python 2 module is skipped without a word
     assert pyc_files(site) == {
@@ -110,13 +110,11 @@ def test_no_bytecode_by_default_and_the_target_compiles_it_when_asked(tmp_path: 
 
 
 def test_pip_uninstalls_what_was_compiled(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
-    modules_wheel(wheels)
     venv = tmp_path / "venv"
     python = make_venv(venv)
     site = site_packages(python)
     env = {"WHEELWISE_COMPILE_BYTECODE": "1"}  # the variable, as the flag
-    assert install(python, wheels, tmp_path, **env).returncode == 0
+    assert install(python, tmp_path, **env).returncode == 0
     assert len(pyc_files(site)) == 3
     result = pip(python, "uninstall", "-y", "mods")
     assert result.returncode == 0, result.stderr
@@ -125,11 +123,9 @@ def test_pip_uninstalls_what_was_compiled(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the logging interpreter is a shell script")
 def test_a_failed_compile_is_a_warning_and_the_install_stands(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
-    modules_wheel(wheels)
     venv = tmp_path / "venv"
     site = site_packages(make_venv(venv))
-    result = install(logged_python(venv), wheels, tmp_path, "--compile-bytecode", FAIL_COMPILE="1")
+    result = install(logged_python(venv), tmp_path, "--compile-bytecode", FAIL_COMPILE="1")
     assert result.returncode == 0, result.stderr
     assert result.stderr == (
         "wheelwise: warning: compiling the installed modules failed (disk says no); they "

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.install.journal import is_inside
 from wheelwise.install.options import InstallOptions
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record
@@ -48,7 +49,6 @@ else:
 def python_files(env: TargetEnvironment, dists: Iterable[InstalledDist]) -> list[Path]:
     """The ``.py`` files that *dists*' ``RECORD`` files list inside *env*'s site
     folders (a RECORD that cannot be read gives none: nothing to compile)."""
-    roots = [str(root) for root in env.site_dirs]
     found: list[Path] = []
     for dist in dists:
         record = dist.location / "RECORD"
@@ -61,7 +61,7 @@ def python_files(env: TargetEnvironment, dists: Iterable[InstalledDist]) -> list
             if not entry.path.endswith(".py"):
                 continue
             full = os.path.normpath(os.path.join(base, entry.path))  # noqa: PTH118
-            if any(full.startswith(root + os.sep) for root in roots):
+            if any(is_inside(full, root) for root in env.site_dirs):
                 found.append(Path(full))
     return found
 

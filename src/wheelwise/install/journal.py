@@ -46,6 +46,7 @@ __all__ = [
     "StatePaths",
     "WriteAhead",
     "candidate_paths",
+    "is_inside",
     "pending",
     "recover_pending",
     "replay",
@@ -216,10 +217,10 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
     # Never trust a path outside the environment (a damaged or foreign journal).
     if not isinstance(backup, str) or not (
         os.path.basename(backup).startswith(".wheelwise-backup-")  # noqa: PTH119
-        and any(_inside(backup, root) for root in roots)
+        and any(is_inside(backup, root) for root in roots)
     ):
         backup = None
-    records = [r for r in records if all(any(_inside(p, t) for t in roots) for p in r[1:])]
+    records = [r for r in records if all(any(is_inside(p, t) for t in roots) for p in r[1:])]
     committed = any(record[0] == "commit" for record in records)
     problems: list[str] = []
     if committed:
@@ -323,7 +324,7 @@ def prune(originals: list[str], roots: list[str]) -> None:
     absolute = {os.path.abspath(root) for root in roots}  # noqa: PTH100
     for original in originals:
         directory = os.path.dirname(original)  # noqa: PTH120 - plain strings throughout
-        while directory not in absolute and any(_inside(directory, r) for r in absolute):
+        while directory not in absolute and any(is_inside(directory, r) for r in absolute):
             try:
                 os.rmdir(directory)  # noqa: PTH106
             except FileNotFoundError:
@@ -333,10 +334,13 @@ def prune(originals: list[str], roots: list[str]) -> None:
             directory = os.path.dirname(directory)  # noqa: PTH120
 
 
-def _inside(path: str, root: str) -> bool:
+def is_inside(path: str, root: str | os.PathLike[str]) -> bool:
+    """Whether *path* is *root* or under it, by their text (no link is resolved; a
+    relative *root* holds no absolute path)."""
+    base = os.path.normpath(root)
     try:
-        return os.path.commonpath([os.path.normpath(path), root]) == root
-    except ValueError:
+        return os.path.commonpath([os.path.normpath(path), base]) == base
+    except ValueError:  # different drives, or absolute against relative
         return False
 
 

@@ -49,6 +49,7 @@ from wheelwise.install.journal import (
     Recovered,
     StatePaths,
     WriteAhead,
+    is_inside,
     pending,
     prune,
     recover_pending,
@@ -116,14 +117,6 @@ def _folders_named(env: TargetEnvironment, names: set[str]) -> dict[str, Path]:
 # -- the transaction ---------------------------------------------------------------------
 
 
-def _inside(path: str, root: Path) -> bool:
-    root_text = os.path.abspath(root)  # noqa: PTH100 - no symlink resolution wanted
-    try:
-        return os.path.commonpath([path, root_text]) == root_text
-    except ValueError:  # different drives
-        return False
-
-
 class _Transaction:
     def __init__(self, env: TargetEnvironment) -> None:
         self.env = env
@@ -165,7 +158,7 @@ class _Transaction:
         roots = self.env.scheme_roots
         for entry in entries:
             full = os.path.normpath(os.path.join(base, entry.path))  # noqa: PTH118
-            if not any(_inside(full, root) for root in roots):
+            if not any(is_inside(full, root) for root in roots):
                 raise InstallError(
                     f"cannot uninstall {dist.name} {dist.version}: its RECORD lists "
                     f"{entry.path!r}, outside the environment's install folders; refusing"
