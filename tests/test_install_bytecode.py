@@ -5,9 +5,14 @@ warning, not a failed install. Real venvs, real installs from a find-links folde
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import marshal
+import os
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,3 +194,49 @@ def test_installing_a_lock_compiles_too(tmp_path: Path) -> None:
     )
     assert synced.returncode == 0, synced.stderr
     assert len(pyc_files(site)) == 3
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
+def test_a_run_killed_while_compiling_leaves_whole_bytecode_and_nothing_to_recover(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL to wheelwise and its compiling child once the first ``.pyc`` is
+    written: the install was committed, each ``.pyc`` left is whole, no temporary
+    file is left, and there is nothing to recover."""
+    members = {f"many/m{i}.py": f"X = {i}\n".encode() * 200 for i in range(1500)}
+    members["many/__init__.py"] = b""
+    members["many-1.0.dist-info/WHEEL"] = WHEEL
+    (tmp_path / "wheels").mkdir()
+    make_wheel(tmp_path / "wheels", "many-1.0-py3-none-any.whl", extra_members=members, record=True)
+    (tmp_path / "empty").mkdir()
+    python = make_venv(tmp_path / "venv")
+    site = site_packages(python)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHEELWISE_")} | {
+        "WHEELWISE_CACHE_DIR": str(tmp_path / "cache")
+    }
+    args = ["install", "-q", "--compile-bytecode", "--python", str(python)]
+    args += ["--index-url", str(tmp_path / "empty"), "--find-links", str(tmp_path / "wheels")]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "wheelwise", *args, "many"],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not any((site / "many" / "__pycache__").glob("*.pyc")):
+        assert process.poll() is None, "the install ended before it compiled anything"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    written = list(site.rglob("*.pyc"))
+    assert written  # (almost always a part of the 1,501: the kill comes within 10 ms)
+    for pyc in written:
+        data = pyc.read_bytes()
+        assert data[:4] == importlib.util.MAGIC_NUMBER, pyc
+        marshal.loads(data[16:])
+    assert [p for p in site.rglob("*") if ".pyc." in p.name] == []
+    recovered = wheelwise(["recover", "--python", str(python)], tmp_path / "cache")
+    assert recovered.stdout.startswith("nothing to recover in "), recovered.stdout
+    assert len(list((site / "many").glob("m*.py"))) == 1500
