@@ -170,6 +170,13 @@ def _kill_and_recover(
         if bench.strategy == "fork" and killed.returncode == 2:  # a worker was killed
             assert "a worker process unpacking wheels died" in killed.stderr
             assert tree_hash(bench.venv) == before
+        elif bench.strategy == "fork" and killed.returncode == 0:
+            # Forked workers take wheels from one queue, whoever is free: this run
+            # made fewer steps in this process than the counting run, and ended
+            # before the one to kill. It must have finished the install whole.
+            assert tree_hash(bench.venv) == after, f"step {step} of {steps}"
+            assert not journal.exists()
+            continue
         else:
             assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
         assert list(bench.temp.iterdir()) == [], f"scratch left in the temp dir (step {step})"
