@@ -3,11 +3,14 @@ file-system step it takes inside a folder.
 
     python killdriver.py ROOT N SIGNAL COUNT_FILE -- ARGS...
 
-The steps are the calls a transaction makes (``os.open``, ``os.write`` to a file
-opened there, ``os.mkdir``, ``os.rename``, ``os.replace``, ``os.unlink``,
-``os.rmdir``, ``os.fsync``), each counted twice: just before and just after it, so
+The steps are the calls a transaction makes (``os.open``, ``os.write`` and
+``os.sendfile`` to a file opened there, ``os.mkdir``, ``os.rename``,
+``os.replace``, ``os.link``, ``os.symlink``, ``os.unlink``, ``os.rmdir``,
+``os.fsync``), each counted twice: just before and just after it, so
 that a kill can land between creating a file and writing it. ``N = 0`` only
-counts; the count is written to COUNT_FILE at exit. Unpacking runs in this
+counts; the count is written to COUNT_FILE at exit. ``KILL_EXTRA_ROOTS`` (paths
+joined by ``os.pathsep``) counts the steps inside those folders too (the cache's
+unpacked wheels, say). Unpacking runs in this
 process, one wheel after another, so that the steps come in the same order
 (``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork).
 """
@@ -26,6 +29,11 @@ from typing import Any
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 root = os.path.abspath(sys.argv[1])
+roots = [root] + [
+    os.path.abspath(extra)
+    for extra in os.environ.get("KILL_EXTRA_ROOTS", "").split(os.pathsep)
+    if extra
+]
 target = int(sys.argv[2])
 signum = getattr(signal, sys.argv[3])
 count_file = sys.argv[4]
@@ -53,7 +61,7 @@ def _inside(path: Any, dir_fd: int | None) -> bool:
         # is inside (a scratch folder in the cache is not).
         return dir_fd in opened
     full = os.path.abspath(text)
-    return full == root or full.startswith(root + os.sep)
+    return any(full == top or full.startswith(top + os.sep) for top in roots)
 
 
 class _Counted:
@@ -98,6 +106,9 @@ for _name, _paths in [
     ("mkdir", 1),
     ("rename", 2),
     ("replace", 2),
+    ("link", 2),
+    ("symlink", 2),
+    ("sendfile", 1),
     ("unlink", 1),
     ("rmdir", 1),
     ("fsync", 1),

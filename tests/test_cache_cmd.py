@@ -50,7 +50,7 @@ def test_dir_and_info_after_an_install(tmp_path: Path) -> None:
     assert document["cache-dir"] == str(cache)
     kinds = {kind["name"]: kind for kind in document["kinds"]}
     assert list(kinds) == [kind.name for kind in KINDS]
-    for name in ("wheels", "pages", "detection"):
+    for name in ("wheels", "unpacked", "pages", "detection"):
         assert kinds[name]["files"] > 0, name
     for kind in document["kinds"]:
         path = Path(kind["path"])

@@ -47,7 +47,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"__main__"}),
 )
 FOUNDATIONS = LAYERS[0]
-MAX_INSTALL_MODULES = 12
+MAX_INSTALL_MODULES = 13
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

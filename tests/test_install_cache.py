@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -418,6 +419,7 @@ def test_a_corrupt_entry_is_replaced_by_a_fresh_download(
     for path in (wheel, variant, metadata):
         data = path.read_bytes()
         path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    shutil.rmtree(cache / "unpacked")  # the archives are what is read again
     mark = served.mark()
     python = install(tmp_path, index, "two")
     warm = served.since(mark)
@@ -459,25 +461,27 @@ def test_no_cache_dir_neither_reads_nor_writes_the_cache(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("blocked", ["root", "wheels"])
+@pytest.mark.parametrize("blocked", ["root", "wheels", "unpacked"])
 def test_an_unwritable_cache_does_not_fail_the_install(
     blocked: str, site: tuple[Site, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A file where the cache dir (or its wheels folder) should be: installs work,
-    and download again."""
+    """A file where the cache dir (or its wheels or unpacked folder) should be:
+    installs work, and download again when neither kind can be kept."""
     served, index = site
     cache = tmp_path / "cache"
     if blocked == "root":
         cache.write_text("not a folder")
     else:
         cache.mkdir()
-        (cache / "wheels").write_text("not a folder")
+        (cache / blocked).write_text("not a folder")
     for venv in ("one", "two"):
         mark = served.mark()
         python = install(tmp_path, index, venv)
         assert installed(python) == INSTALLED
-        assert "app-1.0-py3-none-any.whl" in wheel_gets(served.since(mark))
-    assert (cache if blocked == "root" else cache / "wheels").is_file()  # left as it was
+        fetched = "app-1.0-py3-none-any.whl" in wheel_gets(served.since(mark))
+        # The other kind still serves the second install.
+        assert fetched == (venv == "one" or blocked == "root")
+    assert (cache if blocked == "root" else cache / blocked).is_file()  # left as it was
 
 
 # -- (f) no hash, no entry ---------------------------------------------------------------
@@ -777,3 +781,28 @@ def test_any_entry_header_gives_an_entry_or_none(header: dict[str, object], body
             assert found.body == body
             assert isinstance(found.is_fresh(), bool)
             assert all(isinstance(v, str) for v in found.validators().values())
+
+
+def test_a_changed_unpacked_entry_is_removed_and_made_again(
+    site: tuple[Site, str], tmp_path: Path
+) -> None:
+    served, index = site
+    first = install(tmp_path, index, "one")
+    cache = tmp_path / "cache"
+    module = next((cache / "unpacked").rglob("leaf/__init__.py"))
+    # Edited in place through the first environment (a hard link: the same file).
+    installed_copy = next((tmp_path / "one").rglob("site-packages/leaf/__init__.py"))
+    assert os.path.samefile(module, installed_copy)
+    with installed_copy.open("a") as stream:
+        stream.write("# edited\n")
+    mark = served.mark()
+    python = install(tmp_path, index, "two")
+    # The entry was dropped; the wheel kept in the cache is unpacked again.
+    assert wheel_gets(served.since(mark)) == []
+    assert installed(python) == INSTALLED
+    fresh = next((tmp_path / "two").rglob("site-packages/leaf/__init__.py"))
+    assert b"# edited" not in fresh.read_bytes()
+    assert b"# edited" in installed_copy.read_bytes()  # the first one keeps its edit
+    assert not os.path.samefile(fresh, installed_copy)
+    assert os.path.samefile(fresh, next((cache / "unpacked").rglob("leaf/__init__.py")))
+    assert installed(first) == INSTALLED

@@ -29,13 +29,12 @@ from variantkit import (
     wheelwise,
     write_site,
 )
-from wheelwise.fetch.download import DownloadItem
+from wheelwise.fetch.download import DownloadItem, Fetched
 from wheelwise.install import plan
 from wheelwise.install.plan import InstallOptions, run_install
 from wheelwise.models.errors import VariantMismatch
 from wheelwise.resolve.lookahead import Lookahead
 from wheelwise.variants.supported import SupportedProperties
-from wheelwise.wheels.archive import InMemoryWheel
 
 GOOD = variants_document({"v3": level("v3"), "v4": level("v4")})
 SCHEMA_V9 = "https://variants-schema.wheelnext.dev/peps/825/v9.0.0.json"
@@ -285,7 +284,7 @@ def test_every_download_path_is_checked(
     taken: list[str] = []
     take = Lookahead.take
 
-    def spy(self: Lookahead, item: DownloadItem) -> Path | InMemoryWheel | None:
+    def spy(self: Lookahead, item: DownloadItem) -> Fetched | None:
         found = take(self, item)
         if found is not None:
             taken.append(found.name)

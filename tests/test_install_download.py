@@ -19,7 +19,7 @@ import pytest
 
 from wheelwise.cache.wheel_cache import ContentStore
 from wheelwise.client.bounded import DEFAULT_DEADLINE
-from wheelwise.fetch.download import DownloadItem, Fetcher, ProgressSink
+from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher, ProgressSink
 from wheelwise.models.errors import DownloadError
 from wheelwise.policy.retry import RetryPolicy
 from wheelwise.wheels.archive import InMemoryWheel
@@ -53,9 +53,9 @@ def download_wheels(
     backoff: float = 0.5,
     timeout: float = 30.0,
     deadline: float = DEFAULT_DEADLINE,
-    then: Callable[[Path | InMemoryWheel], object] | None = None,
+    then: Callable[[Fetched], object] | None = None,
     cache: ContentStore | None = None,
-) -> list[Path | InMemoryWheel]:
+) -> list[Fetched]:
     """:func:`download_all` with the Fetcher's memory budget, *then* and *cache*."""
     with Fetcher(
         client,
@@ -397,14 +397,14 @@ def test_then_runs_on_each_complete_file_and_can_fail_it(
     seen: list[str] = []
     lock = threading.Lock()
 
-    def check(found: Path | InMemoryWheel) -> None:
+    def check(found: Fetched) -> None:
         with lock:
             seen.append(found.name)
 
     download_wheels(_items(base), tmp_path / "dl", in_memory=10**7, then=check)
     assert sorted(seen) == sorted(FILES)
 
-    def refuse(found: Path | InMemoryWheel) -> None:
+    def refuse(found: Fetched) -> None:
         raise DownloadError(found.name, "refused by the check")
 
     with pytest.raises(DownloadError, match="refused by the check"):

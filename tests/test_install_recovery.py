@@ -28,7 +28,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from indexkit import wheelwise_serve
 from installkit import LOCK_NAME, alpha_wheel, make_venv, run_python, simple_wheel, tree_hash
+from wheelwise.cache.unpacked import UnpackedStore, verify_entry
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.install.transaction import install_wheels
 from wheelwise.models.errors import InstallError
@@ -57,8 +59,15 @@ class Bench:
     def reset(self) -> None:
         shutil.rmtree(self.venv)
         shutil.copytree(self.pristine, self.venv, symlinks=True)
+        if self.cold_cache:
+            shutil.rmtree(self.cache, ignore_errors=True)
 
     strategy: str = "serial"
+    # An index on 127.0.0.1 (hashes: wheels go through the unpacked cache) instead
+    # of --find-links; kills land in the cache's unpacked wheels too.
+    index: str | None = None
+    # Start every run with an empty cache (entries are published during the run).
+    cold_cache: bool = False
 
     def env(self) -> dict[str, str]:
         full = {
@@ -68,20 +77,17 @@ class Bench:
         }
         full.update(WHEELWISE_CACHE_DIR=str(self.cache), TMPDIR=str(self.temp), NO_PROXY="*")
         full.update(KILL_STRATEGY=self.strategy)
+        if self.index is not None:
+            roots = [self.cache / "unpacked", self.cache / "scratch"]
+            full.update(KILL_EXTRA_ROOTS=os.pathsep.join(map(str, roots)))
         return full
 
     def install_args(self, *requirements: str) -> list[str]:
-        return [
-            "install",
-            "--python",
-            str(self.python),
-            "--index-url",
-            str(self.tmp / "empty"),
-            "--find-links",
-            str(self.wheels),
-            "-q",
-            *requirements,
-        ]
+        if self.index is not None:
+            source = ["--index-url", self.index]
+        else:
+            source = ["--index-url", str(self.tmp / "empty"), "--find-links", str(self.wheels)]
+        return ["install", "--python", str(self.python), *source, "-q", *requirements]
 
     def driven(
         self, args: Sequence[str], step: int, sig: str = "SIGKILL"
@@ -139,6 +145,15 @@ def _purelib(venv: Path) -> Path:
     return next(venv.glob("lib/python*/site-packages"))
 
 
+def _check_unpacked(cache: Path, step: int) -> None:
+    """Every entry in the unpacked cache is whole (published whole, or not at all)."""
+    store = UnpackedStore(cache / "unpacked", cache / "scratch")
+    for folder in store.entries():
+        entry = store.read_entry(folder)
+        assert entry is not None, f"a half-published entry {folder} (step {step})"
+        assert verify_entry(entry) == [], f"{folder} (step {step})"
+
+
 def _check_distributions(venv: Path) -> None:
     """Every distribution importlib.metadata finds is named and has all its files."""
     purelib = _purelib(venv)
@@ -180,6 +195,7 @@ def _kill_and_recover(
         else:
             assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
         assert list(bench.temp.iterdir()) == [], f"scratch left in the temp dir (step {step})"
+        _check_unpacked(bench.cache, step)
         pending = journal.exists()
         if index % 3 == 2 and pending:
             # A kill while recovering is recovered by the run after it.
@@ -241,6 +257,25 @@ def test_killed_forked_installs_are_recovered_by_the_next_run(tmp_path: Path) ->
     bench = _bench(tmp_path, with_alpha=True)
     bench.strategy = "fork"
     _kill_and_recover(bench, bench.install_args("alpha==2.0", "beta"), points=4, seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cold", [True, False], ids=["publishing", "linking"])
+def test_killed_installs_through_the_unpacked_cache_are_recovered(
+    tmp_path: Path, cold: bool
+) -> None:
+    """Wheels from an index with hashes: unpacked into the cache (cold: killed while
+    an entry is built or published, too), then hard-linked into the environment."""
+    bench = _bench(tmp_path, with_alpha=True)
+    with wheelwise_serve(bench.wheels) as base:
+        bench.index = f"{base}/simple/"
+        bench.cold_cache = cold
+        args = bench.install_args("alpha==2.0", "beta")
+        if not cold:  # every entry there before the counting run
+            bench.reset()
+            assert bench.wheelwise(*args).returncode == 0
+        _kill_and_recover(bench, args, points=8, seed=5 if cold else 6)
+    assert list((bench.cache / "unpacked").rglob("entry.json"))
 
 
 @pytest.mark.slow
@@ -355,9 +390,13 @@ def test_a_file_older_than_the_journal_is_never_removed_as_created(tmp_path: Pat
     old, new = env.purelib / "clash.py", env.purelib / "made.py"
     old.write_bytes(b"someone else's")
     os.utime(old, (time.time() - 3600, time.time() - 3600))
+    # A change time cannot be set back: the run starts 10 s from now instead, and
+    # the file it made is dated then.
+    started = time.time_ns() + 10_000_000_000
     new.write_bytes(b"ours")
+    os.utime(new, ns=(started, started))
     header = {"operation": "install", "pid": 1, "started": "then", "target": str(env.purelib)}
-    header |= {"roots": [str(env.purelib)], "backup": str(tmp_path), "started_ns": time.time_ns()}
+    header |= {"roots": [str(env.purelib)], "backup": str(tmp_path), "started_ns": started}
     lines = [header, ["file", str(new)], ["file", str(old)]]
     (env.prefix / ".wheelwise-journal").write_text("".join(json.dumps(x) + "\n" for x in lines))
     recover(env)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from wheelwise.cachedir import user_cache_dir
 
-__all__ = ["clear_stale", "make_scratch", "scratch_root"]
+__all__ = ["clear_stale", "make_scratch", "new_scratch_folder", "scratch_root"]
 
 _NAME = re.compile(r"[a-z]+-(\d+)-([0-9a-f]{8})-.+")
 
@@ -57,6 +57,14 @@ def clear_stale(root: Path) -> None:
             match = _NAME.fullmatch(entry.name)
             if match and match.group(2) == host and not _alive(int(match.group(1))):
                 shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def new_scratch_folder(kind: str, root: Path) -> Path:
+    """A new scratch folder in *root* (created if needed), named after this process:
+    the caller removes it, or a later run does once this process has ended. Raises
+    OSError."""
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-{_host()}-", dir=root))
 
 
 def make_scratch(kind: str, cache_dir: Path | None = None) -> tempfile.TemporaryDirectory[str]:

@@ -28,6 +28,7 @@ class Kind:
 # In the order `cache info` lists them.
 KINDS = (
     Kind("wheels", "wheels", "wheels installs fetched, by their hash"),
+    Kind("unpacked", "unpacked", "wheels unpacked once, linked into environments"),
     Kind("metadata", "metadata", "PEP 658 metadata files, by their hash"),
     Kind("pages", "http", "index pages and *-variants.json, with their validators"),
     Kind("plugins", "plugins", "environments of third-party provider plugins"),

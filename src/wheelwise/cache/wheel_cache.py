@@ -21,13 +21,12 @@ import shutil
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from wheelwise.atomic_file import replace_with, replace_with_bytes
 from wheelwise.policy.hashes import TRUSTED, digest_hex_length, trusted_hashes
 from wheelwise.userfiles import open_regular
 
-__all__ = ["ContentCache", "ContentStore", "content_key"]
+__all__ = ["ContentStore", "content_key"]
 
 _log = logging.getLogger(__name__)
 _CHUNK = 1 << 20
@@ -174,14 +173,3 @@ class ContentStore:
         _log.debug("%s does not match its hash: removed from the cache", path)
         with contextlib.suppress(OSError):
             path.unlink()
-
-
-class ContentCache(NamedTuple):
-    """The stores under one cache root: ``wheels/`` and ``metadata/``."""
-
-    wheels: ContentStore
-    metadata: ContentStore
-
-    @classmethod
-    def at(cls, root: Path) -> ContentCache:
-        return cls(ContentStore(root / "wheels"), ContentStore(root / "metadata"))

@@ -1,4 +1,4 @@
-"""``wheelwise cache``: where the cache is, and what it holds."""
+"""``wheelwise cache``: where the cache is, what it holds, and checking it."""
 
 from __future__ import annotations
 
@@ -70,3 +70,47 @@ def cache_info(as_json: bool) -> None:
         )
     total = sum(item.bytes for item in usage)
     click.echo(f"  {'total':<13} {_size(total):>10}")
+
+
+@cache.command("verify")
+@click.option("--remove", is_flag=True, help="Remove each damaged or changed entry.")
+def cache_verify(remove: bool) -> None:
+    """Check every unpacked wheel against what it held when it was unpacked (every
+    file read and hashed); exit status 1 if one differs (and was not removed).
+
+    An install checks each entry's file sizes and times before linking it, and
+    unpacks the wheel again when they differ; only this finds a change that kept
+    both."""
+    from wheelwise.cache.stores import ContentCache
+    from wheelwise.cache.unpacked import verify_entry
+
+    store = ContentCache.at(_root()).unpacked
+    checked = files = damaged = 0
+    for folder in store.entries():
+        checked += 1
+        entry = store.read_entry(folder)
+        if entry is None:
+            problems = ["no readable entry.json"]
+            name = folder.name
+        else:
+            files += len(entry.files)
+            problems = verify_entry(entry)
+            name = entry.filename
+        if not problems:
+            continue
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        action = "removed" if remove else "damaged"
+        click.echo(f"{action}: {name} in {folder}: {'; '.join(problems[:3])}{more}")
+        if remove:
+            store.remove(folder)
+        else:
+            damaged += 1
+    click.echo(f"checked {checked} unpacked wheel{'s' if checked != 1 else ''} ({files} files)")
+    if damaged:
+        click.echo(
+            f"{damaged} differ{'s' if damaged == 1 else ''} from what was unpacked: "
+            "run `wheelwise cache verify --remove` (environments that link them keep "
+            "the changed files)",
+            err=True,
+        )
+        raise SystemExit(1)

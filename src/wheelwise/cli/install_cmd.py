@@ -172,6 +172,32 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     return choice
 
 
+def configured_link_mode() -> str | None:
+    """``link-mode`` of the ``[install]`` table of the user's configuration file
+    (``$WHEELWISE_CONFIG``), if set; raises InputError for a value that is not one."""
+    from wheelwise.install.link import LINK_MODES
+    from wheelwise.providers.plugin_trust import config_path, display_path
+    from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
+
+    path = config_path()
+    try:
+        data = loads_toml(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, UntrustedDocumentError) as exc:
+        raise InputError(f"cannot read {display_path(path)}: {exc}") from None
+    table = data.get("install", {})
+    mode = table.get("link-mode") if isinstance(table, dict) else None
+    if mode is None:
+        return None
+    if mode not in LINK_MODES:
+        raise InputError(
+            f"{display_path(path)}: [install] link-mode = {mode!r} is not one of "
+            f"{', '.join(LINK_MODES)}"
+        )
+    return str(mode)
+
+
 @dataclass(frozen=True)
 class TargetArgs:
     """The options :func:`target_options` adds, as given on the command line."""
@@ -193,6 +219,7 @@ class TargetArgs:
     enable_provider: tuple[str, ...]
     refresh: bool
     compile_bytecode: bool
+    link_mode: str | None
 
     def install_options(self) -> InstallOptions:
         """InstallOptions for these options (no requirements, no sources)."""
@@ -216,6 +243,7 @@ class TargetArgs:
             refresh=self.refresh,
             warn=_warn,
             compile_bytecode=self.compile_bytecode,
+            link_mode=self.link_mode or configured_link_mode(),
         )
 
     def query(self) -> PendingEnvironment:
@@ -276,6 +304,16 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
             envvar="WHEELWISE_COMPILE_BYTECODE",
             help="Compile the installed modules to bytecode with the target Python "
             "(default: on first import) [env: WHEELWISE_COMPILE_BYTECODE].",
+        ),
+        click.option(
+            "--link-mode",
+            type=click.Choice(["hardlink", "clone", "copy", "symlink"]),
+            envvar="WHEELWISE_LINK_MODE",
+            default=None,
+            help="How files get from the cache of unpacked wheels into the environment "
+            "(default: hardlink, else clone, else copy; symlink breaks the environment "
+            "when the cache is cleaned) [env: WHEELWISE_LINK_MODE; config: [install] "
+            "link-mode].",
         ),
         network_options,
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),

@@ -18,7 +18,9 @@ destination folder, nothing partial does.
 With a *cache* (a :class:`~wheelwise.cache.wheel_cache.ContentStore`), an
 ``http(s)`` item whose hash the cache holds is not downloaded: the cached file,
 hashed again, is the result. Every other ``http(s)`` item is kept there once it is
-complete and verified.
+complete and verified. With an *unpacked* store as well
+(:mod:`wheelwise.cache.unpacked`), fetching for an install answers a wheel found
+unpacked there with that entry (an :class:`UnpackedWheel`): nothing is read.
 
 :class:`Fetcher` is the one place these rules live: every wheel the installer
 downloads (read while resolving, fetched ahead, or fetched for the install) goes
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
+from wheelwise.cache.unpacked import UnpackedStore, UnpackedWheel
 from wheelwise.cache.wheel_cache import ContentStore
 from wheelwise.client.bounded import (
     ACCEPT_ENCODING,
@@ -64,9 +67,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DownloadError",
     "DownloadItem",
+    "Fetched",
     "Fetcher",
     "ProgressSink",
 ]
+
+# A fetched wheel: a file, its bytes, or (for an install) its unpacked cache entry.
+Fetched = Path | InMemoryWheel | UnpackedWheel
 
 _CHUNK = 1 << 16
 # A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
@@ -231,8 +238,10 @@ class _Fetcher:
         budget: _Budget | None = None,
         deadline: float = DEFAULT_DEADLINE,
         cache: ContentStore | None = None,
+        unpacked: UnpackedStore | None = None,
     ) -> None:
         self.cache = cache
+        self.unpacked = unpacked
         self.deadline = deadline
         self.budget = budget
         self.dest_dir = dest_dir
@@ -244,10 +253,21 @@ class _Fetcher:
 
     def fetch(
         self, item: DownloadItem, on_memory: Callable[[int], object] | None = None
-    ) -> Path | InMemoryWheel:
+    ) -> Fetched:
         """*item*, verified. *on_memory* hears the size of a download that goes to
         memory, before its first byte (or of the cached file that is used instead)."""
         cache = self.cache if _is_http(item.url) else None
+        if self.unpacked is not None and _is_http(item.url):
+            entry = self.unpacked.lookup(item.expected_hashes(), item.name)
+            if entry is not None:
+                if on_memory is not None:
+                    on_memory(0)
+                if self.progress is not None:
+                    size = item.size or 0
+                    self.progress.start(size, item.name)
+                    self.progress.advance(size)
+                    self.progress.finish(item.name)
+                return entry
         if cache is not None:
             cached = cache.lookup(item.expected_hashes(), item.name, size=item.size)
             if cached is not None:
@@ -449,6 +469,7 @@ class Fetcher:
         retry: RetryPolicy | None = None,
         deadline: float = DEFAULT_DEADLINE,
         cache: ContentStore | None = None,
+        unpacked: UnpackedStore | None = None,
         in_memory: int = 0,
         in_memory_per_file: int = 32 << 20,
         timeout: float = 30.0,
@@ -463,6 +484,7 @@ class Fetcher:
         self.retry = retry if retry is not None else RetryPolicy()
         self.deadline = deadline
         self.cache = cache
+        self.unpacked = unpacked
         self.sleep = sleep
         self._total = max(0, in_memory)
         self._budget = _Budget(self._total, in_memory_per_file) if in_memory > 0 else None
@@ -483,10 +505,13 @@ class Fetcher:
         cancel: threading.Event | None = None,
         tries: int | None = None,
         in_memory: bool = True,
+        unpacked: bool = True,
     ) -> _Fetcher:
         """A batch of downloads into *dest_dir* (None: into memory only, and what
         does not fit there is not fetched). *tries* caps the tries of each file below
-        the retry policy's (one, for a download that is only a guess)."""
+        the retry policy's (one, for a download that is only a guess). With
+        *unpacked* (and an unpacked store), a wheel unpacked in the cache is
+        answered with its entry."""
         retry = self.retry if tries is None else self.retry._replace(retries=max(0, tries - 1))
         return _Fetcher(
             dest_dir,
@@ -498,11 +523,12 @@ class Fetcher:
             budget=self._budget if in_memory else None,
             deadline=self.deadline,
             cache=self.cache,
+            unpacked=self.unpacked if unpacked else None,
         )
 
     def fetch_to(self, item: DownloadItem, dest_dir: Path) -> Path:
         """*item*, verified, as a file in *dest_dir* (or the cache's copy)."""
-        found = self.batch(dest_dir, in_memory=False).fetch(item)
+        found = self.batch(dest_dir, in_memory=False, unpacked=False).fetch(item)
         assert isinstance(found, Path)  # no memory budget for this batch
         return found
 
@@ -514,9 +540,9 @@ class Fetcher:
         progress: ProgressSink | None = None,
         max_workers: int = 4,
         require_hashes: bool = False,
-        then: Callable[[Path | InMemoryWheel], object] | None = None,
-        ready: Callable[[DownloadItem], Path | InMemoryWheel | None] | None = None,
-    ) -> list[Path | InMemoryWheel]:
+        then: Callable[[Fetched], object] | None = None,
+        ready: Callable[[DownloadItem], Fetched | None] | None = None,
+    ) -> list[Fetched]:
         """*items*, in their order, fetched in parallel into *dest_dir* (or memory).
 
         *then*, if given, is called in the worker thread with each file once it is
@@ -542,13 +568,17 @@ class Fetcher:
         cancel = threading.Event()
         fetcher = self.batch(dest, progress=progress, cancel=cancel)
 
-        def run(item: DownloadItem) -> Path | InMemoryWheel:
+        def run(item: DownloadItem) -> Fetched:
             try:
                 early = ready(item) if ready is not None else None
                 if early is not None:
                     if progress is not None:
                         size = (
-                            len(early.data) if isinstance(early, InMemoryWheel) else _size_of(early)
+                            len(early.data)
+                            if isinstance(early, InMemoryWheel)
+                            else item.size or 0
+                            if isinstance(early, UnpackedWheel)
+                            else _size_of(early)
                         )
                         progress.start(size, item.name)
                         progress.advance(size or 0)
@@ -566,7 +596,7 @@ class Fetcher:
         try:
             with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
                 futures = [pool.submit(run, item) for item in items]
-                results: list[Path | InMemoryWheel | BaseException] = []
+                results: list[Fetched | BaseException] = []
                 for future in futures:
                     try:
                         results.append(future.result())
@@ -582,7 +612,7 @@ class Fetcher:
             raise errors[0]
         if any(isinstance(r, BaseException) for r in results):  # pragma: no cover
             raise DownloadError(items[0].url, "cancelled")
-        return [r for r in results if isinstance(r, Path | InMemoryWheel)]
+        return [r for r in results if not isinstance(r, BaseException)]
 
     def close(self) -> None:
         if self._own is not None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from installer.records import RecordEntry
+from installer.records import Hash, RecordEntry
 from packaging.utils import canonicalize_name
 
+from wheelwise.cache.unpacked import UnpackedWheel
 from wheelwise.models.errors import InstallError
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 from wheelwise.wheels.core_metadata import read_core_metadata
@@ -27,7 +29,7 @@ class VerifiedWheel:
 
     path: Path
     """The file, or just the file name of a wheel held in memory."""
-    source: Path | InMemoryWheel
+    source: Path | InMemoryWheel | UnpackedWheel
     name: str
     version: str
     variant: str | None
@@ -42,6 +44,8 @@ class VerifiedWheel:
     """The name of its ``.dist-info`` folder."""
     variant_metadata: VariantMetadata | None = field(default=None, compare=False, repr=False)
     """Its own ``*.dist-info/variant.json`` (None when it has none)."""
+    hashes: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """The hashes its source gave for the wheel file (that keep it in the cache)."""
 
     @property
     def work(self) -> int:
@@ -50,13 +54,15 @@ class VerifiedWheel:
         return sum((entry.size or 0) + 12_500 for entry in self.record.values())
 
 
-def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
+def verify_wheel(source: Path | InMemoryWheel | UnpackedWheel) -> VerifiedWheel:
     """Open *source* safely and check it can be installed: its structure, RECORD
     listing every member with a strong hash, and METADATA naming it. The members'
     contents are checked against RECORD while they are written. Raises InstallError.
 
     :func:`install_wheels` calls this for every wheel it is given as a path; a caller
     may call it earlier (as each download completes, say) and pass the result."""
+    if isinstance(source, UnpackedWheel):
+        return _verify_unpacked(source)
     path = source.path if isinstance(source, InMemoryWheel) else Path(source)
     try:
         with WheelArchive(source) as archive:
@@ -87,5 +93,56 @@ def verify_wheel(source: Path | InMemoryWheel) -> VerifiedWheel:
         metadata,
         requires,
         dist_info,
+        variant_metadata,
+    )
+
+
+def _verify_unpacked(entry: UnpackedWheel) -> VerifiedWheel:
+    """A wheel unpacked in the cache: checked when it was unpacked (and its files'
+    sizes and times when it was found); its metadata read from its files."""
+    from wheelwise.variants.errors import VariantError
+    from wheelwise.variants.filenames import WheelFilename
+    from wheelwise.variants.metadata import VariantMetadata
+
+    record_path = f"{entry.dist_info}/RECORD"
+    record = {
+        f.path: RecordEntry(f.path, Hash("sha256", f.sha256), f.size)
+        for f in entry.files
+        if f.path != record_path
+    }
+    present = {f.path for f in entry.files}
+    try:
+        label = WheelFilename.parse(entry.filename).variant_label
+        metadata = entry.read(f"{entry.dist_info}/METADATA")
+        fields = read_core_metadata(metadata, body=False)
+        variant_name = f"{entry.dist_info}/variant.json"
+        variant_metadata = (
+            VariantMetadata.from_json(
+                entry.read(variant_name), source=f"{entry.filename}!{variant_name}"
+            )
+            if variant_name in present
+            else None
+        )
+    except (OSError, WheelError, VariantError, ValueError) as exc:
+        raise InstallError(
+            f"the cached copy of {entry.filename} in {entry.folder} cannot be read ({exc}); "
+            "run `wheelwise cache clean` and try again"
+        ) from None
+    name, version = fields.name, fields.version
+    if not name or not version:
+        raise InstallError(f"{entry.filename}: METADATA lacks Name or Version")
+    if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
+        label = next(iter(variant_metadata.variants))
+    return VerifiedWheel(
+        entry.path,
+        entry,
+        canonicalize_name(str(name)),
+        str(version),
+        label,
+        record,
+        None,
+        metadata,
+        tuple(fields.requires_dist),
+        entry.dist_info,
         variant_metadata,
     )

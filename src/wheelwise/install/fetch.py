@@ -11,22 +11,20 @@ answer is the list of verified wheels, in the plan's order.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from wheelwise.fetch.consistency import check_variant_consistency
 from wheelwise.fetch.core_metadata import check_core_metadata
-from wheelwise.fetch.download import DownloadItem, Fetcher, ProgressSink
+from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher, ProgressSink
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.models.errors import DownloadError
 from wheelwise.resolve.decide import Plan
 from wheelwise.resolve.lookahead import item_of
-from wheelwise.wheels.archive import InMemoryWheel
 
 __all__ = ["Verifier", "fetch"]
-
-Fetched = Path | InMemoryWheel
 
 
 class Verifier:
@@ -81,6 +79,9 @@ def fetch(
     wheels = []
     for planned, wheel in zip(wanted, found, strict=True):
         verified = verify(wheel)
+        item = item_of(planned.file)
+        if item.url.startswith(("http://", "https://")):  # kept unpacked by this hash
+            verified = dataclasses.replace(verified, hashes=item.expected_hashes())
         if planned.file.core_metadata:
             check_core_metadata(
                 planned.file.metadata_url,

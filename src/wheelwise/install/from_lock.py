@@ -28,12 +28,13 @@ from packaging.utils import NormalizedName, canonicalize_name, canonicalize_vers
 from packaging.version import InvalidVersion, Version
 
 from wheelwise.cache.scratch import make_scratch
-from wheelwise.cache.wheel_cache import ContentCache
+from wheelwise.cache.stores import ContentCache
+from wheelwise.cache.unpacked import UnpackedWheel
 from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import PendingEnvironment, TargetEnvironment
 from wheelwise.fetch.consistency import check_variant_consistency
-from wheelwise.fetch.download import DownloadItem, Fetcher
+from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.install.bytecode import compile_installed
 from wheelwise.install.plan import (
@@ -41,6 +42,7 @@ from wheelwise.install.plan import (
     InstallOptions,
     InstallOutcome,
     cache_root_of,
+    placement_for,
     prepare_target,
     supported_for,
 )
@@ -144,6 +146,7 @@ def run_lock_install(
                 remove=[dist.name for dist in removals],
                 break_system_packages=options.break_system_packages,
                 warn=warn,
+                placement=placement_for(options, kept),
             )
     compile_installed(env, report.installed, options)
     outcome = InstallOutcome(env, plan, dry_run=False, report=report)
@@ -355,10 +358,13 @@ class _LockWheels:
     def _download(self, missing: Mapping[str, LockedChoice]) -> None:
         options = self.options
 
-        def check(found: Path | InMemoryWheel) -> None:
+        def check(found: Fetched) -> None:
             choice = missing[found.name]
-            size = len(found.data) if isinstance(found, InMemoryWheel) else found.stat().st_size
             item = self._item(choice)
+            if isinstance(found, UnpackedWheel):  # found by the hash the lock gives
+                size = choice.wheel.size
+            else:
+                size = len(found.data) if isinstance(found, InMemoryWheel) else found.stat().st_size
             if choice.wheel.size is not None and size != choice.wheel.size:
                 raise DownloadError(
                     item.url,
@@ -366,7 +372,10 @@ class _LockWheels:
                     f"has {size} bytes",
                 )
             try:
-                self.verified[choice.wheel.filename] = self._checked(choice, verify_wheel(found))
+                verified = verify_wheel(found)
+                if item.url.startswith(("http://", "https://")):  # kept unpacked by it
+                    verified = replace(verified, hashes=item.expected_hashes())
+                self.verified[choice.wheel.filename] = self._checked(choice, verified)
             except InstallError as exc:
                 raise DownloadError(item.url, str(exc)) from None
 
@@ -376,6 +385,7 @@ class _LockWheels:
             retry=self.client.retry,
             deadline=options.request_deadline,
             cache=self.kept.wheels if self.kept is not None else None,
+            unpacked=self.kept.unpacked if self.kept is not None else None,
             in_memory=self.memory_left,
         )
         try:

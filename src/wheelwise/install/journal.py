@@ -257,9 +257,12 @@ def _older_than(name: str, started_ns: int | None) -> bool:
     if started_ns is None:
         return False
     try:
-        return os.lstat(name).st_mtime_ns < started_ns - _CLOCK_SLACK_NS
+        found = os.lstat(name)
     except OSError:
         return False
+    # The inode's change time too: a hard link made from the cache keeps the cached
+    # file's modification time, but linking changes the inode.
+    return max(found.st_mtime_ns, found.st_ctime_ns) < started_ns - _CLOCK_SLACK_NS
 
 
 def _roll_back(path: Path, records: list[list[str]], started_ns: int | None) -> list[str]:

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement
 from packaging.utils import canonicalize_name
 
-from wheelwise.cache.wheel_cache import ContentCache
+from wheelwise.cache.stores import ContentCache
 from wheelwise.cachedir import user_cache_dir
 from wheelwise.client.bounded import DEFAULT_DEADLINE
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
 from wheelwise.client.index_client import IndexClient, IndexSource
 from wheelwise.fetch.download import ProgressSink
+from wheelwise.install.link import Placement
 from wheelwise.models.errors import ResolveError
 from wheelwise.policy.retry import RetryPolicy
 from wheelwise.resolve.finder import Warn
@@ -31,6 +32,7 @@ __all__ = [
     "cache_root_of",
     "caches_for",
     "index_client",
+    "placement_for",
     "requested_names",
     "sources_for",
     "supported_for",
@@ -76,6 +78,14 @@ class InstallOptions:
     warn: Warn | None = None
     # Byte-compile the installed modules with the target interpreter (uv's flag).
     compile_bytecode: bool = False
+    # How files get from the unpacked-wheel cache into the environment: hardlink,
+    # clone, copy or symlink (None: hardlink, else clone, else copy).
+    link_mode: str | None = None
+
+
+def placement_for(options: InstallOptions, kept: ContentCache | None) -> Placement:
+    """The unpacked-wheel cache (unless ``no_cache``) and *options*' link mode."""
+    return Placement(kept.unpacked if kept is not None else None, options.link_mode)
 
 
 def sources_for(options: InstallOptions) -> list[IndexSource]:

@@ -48,7 +48,7 @@ THREADS = 4
 # "auto", or "fork" / "threads" / "serial" to force a strategy (tests use this).
 STRATEGY = "auto"
 
-_FILE, _DIR, _ERROR = b"F", b"D", b"E"
+_FILE, _DIR, _ERROR, _WARNING = b"F", b"D", b"E", b"W"
 # Shared memory for a child's notes: ~40,000 paths (allocated as it is used).
 _NOTES_SIZE = 4 << 20
 _LENGTH = struct.Struct("<Q")
@@ -155,6 +155,9 @@ class _ReportingJournal(Journal):
         if not self._notes.add(_DIR, path):
             _send(self._pipe, _DIR + os.fsencode(path))
 
+    def note_warning(self, message: str) -> None:
+        _send(self._pipe, _WARNING + message.encode("utf-8", "replace"))
+
 
 def _send(pipe: int, message: bytes) -> None:
     data = message + b"\0"
@@ -221,6 +224,8 @@ class _Reader(threading.Thread):
             self.journal.note_file(os.fsdecode(body))
         elif kind == _DIR:
             self.journal.note_dir(os.fsdecode(body))
+        elif kind == _WARNING:
+            self.journal.note_warning(body.decode("utf-8", "replace"))
         elif kind == _ERROR:
             index, _, text = body.decode("utf-8", "replace").partition("\t")
             self.failure = (int(index), text)

@@ -47,6 +47,7 @@ from wheelwise.install.options import (
     cache_root_of,
     caches_for,
     index_client,
+    placement_for,
     requested_names,
     sources_for,
     supported_for,
@@ -68,6 +69,7 @@ __all__ = [
     "caches_for",
     "index_client",
     "installation_report",
+    "placement_for",
     "prepare_target",
     "run_install",
     "sources_for",
@@ -145,6 +147,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             retry=client.retry,
             deadline=options.request_deadline,
             cache=kept.wheels if kept is not None else None,
+            unpacked=kept.unpacked if kept is not None else None,
             in_memory=IN_MEMORY_DOWNLOADS,
         )
         verify = Verifier()
@@ -203,6 +206,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     wheels,
                     break_system_packages=options.break_system_packages,
                     warn=options.warn,
+                    placement=placement_for(options, kept),
                 )
     compile_installed(env, report.installed, options)
     return InstallOutcome(env, list(plan.packages), dry_run=False, report=report)

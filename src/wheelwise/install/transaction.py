@@ -25,6 +25,7 @@ checked here.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import secrets
@@ -41,9 +42,11 @@ from typing import TYPE_CHECKING
 import filelock
 from packaging.utils import canonicalize_name
 
+from wheelwise.cache.unpacked import UnpackedWheel
 from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
+from wheelwise.install.cache_entry import EntrySource, build_entry
 from wheelwise.install.journal import (
     LOCK_NAME,
     Recovered,
@@ -57,8 +60,9 @@ from wheelwise.install.journal import (
     state_paths,
 )
 from wheelwise.install.journal import header as journal_header
+from wheelwise.install.link import Linker, Placement
 from wheelwise.install.parallel import run_tasks
-from wheelwise.install.unpack import Cancelled, Journal, unpack_wheel
+from wheelwise.install.unpack import Cancelled, Journal, install_source, unpack_wheel
 from wheelwise.models.errors import InstallError, LockTimeoutError
 from wheelwise.wheels.archive import InMemoryWheel
 from wheelwise.wheels.errors import WheelError, describe
@@ -73,6 +77,7 @@ __all__ = [
     "INSTALLER_NAME",
     "LOCK_NAME",
     "InstallReport",
+    "Placement",
     "install_wheels",
     "recover",
     "uninstall",
@@ -118,8 +123,10 @@ def _folders_named(env: TargetEnvironment, names: set[str]) -> dict[str, Path]:
 
 
 class _Transaction:
-    def __init__(self, env: TargetEnvironment) -> None:
+    def __init__(self, env: TargetEnvironment, placement: Placement | None = None) -> None:
         self.env = env
+        self.placement = placement if placement is not None else Placement()
+        self.linker = Linker(self.placement.link_mode)
         self.wal: WriteAhead | None = None
         self.journal = Journal()
         self.moved: list[tuple[Path, Path]] = []
@@ -168,8 +175,10 @@ class _Transaction:
             if path.suffix == ".py":
                 cache = path.parent / "__pycache__"
                 if cache.is_dir():
-                    for pyc in cache.glob(f"{path.stem}.*.pyc"):
-                        files[str(pyc)] = pyc
+                    # With the temporaries a compile killed midway leaves (*.pyc.NNN).
+                    for pattern in (f"{path.stem}.*.pyc", f"{path.stem}.*.pyc.*"):
+                        for pyc in cache.glob(pattern):
+                            files[str(pyc)] = pyc
         for leftover in sorted(dist.location.rglob("*")):
             if not leftover.is_dir():
                 files.setdefault(str(leftover), leftover)
@@ -199,8 +208,38 @@ class _Transaction:
         if self.interrupted:  # the workers stopped early
             raise KeyboardInterrupt
 
+    def _entry_of(self, wheel: VerifiedWheel, journal: Journal) -> UnpackedWheel | None:
+        """*wheel*'s entry in the unpacked cache, made now if need be; None when
+        it is not kept there (no hash, no cache, or one that cannot hold it)."""
+        if isinstance(wheel.source, UnpackedWheel):
+            return wheel.source
+        store = self.placement.unpacked
+        if store is None or not wheel.hashes:
+            return None
+        try:
+            return store.publish(
+                wheel.hashes, wheel.path.name, lambda folder: build_entry(wheel, folder, journal)
+            )
+        except OSError as exc:  # the cache is full or read-only: unpacked straight in
+            journal.note_warning(
+                f"cannot keep wheels unpacked in the cache {store.folder} "
+                f"({exc.strerror or exc}); they were unpacked straight into the environment"
+            )
+            return None
+
     def _install_one(self, wheel: VerifiedWheel, journal: Journal) -> None:
         try:
+            entry = self._entry_of(wheel, journal)
+            if entry is not None:
+                install_source(
+                    EntrySource(entry),
+                    scheme=self.env.scheme(wheel.name),
+                    interpreter=os.path.abspath(self.env.python),  # noqa: PTH100
+                    script_kind=self.env.script_kind,
+                    journal=journal,
+                    linker=self.linker,
+                )
+                return
             unpack_wheel(
                 wheel.source if isinstance(wheel.source, InMemoryWheel) else str(wheel.source),
                 wheel.record,
@@ -217,6 +256,17 @@ class _Transaction:
             raise InstallError(
                 f"installing {wheel.path.name} failed: the archive is damaged "
                 f"({describe(exc)}); re-download or rebuild it; the environment was restored"
+            ) from exc
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise InstallError(
+                    f"installing {wheel.path.name} failed: no space left on the file system "
+                    f"of {self.env.prefix} ({exc.strerror}); free some space and try again; "
+                    "the environment was restored"
+                ) from exc
+            raise InstallError(
+                f"installing {wheel.path.name} failed ({type(exc).__name__}: {describe(exc)}); "
+                "the environment was restored"
             ) from exc
         except Exception as exc:
             raise InstallError(
@@ -340,11 +390,15 @@ def _interrupts_deferred(on_interrupt: Callable[[], None]) -> Iterator[None]:
 
 
 def _run(
-    env: TargetEnvironment, lock_timeout: float, body: _Body, warn: Warn | None
+    env: TargetEnvironment,
+    lock_timeout: float,
+    body: _Body,
+    warn: Warn | None,
+    placement: Placement | None = None,
 ) -> InstallReport:
     lock, paths = _locked(env, lock_timeout)
     try:
-        transaction = _Transaction(env)
+        transaction = _Transaction(env, placement)
         with _interrupts_deferred(transaction.interrupt):
             try:
                 _recover(env, warn)
@@ -368,6 +422,9 @@ def _run(
                     raise
                 raise InstallError(f"installation failed and was rolled back: {exc}") from exc
             transaction.commit()
+            if warn is not None:
+                for message in dict.fromkeys(transaction.journal.warnings):
+                    warn(message)
             if transaction.interrupted:  # too late to undo: say so instead of ignoring it
                 raise InterruptedAfterCommit(report)
         return report
@@ -422,6 +479,7 @@ def install_wheels(
     break_system_packages: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     warn: Warn | None = None,
+    placement: Placement | None = None,
 ) -> InstallReport:
     """Install *wheels* into *env* (replacing installed versions), removing *remove*.
 
@@ -430,10 +488,37 @@ def install_wheels(
     every change is made, :class:`InterruptedAfterCommit` with the report). Waits up
     to *lock_timeout* seconds for another run to finish (:class:`LockTimeoutError`).
     What an interrupted earlier run left is recovered first, and told to *warn*.
+    *placement*: the unpacked-wheel cache and the link mode (default: none, each
+    wheel unpacked straight into *env*).
     """
     _check_managed(env, break_system_packages)
     checked = _verify(wheels)
-    return _run(env, lock_timeout, _Body(env, checked, remove), warn)
+    if warn is not None and placement is not None:
+        note = _cross_device(env, placement)
+        if note is not None:
+            warn(note)
+    return _run(env, lock_timeout, _Body(env, checked, remove), warn, placement)
+
+
+def _cross_device(env: TargetEnvironment, placement: Placement) -> str | None:
+    """Why ``--link-mode hardlink`` cannot be honoured (the cache and the
+    environment on two file systems), or None."""
+    if placement.unpacked is None or placement.link_mode != "hardlink":
+        return None
+    cache = placement.unpacked.folder
+    while not cache.exists() and cache.parent != cache:
+        cache = cache.parent
+    try:
+        if cache.stat().st_dev == env.purelib.stat().st_dev:
+            return None
+    except OSError:
+        return None
+    return (
+        f"cannot hard-link from the cache ({placement.unpacked.folder}) into {env.prefix}: "
+        "they are on different file systems; files are cloned or copied instead "
+        "(put the cache on the same file system with WHEELWISE_CACHE_DIR, or use "
+        "--link-mode copy to silence this)"
+    )
 
 
 def uninstall(

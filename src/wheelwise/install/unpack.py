@@ -38,6 +38,7 @@ from installer.utils import Scheme, construct_record_file, fix_shebang, parse_wh
 from packaging.utils import canonicalize_name
 
 from wheelwise.install.journal import WriteAhead
+from wheelwise.install.link import Linker
 from wheelwise.models.errors import InstallError
 from wheelwise.userfiles import write_all
 from wheelwise.wheels.archive import InMemoryWheel, open_zip
@@ -46,7 +47,14 @@ from wheelwise.wheels.members import MemberReader
 if TYPE_CHECKING:
     from installer.scripts import LauncherKind, ScriptSection
 
-__all__ = ["Cancelled", "Journal", "unpack_wheel"]
+__all__ = [
+    "Cancelled",
+    "Journal",
+    "LinkedMember",
+    "VerifyingWheel",
+    "install_source",
+    "unpack_wheel",
+]
 
 INSTALLER_METADATA = {"INSTALLER": b"wheelwise\n"}
 # Members up to this size are read whole: one hash, one write. Larger ones stream.
@@ -77,6 +85,7 @@ class Journal:
         self._cancelled = threading.Event()
         self._known_dirs: set[str] = set()
         self._on_cancel: list[Callable[[], None]] = []
+        self.warnings: list[str] = []
 
     def cancel(self) -> None:
         """Make every later :meth:`create` raise :class:`Cancelled` (and tell whoever
@@ -96,6 +105,10 @@ class Journal:
 
     def note_dir(self, path: str) -> None:
         self.dirs.append(path)
+
+    def note_warning(self, message: str) -> None:
+        """A problem worked around (told once the transaction ends)."""
+        self.warnings.append(message)
 
     def ensure_dir(self, directory: str) -> None:
         if directory in self._known_dirs:
@@ -132,22 +145,58 @@ class Journal:
         finally:
             os.close(fd)
 
+    def link_new(self, target: str, source: str, executable: bool, linker: Linker) -> None:
+        """A new file at *target* with *source*'s content, placed by *linker*
+        (hard link, clone, copy or symbolic link); never replaces one."""
+        self._intend(target)
+        try:
+            linker.place(source, target, executable)
+        except FileExistsError:
+            raise self._clash(target) from None
+        except BaseException:
+            if os.path.lexists(target):  # made, then a copy failed (a full disk, say)
+                self.note_file(target)
+            raise
+        self.note_file(target)
+
     def _create_fd(self, target: str, executable: bool) -> int:
+        self._intend(target)
+        try:
+            fd = os.open(target, _CREATE_FLAGS, 0o777 if executable else 0o666)
+        except FileExistsError:
+            raise self._clash(target) from None
+        self.note_file(target)
+        return fd
+
+    def _intend(self, target: str) -> None:
+        """Before creating *target*: stop if cancelled, make its folder, journal it."""
         if self.is_cancelled():
             raise Cancelled
         self.ensure_dir(os.path.dirname(target))
         if self.wal is not None:
             self.wal.note("file", target)
-        try:
-            fd = os.open(target, _CREATE_FLAGS, 0o777 if executable else 0o666)
-        except FileExistsError:
-            if self.wal is not None:
-                self.wal.note("skip", target)
-            raise InstallError(
-                f"{target} already exists and belongs to no distribution being replaced"
-            ) from None
-        self.note_file(target)
-        return fd
+
+    def _clash(self, target: str) -> InstallError:
+        """*target* turned out to exist: not ours to remove."""
+        if self.wal is not None:
+            self.wal.note("skip", target)
+        return InstallError(
+            f"{target} already exists and belongs to no distribution being replaced"
+        )
+
+
+class LinkedMember(io.RawIOBase):
+    """A member already unpacked (in the cache) and checked there: the destination
+    places the file itself (:meth:`Journal.link_new`) rather than reading it."""
+
+    def __init__(self, source: str, sha256: str, size: int) -> None:
+        super().__init__()
+        self.source = source
+        self.sha256 = sha256
+        self.size = size
+
+    def readable(self) -> bool:
+        return False
 
 
 class _CheckedMember(io.BytesIO):
@@ -204,7 +253,7 @@ def _check(entry: RecordEntry, encoded: str, size: int, wheel_name: str) -> None
         )
 
 
-class _VerifyingWheel(WheelSource):
+class VerifyingWheel(WheelSource):
     """The wheel as installer's documented :class:`~installer.sources.WheelSource`:
     each member read once, and checked against RECORD as it is read."""
 
@@ -303,7 +352,9 @@ class _JournalingDestination(WheelDestination):
         interpreter: str,
         script_kind: LauncherKind,
         journal: Journal,
+        linker: Linker | None = None,
     ) -> None:
+        self.linker = linker if linker is not None else Linker()
         self.scheme = scheme
         self.interpreter = interpreter
         self.script_kind = script_kind
@@ -359,6 +410,9 @@ class _JournalingDestination(WheelDestination):
         self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool
     ) -> RecordEntry:
         target = self._target(scheme, path)
+        if isinstance(stream, LinkedMember):
+            self.journal.link_new(target, stream.source, is_executable, self.linker)
+            return RecordEntry(path, Hash("sha256", stream.sha256), stream.size)
         if type(stream) is _CheckedMember:  # not replaced by a fixed-shebang copy
             data = stream.getvalue()
             self.journal.write_new(target, data, is_executable)
@@ -407,5 +461,21 @@ def unpack_wheel(
         archive = open_zip(wheel)
     with archive:
         data = wheel.data if isinstance(wheel, InMemoryWheel) else None
-        source = _VerifyingWheel(archive, dist_info, expected, name, data)
+        source = VerifyingWheel(archive, dist_info, expected, name, data)
         installer.install(source, destination, additional_metadata=INSTALLER_METADATA)
+
+
+def install_source(
+    source: WheelSource,
+    *,
+    scheme: dict[str, str],
+    interpreter: str,
+    script_kind: LauncherKind,
+    journal: Journal,
+    linker: Linker,
+) -> None:
+    """Install *source*, whose members are :class:`LinkedMember` (placed by
+    *linker*) or checked streams, into the folders of *scheme*, as
+    :func:`unpack_wheel` does."""
+    destination = _JournalingDestination(scheme, interpreter, script_kind, journal, linker)
+    installer.install(source, destination, additional_metadata=INSTALLER_METADATA)

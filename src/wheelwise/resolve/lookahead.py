@@ -33,7 +33,6 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.specifiers import SpecifierSet
@@ -41,11 +40,10 @@ from packaging.utils import NormalizedName, canonicalize_name, canonicalize_vers
 from packaging.version import Version
 
 from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource, SourceListing
-from wheelwise.fetch.download import DownloadItem, Fetcher
+from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
 from wheelwise.resolve.candidates import WheelFile
 from wheelwise.resolve.finder import IndexFinder, IndexRelease, link_of, requires_dist
 from wheelwise.resolve.prefetch import ListingPrefetcher
-from wheelwise.wheels.archive import InMemoryWheel
 
 if TYPE_CHECKING:
     from wheelwise.fetch.verify import VerifiedWheel
@@ -68,7 +66,7 @@ EARLY_WORKERS = 4
 # size is not known), the wheel, or its metadata file as usual.
 _UNDECIDED, _FROM_WHEEL, _FROM_FILE = "undecided", "wheel", "file"
 
-Verify = Callable[[Path | InMemoryWheel], "VerifiedWheel"]
+Verify = Callable[[Fetched], "VerifiedWheel"]
 """Opens and checks a fetched wheel (the install's own check, run as each completes)."""
 
 
@@ -289,7 +287,7 @@ class Lookahead:
         downloads go on, for :meth:`take`)."""
         self._listings.close()
 
-    def take(self, item: DownloadItem) -> Path | InMemoryWheel | None:
+    def take(self, item: DownloadItem) -> Fetched | None:
         """*item* as fetched ahead, waiting for it if it is still in flight: a wheel
         downloaded early, or one the finder downloaded while resolving; None if
         neither (or it failed)."""
@@ -324,7 +322,7 @@ class _Started(NamedTuple):
     """One early download: the wheel (None if it failed or is not kept), and its size
     once the answer announces it (None if it never will)."""
 
-    wheel: Future[Path | InMemoryWheel | None]
+    wheel: Future[Fetched | None]
     size: Future[int | None]
 
 
@@ -375,7 +373,7 @@ class _EarlyWheels:
                 self._started[item.url] = _Started(job, size)
             return self._started[item.url].size
 
-    def _fetch(self, item: DownloadItem, size: Future[int | None]) -> Path | InMemoryWheel | None:
+    def _fetch(self, item: DownloadItem, size: Future[int | None]) -> Fetched | None:
         def sized(n: int) -> None:
             if not size.done():  # set already from the cache's entry
                 size.set_result(n)
@@ -413,7 +411,7 @@ class _EarlyWheels:
         found = _result(started)
         return self._verified.get(file.url) if found is not None else None
 
-    def take(self, item: DownloadItem) -> Path | InMemoryWheel | None:
+    def take(self, item: DownloadItem) -> Fetched | None:
         """*item*, complete and verified (waiting for it if still in flight), or None
         when it was not started, did not succeed, or is not the file *item* names."""
         with self._lock:
@@ -437,7 +435,7 @@ class _EarlyWheels:
                 download.size.set_result(None)
 
 
-def _result(started: _Started | None) -> Path | InMemoryWheel | None:
+def _result(started: _Started | None) -> Fetched | None:
     if started is None or started.wheel.cancelled():
         return None
     return started.wheel.result()

@@ -1,0 +1,303 @@
+"""Wheels kept unpacked, by the hash of the wheel: installs link their files in.
+
+An entry lives at ``<folder>/<algorithm>/<h[:2]>/<h>/`` (*h*: the hex digest the
+package source gives for the wheel file, as :mod:`wheelwise.cache.wheel_cache`
+keys it) and holds
+
+* ``files/``: every member of the wheel, at its path in the archive, each one
+  checked against the wheel's ``RECORD`` as it was written;
+* ``entry.json``: the wheel's file name, its ``.dist-info`` folder, and each
+  file's path, sha256, size, executable bit and modification time.
+
+An entry is built in a scratch folder of the cache (``scratch/unpack-PID-...``)
+and renamed into place whole, so no reader sees half of one, and a run killed
+while building one leaves only a scratch folder, cleared by a later run. Removing
+an entry renames it out first, for the same reason.
+
+Installs place an entry's files with hard links (or clones, copies, symbolic
+links: :mod:`wheelwise.install.link`), so a file edited in place in an
+environment is also changed here. :meth:`UnpackedStore.lookup` therefore checks
+every file's size and modification time against ``entry.json`` (a ``stat`` each,
+no reading) and removes an entry that does not match: the wheel is fetched and
+unpacked again. :func:`verify_entry` re-hashes every file (``wheelwise cache
+verify``).
+
+Nothing here raises for a cache that cannot be read or written: a lookup answers
+None, and :meth:`UnpackedStore.publish` raises OSError for its caller to install
+without the cache.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheelwise.cache.scratch import new_scratch_folder
+from wheelwise.cache.wheel_cache import content_key
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
+from wheelwise.userfiles import open_regular
+
+__all__ = [
+    "ENTRY_FILE",
+    "EntryFile",
+    "UnpackedStore",
+    "UnpackedWheel",
+    "verify_entry",
+]
+
+_log = logging.getLogger(__name__)
+
+ENTRY_FILE = "entry.json"
+FILES = "files"
+FORMAT = 1
+# An entry.json is a few hundred bytes per file: far below this for any wheel.
+_ENTRY_LIMIT = 64 << 20
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class EntryFile:
+    """One file of an entry, as it was when the entry was made."""
+
+    path: str
+    """Its path in the wheel (``/``-separated)."""
+    sha256: str
+    """Its sha256, urlsafe base64 without padding (as ``RECORD`` writes it)."""
+    size: int
+    executable: bool
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class UnpackedWheel:
+    """A wheel unpacked in the cache, ready to be linked into an environment."""
+
+    folder: Path
+    """The entry."""
+    filename: str
+    """The wheel's file name."""
+    dist_info: str
+    files: tuple[EntryFile, ...]
+
+    @property
+    def root(self) -> Path:
+        """Where the wheel's members are."""
+        return self.folder / FILES
+
+    @property
+    def name(self) -> str:
+        return self.filename
+
+    @property
+    def path(self) -> Path:
+        """The wheel's file name, for messages (as for a wheel held in memory)."""
+        return Path(self.filename)
+
+    def file_path(self, member: str) -> str:
+        return os.path.join(self.root, *member.split("/"))  # noqa: PTH118
+
+    def read(self, member: str, limit: int = _ENTRY_LIMIT) -> bytes:
+        """A small member's bytes (its ``METADATA``, say). Raises OSError."""
+        with open_regular(self.file_path(member)) as stream:
+            data = stream.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(f"{member} is larger than {limit} bytes")
+        return data
+
+
+def _safe_member(path: object) -> bool:
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path:
+        return False
+    parts = path.split("/")
+    return all(part not in ("", ".", "..") and "\0" not in part for part in parts)
+
+
+def parse_entry(data: bytes, folder: Path) -> UnpackedWheel | None:
+    """The entry described by *data* (an ``entry.json``), or None when it is not one
+    this version wrote (damaged, or another format)."""
+    try:
+        document = loads_json(data)
+    except UntrustedDocumentError:
+        return None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        return None
+    filename, dist_info, rows = (document.get(k) for k in ("wheel", "dist_info", "files"))
+    if not (isinstance(filename, str) and _safe_member(filename) and "/" not in filename):
+        return None
+    if not (isinstance(dist_info, str) and _safe_member(dist_info) and "/" not in dist_info):
+        return None
+    if not isinstance(rows, list):
+        return None
+    files: list[EntryFile] = []
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 5):
+            return None
+        path, sha256, size, executable, mtime_ns = row
+        if not (
+            _safe_member(path)
+            and isinstance(sha256, str)
+            and len(sha256) == 43
+            and type(size) is int
+            and size >= 0
+            and type(executable) is bool
+            and type(mtime_ns) is int
+        ):
+            return None
+        files.append(EntryFile(path, sha256, size, executable, mtime_ns))
+    return UnpackedWheel(folder, filename, dist_info, tuple(files))
+
+
+def _entry_json(filename: str, dist_info: str, files: list[EntryFile]) -> bytes:
+    rows = [[f.path, f.sha256, f.size, f.executable, f.mtime_ns] for f in files]
+    document = {"format": FORMAT, "wheel": filename, "dist_info": dist_info, "files": rows}
+    return json.dumps(document, separators=(",", ":")).encode("utf-8")
+
+
+def _matches(entry: UnpackedWheel) -> bool:
+    """Every file is there, a regular file with the size and time it was made with."""
+    for item in entry.files:
+        try:
+            found = os.lstat(entry.file_path(item.path))
+        except OSError:
+            return False
+        if (
+            not stat.S_ISREG(found.st_mode)
+            or found.st_size != item.size
+            or found.st_mtime_ns != item.mtime_ns
+        ):
+            return False
+    return True
+
+
+# Writes a wheel's members under the folder it is given; what it wrote, and the
+# name of the wheel's .dist-info folder.
+Builder = Callable[[Path], tuple[list[EntryFile], str]]
+
+
+class UnpackedStore:
+    """One folder of unpacked wheels (see the module's docstring); *scratch*: where
+    entries are built, on the same file system (the cache's ``scratch/``)."""
+
+    def __init__(self, folder: Path, scratch: Path) -> None:
+        self.folder = folder
+        self.scratch = scratch
+
+    def path_for(self, hashes: Mapping[str, str]) -> Path | None:
+        """Where the entry of a wheel with *hashes* lives (whether or not it is
+        there); None when such a wheel is not kept (no sha256 or stronger hash)."""
+        key = content_key(hashes)
+        if key is None:
+            return None
+        algorithm, digest = key
+        return self.folder / algorithm / digest[:2] / digest
+
+    def lookup(self, hashes: Mapping[str, str], filename: str) -> UnpackedWheel | None:
+        """The entry for the wheel *filename* with *hashes*, every file as it was
+        made (sizes and times); None when there is none. A damaged or changed entry
+        is removed."""
+        folder = self.path_for(hashes)
+        if folder is None:
+            return None
+        try:
+            with open_regular(folder / ENTRY_FILE) as stream:
+                data = stream.read(_ENTRY_LIMIT + 1)
+        except OSError:
+            return None
+        entry = parse_entry(data, folder) if len(data) <= _ENTRY_LIMIT else None
+        if entry is None or entry.filename != filename or not _matches(entry):
+            _log.debug("%s is damaged or was changed: removed from the cache", folder)
+            self.remove(folder)
+            return None
+        with contextlib.suppress(OSError):  # its last use, for pruning
+            os.utime(folder / ENTRY_FILE)
+        return entry
+
+    def publish(self, hashes: Mapping[str, str], filename: str, build: Builder) -> UnpackedWheel:
+        """Build the entry of the wheel *filename* with *build*, then put it in place
+        whole (or find another run's, put there first). Raises OSError when the
+        cache cannot hold it (read-only, full), and what *build* raises; then
+        nothing is left behind."""
+        folder = self.path_for(hashes)
+        if folder is None:
+            raise OSError(f"{filename}: no sha256 (or stronger) hash to keep it under")
+        work = new_scratch_folder("unpack", self.scratch)
+        try:
+            files, dist_info = build(work / FILES)
+            entry = UnpackedWheel(folder, filename, dist_info, tuple(files))
+            (work / ENTRY_FILE).write_bytes(_entry_json(filename, dist_info, files))
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(work, folder)  # noqa: PTH104
+            except OSError:
+                if not (folder / ENTRY_FILE).is_file():
+                    raise
+                # Another run published the same wheel first: its entry is as good.
+                shutil.rmtree(work, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        return entry
+
+    def remove(self, folder: Path) -> None:
+        """Take the entry at *folder* out (renamed away first, then deleted)."""
+        try:
+            away = new_scratch_folder("removed", self.scratch)
+        except OSError:
+            return
+        with contextlib.suppress(OSError):
+            os.rename(folder, away / "entry")  # noqa: PTH104
+        shutil.rmtree(away, ignore_errors=True)
+
+    def entries(self) -> Iterator[Path]:
+        """Every entry folder in the store (whether whole or not)."""
+        with contextlib.suppress(OSError):
+            for algorithm in sorted(self.folder.iterdir()):
+                for prefix in sorted(_folders(algorithm)):
+                    yield from sorted(_folders(prefix))
+
+    def read_entry(self, folder: Path) -> UnpackedWheel | None:
+        """The entry at *folder* as its ``entry.json`` describes it (unchecked)."""
+        try:
+            with open_regular(folder / ENTRY_FILE) as stream:
+                data = stream.read(_ENTRY_LIMIT + 1)
+        except OSError:
+            return None
+        return parse_entry(data, folder) if len(data) <= _ENTRY_LIMIT else None
+
+
+def _folders(parent: Path) -> list[Path]:
+    try:
+        return [child for child in parent.iterdir() if child.is_dir()]
+    except OSError:
+        return []
+
+
+def verify_entry(entry: UnpackedWheel) -> list[str]:
+    """What differs between *entry*'s files and what they held when it was made
+    (every file is read and hashed); empty when nothing does."""
+    problems: list[str] = []
+    for item in entry.files:
+        path = entry.file_path(item.path)
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open_regular(path) as stream:
+                while chunk := stream.read(_CHUNK):
+                    digest.update(chunk)
+                    size += len(chunk)
+        except OSError as exc:
+            problems.append(f"{item.path}: {exc.strerror or exc}")
+            continue
+        encoded = base64.urlsafe_b64encode(digest.digest()).decode("ascii").rstrip("=")
+        if encoded != item.sha256 or size != item.size:
+            problems.append(f"{item.path}: changed since it was unpacked")
+    return problems

@@ -1,0 +1,62 @@
+"""Run an install with the cache or the target on a small tmpfs, inside a user and
+mount namespace (``unshare -rm``: no privileges needed), and report as JSON.
+
+    unshare -rm python fulldisk_driver.py cache|target WORK INDEX SIZE REQUIREMENT
+
+The tmpfs exists only inside the namespace, so everything that looks at it
+happens here: the venv is made, hashed before and after, and the cache's
+unpacked entries are checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from installkit import tree_hash
+from wheelwise.cache.unpacked import UnpackedStore, verify_entry
+
+where, work, index, size, requirement = sys.argv[1:6]
+small = Path(work) / "small"
+small.mkdir()
+subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(small)], check=True)
+cache = (small if where == "cache" else Path(work)) / "cache"
+venv = (small if where == "target" else Path(work)) / "venv"
+subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+before = tree_hash(venv)
+env = {k: v for k, v in os.environ.items() if not k.startswith("WHEELWISE_")}
+env |= {"WHEELWISE_CACHE_DIR": str(cache), "NO_PROXY": "*", "COLUMNS": "300"}
+argv = [
+    sys.executable,
+    "-m",
+    "wheelwise",
+    "install",
+    "-q",
+    "--python",
+    str(venv / "bin" / "python"),
+]
+result = subprocess.run(
+    [*argv, "--index-url", index, requirement], capture_output=True, text=True, env=env
+)
+store = UnpackedStore(cache / "unpacked", cache / "scratch")
+entries = []
+for folder in store.entries():
+    entry = store.read_entry(folder)
+    entries.append(entry is not None and verify_entry(entry) == [])
+scratch = cache / "scratch"
+print(
+    json.dumps(
+        {
+            "returncode": result.returncode,
+            "stderr": result.stderr,
+            "unchanged": tree_hash(venv) == before,
+            "entries": entries,
+            "scratch": sorted(p.name for p in scratch.iterdir()) if scratch.is_dir() else [],
+        }
+    )
+)

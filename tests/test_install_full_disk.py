@@ -1,0 +1,93 @@
+"""A full disk mid-unpack: the cache, or the target, on a 3 MiB tmpfs (mounted in a
+user namespace: ``fulldisk_driver.py``) and a wheel of 4 MiB of files.
+
+* cache full: the wheel cannot be kept unpacked; it is unpacked straight into the
+  environment, with one warning, and no half entry or scratch folder is left;
+* target full: one error line, the environment exactly as it was, and the cache's
+  entry whole (it was published before linking).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from indexkit import wheelwise_serve
+from wheelfactory import make_wheel
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="tmpfs")]
+
+DRIVER = Path(__file__).with_name("fulldisk_driver.py")
+WHEEL_META = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+
+
+def _namespaces() -> str | None:
+    """None when ``unshare -rm`` can mount a tmpfs here; else why not."""
+    if shutil.which("unshare") is None:
+        return "no unshare command"
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt || exit 3"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        return f"cannot mount a tmpfs in a user namespace: {probe.stderr.strip()}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    reason = _namespaces()
+    if reason is not None:
+        pytest.skip(reason)
+    wheels = tmp_path_factory.mktemp("wheels")
+    members = {f"big/part{i}.bin": os.urandom(512 << 10) for i in range(8)}
+    members["big/__init__.py"] = b"SIZE = 4\n"
+    members["big-1.0.dist-info/WHEEL"] = WHEEL_META
+    make_wheel(wheels, "big-1.0-py3-none-any.whl", extra_members=members, record=True)
+    with wheelwise_serve(wheels) as base:
+        yield f"{base}/simple/"
+
+
+def drive(tmp_path: Path, where: str, index: str) -> dict[str, object]:
+    result = subprocess.run(
+        ["unshare", "-rm", sys.executable, str(DRIVER), where, str(tmp_path), index, "3m", "big"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    found: dict[str, object] = json.loads(result.stdout)
+    return found
+
+
+def test_a_full_cache_installs_straight_into_the_environment(tmp_path: Path, index: str) -> None:
+    found = drive(tmp_path, "cache", index)
+    assert found["returncode"] == 0, found["stderr"]
+    [line] = str(found["stderr"]).splitlines()
+    assert line.startswith("wheelwise: warning: cannot keep wheels unpacked in the cache ")
+    assert "No space left on device" in line
+    assert found["unchanged"] is False  # installed
+    assert found["entries"] == []  # nothing half-published
+    assert found["scratch"] == []
+
+
+def test_a_full_target_is_one_error_and_leaves_it_unchanged(tmp_path: Path, index: str) -> None:
+    found = drive(tmp_path, "target", index)
+    assert found["returncode"] != 0
+    [line] = str(found["stderr"]).splitlines()
+    assert line.startswith("wheelwise: error: installing big-1.0-py3-none-any.whl failed: ")
+    assert "no space left on the file system of " in line
+    assert "free some space" in line
+    assert found["unchanged"] is True
+    assert found["entries"] == [True]  # published whole before linking
+    assert found["scratch"] == []

@@ -1,0 +1,158 @@
+"""The unpacked-wheel store on its own: publishing whole or not at all, a second
+publisher of the same wheel, lookups that find changed or damaged entries, and
+``entry.json`` read from any bytes without a crash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wheelwise.cache.unpacked import (
+    ENTRY_FILE,
+    EntryFile,
+    UnpackedStore,
+    parse_entry,
+    verify_entry,
+)
+
+DIGEST = hashlib.sha256(b"the wheel").hexdigest()
+HASHES = {"sha256": DIGEST}
+NAME = "demo-1.0-py3-none-any.whl"
+
+
+def _b64(data: bytes) -> str:
+    from base64 import urlsafe_b64encode
+
+    return urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+
+
+def builder(members: dict[str, bytes]):  # type: ignore[no-untyped-def]
+    def build(folder: Path) -> tuple[list[EntryFile], str]:
+        files = []
+        for path, data in members.items():
+            target = folder / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            files.append(EntryFile(path, _b64(data), len(data), False, target.stat().st_mtime_ns))
+        return files, "demo-1.0.dist-info"
+
+    return build
+
+
+MEMBERS = {"demo/__init__.py": b"X = 1\n", "demo-1.0.dist-info/METADATA": b"Name: demo\n"}
+
+
+def store_at(tmp_path: Path) -> UnpackedStore:
+    return UnpackedStore(tmp_path / "unpacked", tmp_path / "scratch")
+
+
+def test_published_whole_then_found(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    assert store.lookup(HASHES, NAME) is None
+    entry = store.publish(HASHES, NAME, builder(MEMBERS))
+    assert entry.folder == tmp_path / "unpacked" / "sha256" / DIGEST[:2] / DIGEST
+    found = store.lookup(HASHES, NAME)
+    assert found == entry
+    assert verify_entry(found) == []
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+
+    def failing(folder: Path) -> tuple[list[EntryFile], str]:
+        builder(MEMBERS)(folder)
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        store.publish(HASHES, NAME, failing)
+    assert not (tmp_path / "unpacked").exists() or not list((tmp_path / "unpacked").rglob("*.py"))
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_a_second_publisher_uses_the_first_entry(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    first = store.publish(HASHES, NAME, builder(MEMBERS))
+    second = store.publish(HASHES, NAME, builder(MEMBERS))
+    assert second.folder == first.folder
+    assert store.lookup(HASHES, NAME) is not None
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+@pytest.mark.parametrize("change", ["size", "time", "gone", "entry", "name"])
+def test_a_changed_entry_is_removed_on_lookup(tmp_path: Path, change: str) -> None:
+    store = store_at(tmp_path)
+    entry = store.publish(HASHES, NAME, builder(MEMBERS))
+    member = Path(entry.file_path("demo/__init__.py"))
+    name = NAME
+    if change == "size":
+        member.write_bytes(b"X = 22\n")
+    elif change == "time":
+        os.utime(member, ns=(0, 0))
+    elif change == "gone":
+        member.unlink()
+    elif change == "entry":
+        (entry.folder / ENTRY_FILE).write_bytes(b"{not json")
+    else:
+        name = "other-1.0-py3-none-any.whl"
+    assert store.lookup(HASHES, name) is None
+    assert not entry.folder.exists()
+
+
+def test_no_strong_hash_no_entry(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    assert store.path_for({"md5": "0" * 32}) is None
+    with pytest.raises(OSError, match="no sha256"):
+        store.publish({"md5": "0" * 32}, NAME, builder(MEMBERS))
+
+
+def test_verify_finds_a_change_that_keeps_size_and_time(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    entry = store.publish(HASHES, NAME, builder(MEMBERS))
+    member = Path(entry.file_path("demo/__init__.py"))
+    info = member.stat()
+    member.write_bytes(b"X = 2\n")
+    os.utime(member, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert store.lookup(HASHES, NAME) is not None  # sizes and times only
+    assert verify_entry(entry) == ["demo/__init__.py: changed since it was unpacked"]
+
+
+ROW = st.lists(
+    st.one_of(
+        st.text(max_size=50),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.booleans(),
+        st.none(),
+    ),
+    max_size=6,
+)
+DOCUMENT = st.fixed_dictionaries(
+    {},
+    optional={
+        "format": st.one_of(st.just(1), st.integers(), st.text(max_size=3)),
+        "wheel": st.one_of(st.just(NAME), st.text(max_size=40)),
+        "dist_info": st.one_of(st.just("demo-1.0.dist-info"), st.text(max_size=40)),
+        "files": st.one_of(st.lists(ROW, max_size=5), st.text(max_size=5)),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=300), DOCUMENT.map(lambda d: json.dumps(d).encode())))
+def test_any_entry_json_is_read_without_a_crash(data: bytes) -> None:
+    folder = Path("/nonexistent/entry")
+    entry = parse_entry(data, folder)
+    if entry is None:
+        return
+    for item in entry.files:
+        # Every path it gives stays inside the entry's files.
+        full = os.path.normpath(entry.file_path(item.path))
+        assert full.startswith(str(entry.root) + os.sep)
+        assert len(item.sha256) == 43
+        assert item.size >= 0
