@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from indexkit import demo_wheels, wheelwise_serve
-from installkit import make_venv
+from installkit import alpha_wheel, make_venv, run_python, simple_wheel
 from variantkit import wheelwise
 from wheelwise.cache.usage import KINDS, cache_usage
 
@@ -87,3 +87,78 @@ def test_a_kind_that_is_a_file_of_another_type_or_missing(tmp_path: Path) -> Non
     assert (usage["wheels"].files, usage["wheels"].bytes) == (1, 12)
     assert (usage["scratch"].files, usage["scratch"].bytes) == (1, 0)
     assert not usage["metadata"].exists
+
+
+def _fill(tmp_path: Path, cache: Path, *requirements: str) -> Path:
+    """Install *requirements* (alpha, beta) from an index on 127.0.0.1 into a new venv."""
+    wheels = tmp_path / "stack"
+    if not wheels.exists():
+        alpha_wheel(wheels, "1.0")
+        simple_wheel(wheels, "beta", "1.0")
+    python = make_venv(tmp_path / f"venv-{len(list(tmp_path.glob('venv-*')))}")
+    with wheelwise_serve(wheels) as base:
+        args = ["install", "-q", "--python", str(python), "--index-url", f"{base}/simple/"]
+        result = wheelwise([*args, *requirements], cache)
+    assert result.returncode == 0, result.stderr
+    return python
+
+
+def _kept(cache: Path, kind: str) -> list[str]:
+    if kind == "unpacked":
+        return sorted(p.parent.name for p in (cache / "unpacked").rglob("entry.json"))
+    return sorted(p.name for p in (cache / kind).rglob("*.whl*") if p.is_file())
+
+
+def test_clean_by_name_removes_only_that_project(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    python = _fill(tmp_path, cache, "alpha", "beta")
+    assert len(_kept(cache, "unpacked")) == 2
+    result = wheelwise(["cache", "clean", "Alpha"], cache)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("removed ")
+    assert _kept(cache, "wheels") == ["beta-1.0-py3-none-any.whl"]
+    assert len(_kept(cache, "unpacked")) == 1
+    assert all("alpha" not in name for name in _kept(cache, "metadata"))
+    # The environment keeps its hard-linked files; the next install unpacks again.
+    ran = run_python(python, "import alpha; print(alpha.VERSION)")
+    assert ran.stdout.strip() == "1.0", ran.stderr
+    _fill(tmp_path, cache, "alpha")
+    assert len(_kept(cache, "unpacked")) == 2
+
+
+def test_clean_keeps_journals_and_live_scratch(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _fill(tmp_path, cache, "alpha")
+    journals = cache / "environments"
+    journals.mkdir()
+    (journals / "x.journal").write_text("{}")
+    live = cache / "scratch" / f"download-{os.getpid()}-00000000-x"  # another host's: kept
+    live.mkdir(parents=True)
+    result = wheelwise(["cache", "clean"], cache)
+    assert result.returncode == 0, result.stderr
+    for kind in ("wheels", "unpacked", "metadata", "http"):
+        assert not (cache / kind).exists(), kind
+    assert (journals / "x.journal").exists()
+    assert live.exists()
+    info = json.loads(wheelwise(["cache", "info", "--json"], cache).stdout)
+    assert {k["name"]: k["files"] for k in info["kinds"]}["unpacked"] == 0
+
+
+def test_prune_drops_wheels_kept_unpacked_and_damaged_entries(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _fill(tmp_path, cache, "alpha", "beta")
+    assert len(_kept(cache, "wheels")) == 2
+    entries = sorted((cache / "unpacked").rglob("entry.json"))
+    damaged = entries[0].parent
+    damaged_wheel = json.loads(entries[0].read_text())["wheel"]
+    next(damaged.rglob("__init__.py")).write_bytes(b"changed = True\n")
+    result = wheelwise(["cache", "prune"], cache)
+    assert result.returncode == 0, result.stderr
+    # The wheel still kept unpacked goes; the damaged entry's wheel stays, to be
+    # unpacked again.
+    assert _kept(cache, "wheels") == [damaged_wheel]
+    assert _kept(cache, "unpacked") == [entries[1].parent.name]
+    python = _fill(tmp_path, cache, "alpha", "beta")
+    ran = run_python(python, "import alpha, beta; print(alpha.VERSION, beta.VERSION)")
+    assert ran.stdout.split() == ["1.0", "1.0"], ran.stderr
+    assert wheelwise(["cache", "verify"], cache).returncode == 0

@@ -143,3 +143,94 @@ def test_local_name_of_another_length_is_refused(on_disk: bool, tmp_path: Path) 
         reader = MemberReader(archive) if on_disk else MemberReader(archive, data)
         with pytest.raises(zipfile.BadZipFile, match=r"'longer_name\.py' names 'a\.py'"):
             reader.read(info)
+
+
+# -- large members, read in chunks (MemberReader.stream) ---------------------------------
+
+
+def _streamed(data: bytes, info: zipfile.ZipInfo, archive: zipfile.ZipFile) -> bytes:
+    stream = MemberReader(archive, data).stream(info)
+    assert stream is not None
+    chunks = []
+    while chunk := stream.read(1 << 20):
+        assert len(chunk) <= 1 << 20
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_a_large_member_streams_as_zipfile_reads_it(compression: int, tmp_path: Path) -> None:
+    payload = bytes(range(256)) * 12_000 + b"\0" * 3_000_000  # 6 MB: several chunks
+    data = _zip({"lib.so": (payload, compression)})
+    path = tmp_path / "w.zip"
+    path.write_bytes(data)
+    with zipfile.ZipFile(path) as archive:
+        stream = MemberReader(archive).stream(archive.getinfo("lib.so"))
+        assert stream is not None
+        assert stream.read() == payload[: 1 << 20]  # one chunk at a time
+        assert b"".join(iter(lambda: stream.read(1 << 16), b"")) == payload[1 << 20 :]
+
+
+def test_a_streamed_member_larger_than_its_entry_is_refused() -> None:
+    data = _zip({"a.so": (b"\0" * 5_000_000, zipfile.ZIP_DEFLATED)})
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo("a.so")
+        info.file_size = 10
+        with pytest.raises(zipfile.BadZipFile, match="more than the 10 bytes"):
+            _streamed(data, info, archive)
+
+
+def test_a_streamed_member_smaller_than_its_entry_is_refused() -> None:
+    data = _zip({"a.so": (b"\0" * 5_000_000, zipfile.ZIP_DEFLATED)})
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo("a.so")
+        info.file_size += 1
+        with pytest.raises(zipfile.BadZipFile, match="directory entry says 5000001"):
+            _streamed(data, info, archive)
+
+
+def test_streamed_corrupt_or_cut_deflate_data_is_refused(tmp_path: Path) -> None:
+    payload = bytes(range(256)) * 20_000
+    data = bytearray(_zip({"a.so": (payload, zipfile.ZIP_DEFLATED)}))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        info = archive.getinfo("a.so")
+        start = info.header_offset + 30 + len("a.so")
+    corrupt = bytearray(data)
+    corrupt[start : start + 8] = b"\xff" * 8
+    with (
+        zipfile.ZipFile(io.BytesIO(bytes(corrupt))) as archive,
+        pytest.raises(zipfile.BadZipFile, match=r"a\.so"),
+    ):
+        _streamed(bytes(corrupt), archive.getinfo("a.so"), archive)
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        info = archive.getinfo("a.so")
+        info.compress_size -= 100  # the deflate stream ends early
+        with pytest.raises(zipfile.BadZipFile, match=r"ends early|directory entry says"):
+            _streamed(bytes(data), info, archive)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    garbage=st.binary(min_size=1, max_size=2000),
+    declared=st.integers(min_value=0, max_value=10**6),
+    compression=st.sampled_from(COMPRESSIONS),
+)
+def test_any_member_bytes_stream_to_their_size_or_a_bad_zip_error(
+    garbage: bytes, declared: int, compression: int
+) -> None:
+    """Whatever the compressed bytes and the declared size: exactly that many bytes
+    come out, or BadZipFile; never another error, never more."""
+    data = bytearray(_zip({"a.so": (b"x", zipfile.ZIP_STORED)}))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        info = archive.getinfo("a.so")
+    start = info.header_offset + 30 + len("a.so")
+    body = bytes(data[:start]) + garbage
+    info.compress_size = len(garbage)
+    info.file_size = declared
+    info.compress_type = compression
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        try:
+            out = _streamed(body, info, archive)
+        except zipfile.BadZipFile:
+            return
+    assert len(out) == declared

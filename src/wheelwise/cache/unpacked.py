@@ -38,7 +38,7 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelwise.cache.scratch import new_scratch_folder
@@ -51,6 +51,7 @@ __all__ = [
     "EntryFile",
     "UnpackedStore",
     "UnpackedWheel",
+    "entry_matches",
     "verify_entry",
 ]
 
@@ -86,7 +87,12 @@ class UnpackedWheel:
     filename: str
     """The wheel's file name."""
     dist_info: str
-    files: tuple[EntryFile, ...]
+    files: tuple[EntryFile, ...] = field(compare=False)
+    _root: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Joined once: every file's path starts with it.
+        object.__setattr__(self, "_root", os.fspath(self.folder / FILES) + os.sep)
 
     @property
     def root(self) -> Path:
@@ -103,7 +109,7 @@ class UnpackedWheel:
         return Path(self.filename)
 
     def file_path(self, member: str) -> str:
-        return os.path.join(self.root, *member.split("/"))  # noqa: PTH118
+        return self._root + (member if os.sep == "/" else member.replace("/", os.sep))
 
     def read(self, member: str, limit: int = _ENTRY_LIMIT) -> bytes:
         """A small member's bytes (its ``METADATA``, say). Raises OSError."""
@@ -162,7 +168,7 @@ def _entry_json(filename: str, dist_info: str, files: list[EntryFile]) -> bytes:
     return json.dumps(document, separators=(",", ":")).encode("utf-8")
 
 
-def _matches(entry: UnpackedWheel) -> bool:
+def entry_matches(entry: UnpackedWheel) -> bool:
     """Every file is there, a regular file with the size and time it was made with."""
     for item in entry.files:
         try:
@@ -213,7 +219,7 @@ class UnpackedStore:
         except OSError:
             return None
         entry = parse_entry(data, folder) if len(data) <= _ENTRY_LIMIT else None
-        if entry is None or entry.filename != filename or not _matches(entry):
+        if entry is None or entry.filename != filename or not entry_matches(entry):
             _log.debug("%s is damaged or was changed: removed from the cache", folder)
             self.remove(folder)
             return None

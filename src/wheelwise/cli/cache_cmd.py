@@ -1,4 +1,4 @@
-"""``wheelwise cache``: where the cache is, what it holds, and checking it."""
+"""``wheelwise cache``: where the cache is, what it holds, checking and cleaning it."""
 
 from __future__ import annotations
 
@@ -114,3 +114,27 @@ def cache_verify(remove: bool) -> None:
             err=True,
         )
         raise SystemExit(1)
+
+
+@cache.command("clean")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+def cache_clean(names: tuple[str, ...]) -> None:
+    """Remove what the cache holds; with NAMEs, only those projects' wheels,
+    unpacked wheels and metadata files. The journals of read-only environments
+    and the scratch folders of runs still going are kept."""
+    from wheelwise.cache.cleanup import clean
+
+    root = _root()
+    removed = clean(root, names)
+    click.echo(f"removed {removed.files} files ({_size(removed.bytes)}) from {root}")
+
+
+@cache.command("prune")
+def cache_prune() -> None:
+    """Remove what no install needs: scratch folders of runs that ended, damaged
+    unpacked wheels, and wheel files that are also kept unpacked."""
+    from wheelwise.cache.cleanup import prune
+
+    root = _root()
+    removed = prune(root)
+    click.echo(f"removed {removed.files} files ({_size(removed.bytes)}) from {root}")

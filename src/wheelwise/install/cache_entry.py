@@ -53,7 +53,7 @@ def _write_member(target: str, stream: BinaryIO, executable: bool) -> tuple[str,
             write_all(fd, data)
             size, sha256 = len(data), known
         else:
-            raw = getattr(stream, "raw", None)
+            raw = stream if hasattr(stream, "algorithm") else getattr(stream, "raw", None)
             digest = hashlib.sha256()
             size = 0
             while chunk := stream.read(_CHUNK):

@@ -32,6 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 from typing import Any
 
@@ -133,8 +134,9 @@ class WriteAhead:
 
     def note(self, *fields: str) -> None:
         # One write per line: O_APPEND keeps lines whole, from threads and forked
-        # workers alike.
-        write_all(self._fd, _line(list(fields)))
+        # workers alike. The line is json.dumps's, without its per-call set-up (one
+        # line per file of a 16,000-file wheel).
+        write_all(self._fd, ("[" + ", ".join(map(_quote, fields)) + "]\n").encode("ascii"))
 
     def mark(self, kind: str) -> None:
         """A phase change, on disk before what follows it."""

@@ -223,13 +223,21 @@ class _CheckedStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = self._stream.read(len(target))
+    def read(self, size: int = -1) -> bytes:
+        """The next chunk, as the underlying stream gives it (no copy); at most
+        *size* bytes (all that is left when negative)."""
+        if size < 0:
+            return b"".join(iter(lambda: self.read(_CHUNK), b""))
+        data = self._stream.read(size)
         if not data:
             self._finish()
-            return 0
+            return b""
         self._digest.update(data)
         self._size += len(data)
+        return data
+
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(target))
         target[: len(data)] = data
         return len(data)
 
@@ -327,9 +335,12 @@ class VerifyingWheel(WheelSource):
                     with self._zipfile.open(info) as stream:
                         data = stream.read()
             if data is None:
-                with self._zipfile.open(info) as stream:
-                    checked = _CheckedStream(stream, entry, self.wheel_name)  # type: ignore[arg-type]
-                    yield record, io.BufferedReader(checked), is_executable
+                # Read in chunks straight from the file (or through zipfile when
+                # the member is not plainly stored or deflated).
+                direct = reader.stream(info)
+                with direct if direct is not None else self._zipfile.open(info) as stream:
+                    checked = _CheckedStream(cast("BinaryIO", stream), entry, self.wheel_name)
+                    yield record, cast("BinaryIO", checked), is_executable
                 continue
             digest = hashlib.new(entry.hash_.name, data).digest()
             encoded = _b64(digest)
@@ -419,7 +430,7 @@ class _JournalingDestination(WheelDestination):
             return RecordEntry(path, Hash("sha256", stream.sha256), len(data))
         with self.journal.create(target, is_executable) as out:
             # A large member checked while streaming already has its sha256 at the end.
-            raw = getattr(stream, "raw", None)
+            raw = stream if isinstance(stream, _CheckedStream) else getattr(stream, "raw", None)
             hashed = isinstance(raw, _CheckedStream) and raw.algorithm == "sha256"
             digest = hashlib.sha256()
             size = 0

@@ -10,12 +10,14 @@ past it. ``verify_record()`` checks every member against ``RECORD``.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import stat
 import struct
 import zipfile
 import zlib
+from base64 import urlsafe_b64encode
 from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
     # loaded by the first wheel that has a variant.json
     from wheelwise.variants.metadata import VariantMetadata
+    from wheelwise.wheels.members import MemberReader
 
 # One member above this is refused (real wheels' largest members are shared
 # libraries of a few GiB at most).
@@ -44,6 +47,8 @@ BOMB_MIN_BYTES = 8 << 20
 MAX_METADATA_BYTES = 16 << 20
 # The binary distribution format forbids md5 and sha1 in RECORD.
 _CHUNK = 1 << 20
+# Members up to this size are read (and inflated) whole when they are checked.
+_WHOLE_MEMBER = 4 << 20
 # Signatures over RECORD (``RECORD.jws``, ``RECORD.p7s``): the only members RECORD
 # need not list besides itself.
 SIGNATURES = ("jws", "p7s")
@@ -406,39 +411,54 @@ class WheelArchive:
         return entries
 
     def verify_record(self) -> None:
-        """Every member is listed in RECORD with a matching hash and size."""
+        """Every member is listed in RECORD with a matching hash and size.
+
+        Members are read by :class:`~wheelwise.wheels.members.MemberReader` (small
+        ones whole, large ones in chunks straight from the file), each byte hashed
+        once."""
+        from wheelwise.wheels.members import MemberReader
+
         entries = self.check_record_listing()
+        fp = self._zip.fp
+        data = fp.getbuffer() if isinstance(fp, io.BytesIO) else None
+        reader = MemberReader(self._zip, data)
         for name in self._members:
             entry = entries.get(name)
             if entry is None or entry.hash_ is None:
                 continue  # RECORD itself and its signatures
-            if not entry.validate_stream(io.BufferedReader(_ChunkStream(self.iter_chunks(name)))):
+            digest = hashlib.new(entry.hash_.name)
+            size = 0
+            try:
+                for chunk in self._checked_chunks(reader, name):
+                    digest.update(chunk)
+                    size += len(chunk)
+            except WheelError:
+                raise
+            except _DAMAGED as exc:
+                raise self._fail(
+                    f"cannot read member {name!r} ({describe(exc)}): the archive is damaged; "
+                    f"{_HINT}"
+                ) from None
+            encoded = urlsafe_b64encode(digest.digest()).decode("ascii").rstrip("=")
+            if encoded != entry.hash_.value or (entry.size is not None and size != entry.size):
                 raise self.mismatch(name)
+
+    def _checked_chunks(self, reader: MemberReader, name: str) -> Iterator[bytes]:
+        info = self.info(name)
+        if info.file_size <= _WHOLE_MEMBER:
+            whole = reader.read(info)
+            if whole is not None:
+                yield whole
+                return
+        stream = reader.stream(info)
+        if stream is None:  # not plainly stored or deflated: zipfile reads it
+            yield from self.iter_chunks(name)
+            return
+        while chunk := stream.read():
+            yield chunk
 
     def mismatch(self, name: str) -> WheelError:
         return self._fail(
             f"member {name!r} does not match its RECORD hash/size: the wheel was "
             "modified or corrupted"
         )
-
-
-class _ChunkStream(io.RawIOBase):
-    """A read-only stream over an iterator of chunks (for installer's validators)."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buffer = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._buffer:
-            try:
-                self._buffer = next(self._chunks)
-            except StopIteration:
-                return 0
-        size = min(len(target), len(self._buffer))
-        target[:size] = self._buffer[:size]
-        self._buffer = self._buffer[size:]
-        return size

@@ -1,4 +1,5 @@
-"""Reading a small zip member whole, without :mod:`zipfile`'s per-member machinery.
+"""Reading zip members without :mod:`zipfile`'s per-member machinery: the speed
+tricks of unpacking.
 
 ``ZipFile.open`` builds a shared file handle, a decompressor and a CRC-checking
 stream for every member: for a wheel of many small files that costs more than the
@@ -10,24 +11,48 @@ and the sizes. The CRC is not checked: every member read this way is compared wi
 the SHA-256 in the wheel's RECORD by the caller, which is the stronger check.
 Anything else (encrypted, other compressions) returns None: read it with
 ``ZipFile.open``.
+
+:meth:`MemberReader.stream` reads a large member the same way, in chunks
+(:class:`InflatingReader`): ``pread`` of the compressed bytes, inflated by
+zlib-ng where it is installed (about 1.6 times as fast as zlib on the shared
+libraries of GPU wheels), else zlib.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import zipfile
 import zlib
+from collections.abc import Callable
+from types import ModuleType
 
 from wheelwise.wheels.zip_layout import FLAG_ENCRYPTED, FLAG_UTF8_NAME, LOCAL, LOCAL_SIGNATURE
 
-__all__ = ["MemberReader"]
+__all__ = ["InflatingReader", "MemberReader"]
+
+
+def _inflater_module() -> ModuleType:
+    try:
+        from zlib_ng import zlib_ng
+    except ImportError:  # no wheel of it for this platform: zlib does the same, slower
+        return zlib
+    module: ModuleType = zlib_ng
+    return module
+
+
+_INFLATE = _inflater_module()
+_INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _INFLATE.error)
+# Compressed bytes read at once, and the most one inflate call gives back.
+_IN_CHUNK = 1 << 20
+OUT_CHUNK = 1 << 20
 
 
 class MemberReader:
     """Reads members of *archive*, whose bytes are *data* (an in-memory wheel) or
     are read from its open file."""
 
-    def __init__(self, archive: zipfile.ZipFile, data: bytes | None = None) -> None:
+    def __init__(self, archive: zipfile.ZipFile, data: bytes | memoryview | None = None) -> None:
         self._view = memoryview(data) if data is not None else None
         fp = archive.fp
         self._fd = fp.fileno() if data is None and fp is not None else None
@@ -37,12 +62,7 @@ class MemberReader:
         """The member's bytes, or None when it is not a plain stored or deflated
         member (read it with ``ZipFile.open``). Raises :class:`zipfile.BadZipFile`
         when its local header or compressed data do not match the directory."""
-        if info.flag_bits & FLAG_ENCRYPTED or info.compress_type not in (
-            zipfile.ZIP_STORED,
-            zipfile.ZIP_DEFLATED,
-        ):
-            return None
-        if self._view is None and self._fd is None:
+        if not self._readable(info):
             return None
         start = self.data_offset(info)
         raw = self._bytes(start, info.compress_size)
@@ -63,6 +83,21 @@ class MemberReader:
                 f"its directory entry says {info.file_size}"
             )
         return data
+
+    def stream(self, info: zipfile.ZipInfo) -> InflatingReader | None:
+        """A reader of the member's bytes, chunk by chunk; None as for :meth:`read`."""
+        if not self._readable(info):
+            return None
+        start = self.data_offset(info)
+        return InflatingReader(self._bytes, start, info, self._name)
+
+    def _readable(self, info: zipfile.ZipInfo) -> bool:
+        """A plain stored or deflated member, and the wheel's bytes at hand."""
+        plain = not info.flag_bits & FLAG_ENCRYPTED and info.compress_type in (
+            zipfile.ZIP_STORED,
+            zipfile.ZIP_DEFLATED,
+        )
+        return plain and (self._view is not None or self._fd is not None)
 
     def data_offset(self, info: zipfile.ZipInfo) -> int:
         """Where *info*'s compressed bytes start, once its local header is checked
@@ -93,3 +128,81 @@ class MemberReader:
             return self._view[offset : offset + size]  # no copy: zlib reads it as it is
         assert self._fd is not None
         return os.pread(self._fd, size, offset)
+
+
+class InflatingReader(io.RawIOBase):
+    """A stored or deflated member, read in chunks: :meth:`read` gives the next
+    chunk (at most :data:`OUT_CHUNK` bytes) without copying it. Raises
+    :class:`zipfile.BadZipFile` when the data is truncated, does not inflate, or
+    holds more or fewer bytes than the directory says."""
+
+    def __init__(
+        self,
+        read_at: Callable[[int, int], bytes | memoryview],
+        start: int,
+        info: zipfile.ZipInfo,
+        wheel: str,
+    ) -> None:
+        super().__init__()
+        self._read_at = read_at
+        self._position = start
+        self._end = start + info.compress_size
+        self._inflater = (
+            _INFLATE.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
+        )
+        self._expected = info.file_size
+        self._given = 0
+        self._what = f"{wheel}: {info.filename!r}"
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if size == 0:
+            return b""
+        limit = OUT_CHUNK if size < 0 else min(size, OUT_CHUNK)
+        while True:
+            chunk = self._next(limit)
+            if chunk is None:
+                return b""
+            if chunk:
+                self._given += len(chunk)
+                if self._given > self._expected:
+                    raise zipfile.BadZipFile(
+                        f"{self._what} holds more than the {self._expected} bytes its "
+                        "directory entry says"
+                    )
+                return chunk
+
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+        chunk = self.read(len(target))
+        target[: len(chunk)] = chunk
+        return len(chunk)
+
+    def _next(self, limit: int) -> bytes | None:
+        """The next piece (maybe empty); None at the end, once it is checked."""
+        inflater = self._inflater
+        try:
+            if inflater is not None and inflater.unconsumed_tail:
+                return bytes(inflater.decompress(inflater.unconsumed_tail, limit))
+            if self._position < self._end:
+                size = min(
+                    _IN_CHUNK, self._end - self._position, limit if not inflater else _IN_CHUNK
+                )
+                raw = self._read_at(self._position, size)
+                if not raw:
+                    raise zipfile.BadZipFile(f"{self._what} is truncated")
+                self._position += len(raw)
+                return bytes(raw) if inflater is None else bytes(inflater.decompress(raw, limit))
+            if inflater is not None and not inflater.eof:
+                tail = bytes(inflater.flush())
+                if tail:
+                    return tail
+                raise zipfile.BadZipFile(f"{self._what}: the compressed data ends early")
+        except _INFLATE_ERRORS as exc:
+            raise zipfile.BadZipFile(f"{self._what}: {exc}") from None
+        if self._given != self._expected:
+            raise zipfile.BadZipFile(
+                f"{self._what} is {self._given} bytes, its directory entry says {self._expected}"
+            )
+        return None

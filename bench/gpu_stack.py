@@ -1,0 +1,288 @@
+"""Benchmark: the torch 2.14.1 CUDA 13 stack, cold and warm, wheelwise vs uv vs pip.
+
+Setup (untimed): the wheels are fetched once from the package registry with ``pip
+download torch==2.14.1 --only-binary=:all: -d DIR`` (``--wheels DIR``, default
+``~/.cache/wheelwise-bench/gpu-stack``; 29 wheels, 2.9 GB, for this interpreter's
+Python), ``wheelwise index build`` makes a static index of them, and nginx serves it
+on 127.0.0.1 (``sendfile``: the server costs the two cores next to nothing; without
+nginx, ``python -m http.server``, said in the output).
+
+Contenders, each installing ``torch==2.14.1`` into a new venv made before the clock
+starts, with no byte-compilation, timed as whole processes:
+
+* uv: ``uv pip install --python VENV/bin/python`` with ``UV_CACHE_DIR``;
+* wheelwise: ``wheelwise install -q --python VENV/bin/python`` with
+  ``WHEELWISE_CACHE_DIR``;
+* pip: ``VENV/bin/python -m pip install --no-compile`` with ``PIP_CACHE_DIR`` (the
+  venv gets this environment's pip version, untimed, as in ``bench/install.py``).
+
+Every cache is on the same file system as the venvs (a temporary folder), so uv and
+wheelwise hard-link by default. Per round, each contender in turn (the rounds
+rotate who goes first): a new empty cache, then *cold* into a new venv, then
+*warm*: the same cache, another new venv. ``os.sync()`` before every timed run.
+After each run the venv must hold the 29 distributions and no ``.pyc`` file. A
+contender's venvs and cache are deleted once its round is over. Peak RSS is the
+largest resident set of the process and any of its children (``wait4``); installed
+size is the apparent size of the venv's ``site-packages``. Medians of ``--rounds``
+(3) after one untimed warm-up round (``--no-warm-up`` skips it), and ratios.
+
+Usage::
+
+    .venv/bin/python bench/gpu_stack.py [--rounds 3] [--wheels DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchkit import (
+    add_warm_up_option,
+    clean_env,
+    free_port,
+    installer_paths,
+    machine_info,
+    round_orders,
+)
+from install import ensure_tools, installed, make_venv, site_packages, venv_python, wait_for
+
+DEFAULT_WHEELS = Path.home() / ".cache" / "wheelwise-bench" / "gpu-stack"
+REQUIREMENT = "torch==2.14.1"
+CONTENDERS = ("uv", "wheelwise", "pip")
+
+NGINX_CONFIG = """\
+daemon off;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+{user}
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    sendfile on;
+    client_body_temp_path {tmp}/client_body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    types {{ text/html html; application/json json; text/plain metadata; }}
+    default_type application/octet-stream;
+    map $http_accept $simple_index {{
+        default index.html;
+        "~application/vnd\\.pypi\\.simple\\.(v1|latest)\\+json" index.json;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        root {site};
+        location /simple/ {{
+            index $simple_index;
+            types {{ text/html html; application/vnd.pypi.simple.v1+json json; }}
+            add_header Vary Accept;
+        }}
+    }}
+}}
+"""
+
+
+def ensure_wheels(folder: Path) -> list[Path]:
+    """The stack's wheels in *folder*, downloaded once (when it holds none)."""
+    if not list(folder.glob("*.whl")):
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+             "-d", str(folder), REQUIREMENT],
+            check=True,
+        )  # fmt: skip
+    return sorted(folder.glob("*.whl"))
+
+
+@contextlib.contextmanager
+def serve(site: Path, tmp: Path) -> Iterator[tuple[str, str]]:
+    """The index URL of *site* on 127.0.0.1, and what serves it."""
+    port = free_port()
+    nginx = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+    if nginx is not None:
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf = tmp / "nginx.conf"
+        conf.write_text(NGINX_CONFIG.format(tmp=tmp, site=site, port=port, user=user))
+        argv = [nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")]
+        server = "nginx"
+    else:
+        argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+        argv += ["--directory", str(site)]
+        server = "python -m http.server (no nginx)"
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/simple/"
+    try:
+        wait_for(url, process)
+        yield url, server
+    finally:
+        process.terminate()
+        process.wait()
+
+
+@dataclass
+class Run:
+    seconds: float
+    rss_mb: float
+
+
+def measured(argv: list[str], env: dict[str, str], log: Path, where: str) -> Run:
+    """*argv* as a whole process: its seconds and the peak RSS of its process tree."""
+    os.sync()
+    with log.open("wb") as out:
+        start = time.perf_counter()
+        process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{where} failed ({process.returncode}):\n{log.read_text()[-3000:]}")
+    return Run(elapsed, usage.ru_maxrss / 1024)
+
+
+def pyc_count(venv: Path) -> int:
+    root = site_packages(venv)
+    return sum(1 for path in root.rglob("*.pyc") if path.relative_to(root).parts[0] != "pip")
+
+
+def apparent_size(folder: Path) -> int:
+    total = 0
+    for current, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(current, name)).st_size  # noqa: PTH118
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS)
+    parser.add_argument(
+        "--requirement",
+        action="append",
+        help=f"what to install from --wheels, repeatable (default {REQUIREMENT}; a smoke "
+        "run: a small folder of wheels, every one of which must be installed)",
+    )
+    parser.add_argument("--json", action="store_true")
+    add_warm_up_option(parser)
+    args = parser.parse_args(argv)
+
+    wheels = ensure_wheels(args.wheels)
+    expected = {w.name.split("-")[0].replace("_", "-").lower() for w in wheels}
+    wheelwise, uv = installer_paths()
+    pip_version = metadata.version("pip")
+    ensure_tools(pip_version)
+    base = clean_env()
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    results: dict[str, dict[str, list[Run]]] = {c: {"cold": [], "warm": []} for c in CONTENDERS}
+    sizes: dict[str, int] = {}
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wheelwise-gpu-")))
+        site = tmp / "site"
+        subprocess.run(
+            [str(wheelwise), "index", "build", str(args.wheels), "-o", str(site)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        url, server = stack.enter_context(serve(site, tmp))
+        counter = iter(range(10**6))
+
+        def one(name: str, phase: str, cache: Path) -> Run:
+            venv = tmp / f"venv-{name}-{next(counter)}"
+            make_venv(venv, uv, pip_version if name == "pip" else None, base)
+            python = str(venv_python(venv))
+            env = dict(base)
+            if name == "uv":
+                command = [str(uv), "pip", "install", "--python", python, "--index-url", url]
+                env["UV_CACHE_DIR"] = str(cache)
+            elif name == "wheelwise":
+                command = [str(wheelwise), "install", "-q", "--python", python]
+                command += ["--index-url", url]
+                env["WHEELWISE_CACHE_DIR"] = str(cache)
+            else:
+                command = [python, "-m", "pip", "install", "--quiet", "--no-compile"]
+                command += ["--index-url", url]
+                env["PIP_CACHE_DIR"] = str(cache)
+            before = pyc_count(venv)
+            wanted = args.requirement or [REQUIREMENT]
+            run = measured([*command, *wanted], env, tmp / "log", f"{name} {phase}")
+            got = installed(venv) - {"pip"}
+            if got != expected:
+                raise SystemExit(
+                    f"{name} {phase}: missing {expected - got}, extra {got - expected}"
+                )
+            if pyc_count(venv) != before:
+                raise SystemExit(f"{name} {phase} byte-compiled files")
+            sizes.setdefault(name, apparent_size(site_packages(venv)))
+            return run
+
+        orders = round_orders(CONTENDERS)
+        rounds = args.rounds + (1 if args.warm_up else 0)
+        for index in range(rounds):
+            for name in orders[index % len(orders)]:
+                cache = tmp / f"cache-{name}-{next(counter)}"
+                cold = one(name, "cold", cache)
+                warm = one(name, "warm", cache)
+                if index >= rounds - args.rounds:
+                    results[name]["cold"].append(cold)
+                    results[name]["warm"].append(warm)
+                for leftover in [cache, *tmp.glob(f"venv-{name}-*")]:
+                    shutil.rmtree(leftover, ignore_errors=True)
+
+    def median(name: str, phase: str) -> float:
+        return statistics.median(run.seconds for run in results[name][phase])
+
+    report = {
+        "machine": machine_info(),
+        "server": server,
+        "wheels": len(wheels),
+        "wheel_bytes": sum(w.stat().st_size for w in wheels),
+        "rounds": args.rounds,
+        "median_s": {n: {p: median(n, p) for p in ("cold", "warm")} for n in CONTENDERS},
+        "runs_s": {
+            n: {p: [round(r.seconds, 2) for r in results[n][p]] for p in ("cold", "warm")}
+            for n in CONTENDERS
+        },
+        "peak_rss_mb": {
+            n: max(r.rss_mb for p in ("cold", "warm") for r in results[n][p]) for n in CONTENDERS
+        },
+        "installed_bytes": sizes,
+        "ratios": {
+            "wheelwise/uv cold": median("wheelwise", "cold") / median("uv", "cold"),
+            "wheelwise/uv warm": median("wheelwise", "warm") / median("uv", "warm"),
+            "wheelwise/pip cold": median("wheelwise", "cold") / median("pip", "cold"),
+        },
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{len(wheels)} wheels, {report['wheel_bytes'] / 1e9:.2f} GB, served by {server}")
+    print(f"{'':10} {'cold s':>8} {'warm s':>8} {'peak RSS MB':>12} {'installed GB':>13}")
+    for name in CONTENDERS:
+        print(
+            f"{name:10} {median(name, 'cold'):8.2f} {median(name, 'warm'):8.2f} "
+            f"{report['peak_rss_mb'][name]:12.0f} {sizes[name] / 1e9:13.2f}"
+        )
+    for label, value in report["ratios"].items():
+        print(f"{label}: {value:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

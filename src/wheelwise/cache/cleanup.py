@@ -1,0 +1,139 @@
+"""Removing what the cache holds (``wheelwise cache clean`` and ``cache prune``).
+
+Never removed: ``environments`` (the journals that undo killed runs in read-only
+environments) and the scratch folders of runs still going. Unpacked wheels are
+taken out by :meth:`UnpackedStore.remove` (renamed away first, so no install sees
+half an entry); an install that is linking one at that moment fails and is rolled
+back. Environments keep the files they hard-linked or copied; those installed with
+``--link-mode symlink`` break.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from wheelwise.cache.scratch import clear_stale, scratch_root
+from wheelwise.cache.stores import ContentCache
+from wheelwise.cache.unpacked import entry_matches
+from wheelwise.cache.usage import KINDS
+
+__all__ = ["Removed", "clean", "prune"]
+
+# Kinds `cache clean` without names removes (all but environments and scratch).
+_CLEANED = tuple(kind for kind in KINDS if kind.name not in ("environments", "scratch"))
+
+
+@dataclass
+class Removed:
+    """What was removed: files and their bytes."""
+
+    files: int = 0
+    bytes: int = 0
+
+    def add(self, path: Path) -> None:
+        files, size = _measure(path)
+        self.files += files
+        self.bytes += size
+
+
+def _measure(path: Path) -> tuple[int, int]:
+    """(files, bytes) under *path* (or of it), links not followed."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0, 0
+    if not stat.S_ISDIR(info.st_mode):
+        return 1, info.st_size if stat.S_ISREG(info.st_mode) else 0
+    files = size = 0
+    for current, _, names in os.walk(path):
+        for name in names:
+            try:
+                found = os.lstat(os.path.join(current, name))  # noqa: PTH118
+            except OSError:
+                continue
+            files += 1
+            size += found.st_size if stat.S_ISREG(found.st_mode) else 0
+    return files, size
+
+
+def _remove(path: Path, removed: Removed) -> None:
+    removed.add(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _project(filename: str) -> str | None:
+    name = filename.removesuffix(".metadata")
+    try:
+        return str(parse_wheel_filename(name)[0])
+    except InvalidWheelFilename:
+        return None
+
+
+def _kept_files(folder: Path) -> Iterator[Path]:
+    """The files of a hash-keyed store (``ALGORITHM/XX/DIGEST/FILENAME``)."""
+    yield from (path for path in folder.glob("*/*/*/*") if path.is_file())
+
+
+def clean(root: Path, names: Collection[str] = ()) -> Removed:
+    """Remove the cache's contents; with *names*, only the wheels, unpacked wheels
+    and metadata files of those projects."""
+    removed = Removed()
+    stores = ContentCache.at(root)
+    if not names:
+        for kind in _CLEANED:
+            path = root / kind.path
+            if kind.name == "unpacked":
+                for entry in list(stores.unpacked.entries()):
+                    removed.add(entry)
+                    stores.unpacked.remove(entry)
+            if path.exists() or path.is_symlink():
+                _remove(path, removed)
+        clear_stale(scratch_root(root))
+        return removed
+    wanted = {canonicalize_name(name) for name in names}
+    for store in (stores.wheels.folder, stores.metadata.folder):
+        for path in list(_kept_files(store)):
+            if _project(path.name) in wanted:
+                _remove(path.parent, removed)
+    for entry in list(stores.unpacked.entries()):
+        found = stores.unpacked.read_entry(entry)
+        if found is not None and _project(found.filename) in wanted:
+            removed.add(entry)
+            stores.unpacked.remove(entry)
+    return removed
+
+
+def prune(root: Path) -> Removed:
+    """Remove what no install needs: scratch folders of runs that ended, unpacked
+    wheels that are damaged or half there, and wheel files that are also unpacked
+    (installs link the unpacked copy; the wheel would only be unpacked again)."""
+    removed = Removed()
+    scratch = scratch_root(root)
+    before = _measure(scratch)
+    clear_stale(scratch)
+    after = _measure(scratch)
+    removed.files += before[0] - after[0]
+    removed.bytes += before[1] - after[1]
+    stores = ContentCache.at(root)
+    unpacked: set[tuple[str, str]] = set()
+    for entry in list(stores.unpacked.entries()):
+        found = stores.unpacked.read_entry(entry)
+        if found is None or not entry_matches(found):
+            removed.add(entry)
+            stores.unpacked.remove(entry)
+            continue
+        unpacked.add((entry.name, found.filename))
+    for path in list(_kept_files(stores.wheels.folder)):
+        if (path.parent.name, path.name) in unpacked:
+            _remove(path.parent, removed)
+    return removed

@@ -1,0 +1,33 @@
+"""The smoke run of bench/gpu_stack.py on two small wheels instead of the CUDA stack:
+every installer, cold and warm, with peak RSS, installed size and the ratios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchrun import run_bench
+from installkit import alpha_wheel, simple_wheel
+
+pytestmark = pytest.mark.bench
+
+
+def test_smoke_run_on_two_wheels(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    alpha_wheel(wheels, "1.0")
+    simple_wheel(wheels, "beta", "1.0")
+    # The script checks that every wheel of the folder is installed: ask for both.
+    report = run_bench(
+        "gpu_stack.py",
+        "--wheels", str(wheels), "--requirement", "alpha", "--requirement", "beta",
+        "--rounds", "1", "--no-warm-up",
+        timeout=300,
+    )  # fmt: skip
+    assert report["wheels"] == 2
+    assert set(report["median_s"]) == {"uv", "wheelwise", "pip"}
+    for phases in report["median_s"].values():
+        assert phases["cold"] > 0
+        assert phases["warm"] > 0
+    assert all(rss > 0 for rss in report["peak_rss_mb"].values())
+    assert set(report["ratios"]) == {"wheelwise/uv cold", "wheelwise/uv warm", "wheelwise/pip cold"}
