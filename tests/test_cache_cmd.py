@@ -162,3 +162,23 @@ def test_prune_drops_wheels_kept_unpacked_and_damaged_entries(tmp_path: Path) ->
     ran = run_python(python, "import alpha, beta; print(alpha.VERSION, beta.VERSION)")
     assert ran.stdout.split() == ["1.0", "1.0"], ran.stderr
     assert wheelwise(["cache", "verify"], cache).returncode == 0
+
+
+def test_max_cache_size_bounds_the_cache_after_an_install(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _fill(tmp_path, cache, "alpha", "beta")
+    assert len(_kept(cache, "unpacked")) == 2
+    # 1 byte: every unpacked wheel and wheel file goes once the install is done; the
+    # environment keeps its files.
+    python = make_venv(tmp_path / "bounded")
+    with wheelwise_serve(tmp_path / "stack") as base:
+        args = ["install", "-q", "--python", str(python), "--index-url", f"{base}/simple/"]
+        result = wheelwise([*args, "--max-cache-size", "1", "alpha"], cache)
+        assert result.returncode == 0, result.stderr
+        assert _kept(cache, "unpacked") == []
+        assert _kept(cache, "wheels") == []
+        ran = run_python(python, "import alpha; print(alpha.VERSION)")
+        assert ran.stdout.strip() == "1.0", ran.stderr
+        bad = wheelwise([*args, "--max-cache-size", "lots", "alpha"], cache)
+    assert bad.returncode == 2
+    assert "--max-cache-size 'lots': give a size such as 500M or 20G" in bad.stderr

@@ -9,6 +9,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterator
@@ -112,6 +113,17 @@ def test_an_upgrade_replaces_linked_files(tmp_path: Path, index: str) -> None:
     assert old.read_bytes() == b"OLD = True\n"  # the 1.0 entry is untouched
     ran = run_python(python, "import alpha; print(alpha.VERSION)")
     assert ran.stdout.strip() == "2.0"
+    # One line per change (the source with -v), then the count and the time.
+    lines = result.stdout.splitlines()
+    assert lines[0] == "upgraded alpha 1.0 -> 2.0"
+    assert re.fullmatch(r"changed 1 package in \d+\.\d\d s", lines[1])
+    back = wheelwise(
+        ["install", "-v", "--python", str(python), "--index-url", index, "alpha==1.0"], cache
+    )
+    assert back.returncode == 0, back.stderr
+    assert back.stdout.splitlines()[0] == (
+        f"downgraded alpha 2.0 -> 1.0 (non-variant; from {index})"
+    )
 
 
 @pytest.mark.parametrize("how", ["flag", "env", "config"])

@@ -22,3 +22,21 @@ def test_the_total_is_the_sum_of_the_sizes_given() -> None:
         assert task.description == "downloaded 1"
         progress.start(None, "c-1.0-py3-none-any.whl")  # a size nobody gave
         assert task.total is None
+
+
+def test_once_downloads_end_a_spinner_says_what_follows() -> None:
+    """Unpacking a CUDA stack takes seconds after the last byte: the bar gives way to
+    a spinner until the command is done."""
+    with RichProgress() as progress:
+        progress.start(10, "a-1.0-py3-none-any.whl")
+        progress.finish("a-1.0-py3-none-any.whl")
+        progress.close()  # what the fetcher does once every download is complete
+        assert progress.status is not None
+        assert "installing 1 package: unpacking and linking" in str(progress.status.status)
+    assert progress.status is None
+
+
+def test_no_spinner_without_downloads() -> None:
+    with RichProgress() as progress:
+        progress.close()
+        assert progress.status is None

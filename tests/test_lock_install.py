@@ -223,11 +223,13 @@ def test_plain_lock_installs_exactly_what_it_lists(house: House, tmp_path: Path)
             ),
         ],
     )
-    result = install_lock(tmp_path, python, lock, "cpu")
+    result = install_lock(tmp_path, python, lock, "cpu", "-v")
     assert result.returncode == 0, result.stderr
     assert installed(python) == {"alpha": None, "beta": None}
+    # -v says where each came from.
     assert f"installed alpha 1.0 (non-variant; from {lock})" in result.stdout
     assert f"installed beta 2.0 (non-variant; from {lock})" in result.stdout
+    assert re.search(r"^changed 2 packages in \d+\.\d\d s$", result.stdout, re.M)
     assert not [path for path in house.files.asked if "/simple/" in path]  # no index page
     again = install_lock(tmp_path, python, lock, "cpu")
     assert again.returncode == 0, again.stderr

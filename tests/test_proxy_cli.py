@@ -11,7 +11,7 @@ import pytest
 from gpuhouse import demo_house
 from indexkit import uvicorn_thread
 from variantkit import wheelwise
-from wheelwise.cli.proxy_cmd import parse_size
+from wheelwise.cli.options import parse_size
 from wheelwise.proxy.run import ProxyOptions, build_app
 from wheelwise.publish.static import build_site
 from wheelwise.variants.supported import SupportedProperties

@@ -156,3 +156,25 @@ def test_any_entry_json_is_read_without_a_crash(data: bytes) -> None:
         assert full.startswith(str(entry.root) + os.sep)
         assert len(item.sha256) == 43
         assert item.size >= 0
+
+
+def test_the_size_bound_removes_the_least_recently_used_first(tmp_path: Path) -> None:
+    from wheelwise.cache.cleanup import enforce_size
+    from wheelwise.cache.usage import cache_usage
+
+    store = store_at(tmp_path)
+    folders = []
+    for number in range(3):
+        digest = hashlib.sha256(f"wheel {number}".encode()).hexdigest()
+        members = {"demo/__init__.py": bytes([number]) * 10_000}
+        entry = store.publish({"sha256": digest}, NAME, builder(members))
+        os.utime(entry.folder / ENTRY_FILE, (1_000_000 * (3 - number),) * 2)  # 0 is newest
+        folders.append(entry.folder)
+    total = sum(item.bytes for item in cache_usage(tmp_path))
+    assert enforce_size(tmp_path, total).files == 0  # within the bound: nothing goes
+    removed = enforce_size(tmp_path, total - 1)
+    assert removed.files == 2  # the oldest entry's two files
+    assert [folder.exists() for folder in folders] == [True, True, False]
+    assert sum(item.bytes for item in cache_usage(tmp_path)) <= total - 1
+    enforce_size(tmp_path, 0)
+    assert not any(folder.exists() for folder in folders)

@@ -1,4 +1,5 @@
-"""Removing what the cache holds (``wheelwise cache clean`` and ``cache prune``).
+"""Removing what the cache holds (``wheelwise cache clean`` and ``cache prune``), and
+keeping it under a size (``--max-cache-size``), least recently used first.
 
 Never removed: ``environments`` (the journals that undo killed runs in read-only
 environments) and the scratch folders of runs still going. Unpacked wheels are
@@ -24,7 +25,7 @@ from wheelwise.cache.stores import ContentCache
 from wheelwise.cache.unpacked import entry_matches
 from wheelwise.cache.usage import KINDS
 
-__all__ = ["Removed", "clean", "prune"]
+__all__ = ["Removed", "clean", "enforce_size", "prune"]
 
 # Kinds `cache clean` without names removes (all but environments and scratch).
 _CLEANED = tuple(kind for kind in KINDS if kind.name not in ("environments", "scratch"))
@@ -136,4 +137,40 @@ def prune(root: Path) -> Removed:
     for path in list(_kept_files(stores.wheels.folder)):
         if (path.parent.name, path.name) in unpacked:
             _remove(path.parent, removed)
+    return removed
+
+
+def _last_used(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def enforce_size(root: Path, max_bytes: int) -> Removed:
+    """Remove unpacked wheels and wheel files, least recently used first (an
+    install's lookup marks each one it uses), until the cache's kinds hold at most
+    *max_bytes* in all. Files hard-linked into environments count, as ``cache info``
+    counts them, though removing them frees no space while an environment links them."""
+    removed = Removed()
+    total = sum(_measure(root / kind.path)[1] for kind in KINDS)
+    if total <= max_bytes:
+        return removed
+    stores = ContentCache.at(root)
+    candidates: list[tuple[float, Path, bool]] = []  # (last use, path, is unpacked)
+    for entry in stores.unpacked.entries():
+        candidates.append((_last_used(entry / "entry.json"), entry, True))
+    for path in _kept_files(stores.wheels.folder):
+        candidates.append((_last_used(path), path.parent, False))
+    for _, path, unpacked in sorted(candidates, key=lambda item: item[0]):
+        if total <= max_bytes:
+            break
+        files, size = _measure(path)
+        if unpacked:
+            stores.unpacked.remove(path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        removed.files += files
+        removed.bytes += size
+        total -= size
     return removed

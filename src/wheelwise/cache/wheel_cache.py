@@ -116,6 +116,8 @@ class ContentStore:
         if not matches:
             self._discard(path)
             return None
+        with contextlib.suppress(OSError):  # its last use, for the size bound
+            os.utime(path)
         return path
 
     def holds(self, path: Path) -> bool:

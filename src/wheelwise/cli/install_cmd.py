@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,13 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 import click
 
 from wheelwise.cli.errors import InputError, input_errors, warn
-from wheelwise.cli.options import REFRESH_HELP, network_options, provider_options, source_options
+from wheelwise.cli.options import (
+    REFRESH_HELP,
+    network_options,
+    parse_size,
+    provider_options,
+    source_options,
+)
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
 from wheelwise.client.errors import SourceError
 from wheelwise.models.errors import InstallError
@@ -24,6 +31,8 @@ from wheelwise.resolve.variant_requirement import VariantRequirementError
 # The installer's modules load inside the commands: `install` first starts querying
 # the target interpreter, which answers while they load.
 if TYPE_CHECKING:
+    from rich.status import Status
+
     from wheelwise.environment.installed import InstalledDist
     from wheelwise.environment.interpreter import PendingEnvironment
     from wheelwise.install.plan import InstallOptions, InstallOutcome, PlannedPackage
@@ -120,17 +129,29 @@ class RichProgress:
             transient=True,
         )
         self.task = self.progress.add_task("downloading", total=None)
+        self.status: Status | None = None
 
     def __enter__(self) -> RichProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
 
     def close(self) -> None:
+        """The downloads are over: the bar goes, and a spinner says what follows
+        (unpacking into the cache and linking, until the command is done)."""
         if self.started:
             self.started = False
             self.progress.stop()  # and its refresh thread
+            if self.status is None:
+                self.status = self.progress.console.status(
+                    f"installing {self.done} package{'s' if self.done != 1 else ''}: "
+                    "unpacking and linking"
+                )
+                self.status.start()
 
     def start(self, total_bytes: int | None, name: str) -> None:
         with self.lock:
@@ -172,10 +193,9 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     return choice
 
 
-def configured_link_mode() -> str | None:
-    """``link-mode`` of the ``[install]`` table of the user's configuration file
-    (``$WHEELWISE_CONFIG``), if set; raises InputError for a value that is not one."""
-    from wheelwise.install.link import LINK_MODES
+def _configured(table: str, key: str) -> tuple[object, str]:
+    """``[TABLE] KEY`` of the user's configuration file (``$WHEELWISE_CONFIG``), or
+    None; and how to name the file in a message."""
     from wheelwise.providers.plugin_trust import config_path, display_path
     from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 
@@ -183,19 +203,36 @@ def configured_link_mode() -> str | None:
     try:
         data = loads_toml(path.read_bytes())
     except FileNotFoundError:
-        return None
+        return None, display_path(path)
     except (OSError, UntrustedDocumentError) as exc:
         raise InputError(f"cannot read {display_path(path)}: {exc}") from None
-    table = data.get("install", {})
-    mode = table.get("link-mode") if isinstance(table, dict) else None
+    found = data.get(table, {})
+    return (found.get(key) if isinstance(found, dict) else None), display_path(path)
+
+
+def configured_link_mode() -> str | None:
+    """``[install] link-mode`` of the configuration file, if set; raises InputError for
+    a value that is not one."""
+    from wheelwise.install.link import LINK_MODES
+
+    mode, where = _configured("install", "link-mode")
     if mode is None:
         return None
     if mode not in LINK_MODES:
         raise InputError(
-            f"{display_path(path)}: [install] link-mode = {mode!r} is not one of "
-            f"{', '.join(LINK_MODES)}"
+            f"{where}: [install] link-mode = {mode!r} is not one of {', '.join(LINK_MODES)}"
         )
     return str(mode)
+
+
+def configured_max_cache_size() -> int | None:
+    """``[cache] max-size`` of the configuration file (``"20G"``), if set."""
+    size, where = _configured("cache", "max-size")
+    if size is None:
+        return None
+    if not isinstance(size, str | int) or isinstance(size, bool):
+        raise InputError(f'{where}: [cache] max-size must be a size such as "20G"')
+    return parse_size(str(size))
 
 
 @dataclass(frozen=True)
@@ -220,6 +257,8 @@ class TargetArgs:
     refresh: bool
     compile_bytecode: bool
     link_mode: str | None
+    verbose: bool
+    max_cache_size: str | None
 
     def install_options(self) -> InstallOptions:
         """InstallOptions for these options (no requirements, no sources)."""
@@ -244,6 +283,11 @@ class TargetArgs:
             warn=_warn,
             compile_bytecode=self.compile_bytecode,
             link_mode=self.link_mode or configured_link_mode(),
+            max_cache_size=(
+                parse_size(self.max_cache_size)
+                if self.max_cache_size is not None
+                else configured_max_cache_size()
+            ),
         )
 
     def query(self) -> PendingEnvironment:
@@ -316,7 +360,18 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
             "link-mode].",
         ),
         network_options,
+        click.option(
+            "--max-cache-size",
+            metavar="SIZE",
+            envvar="WHEELWISE_MAX_CACHE_SIZE",
+            help="Once done, remove the least recently used unpacked wheels and wheel "
+            "files until the cache holds at most SIZE (500M, 20G) [env: "
+            "WHEELWISE_MAX_CACHE_SIZE; config: [cache] max-size].",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        click.option(
+            "-v", "--verbose", is_flag=True, help="Say where each installed package came from."
+        ),
         functools.partial(
             provider_options,
             refresh_help=REFRESH_HELP[:-1]
@@ -436,12 +491,19 @@ def install(
             pre=pre,
             no_deps=no_deps,
         )
+        started = time.perf_counter()
         if interactive(target.quiet) and not target.dry_run:
             with RichProgress() as bar:
                 outcome = run_install(replace(options, progress=bar), query)
         else:
             outcome = run_install(options, query)
-        show_outcome(outcome, quiet=target.quiet, report_file=target.report_file)
+        show_outcome(
+            outcome,
+            quiet=target.quiet,
+            report_file=target.report_file,
+            verbose=target.verbose,
+            elapsed=time.perf_counter() - started,
+        )
 
 
 def interactive(quiet: bool) -> bool:
@@ -455,10 +517,12 @@ def show_outcome(
     quiet: bool,
     report_file: Path | None,
     removals: Sequence[InstalledDist] = (),
+    verbose: bool = False,
+    elapsed: float | None = None,
 ) -> None:
     """The report (``--report``), then the plan of a dry run, or a line per package
-    installed (and kept, unless *quiet*); then a line per distribution a sync
-    removes (*removals*)."""
+    installed or upgraded (and kept, unless *quiet*), then a line per distribution a
+    sync removes (*removals*), and how long it took (*elapsed* seconds)."""
     from wheelwise.install.plan import installation_report
 
     # With the report on stdout, what people read goes to stderr: stdout is JSON.
@@ -474,6 +538,10 @@ def show_outcome(
         for dist in removals:
             click.echo(f"would uninstall {dist.name} {dist.version}", err=to_stderr)
         return
+    replaced = {
+        dist.name: dist for dist in (outcome.report.removed if outcome.report is not None else [])
+    }
+    changed = 0
     for planned in outcome.plan:
         if planned.skipped:
             if not quiet:
@@ -483,25 +551,42 @@ def show_outcome(
                     err=to_stderr,
                 )
             continue
-        click.echo(
-            f"installed {planned.name} {planned.package.version} ({_why(planned)})",
-            err=to_stderr,
-        )
+        changed += 1
+        click.echo(_change(planned, replaced.get(planned.name), verbose), err=to_stderr)
     for dist in removals:
+        changed += 1
         click.echo(f"uninstalled {dist.name} {dist.version}", err=to_stderr)
+    if elapsed is not None and changed:
+        packages = f"{changed} package{'s' if changed != 1 else ''}"
+        click.echo(f"changed {packages} in {elapsed:.2f} s", err=to_stderr)
 
 
-def _why(planned: PlannedPackage) -> str:
+def _change(planned: PlannedPackage, old: InstalledDist | None, verbose: bool) -> str:
+    """``installed NAME VERSION (why)``, or ``upgraded NAME OLD -> NEW (why)``: the
+    variant and what won it; with *verbose*, also the source (and non-variant)."""
+    from packaging.version import InvalidVersion, Version
+
     from wheelwise.resolve.finder import source_label
 
     package = planned.package
+    what = f"installed {planned.name} {package.version}"
+    if old is not None and str(old.version) != str(package.version):
+        try:
+            verb = (
+                "upgraded" if Version(str(package.version)) > Version(old.version) else "downgraded"
+            )
+        except InvalidVersion:
+            verb = "replaced"
+        what = f"{verb} {planned.name} {old.version} -> {package.version}"
     parts = []
     if package.label is not None:
         won = f", won by {package.won_by}" if package.won_by is not None else ""
         parts.append(f"variant {package.label}{won}")
-    else:
+    elif verbose:
         parts.append("non-variant")
-    return "; ".join(parts) + f"; from {source_label(planned.source)}"
+    if verbose:
+        parts.append(f"from {source_label(planned.source)}")
+    return what + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
@@ -639,11 +724,17 @@ def install_lock(path: Path, query: PendingEnvironment, target: TargetArgs, *, s
 
     lock = read_pylock(read_bytes(path, "lock file"), source=str(path))
     options = target.install_options()
+    started = time.perf_counter()
     if interactive(target.quiet) and not target.dry_run:
         with RichProgress() as bar:
             done = run_lock_install(lock, path, replace(options, progress=bar), query, sync=sync)
     else:
         done = run_lock_install(lock, path, options, query, sync=sync)
     show_outcome(
-        done.outcome, quiet=target.quiet, report_file=target.report_file, removals=done.removals
+        done.outcome,
+        quiet=target.quiet,
+        report_file=target.report_file,
+        removals=done.removals,
+        verbose=target.verbose,
+        elapsed=time.perf_counter() - started,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -28,6 +29,18 @@ def _check_trust(
 
 
 REFRESH_HELP = "Detect the machine again instead of using the cache."
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``500M``, ``20G``, ``1048576``: bytes (``--max-cache-size``)."""
+    from wheelwise.cli.errors import InputError
+
+    match = _SIZE.fullmatch(text.strip())
+    if match is None:
+        raise InputError(f"--max-cache-size {text!r}: give a size such as 500M or 20G")
+    number, unit = int(match.group(1)), match.group(2).lower()
+    return number << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[unit]
 
 
 def provider_options(func: _F, *, refresh_help: str = REFRESH_HELP) -> _F:

@@ -9,20 +9,10 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors
 from wheelwise.cli.inputs import load_system
-from wheelwise.cli.options import request_deadline_option
+from wheelwise.cli.options import parse_size, request_deadline_option
 from wheelwise.variants.supported import SupportedProperties
 
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
-_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int:
-    """``500M``, ``20G``, ``1048576``: bytes."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None:
-        raise InputError(f"--max-cache-size {text!r}: give a size such as 500M or 20G")
-    number, unit = int(match.group(1)), match.group(2).lower()
-    return number << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[unit]
 
 
 def _profile(text: str) -> tuple[str, Path]:

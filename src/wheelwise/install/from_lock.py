@@ -41,6 +41,7 @@ from wheelwise.install.plan import (
     IN_MEMORY_DOWNLOADS,
     InstallOptions,
     InstallOutcome,
+    bound_cache,
     cache_root_of,
     placement_for,
     prepare_target,
@@ -149,6 +150,7 @@ def run_lock_install(
                 placement=placement_for(options, kept),
             )
     compile_installed(env, report.installed, options)
+    bound_cache(options, kept, cache_root_of(options))
     outcome = InstallOutcome(env, plan, dry_run=False, report=report)
     return LockInstallOutcome(outcome, removals, selection.groups)
 

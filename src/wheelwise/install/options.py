@@ -81,6 +81,8 @@ class InstallOptions:
     # How files get from the unpacked-wheel cache into the environment: hardlink,
     # clone, copy or symlink (None: hardlink, else clone, else copy).
     link_mode: str | None = None
+    # Bytes the cache may hold once the install is done (least recently used go).
+    max_cache_size: int | None = None
 
 
 def placement_for(options: InstallOptions, kept: ContentCache | None) -> Placement:

@@ -32,6 +32,7 @@ from packaging.utils import canonicalize_version
 
 from wheelwise import __version__
 from wheelwise.cache.scratch import make_scratch
+from wheelwise.cache.stores import ContentCache
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
 from wheelwise.environment.installed import InstalledDist, list_installed
 from wheelwise.environment.interpreter import (
@@ -65,6 +66,7 @@ __all__ = [
     "InstallOutcome",
     "Plan",
     "PlannedPackage",
+    "bound_cache",
     "cache_root_of",
     "caches_for",
     "index_client",
@@ -209,7 +211,18 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                     placement=placement_for(options, kept),
                 )
     compile_installed(env, report.installed, options)
+    bound_cache(options, kept, cache_root)
     return InstallOutcome(env, list(plan.packages), dry_run=False, report=report)
+
+
+def bound_cache(options: InstallOptions, kept: ContentCache | None, cache_root: Path) -> None:
+    """With ``options.max_cache_size``, remove the least recently used unpacked
+    wheels and wheel files until the cache holds no more."""
+    if options.max_cache_size is None or kept is None:
+        return
+    from wheelwise.cache.cleanup import enforce_size
+
+    enforce_size(cache_root, options.max_cache_size)
 
 
 def _versions(installed: Mapping[str, InstalledDist]) -> set[tuple[str, str]]:
