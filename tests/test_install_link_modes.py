@@ -10,7 +10,9 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import stat
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,7 +157,6 @@ def test_a_bad_configured_link_mode_is_one_error_line(tmp_path: Path, index: str
     argv += ["--index-url", index, "alpha"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("WHEELWISE_")}
     env |= {"WHEELWISE_CONFIG": str(config), "WHEELWISE_CACHE_DIR": str(tmp_path / "cache")}
-    import subprocess
 
     result = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     assert result.returncode == 2
@@ -207,6 +208,10 @@ def test_clone_shares_the_blocks_where_the_file_system_can(tmp_path: Path, index
     cache = tmp_path / "cache"
     python, _ = install(tmp_path, index, cache, "--link-mode", "clone", "alpha==1.0")
     installed = site_packages(python) / "alpha" / "__init__.py"
+    filefrag = shutil.which("filefrag") or shutil.which("filefrag", path="/usr/sbin:/sbin")
+    if filefrag is not None:  # the extent is the cache file's, shared (FIEMAP)
+        extents = subprocess.run([filefrag, "-v", str(installed)], capture_output=True, text=True)
+        assert "shared" in extents.stdout, extents.stdout
     # A write to the clone leaves the cache's file as it was.
     with installed.open("ab") as stream:
         stream.write(b"# edited\n")
@@ -233,8 +238,6 @@ def test_a_cache_on_another_file_system_falls_back_to_copies(tmp_path: Path, ind
         assert "cannot hard-link from the cache" in line
         assert "different file systems" in line
     finally:
-        import shutil
-
         shutil.rmtree(cache, ignore_errors=True)
 
 
