@@ -365,3 +365,23 @@ def test_dot_components_are_refused_exactly(parts: list[str]) -> None:
     dotted = any(part in (".", "..") for part in name.split("/"))
     reason = archive_module._unsafe_name(name)
     assert (reason == "path with '.' or '..' components") == dotted
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_big_wheel_reports_the_first_bad_member_in_archive_order(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    """Past 64 MiB to inflate, members are checked by threads, the largest first; the
+    error still names the first mismatching member in archive order."""
+    monkeypatch.setattr(archive_module, "cores", lambda: threads)
+    big = [(f"pkg/part{i}.bin", bytes([i]) * (9 << 20)) for i in range(8)]  # 72 MiB
+    members = base_members([("pkg/a.py", b"A = 1\n"), *big, ("pkg/z.py", b"Z = 1\n")])
+    entries = [file_entry(m, data) for m, data in members]
+    record = write_record(entries, record_path=RECORD).replace(
+        f"pkg/z.py,{entries[-1].hash_}".encode(), b"pkg/z.py,sha256=" + b"A" * 43
+    )
+    tampered = [(m, data) for m, data in members]
+    tampered[4] = (tampered[4][0], tampered[4][1][:-1] + b"\xff")  # pkg/part0.bin
+    path = write_zip(dirs[0], tampered, record=record, compression=zipfile.ZIP_STORED)
+    with WheelArchive(path) as archive, pytest.raises(WheelError, match=r"'pkg/part0\.bin'"):
+        archive.verify_record()

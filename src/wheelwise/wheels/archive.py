@@ -19,10 +19,12 @@ import zipfile
 import zlib
 from base64 import urlsafe_b64encode
 from collections.abc import Container, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from wheelwise.forked_map import cores
 from wheelwise.policy.hashes import is_trusted
 from wheelwise.userfiles import NotARegularFile, open_regular_zip
 from wheelwise.variants.errors import VariantError
@@ -49,6 +51,10 @@ MAX_METADATA_BYTES = 16 << 20
 _CHUNK = 1 << 20
 # Members up to this size are read (and inflated) whole when they are checked.
 _WHOLE_MEMBER = 4 << 20
+# A wheel with this much to inflate is checked by threads (docs/benchmarks.md:
+# `variant make` of the torch wheel).
+_PARALLEL_BYTES = 64 << 20
+_VERIFY_THREADS = 4
 # Signatures over RECORD (``RECORD.jws``, ``RECORD.p7s``): the only members RECORD
 # need not list besides itself.
 SIGNATURES = ("jws", "p7s")
@@ -415,33 +421,54 @@ class WheelArchive:
 
         Members are read by :class:`~wheelwise.wheels.members.MemberReader` (small
         ones whole, large ones in chunks straight from the file), each byte hashed
-        once."""
+        once; a big wheel's members by a few threads, the largest first (inflating
+        and hashing release the interpreter). The member reported is the first, in
+        archive order, that does not match."""
         from wheelwise.wheels.members import MemberReader
 
         entries = self.check_record_listing()
         fp = self._zip.fp
         data = fp.getbuffer() if isinstance(fp, io.BytesIO) else None
         reader = MemberReader(self._zip, data)
-        for name in self._members:
-            entry = entries.get(name)
-            if entry is None or entry.hash_ is None:
-                continue  # RECORD itself and its signatures
+        checked = [
+            name
+            for name in self._members
+            if (entry := entries.get(name)) is not None and entry.hash_ is not None
+        ]  # not RECORD itself and its signatures
+
+        def problem(name: str) -> WheelError | None:
+            entry = entries[name]
+            assert entry.hash_ is not None
             digest = hashlib.new(entry.hash_.name)
             size = 0
             try:
                 for chunk in self._checked_chunks(reader, name):
                     digest.update(chunk)
                     size += len(chunk)
-            except WheelError:
-                raise
+            except WheelError as exc:
+                return exc
             except _DAMAGED as exc:
-                raise self._fail(
+                return self._fail(
                     f"cannot read member {name!r} ({describe(exc)}): the archive is damaged; "
                     f"{_HINT}"
-                ) from None
+                )
             encoded = urlsafe_b64encode(digest.digest()).decode("ascii").rstrip("=")
             if encoded != entry.hash_.value or (entry.size is not None and size != entry.size):
-                raise self.mismatch(name)
+                return self.mismatch(name)
+            return None
+
+        total = sum(self.info(name).file_size for name in checked)
+        workers = min(_VERIFY_THREADS, cores())
+        if workers < 2 or total < _PARALLEL_BYTES:
+            found = {name: problem(name) for name in checked}
+        else:
+            order = sorted(checked, key=lambda name: self.info(name).file_size, reverse=True)
+            with ThreadPoolExecutor(workers) as pool:
+                found = dict(zip(order, pool.map(problem, order, chunksize=32), strict=True))
+        for name in checked:
+            error = found[name]
+            if error is not None:
+                raise error
 
     def _checked_chunks(self, reader: MemberReader, name: str) -> Iterator[bytes]:
         info = self.info(name)
