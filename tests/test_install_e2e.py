@@ -85,12 +85,12 @@ def test_machine_gets_its_build(
     index: str = request.getfixturevalue(source)
     env, expected = CASES[case]
     python = make_venv(tmp_path / "venv")
-    result = install(python, index, tmp_path / "cache", env, "app")
+    result = install(python, index, tmp_path / "cache", env, "-v", "app")
     assert result.returncode == 0, result.stderr
     assert installed_build(python, "gpukit") == expected
     label = expected.strip("'")
     assert f"installed gpukit 1.0 (variant {label}" in result.stdout
-    assert f"from {index}" in result.stdout
+    assert f"from {index}" in result.stdout  # -v: the source
     # The variant marker pulls in cudart for the CUDA builds only.
     has_cudart = run_python(python, "import cudart").returncode == 0
     assert has_cudart == label.startswith("cu")
@@ -230,6 +230,7 @@ def test_requirements_file_and_find_links(house: Path, tmp_path: Path) -> None:
             str(tmp_path / "empty"),
             "-r",
             str(requirements),
+            "-v",
         ],
         tmp_path / "cache",
         machine(HASWELL),

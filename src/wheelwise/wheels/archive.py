@@ -428,7 +428,9 @@ class WheelArchive:
 
         entries = self.check_record_listing()
         fp = self._zip.fp
-        data = fp.getbuffer() if isinstance(fp, io.BytesIO) else None
+        # An in-memory wheel's bytes: a copy (a view would pin the stream's buffer
+        # until every reference to it is gone, and closing the stream then fails).
+        data = fp.getvalue() if isinstance(fp, io.BytesIO) else None
         reader = MemberReader(self._zip, data)
         checked = [
             name
