@@ -44,7 +44,8 @@ def _inflater_module() -> ModuleType:
 _INFLATE = _inflater_module()
 _INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _INFLATE.error)
 # Compressed bytes read at once, and the most one inflate call gives back: pieces
-# of 128 KiB cost far fewer page faults than of 1 MiB (docs/benchmarks.md).
+# of 128 KiB cost far fewer page faults than of 1 MiB (docs/benchmarks-method.md,
+# "Figures behind design choices").
 _IN_CHUNK = 1 << 17
 OUT_CHUNK = 1 << 17
 
