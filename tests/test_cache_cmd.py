@@ -182,3 +182,14 @@ def test_max_cache_size_bounds_the_cache_after_an_install(tmp_path: Path) -> Non
         bad = wheelwise([*args, "--max-cache-size", "lots", "alpha"], cache)
     assert bad.returncode == 2
     assert "--max-cache-size 'lots': give a size such as 500M or 20G" in bad.stderr
+
+
+def test_a_bad_configured_max_size_is_one_error_line(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[cache]\nmax-size = [20]\n")
+    python = make_venv(tmp_path / "venv")
+    args = ["install", "-q", "--python", str(python), "--index-url", str(tmp_path), "alpha"]
+    result = wheelwise(args, tmp_path / "cache", {"WHEELWISE_CONFIG": str(config)})
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert "[cache] max-size must be a size such as" in line

@@ -11,9 +11,7 @@ back. Environments keep the files they hard-linked or copied; those installed wi
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +21,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from wheelwise.cache.scratch import clear_stale, scratch_root
 from wheelwise.cache.stores import ContentCache
 from wheelwise.cache.unpacked import entry_matches
-from wheelwise.cache.usage import KINDS
+from wheelwise.cache.usage import KINDS, cache_usage, measure
 
 __all__ = ["Removed", "clean", "enforce_size", "prune"]
 
@@ -39,29 +37,9 @@ class Removed:
     bytes: int = 0
 
     def add(self, path: Path) -> None:
-        files, size = _measure(path)
+        files, size = measure(path)
         self.files += files
         self.bytes += size
-
-
-def _measure(path: Path) -> tuple[int, int]:
-    """(files, bytes) under *path* (or of it), links not followed."""
-    try:
-        info = path.lstat()
-    except OSError:
-        return 0, 0
-    if not stat.S_ISDIR(info.st_mode):
-        return 1, info.st_size if stat.S_ISREG(info.st_mode) else 0
-    files = size = 0
-    for current, _, names in os.walk(path):
-        for name in names:
-            try:
-                found = os.lstat(os.path.join(current, name))  # noqa: PTH118
-            except OSError:
-                continue
-            files += 1
-            size += found.st_size if stat.S_ISREG(found.st_mode) else 0
-    return files, size
 
 
 def _remove(path: Path, removed: Removed) -> None:
@@ -120,9 +98,9 @@ def prune(root: Path) -> Removed:
     (installs link the unpacked copy; the wheel would only be unpacked again)."""
     removed = Removed()
     scratch = scratch_root(root)
-    before = _measure(scratch)
+    before = measure(scratch)
     clear_stale(scratch)
-    after = _measure(scratch)
+    after = measure(scratch)
     removed.files += before[0] - after[0]
     removed.bytes += before[1] - after[1]
     stores = ContentCache.at(root)
@@ -153,7 +131,7 @@ def enforce_size(root: Path, max_bytes: int) -> Removed:
     *max_bytes* in all. Files hard-linked into environments count, as ``cache info``
     counts them, though removing them frees no space while an environment links them."""
     removed = Removed()
-    total = sum(_measure(root / kind.path)[1] for kind in KINDS)
+    total = sum(kind.bytes for kind in cache_usage(root))
     if total <= max_bytes:
         return removed
     stores = ContentCache.at(root)
@@ -165,7 +143,7 @@ def enforce_size(root: Path, max_bytes: int) -> Removed:
     for _, path, unpacked in sorted(candidates, key=lambda item: item[0]):
         if total <= max_bytes:
             break
-        files, size = _measure(path)
+        files, size = measure(path)
         if unpacked:
             stores.unpacked.remove(path)
         else:

@@ -29,7 +29,6 @@ without the cache.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import json
@@ -211,14 +210,9 @@ class UnpackedStore:
         made (sizes and times); None when there is none. A damaged or changed entry
         is removed."""
         folder = self.path_for(hashes)
-        if folder is None:
+        if folder is None or not folder.is_dir():
             return None
-        try:
-            with open_regular(folder / ENTRY_FILE) as stream:
-                data = stream.read(_ENTRY_LIMIT + 1)
-        except OSError:
-            return None
-        entry = parse_entry(data, folder) if len(data) <= _ENTRY_LIMIT else None
+        entry = self.read_entry(folder)
         if entry is None or entry.filename != filename or not entry_matches(entry):
             _log.debug("%s is damaged or was changed: removed from the cache", folder)
             self.remove(folder)
@@ -290,6 +284,8 @@ def _folders(parent: Path) -> list[Path]:
 def verify_entry(entry: UnpackedWheel) -> list[str]:
     """What differs between *entry*'s files and what they held when it was made
     (every file is read and hashed); empty when nothing does."""
+    from wheelwise.wheels.record import encode_digest  # loads installer: only here
+
     problems: list[str] = []
     for item in entry.files:
         path = entry.file_path(item.path)
@@ -303,7 +299,6 @@ def verify_entry(entry: UnpackedWheel) -> list[str]:
         except OSError as exc:
             problems.append(f"{item.path}: {exc.strerror or exc}")
             continue
-        encoded = base64.urlsafe_b64encode(digest.digest()).decode("ascii").rstrip("=")
-        if encoded != item.sha256 or size != item.size:
+        if encode_digest(digest.digest()) != item.sha256 or size != item.size:
             problems.append(f"{item.path}: changed since it was unpacked")
     return problems

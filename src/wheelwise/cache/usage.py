@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KINDS", "Kind", "KindUsage", "cache_usage"]
+__all__ = ["KINDS", "Kind", "KindUsage", "cache_usage", "measure"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,19 @@ def _walk(top: Path) -> tuple[int, int, int]:
         except OSError:
             unreadable += 1
     return files, size, unreadable
+
+
+def measure(path: Path) -> tuple[int, int]:
+    """(files, bytes) of *path*: a folder's regular files (links not followed), or
+    the file itself; (0, 0) when it cannot be read."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0, 0
+    if stat.S_ISDIR(info.st_mode):
+        files, size, _ = _walk(path)
+        return files, size
+    return 1, info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
 def cache_usage(root: Path) -> list[KindUsage]:

@@ -124,6 +124,12 @@ class DownloadItem:
         """The hashes that are verified (see :func:`trusted_hashes`), by name."""
         return trusted_hashes(self.hashes)
 
+    def cache_hashes(self) -> dict[str, str]:
+        """The hashes the caches keep this file under (wheels, unpacked wheels):
+        its verified hashes for an ``http(s)`` URL; none for a local file, which
+        needs no keeping."""
+        return self.expected_hashes() if _is_http(self.url) else {}
+
 
 class _Cancelled(Exception):
     pass
@@ -256,28 +262,22 @@ class _Fetcher:
     ) -> Fetched:
         """*item*, verified. *on_memory* hears the size of a download that goes to
         memory, before its first byte (or of the cached file that is used instead)."""
-        cache = self.cache if _is_http(item.url) else None
-        if self.unpacked is not None and _is_http(item.url):
-            entry = self.unpacked.lookup(item.expected_hashes(), item.name)
+        kept = item.cache_hashes()
+        if self.unpacked is not None and kept:
+            entry = self.unpacked.lookup(kept, item.name)
             if entry is not None:
                 if on_memory is not None:
                     on_memory(0)
-                if self.progress is not None:
-                    size = item.size or 0
-                    self.progress.start(size, item.name)
-                    self.progress.advance(size)
-                    self.progress.finish(item.name)
+                _whole(self.progress, item.size or 0, item.name)
                 return entry
+        cache = self.cache if kept else None
         if cache is not None:
-            cached = cache.lookup(item.expected_hashes(), item.name, size=item.size)
+            cached = cache.lookup(kept, item.name, size=item.size)
             if cached is not None:
                 size = _size_of(cached)
                 if on_memory is not None:
                     on_memory(size)
-                if self.progress is not None:
-                    self.progress.start(size, item.name)
-                    self.progress.advance(size)
-                    self.progress.finish(item.name)
+                _whole(self.progress, size, item.name)
                 return cached
         out = _Output(self.dest_dir, item.name, self.budget, on_memory)
         try:
@@ -288,9 +288,9 @@ class _Fetcher:
             raise
         if cache is not None:  # complete and verified
             if isinstance(result, InMemoryWheel):
-                cache.store_bytes(item.expected_hashes(), item.name, result.data)
+                cache.store_bytes(kept, item.name, result.data)
             else:
-                cache.store_file(item.expected_hashes(), item.name, result)
+                cache.store_file(kept, item.name, result)
         if self.progress is not None:
             self.progress.finish(item.name)
         return result
@@ -439,6 +439,22 @@ def _is_http(url: str) -> bool:
     return "://" in url and urllib.parse.urlsplit(url).scheme.lower() in ("http", "https")
 
 
+def _whole(progress: ProgressSink | None, size: int, name: str) -> None:
+    """Tell *progress* of a file that was at hand already (cached, fetched ahead)."""
+    if progress is not None:
+        progress.start(size, name)
+        progress.advance(size)
+        progress.finish(name)
+
+
+def _fetched_size(found: Fetched, item: DownloadItem) -> int:
+    if isinstance(found, InMemoryWheel):
+        return len(found.data)
+    if isinstance(found, UnpackedWheel):
+        return item.size or 0  # what its download would have been
+    return _size_of(found)
+
+
 def _size_of(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -572,17 +588,7 @@ class Fetcher:
             try:
                 early = ready(item) if ready is not None else None
                 if early is not None:
-                    if progress is not None:
-                        size = (
-                            len(early.data)
-                            if isinstance(early, InMemoryWheel)
-                            else item.size or 0
-                            if isinstance(early, UnpackedWheel)
-                            else _size_of(early)
-                        )
-                        progress.start(size, item.name)
-                        progress.advance(size or 0)
-                        progress.finish(item.name)
+                    _whole(progress, _fetched_size(early, item), item.name)
                     found = early
                 else:
                     found = fetcher.fetch(item)

@@ -68,33 +68,21 @@ def verify_wheel(source: Path | InMemoryWheel | UnpackedWheel) -> VerifiedWheel:
         with WheelArchive(source) as archive:
             record = archive.check_record_listing()
             metadata = archive.metadata()
-            fields = read_core_metadata(metadata, body=False)
             variant_metadata = archive.variant_metadata()
-            dist_info = archive.dist_info
-            label = archive.filename.variant_label
             # An in-memory wheel's parsed zip is kept for unpacking (no file handle).
             opened = archive.detach() if isinstance(source, InMemoryWheel) else None
+            return _verified(
+                path,
+                source,
+                archive.filename.variant_label,
+                record,
+                opened,
+                metadata,
+                archive.dist_info,
+                variant_metadata,
+            )
     except WheelError as exc:
         raise InstallError(f"refusing to install {path.name}: {exc}") from None
-    name, version = fields.name, fields.version
-    if not name or not version:
-        raise InstallError(f"{path.name}: METADATA lacks Name or Version")
-    if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
-        label = next(iter(variant_metadata.variants))
-    requires = tuple(fields.requires_dist)
-    return VerifiedWheel(
-        path,
-        source,
-        canonicalize_name(str(name)),
-        str(version),
-        label,
-        record,
-        opened,
-        metadata,
-        requires,
-        dist_info,
-        variant_metadata,
-    )
 
 
 def _verify_unpacked(entry: UnpackedWheel) -> VerifiedWheel:
@@ -110,39 +98,57 @@ def _verify_unpacked(entry: UnpackedWheel) -> VerifiedWheel:
         for f in entry.files
         if f.path != record_path
     }
-    present = {f.path for f in entry.files}
+    variant_name = f"{entry.dist_info}/variant.json"
     try:
         label = WheelFilename.parse(entry.filename).variant_label
         metadata = entry.read(f"{entry.dist_info}/METADATA")
-        fields = read_core_metadata(metadata, body=False)
-        variant_name = f"{entry.dist_info}/variant.json"
         variant_metadata = (
             VariantMetadata.from_json(
                 entry.read(variant_name), source=f"{entry.filename}!{variant_name}"
             )
-            if variant_name in present
+            if any(f.path == variant_name for f in entry.files)
             else None
+        )
+        return _verified(
+            entry.path, entry, label, record, None, metadata, entry.dist_info, variant_metadata
         )
     except (OSError, WheelError, VariantError, ValueError) as exc:
         raise InstallError(
             f"the cached copy of {entry.filename} in {entry.folder} cannot be read ({exc}); "
-            "run `wheelwise cache clean` and try again"
+            f"run `wheelwise cache clean {entry.filename.split('-')[0]}` and try again"
         ) from None
+
+
+def _verified(
+    path: Path,
+    source: Path | InMemoryWheel | UnpackedWheel,
+    label: str | None,
+    record: dict[str, RecordEntry],
+    opened: zipfile.ZipFile | None,
+    metadata: bytes,
+    dist_info: str,
+    variant_metadata: VariantMetadata | None,
+) -> VerifiedWheel:
+    """The VerifiedWheel of a wheel whose parts were read: its METADATA must name it
+    (raises WheelError for METADATA that does not parse, InstallError without a name
+    or version); a single variant in its ``variant.json`` gives an unlabelled wheel
+    its label."""
+    fields = read_core_metadata(metadata, body=False)
     name, version = fields.name, fields.version
     if not name or not version:
-        raise InstallError(f"{entry.filename}: METADATA lacks Name or Version")
+        raise InstallError(f"{path.name}: METADATA lacks Name or Version")
     if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
         label = next(iter(variant_metadata.variants))
     return VerifiedWheel(
-        entry.path,
-        entry,
+        path,
+        source,
         canonicalize_name(str(name)),
         str(version),
         label,
         record,
-        None,
+        opened,
         metadata,
         tuple(fields.requires_dist),
-        entry.dist_info,
+        dist_info,
         variant_metadata,
     )

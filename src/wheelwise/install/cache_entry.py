@@ -8,7 +8,6 @@ the entry's files into the environment (:class:`EntrySource`, installed by
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from wheelwise.install.unpack import (
     Journal,
     LinkedMember,
     VerifyingWheel,
+    copy_member,
 )
 from wheelwise.userfiles import write_all
 from wheelwise.wheels.archive import InMemoryWheel, open_zip
@@ -33,35 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = ["EntrySource", "build_entry"]
 
-_CHUNK = 1 << 20
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-
-
-def _b64(digest: bytes) -> str:
-    from base64 import urlsafe_b64encode
-
-    return urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
 
 def _write_member(target: str, stream: BinaryIO, executable: bool) -> tuple[str, int, int]:
     """Write *stream* to the new file *target*; (sha256, size, mtime_ns)."""
     fd = os.open(target, _CREATE_FLAGS, 0o777 if executable else 0o666)
     try:
-        known = getattr(stream, "sha256", None)
-        if isinstance(stream, io.BytesIO) and known is not None:
-            data = stream.getvalue()
-            write_all(fd, data)
-            size, sha256 = len(data), known
-        else:
-            raw = stream if hasattr(stream, "algorithm") else getattr(stream, "raw", None)
-            digest = hashlib.sha256()
-            size = 0
-            while chunk := stream.read(_CHUNK):
-                digest.update(chunk)
-                write_all(fd, chunk)
-                size += len(chunk)
-            # A large member checked while streaming knows its sha256 at the end.
-            sha256 = getattr(raw, "sha256", None) or _b64(digest.digest())
+        sha256, size = copy_member(stream, lambda data: write_all(fd, data))
         return sha256, size, os.fstat(fd).st_mtime_ns
     finally:
         os.close(fd)

@@ -79,9 +79,8 @@ def fetch(
     wheels = []
     for planned, wheel in zip(wanted, found, strict=True):
         verified = verify(wheel)
-        item = item_of(planned.file)
-        if item.url.startswith(("http://", "https://")):  # kept unpacked by this hash
-            verified = dataclasses.replace(verified, hashes=item.expected_hashes())
+        # The hashes that keep it unpacked in the cache.
+        verified = dataclasses.replace(verified, hashes=item_of(planned.file).cache_hashes())
         if planned.file.core_metadata:
             check_core_metadata(
                 planned.file.metadata_url,

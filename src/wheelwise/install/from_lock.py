@@ -363,20 +363,22 @@ class _LockWheels:
         def check(found: Fetched) -> None:
             choice = missing[found.name]
             item = self._item(choice)
-            if isinstance(found, UnpackedWheel):  # found by the hash the lock gives
-                size = choice.wheel.size
-            else:
-                size = len(found.data) if isinstance(found, InMemoryWheel) else found.stat().st_size
-            if choice.wheel.size is not None and size != choice.wheel.size:
+            # An unpacked wheel was found by the hash the lock gives: nothing to size.
+            size = (
+                None
+                if isinstance(found, UnpackedWheel)
+                else len(found.data)
+                if isinstance(found, InMemoryWheel)
+                else found.stat().st_size
+            )
+            if size is not None and choice.wheel.size is not None and size != choice.wheel.size:
                 raise DownloadError(
                     item.url,
                     f"size mismatch: the lock gives {choice.wheel.size} bytes, the file "
                     f"has {size} bytes",
                 )
             try:
-                verified = verify_wheel(found)
-                if item.url.startswith(("http://", "https://")):  # kept unpacked by it
-                    verified = replace(verified, hashes=item.expected_hashes())
+                verified = replace(verify_wheel(found), hashes=item.cache_hashes())
                 self.verified[choice.wheel.filename] = self._checked(choice, verified)
             except InstallError as exc:
                 raise DownloadError(item.url, str(exc)) from None

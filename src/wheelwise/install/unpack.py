@@ -25,7 +25,6 @@ import os
 import stat
 import threading
 import zipfile
-from base64 import urlsafe_b64encode
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO, cast
 
@@ -43,6 +42,7 @@ from wheelwise.models.errors import InstallError
 from wheelwise.userfiles import write_all
 from wheelwise.wheels.archive import InMemoryWheel, open_zip
 from wheelwise.wheels.members import MemberReader
+from wheelwise.wheels.record import encode_digest
 
 if TYPE_CHECKING:
     from installer.scripts import LauncherKind, ScriptSection
@@ -52,6 +52,7 @@ __all__ = [
     "Journal",
     "LinkedMember",
     "VerifyingWheel",
+    "copy_member",
     "install_source",
     "unpack_wheel",
 ]
@@ -65,10 +66,6 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0
 
 class Cancelled(Exception):
     """Another wheel of the same transaction failed; this one stops early."""
-
-
-def _b64(digest: bytes) -> str:
-    return urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
 
 class Journal:
@@ -245,7 +242,7 @@ class _CheckedStream(io.RawIOBase):
         if self.sha256 is not None:
             return
         digest = self._digest.digest()
-        encoded = _b64(digest)
+        encoded = encode_digest(digest)
         _check(self._entry, encoded, self._size, self._wheel_name)
         if self._digest.name == "sha256":
             self.sha256 = encoded
@@ -343,12 +340,12 @@ class VerifyingWheel(WheelSource):
                     yield record, cast("BinaryIO", checked), is_executable
                 continue
             digest = hashlib.new(entry.hash_.name, data).digest()
-            encoded = _b64(digest)
+            encoded = encode_digest(digest)
             _check(entry, encoded, len(data), self.wheel_name)
             if entry.hash_.name == "sha256":
                 sha256 = encoded
             else:
-                sha256 = _b64(hashlib.sha256(data).digest())
+                sha256 = encode_digest(hashlib.sha256(data).digest())
             yield record, _CheckedMember(data, sha256), is_executable
 
 
@@ -429,21 +426,33 @@ class _JournalingDestination(WheelDestination):
             self.journal.write_new(target, data, is_executable)
             return RecordEntry(path, Hash("sha256", stream.sha256), len(data))
         with self.journal.create(target, is_executable) as out:
-            # A large member checked while streaming already has its sha256 at the end.
-            raw = stream if isinstance(stream, _CheckedStream) else getattr(stream, "raw", None)
-            hashed = isinstance(raw, _CheckedStream) and raw.algorithm == "sha256"
-            digest = hashlib.sha256()
-            size = 0
-            while chunk := stream.read(_CHUNK):
-                if not hashed:
-                    digest.update(chunk)
-                out.write(chunk)
-                size += len(chunk)
-        if hashed:
-            assert isinstance(raw, _CheckedStream)
-            assert raw.sha256 is not None  # set when the stream ended, after the check
-            return RecordEntry(path, Hash("sha256", raw.sha256), size)
-        return RecordEntry(path, Hash("sha256", _b64(digest.digest())), size)
+            sha256, size = copy_member(stream, out.write)
+        return RecordEntry(path, Hash("sha256", sha256), size)
+
+
+def copy_member(stream: BinaryIO, write: Callable[[bytes], object]) -> tuple[str, int]:
+    """Pass *stream*'s bytes to *write*; their sha256 (as RECORD writes it) and size.
+    A member :class:`VerifyingWheel` checked against a sha256 RECORD row is not
+    hashed again."""
+    if type(stream) is _CheckedMember:
+        data = stream.getvalue()
+        write(data)
+        return stream.sha256, len(data)
+    # A large member checked while streaming knows its sha256 at the end.
+    raw = stream if isinstance(stream, _CheckedStream) else getattr(stream, "raw", None)
+    hashed = isinstance(raw, _CheckedStream) and raw.algorithm == "sha256"
+    digest = hashlib.sha256()
+    size = 0
+    while chunk := stream.read(_CHUNK):
+        if not hashed:
+            digest.update(chunk)
+        write(chunk)
+        size += len(chunk)
+    if hashed:
+        assert isinstance(raw, _CheckedStream)
+        assert raw.sha256 is not None  # set when the stream ended, after the check
+        return raw.sha256, size
+    return encode_digest(digest.digest()), size
 
 
 def unpack_wheel(

@@ -17,7 +17,6 @@ import stat
 import struct
 import zipfile
 import zlib
-from base64 import urlsafe_b64encode
 from collections.abc import Container, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -279,7 +278,7 @@ class WheelArchive:
         if not dist_infos:
             raise self._fail("no .dist-info directory: not a wheel")
         if len(dist_infos) > 1:
-            raise self._fail(f"several .dist-info directories: {', '.join(dist_infos)}")
+            raise self._fail(f"several .dist-info directories: {', '.join(map(repr, dist_infos))}")
         return dist_infos[0]
 
     @property
@@ -425,6 +424,7 @@ class WheelArchive:
         and hashing release the interpreter). The member reported is the first, in
         archive order, that does not match."""
         from wheelwise.wheels.members import MemberReader
+        from wheelwise.wheels.record import encode_digest
 
         entries = self.check_record_listing()
         fp = self._zip.fp
@@ -454,7 +454,7 @@ class WheelArchive:
                     f"cannot read member {name!r} ({describe(exc)}): the archive is damaged; "
                     f"{_HINT}"
                 )
-            encoded = urlsafe_b64encode(digest.digest()).decode("ascii").rstrip("=")
+            encoded = encode_digest(digest.digest())
             if encoded != entry.hash_.value or (entry.size is not None and size != entry.size):
                 return self.mismatch(name)
             return None

@@ -188,9 +188,8 @@ class InflatingReader(io.RawIOBase):
             if inflater is not None and inflater.unconsumed_tail:
                 return bytes(inflater.decompress(inflater.unconsumed_tail, limit))
             if self._position < self._end:
-                size = min(
-                    _IN_CHUNK, self._end - self._position, limit if not inflater else _IN_CHUNK
-                )
+                # A stored member's bytes are the piece itself: at most *limit*.
+                size = min(_IN_CHUNK if inflater else limit, self._end - self._position)
                 raw = self._read_at(self._position, size)
                 if not raw:
                     raise zipfile.BadZipFile(f"{self._what} is truncated")

@@ -20,6 +20,7 @@ __all__ = [
     "HASH_ALGORITHM",
     "RecordEntry",
     "RecordHasher",
+    "encode_digest",
     "file_entry",
     "hash_of",
     "parse_record",
@@ -29,13 +30,14 @@ __all__ = [
 HASH_ALGORITHM = "sha256"
 
 
-def _encode(digest: bytes) -> str:
+def encode_digest(digest: bytes) -> str:
+    """*digest* as RECORD writes it: urlsafe base64 without padding."""
     return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
 
 def hash_of(data: bytes) -> Hash:
     """The RECORD hash of *data*: ``sha256=<urlsafe base64, no padding>``."""
-    return Hash(HASH_ALGORITHM, _encode(hashlib.sha256(data).digest()))
+    return Hash(HASH_ALGORITHM, encode_digest(hashlib.sha256(data).digest()))
 
 
 def file_entry(path: str, data: bytes) -> RecordEntry:
@@ -56,7 +58,7 @@ class RecordHasher:
         self._size += len(chunk)
 
     def entry(self) -> RecordEntry:
-        digest = Hash(HASH_ALGORITHM, _encode(self._digest.digest()))
+        digest = Hash(HASH_ALGORITHM, encode_digest(self._digest.digest()))
         return RecordEntry(self.path, digest, self._size)
 
 
