@@ -27,6 +27,8 @@ from variantkit import (
 )
 from wheelfactory import make_wheel
 from wheelwise.publish.server import create_app
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.errors import WheelError
 from zipcraft import garble_member, patch_member
 
 pytestmark = pytest.mark.interp
@@ -76,7 +78,16 @@ def test_variant_make_and_strip(tmp_path: Path, damage: str) -> None:
     out = tmp_path / "out"
     plain = DAMAGES[damage](vpkg_wheel(tmp_path / "plain"), MODULE)
     make = ["variant", "make", str(plain), "-p", "x86_64 :: level :: v3", "-o", str(out)]
-    assert_refused(wheelwise(make, tmp_path / "c"), plain.name)
+    assert_refused(wheelwise([*make, "--verify"], tmp_path / "c"), plain.name)
+    if damage == "corrupt-deflate":
+        # Copied as it is, with its RECORD row: the damage is still found.
+        assert wheelwise(make, tmp_path / "c").returncode == 0
+        [made] = out.iterdir()
+        with WheelArchive(made) as archive, pytest.raises(WheelError, match=MODULE):
+            archive.verify_record()
+        made.unlink()
+    else:
+        assert_refused(wheelwise(make, tmp_path / "c"), plain.name)
     variant = damaged_variant_wheel(tmp_path / "variant", damage)
     strip = ["variant", "strip", str(variant), "-o", str(out)]
     assert_refused(wheelwise(strip, tmp_path / "c"), variant.name)

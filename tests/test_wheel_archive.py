@@ -259,7 +259,7 @@ def test_make_writes_nothing(
     build, expected = HOSTILE[case]
     path = build(src, monkeypatch)
     with pytest.raises(WheelError) as excinfo:
-        make_variant(path, out, properties=[V3])
+        make_variant(path, out, properties=[V3], verify=True)
     assert expected in str(excinfo.value)
     assert list(out.iterdir()) == []
 
@@ -272,9 +272,32 @@ def test_strip_writes_nothing(
     build, expected = HOSTILE[case]
     path = build(src, monkeypatch)
     with pytest.raises(WheelError) as excinfo:
-        strip_variant(path, out)
+        strip_variant(path, out, verify=True)
     assert expected in str(excinfo.value)
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_make_without_verify_keeps_every_damage_findable(
+    case: str, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unverified, members are copied with their RECORD rows: a damage only their
+    hashes show is in the output as it was in the input, never made to look right."""
+    src, out = dirs
+    build, expected = HOSTILE[case]
+    path = build(src, monkeypatch)
+    refused: WheelError | None = None
+    try:
+        made = make_variant(path, out, properties=[V3])
+    except WheelError as exc:
+        refused = exc
+    if refused is not None:
+        assert expected in str(refused)
+        assert list(out.iterdir()) == []
+        return
+    with pytest.raises(WheelError) as excinfo:
+        _open_and_verify(made)
+    assert expected in str(excinfo.value)
 
 
 def test_well_formed_wheel_passes(dirs: tuple[Path, Path]) -> None:

@@ -54,6 +54,14 @@ def _split_namespaces(text: str | None) -> list[str] | None:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+_VERIFY = click.option(
+    "--verify",
+    is_flag=True,
+    help="Check every member against its RECORD hash first. Without it, members are "
+    "copied as they are, with their RECORD rows: an installer still finds a damaged one.",
+)
+
+
 @variant.command("make")
 @click.argument(
     "wheels", metavar="WHEEL...", nargs=-1, required=True, type=click.Path(path_type=Path)
@@ -93,6 +101,7 @@ def _split_namespaces(text: str | None) -> list[str] | None:
     type=click.Path(path_type=Path),
     help="Where to write the variant wheels.",
 )
+@_VERIFY
 @input_errors
 def make(
     wheels: tuple[Path, ...],
@@ -103,6 +112,7 @@ def make(
     pyproject: Path | None,
     no_validate: bool,
     out_dir: Path,
+    verify: bool,
 ) -> None:
     """Make variant wheels of WHEEL...: add variant.json, rewrite RECORD, add the label."""
     from wheelwise.cli.inputs import load_pyproject_variant
@@ -125,6 +135,7 @@ def make(
             namespaces=_split_namespaces(namespaces),
             project=project,
             validate=not no_validate,
+            verify=verify,
         )
         click.echo(f"wrote {written}")
 
@@ -141,10 +152,11 @@ def make(
     type=click.Path(path_type=Path),
     help="Where to write the non-variant wheels.",
 )
+@_VERIFY
 @input_errors
-def strip(wheels: tuple[Path, ...], out_dir: Path) -> None:
+def strip(wheels: tuple[Path, ...], out_dir: Path, verify: bool) -> None:
     """Turn variant wheels back into non-variant wheels (drop variant.json and the label)."""
     from wheelwise.wheels.strip import strip_variant
 
     for wheel in wheels:
-        click.echo(f"wrote {strip_variant(wheel, out_dir)}")
+        click.echo(f"wrote {strip_variant(wheel, out_dir, verify=verify)}")

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 from urllib.parse import quote, urljoin, urlsplit
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -77,6 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PAGE_ACCEPT",
+    "FetchObserver",
     "HashMismatch",
     "IndexClient",
     "IndexFile",
@@ -253,6 +254,19 @@ def _version(version: str | Version) -> Version | None:
         return Version(version)
     except InvalidVersion:
         return None
+
+
+class FetchObserver(Protocol):
+    """Told how a file download goes, piece by piece, as it is written."""
+
+    def started(self, part: Path) -> None:
+        """The download is written to *part* (renamed to its target once checked)."""
+
+    def restarted(self) -> None:
+        """A retry starts the file again from its first byte."""
+
+    def received(self, piece: bytes) -> None:
+        """*piece* is now in the file, after every piece before it."""
 
 
 class SourceListing(NamedTuple):
@@ -447,16 +461,21 @@ class IndexClient:
 
     # -- files -------------------------------------------------------------------------
 
-    def fetch_file_to(self, file: IndexFile, dest: Path) -> None:
+    def fetch_file_to(
+        self, file: IndexFile, dest: Path, observer: FetchObserver | None = None
+    ) -> None:
         """*file* streamed into *dest* (never held in memory), hash checked; nothing is
         left at *dest* unless it is complete and verified. Over HTTP, the body may not
-        exceed the size the page gives, and has the deadline of a wheel."""
+        exceed the size the page gives, and has the deadline of a wheel. *observer* is
+        told of each piece once it is in the file (before the hash is checked)."""
         url = file.url
         part = dest.with_name(dest.name + ".part")
         hashers = new_hashers(file.hashes)
         cap = file.size if file.size is not None else sys.maxsize
 
         def write(out: IO[bytes], pieces: Iterable[bytes]) -> None:
+            if out.tell() and observer is not None:
+                observer.restarted()
             out.seek(0)
             out.truncate()  # a retry starts again
             for name in hashers:
@@ -465,9 +484,14 @@ class IndexClient:
                 out.write(piece)
                 for hasher in hashers.values():
                     hasher.update(piece)
+                if observer is not None:
+                    out.flush()
+                    observer.received(piece)
 
         try:
             with part.open("wb") as out:
+                if observer is not None:
+                    observer.started(part)
                 if urlsplit(url).scheme.lower() == "file":
                     path = local_path(url)
                     try:

@@ -18,20 +18,27 @@ request only; nothing is cached from a failed fetch.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import BinaryIO, TypeVar
 
 import anyio.to_thread
 from packaging.utils import canonicalize_name
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from wheelwise.proxy.choice import Passthrough, ProjectView, Rewrite
-from wheelwise.proxy.errors import NotFound, ProxyError
+from wheelwise.proxy.errors import NotFound, ProxyError, StreamCut
 from wheelwise.proxy.machines import Machine
 from wheelwise.proxy.service import METADATA_SUFFIX, Proxy
+from wheelwise.proxy.stream import Growing, Progress
 from wheelwise.proxy.why import explain
 from wheelwise.publish.http import etag_for, none_match
 from wheelwise.publish.negotiation import JSON_V1, OFFERS, TEXT_HTML, choose, from_format
@@ -155,10 +162,25 @@ class ProxyApp:
             return await send_file(
                 request, len(data), digest, data, media, cache=FILE_CACHE, headers=headers
             )
-        stored = await self._run(lambda: self.proxy.file(entry))
         media = "application/octet-stream"
         if not filename.endswith(".whl"):
             media = "application/gzip" if filename.endswith(".gz") else media
+        found = await self._run(lambda: self.proxy.file_or_growing(entry))
+        if isinstance(found, Growing):
+            # A HEAD, a range or a revalidation needs the finished file's size and hash.
+            whole = request.method == "HEAD" or any(
+                name in request.headers for name in ("range", "if-none-match")
+            )
+            progress = await _started(found, finished=whole)
+            if progress.error is not None:
+                raise progress.error
+            if progress.stored is None:
+                headers.update({"Content-Type": media, "Cache-Control": FILE_CACHE})
+                if isinstance(entry, Passthrough) and entry.file.size is not None:
+                    headers["Content-Length"] = str(entry.file.size)
+                return StreamingResponse(_follow(found, progress, filename), headers=headers)
+            found = progress.stored
+        stored = found
         return await send_file(
             request,
             stored.size,
@@ -175,6 +197,69 @@ class ProxyApp:
         view = await self._run(lambda: self.proxy.view(machine, project))
         body = explain(view, machine).encode("utf-8")
         return self._page(request, body, "text/plain; charset=utf-8", {})
+
+
+# A file built within this time is sent whole, with its size and hash (and a failure
+# is a clean 502); a slower one is sent as it grows, long before a client's read
+# timeout (pip's is 15 s).
+STREAM_AFTER_SECONDS = 2.0
+# How often a request for a file being built looks at how far it is.
+_POLL_SECONDS = 0.05
+_READ_CHUNK = 1 << 20
+
+
+async def _started(growing: Growing, *, finished: bool) -> Progress:
+    """*growing*'s progress once it is done or has failed or, unless *finished*, once
+    it has taken :data:`STREAM_AFTER_SECONDS` and has bytes to send."""
+    stream_from = time.monotonic() + STREAM_AFTER_SECONDS
+    while True:
+        progress = growing.progress()
+        if progress.error is not None or progress.stored is not None:
+            return progress
+        if not finished and progress.available > 0 and time.monotonic() >= stream_from:
+            return progress
+        await anyio.sleep(_POLL_SECONDS)
+
+
+async def _follow(growing: Growing, first: Progress, filename: str) -> AsyncIterator[bytes]:
+    """The bytes of *growing* (the file *filename*) as they become final, to its end."""
+    sent = 0
+    stream: BinaryIO | None = None
+    try:
+        while True:
+            progress = growing.progress()
+            if progress.generation != first.generation and sent:
+                why = progress.error.message if progress.error else "its download started again"
+                raise StreamCut(f"cut the response sending {filename}: {why}")
+            end = progress.stored.size if progress.stored is not None else progress.available
+            if sent >= end:
+                if progress.stored is not None:
+                    return
+                await anyio.sleep(_POLL_SECONDS)
+                continue
+            if stream is None:
+                path = progress.stored.path if progress.stored is not None else progress.path
+                assert path is not None
+                try:
+                    stream = await anyio.to_thread.run_sync(path.open, "rb")
+                except FileNotFoundError:  # published meanwhile: the next look finds it
+                    await anyio.sleep(_POLL_SECONDS)
+                    continue
+            chunk = await anyio.to_thread.run_sync(_read_at, stream, sent, end - sent)
+            if not chunk:
+                raise StreamCut(
+                    f"cut the response sending {filename}: {path} is shorter than offered"
+                )
+            sent += len(chunk)
+            yield chunk
+    finally:
+        if stream is not None:
+            stream.close()
+
+
+def _read_at(stream: BinaryIO, offset: int, most: int) -> bytes:
+    stream.seek(offset)
+    return stream.read(min(most, _READ_CHUNK))
 
 
 def _prefix(request: Request) -> str:

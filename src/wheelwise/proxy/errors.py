@@ -31,3 +31,8 @@ class UpstreamTimeout(UpstreamFailed):
     """An upstream did not answer in time."""
 
     status = 504
+
+
+class StreamCut(WheelwiseError):
+    """A response sent while its file was built cannot be completed: the file failed
+    its checks, or its download started again. The client sees a cut response."""

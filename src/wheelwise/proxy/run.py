@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from wheelwise.cache.wheel_cache import ContentStore
 from wheelwise.client.bounded import DEFAULT_DEADLINE
 from wheelwise.client.index_client import IndexClient
 from wheelwise.proxy.app import create_app
+from wheelwise.proxy.errors import StreamCut
 from wheelwise.proxy.machines import THIS_MACHINE, Machine
 from wheelwise.proxy.service import Proxy
 from wheelwise.proxy.store import BuildStore
@@ -65,10 +67,23 @@ def build_proxy(options: ProxyOptions) -> Proxy:
     return Proxy(options.upstreams, machines, store, client, root / "scratch")
 
 
+class _CutsInOneLine(logging.Filter):
+    """A response cut on purpose (:class:`StreamCut`) is logged as its reason, one
+    line, not as a traceback of a failed application."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, StreamCut):
+            record.msg, record.args, record.exc_info = "%s", (str(error),), None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def serve(options: ProxyOptions, *, host: str, port: int) -> None:
     """Run the proxy until interrupted (uvicorn logs its start-up lines to stderr)."""
     import uvicorn
 
+    logging.getLogger("uvicorn.error").addFilter(_CutsInOneLine())
     uvicorn.run(
         build_app(options),
         host=host,

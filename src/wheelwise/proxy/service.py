@@ -14,6 +14,7 @@ that links it changes when a better build appears.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import tempfile
 import threading
@@ -30,6 +31,7 @@ from wheelwise.proxy.choice import Entry, Passthrough, ProjectView, Rewrite, dec
 from wheelwise.proxy.errors import NotFound, ProxyError, UpstreamFailed, UpstreamTimeout
 from wheelwise.proxy.machines import Machine
 from wheelwise.proxy.store import BuildStore, StoredFile
+from wheelwise.proxy.stream import Growing, PassthroughTee, PrefixRewrite
 from wheelwise.publish.pages import FileLink
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.markers import variant_environment
@@ -88,6 +90,10 @@ class Proxy:
         # name fixed content, so later pages need not fetch it again.
         self._variants: OrderedDict[tuple[str, str], VariantMetadata] = OrderedDict()
         self._variants_lock = threading.Lock()
+        # Files being built in the background, by store key, for the requests that
+        # send them as they grow.
+        self._growing: dict[str, Growing] = {}
+        self._growing_lock = threading.Lock()
 
     # -- pages -----------------------------------------------------------------------
 
@@ -197,11 +203,40 @@ class Proxy:
             )
         return entry
 
-    def file(self, entry: Entry) -> StoredFile:
-        """The bytes of *entry*, fetched (and rewritten) once, from the store after."""
+    def file(self, entry: Entry, growing: Growing | None = None) -> StoredFile:
+        """The bytes of *entry*, fetched (and rewritten) once, from the store after;
+        offered in *growing* as they arrive, if given."""
         if isinstance(entry, Passthrough):
-            return self.store.build(_key(entry), lambda out: self._fetch(entry.file, out))
-        return self.store.build(entry.key, lambda out: self._rewrite(entry, out))
+            return self.store.build(_key(entry), lambda out: self._fetch(entry.file, out, growing))
+        return self.store.build(entry.key, lambda out: self._rewrite(entry, out, growing))
+
+    def file_or_growing(self, entry: Entry) -> StoredFile | Growing:
+        """*entry*'s stored file, or the one being built for it in the background
+        (started now if need be), to be sent as it grows."""
+        key = _key(entry)
+        stored = self.store.get(key)
+        if stored is not None:
+            return stored
+        with self._growing_lock:
+            growing = self._growing.get(key)
+            if growing is None:
+                growing = self._growing[key] = Growing()
+                worker = threading.Thread(
+                    target=self._build, args=(entry, key, growing), daemon=True
+                )
+                worker.start()
+        return growing
+
+    def _build(self, entry: Entry, key: str, growing: Growing) -> None:
+        try:
+            growing.finish(self.file(entry, growing))
+        except ProxyError as exc:
+            growing.fail(exc)
+        except Exception as exc:  # the requests waiting on it get a 500, not a hang
+            growing.fail(ProxyError(f"{entry.filename}: {type(exc).__name__}: {exc}"))
+        finally:
+            with self._growing_lock:
+                self._growing.pop(key, None)
 
     def metadata(self, entry: Entry) -> bytes:
         """*entry*'s core metadata (PEP 658): that of the wheel served."""
@@ -220,24 +255,35 @@ class Proxy:
             built = self.file(entry)
         return _wheel_metadata(built, entry.filename)
 
-    def _fetch(self, file: IndexFile, out: Path) -> Mapping[str, str]:
+    def _fetch(self, file: IndexFile, out: Path, growing: Growing | None) -> Mapping[str, str]:
+        tee = PassthroughTee(growing) if growing is not None else None
         with _upstream():
-            self.client.fetch_file_to(file, out / file.filename)
+            self.client.fetch_file_to(file, out / file.filename, tee)
         return {"filename": file.filename}
 
-    def _rewrite(self, entry: Rewrite, out: Path) -> Mapping[str, str]:
+    def _rewrite(self, entry: Rewrite, out: Path, growing: Growing | None) -> Mapping[str, str]:
         source = entry.source
         with tempfile.TemporaryDirectory(dir=self.scratch) as scratch:
             upstream = Path(scratch) / source.filename
-            with _upstream():
-                self.client.fetch_file_to(source, upstream)
+            prefix = None
+            if growing is not None:
+                settle = functools.partial(plain_metadata, variant_env=_variant_env(entry))
+                prefix = PrefixRewrite(out / entry.filename, growing, settle)
             try:
+                with _upstream():
+                    self.client.fetch_file_to(source, upstream, prefix)
                 _check_agrees(upstream, entry)
-                plain = make_plain_wheel(upstream, out, _variant_env(entry))
+                whole = Path(scratch) / "whole" if prefix is not None else out
+                plain = make_plain_wheel(upstream, whole, _variant_env(entry))
+                if prefix is not None:
+                    prefix.finish(plain.path)
             except WheelError as exc:
                 # Clients know the download by its URL, not by the proxy's scratch path.
                 reason = str(exc).replace(str(upstream), source.filename)
                 raise UpstreamFailed(f"upstream: {source.url}: {reason}") from None
+            finally:
+                if prefix is not None:
+                    prefix.close()
         return {
             "filename": entry.filename,
             "metadata_sha256": plain.metadata_sha256,

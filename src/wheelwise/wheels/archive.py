@@ -195,6 +195,7 @@ class WheelArchive:
             except VariantError as exc:
                 raise WheelError(str(exc)) from None
         self._detached = False
+        self._record: list[RecordEntry] | None = None
         try:
             self._zip = open_zip(path)
         except FileNotFoundError:
@@ -373,18 +374,20 @@ class WheelArchive:
             raise WheelError(str(exc)) from None
 
     def record(self) -> list[RecordEntry]:
-        """The entries of ``RECORD``."""
-        name = self.dist_info_path("RECORD")
-        if name not in self:
-            raise self._fail(f"no {name}: not a valid wheel")
-        data = self.read(name)
-        # Imported here: reading a wheel's metadata (index build) never loads installer.
-        from wheelwise.wheels.record import parse_record
+        """The entries of ``RECORD`` (read once: a big wheel's has 10,000s of rows)."""
+        if self._record is None:
+            name = self.dist_info_path("RECORD")
+            if name not in self:
+                raise self._fail(f"no {name}: not a valid wheel")
+            data = self.read(name)
+            # Imported here: reading a wheel's metadata (index build) never loads installer.
+            from wheelwise.wheels.record import parse_record
 
-        try:
-            return parse_record(data, name=name)
-        except WheelError as exc:
-            raise self._fail(str(exc)) from None
+            try:
+                self._record = parse_record(data, name=name)
+            except WheelError as exc:
+                raise self._fail(str(exc)) from None
+        return list(self._record)
 
     def check_record_listing(self) -> dict[str, RecordEntry]:
         """RECORD and the archive list the same files, each with a strong hash.
@@ -414,6 +417,13 @@ class WheelArchive:
         if missing:
             raise self._fail(f"RECORD lists missing members: {', '.join(missing[:5])}")
         return entries
+
+    def check_record_sizes(self) -> None:
+        """RECORD lists every member at the size the archive gives it (as
+        :meth:`check_record_listing`, and reading no member contents)."""
+        for name, entry in self.check_record_listing().items():
+            if entry.size is not None and entry.size != self.info(name).file_size:
+                raise self.mismatch(name)
 
     def verify_record(self) -> None:
         """Every member is listed in RECORD with a matching hash and size.

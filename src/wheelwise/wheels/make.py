@@ -134,6 +134,7 @@ def make_variant(
     namespaces: Sequence[str] | None = None,
     project: VariantMetadata | None = None,
     validate: bool = True,
+    verify: bool = False,
 ) -> Path:
     """Write the variant wheel of *wheel* into *out_dir* and return its path.
 
@@ -142,7 +143,9 @@ def make_variant(
     ``default-priorities.namespace`` (default: *project*'s, else the namespaces
     used, sorted); *project*'s provider information is written too (PEP 850
     v0.2.0, see :mod:`wheelwise.variants.providers_format`). With *validate*, the
-    properties are checked against the built-in providers.
+    properties are checked against the built-in providers. With *verify*, every
+    member is checked against its RECORD hash first; otherwise members are copied
+    as they are with their RECORD rows (see :func:`rewrite_wheel`).
 
     Raises VariantError for bad variant data and WheelError for a bad input wheel;
     then nothing is written.
@@ -158,9 +161,9 @@ def make_variant(
     )
     data = metadata_bytes(metadata)
     with WheelArchive(wheel) as archive:
-        archive.verify_record()
+        archive.verify_record() if verify else archive.check_record_sizes()
         _check_existing(archive, label, metadata)
         target = out_dir / str(archive.filename.with_variant(label))
         check_not_input(wheel, target)
         name = archive.dist_info_path(VARIANT_JSON)
-        return rewrite_wheel(archive, target, drop={name}, add=[(name, data)])
+        return rewrite_wheel(archive, target, drop={name}, add=[(name, data)], verified=verify)

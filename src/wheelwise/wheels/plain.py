@@ -207,7 +207,7 @@ def make_plain_wheel(source: Path, out_dir: Path, variant_env: VariantEnvironmen
         _check_out_dir(source, out_dir)
         target = out_dir / str(archive.filename.without_variant())
         check_not_input(source, target)
-        rewrite_wheel(archive, target, replace={member: metadata})
+        rewrite_wheel(archive, target, replace={member: metadata}, verified=True)
     sha256, size = _file_digest(target)
     return PlainWheel(
         path=target,

@@ -94,13 +94,17 @@ def rewrite_wheel(
     drop: Collection[str] = (),
     add: Sequence[tuple[str, bytes]] = (),
     replace: Mapping[str, bytes] | None = None,
+    verified: bool = False,
 ) -> Path:
     """Write *archive* to *target* without the members *drop*, with the members named
     in *replace* holding its bytes instead (in their place, with their attributes),
     and with *add* appended.
 
-    ``RECORD`` is rewritten; signature files over it are left out. The caller has
-    verified the archive (``verify_record()``).
+    ``RECORD`` is rewritten; signature files over it are left out. Unless the caller
+    has *verified* the archive (``verify_record()``), it is checked here: members
+    copied as they are keep their RECORD rows, so RECORD must list each at its size
+    (a damaged member stays as detectable as it was); members inflated and written
+    again get new rows, so each must match its hash first.
     """
     replace = replace or {}
     record_name = archive.dist_info_path("RECORD")
@@ -156,8 +160,8 @@ def rewrite_wheel(
 
     new_bytes = sum(map(len, replace.values())) + sum(len(data) for _, data in add)
     size = archive.path.stat().st_size if archive.on_disk else None
-    if size is not None and fits(size + new_bytes, len(kept) + len(add) + 1):
-        atomic_write(target, copy)
-        return target
-    atomic_write(target, write)
+    copying = size is not None and fits(size + new_bytes, len(kept) + len(add) + 1)
+    if not verified:
+        archive.check_record_sizes() if copying else archive.verify_record()
+    atomic_write(target, copy if copying else write)
     return target

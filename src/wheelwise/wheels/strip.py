@@ -14,15 +14,16 @@ from wheelwise.wheels.make import VARIANT_JSON
 from wheelwise.wheels.rewrite import check_not_input, rewrite_wheel
 
 
-def strip_variant(wheel: Path, out_dir: Path) -> Path:
-    """Write the non-variant wheel of *wheel* into *out_dir* and return its path.
+def strip_variant(wheel: Path, out_dir: Path, *, verify: bool = False) -> Path:
+    """Write the non-variant wheel of *wheel* into *out_dir* and return its path;
+    with *verify*, every member is checked against its RECORD hash first.
 
     Raises WheelError for a broken wheel or one that is not a variant wheel;
     then nothing is written.
     """
     wheel, out_dir = Path(wheel), Path(out_dir)
     with WheelArchive(wheel) as archive:
-        archive.verify_record()
+        archive.verify_record() if verify else archive.check_record_sizes()
         name = archive.dist_info_path(VARIANT_JSON)
         archive.variant_metadata()  # a broken variant.json is an error here too
         if archive.filename.variant_label is None and name not in archive:
@@ -32,4 +33,4 @@ def strip_variant(wheel: Path, out_dir: Path) -> Path:
             )
         target = out_dir / str(archive.filename.without_variant())
         check_not_input(wheel, target)
-        return rewrite_wheel(archive, target, drop={name})
+        return rewrite_wheel(archive, target, drop={name}, verified=verify)

@@ -85,21 +85,35 @@ class CompressedCopyWriter:
         header = LOCAL.pack(LOCAL_SIGNATURE, version, 0, *shared, 0)
         self._write(header + name)
 
+    @property
+    def offset(self) -> int:
+        """How many bytes have been written."""
+        return self._offset
+
     def copy(self, info: zipfile.ZipInfo, compressed: Iterable[bytes]) -> None:
         """A member of another archive: its directory entry *info* and its compressed
         bytes (exactly ``info.compress_size`` of them, already checked by the caller)."""
-        if info.compress_type not in _VERSION:
-            raise ValueError(f"{info.filename}: compression method {info.compress_type}")
-        flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
-        self._member(info, info.CRC, info.compress_size, info.file_size, flags)
+        self.start_copy(info)
         written = 0
         for chunk in compressed:
-            self._write(chunk)
+            self.copy_bytes(chunk)
             written += len(chunk)
         if written != info.compress_size:
             raise ValueError(
                 f"{info.filename}: {written} compressed bytes, not {info.compress_size}"
             )
+
+    def start_copy(self, info: zipfile.ZipInfo) -> None:
+        """The header of a copied member; its ``info.compress_size`` compressed bytes
+        follow through :meth:`copy_bytes`."""
+        if info.compress_type not in _VERSION:
+            raise ValueError(f"{info.filename}: compression method {info.compress_type}")
+        flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
+        self._member(info, info.CRC, info.compress_size, info.file_size, flags)
+
+    def copy_bytes(self, chunk: bytes) -> None:
+        """Compressed bytes of the member :meth:`start_copy` began."""
+        self._write(chunk)
 
     def add(self, info: zipfile.ZipInfo, data: bytes) -> None:
         """A new member holding *data*, stored or deflated as *info* says."""
