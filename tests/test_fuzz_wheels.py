@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import io
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,10 +28,14 @@ from wheelwise.publish.filecheck import UnsafeFile, check_sdist
 from wheelwise.publish.static import check_base_url
 from wheelwise.variants.errors import InvalidWheelFilename
 from wheelwise.variants.filenames import WheelFilename
+from wheelwise.variants.markers import variant_environment
+from wheelwise.variants.properties import VariantProperty
 from wheelwise.wheels.archive import InMemoryWheel, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.members import MemberReader
-from zipcraft import raw_zip
+from wheelwise.wheels.plain import make_plain_wheel
+from wheelwise.wheels.strip import strip_variant
+from zipcraft import raw_zip, zip64_sizes
 
 pytestmark = pytest.mark.interp
 
@@ -87,6 +92,42 @@ def test_the_unchanged_wheel_reads(valid: bytes) -> None:
 @given(data=st.data())
 def test_damaged_wheels(valid: bytes, data: st.DataObject) -> None:
     read_everything(data.draw(damaged(valid)))
+
+
+_SIZES = st.integers(0, (1 << 64) - 1) | st.sampled_from([0, 1, 0xFFFFFFFF, 1 << 32])
+
+
+@pytest.mark.slow
+@FUZZ
+@given(
+    data=st.data(),
+    extra=st.booleans(),
+    lie=st.none() | st.tuples(_SIZES, _SIZES),
+)
+def test_rewrites_of_zip64_marked_wheels(
+    valid: bytes,
+    tmp_path: Path,
+    data: st.DataObject,
+    extra: bool,
+    lie: tuple[int, int] | None,
+) -> None:
+    """The ZIP64 size markers, true or lying, damaged or not: every rewrite (variant
+    strip, the proxy's plain wheel) works or raises WheelError."""
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    path = folder / NAME
+    path.write_bytes(valid)
+    zip64_sizes(path, extra=extra, lie=lie)
+    if data.draw(st.booleans()):
+        path.write_bytes(data.draw(damaged(path.read_bytes())))
+    environment = variant_environment("v3", [VariantProperty.parse("x86_64 :: level :: v3")])
+    for rewrite in (
+        lambda: strip_variant(path, folder / "stripped", verify=data.draw(st.booleans())),
+        lambda: make_plain_wheel(path, folder / "plain", environment).path,
+    ):
+        with contextlib.suppress(WheelError):
+            written = rewrite()
+            with WheelArchive(written) as archive:
+                archive.verify_record()
 
 
 @pytest.mark.slow

@@ -81,3 +81,42 @@ def raw_zip(entries: list[tuple[bytes, bytes, int, int, int]]) -> bytes:
         "<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries), len(central), len(body), 0
     )
     return bytes(body + central + end)
+
+
+def zip64_sizes(
+    path: Path,
+    *,
+    extra: bool = True,
+    lie: tuple[int, int] | None = None,
+    only: str | None = None,
+) -> Path:
+    """Give every central directory entry the ZIP64 size markers (both sizes
+    0xffffffff, the real ones in a ZIP64 extra field), as some writers do for any
+    member and all must past 4 GiB; without *extra*, the markers alone (a broken
+    archive whose sizes say 4 GiB); with *lie*, the extra field gives every member
+    those (uncompressed, compressed) sizes (or only the member *only*)."""
+    data = path.read_bytes()
+    end = data.rindex(b"PK\x05\x06")
+    (size, offset) = struct.unpack_from("<LL", data, end + 12)
+    central = bytearray()
+    position = offset
+    while position < offset + size:
+        name_len, extra_len, comment_len = struct.unpack_from("<3H", data, position + 28)
+        compressed, uncompressed = struct.unpack_from("<LL", data, position + 20)
+        header = bytearray(data[position : position + 46])
+        struct.pack_into("<LL", header, 20, 0xFFFFFFFF, 0xFFFFFFFF)
+        struct.pack_into("<H", header, 30, extra_len + (20 if extra else 0))
+        name = data[position + 46 : position + 46 + name_len]
+        rest = data[position + 46 + name_len : position + 46 + name_len + extra_len + comment_len]
+        if lie is not None and only in (
+            None,
+            data[position + 46 : position + 46 + name_len].decode(),
+        ):
+            uncompressed, compressed = lie
+        zip64 = struct.pack("<HHQQ", 1, 16, uncompressed, compressed) if extra else b""
+        central += header + name + rest[:extra_len] + zip64 + rest[extra_len:]
+        position += 46 + name_len + extra_len + comment_len
+    tail = bytearray(data[end:])
+    struct.pack_into("<L", tail, 12, len(central))
+    path.write_bytes(data[:offset] + bytes(central) + bytes(tail))
+    return path

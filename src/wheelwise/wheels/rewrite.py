@@ -6,11 +6,10 @@ replaced member keeps its place and attributes and only its bytes change.
 Added members get a fixed timestamp (the newest copied member's) and mode 0644,
 and go after the copied ones; ``RECORD`` is written last, with a row per member in
 archive order (sha256 for the members written anew). A wheel on disk is copied with
-its members' compressed bytes as they are (:mod:`wheelwise.wheels.zip_copy`), their
-rows in the verified RECORD kept; one in memory, or one that would need ZIP64
-records, is inflated and deflated again through :mod:`zipfile`. Nothing in the output
-depends on the clock, so the same
-input gives byte-identical output. The output is written to a temporary file
+its members' compressed bytes as they are (:mod:`wheelwise.wheels.zip_copy`, ZIP64
+records where a size or offset needs them), their RECORD rows kept; one in memory is
+inflated and deflated again through :mod:`zipfile`. Nothing in the output depends on
+the clock, so the same input gives byte-identical output. The output is written to a temporary file
 beside the target and renamed over it only when complete.
 """
 
@@ -28,7 +27,7 @@ from typing import BinaryIO
 from wheelwise.wheels.archive import SIGNATURES, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import RecordEntry, RecordHasher, file_entry, write_record
-from wheelwise.wheels.zip_copy import CompressedCopyWriter, fits
+from wheelwise.wheels.zip_copy import CompressedCopyWriter
 
 # Used for added members when nothing is copied (never the case for a real wheel).
 DEFAULT_DATE_TIME = (1980, 1, 1, 0, 0, 0)
@@ -158,10 +157,14 @@ def rewrite_wheel(
         out.add(record_info, write_record(entries, record_path=record_name))
         out.close()
 
-    new_bytes = sum(map(len, replace.values())) + sum(len(data) for _, data in add)
-    size = archive.path.stat().st_size if archive.on_disk else None
-    copying = size is not None and fits(size + new_bytes, len(kept) + len(add) + 1)
+    copying = archive.on_disk
     if not verified:
         archive.check_record_sizes() if copying else archive.verify_record()
-    atomic_write(target, copy if copying else write)
+    try:
+        atomic_write(target, copy if copying else write)
+    except ValueError as exc:  # a member whose bytes are not what its entry says
+        raise WheelError(
+            f"{archive.path.name}: cannot copy it ({exc}): the archive is damaged; "
+            "re-download or rebuild it"
+        ) from None
     return target

@@ -4,13 +4,14 @@ Rewriting a wheel changes one or two small members; inflating and deflating ever
 other one again makes a rewrite of a large wheel CPU-bound (deflate is slow on
 machine code). :class:`CompressedCopyWriter` writes each copied member's compressed
 bytes unchanged, with the CRC and sizes of its directory entry, and deflates only the
-members it is given as bytes. It writes no extra fields, comments or data
-descriptors, and no ZIP64 records: :func:`fits` says whether an archive of that size
-and member count needs none (callers use :mod:`zipfile` otherwise).
+members it is given as bytes. It writes no comments or data descriptors; a size or
+offset past 32 bits (a wheel over 4 GiB) goes into ZIP64 records, as APPNOTE 4.5.3
+and 4.3.14 say, and only then.
 """
 
 from __future__ import annotations
 
+import struct
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -24,12 +25,19 @@ from wheelwise.wheels.zip_layout import (
     FLAG_UTF8_NAME,
     LOCAL,
     LOCAL_SIGNATURE,
+    ZIP64_END,
+    ZIP64_END_SIGNATURE,
+    ZIP64_EXTRA_ID,
+    ZIP64_LOCATOR,
+    ZIP64_LOCATOR_SIGNATURE,
+    ZIP64_MARKER,
+    ZIP64_MEMBERS_MARKER,
 )
 
-__all__ = ["CompressedCopyWriter", "fits"]
+__all__ = ["CompressedCopyWriter"]
 
-_LIMIT = 0xFFFFFFFF
-_MAX_MEMBERS = 0xFFFF
+# The version needed to read ZIP64 records.
+_ZIP64_VERSION = 45
 # Deflate's option bits: which level the data was compressed with, informational.
 _DEFLATE_OPTIONS = 0x6
 _VERSION = {zipfile.ZIP_STORED: 10, zipfile.ZIP_DEFLATED: 20}
@@ -37,9 +45,8 @@ _VERSION = {zipfile.ZIP_STORED: 10, zipfile.ZIP_DEFLATED: 20}
 _LEVEL = 6
 
 
-def fits(total_bytes: int, members: int) -> bool:
-    """Whether an archive of about *total_bytes* with *members* needs no ZIP64 records."""
-    return total_bytes < _LIMIT - (1 << 20) and members < _MAX_MEMBERS
+def _zip64_extra(*values: int) -> bytes:
+    return struct.pack(f"<HH{len(values)}Q", ZIP64_EXTRA_ID, 8 * len(values), *values)
 
 
 def _dos(date_time: tuple[int, int, int, int, int, int]) -> tuple[int, int]:
@@ -69,21 +76,36 @@ class CompressedCopyWriter:
     def _member(
         self, info: zipfile.ZipInfo, crc: int, compressed: int, size: int, flags: int
     ) -> None:
-        if max(self._offset, compressed, size) >= _LIMIT or len(self._central) >= _MAX_MEMBERS:
-            raise ValueError("the archive needs ZIP64 records; write it with zipfile")
         name, utf8 = _name(info)
         flags |= utf8
         dostime, dosdate = _dos(info.date_time)
         version = _VERSION[info.compress_type]
-        # Fields the local header and the directory entry share, in their order.
-        shared = (flags, info.compress_type, dostime, dosdate, crc, compressed, size, len(name))
+        local_extra = b""
+        local_sizes = (compressed, size)
+        if max(compressed, size) >= ZIP64_MARKER:
+            version = max(version, _ZIP64_VERSION)
+            local_extra = _zip64_extra(size, compressed)
+            local_sizes = (ZIP64_MARKER, ZIP64_MARKER)
+        # The directory entry puts in its ZIP64 field only what does not fit.
+        big = [value for value in (size, compressed, self._offset) if value >= ZIP64_MARKER]
+        central_extra = _zip64_extra(*big) if big else b""
+        if big:
+            version = max(version, _ZIP64_VERSION)
+
+        def cap(value: int) -> int:
+            return ZIP64_MARKER if value >= ZIP64_MARKER else value
+
         central = CENTRAL.pack(
-            CENTRAL_SIGNATURE, info.create_version, info.create_system, version, 0, *shared,
-            0, 0, 0, 0, info.external_attr, self._offset,
+            CENTRAL_SIGNATURE, max(info.create_version, version), info.create_system, version,
+            0, flags, info.compress_type, dostime, dosdate, crc, cap(compressed), cap(size),
+            len(name), len(central_extra), 0, 0, 0, info.external_attr, cap(self._offset),
         )  # fmt: skip
-        self._central.append(central + name)
-        header = LOCAL.pack(LOCAL_SIGNATURE, version, 0, *shared, 0)
-        self._write(header + name)
+        self._central.append(central + name + central_extra)
+        header = LOCAL.pack(
+            LOCAL_SIGNATURE, version, 0, flags, info.compress_type, dostime, dosdate, crc,
+            *local_sizes, len(name), len(local_extra),
+        )  # fmt: skip
+        self._write(header + name + local_extra)
 
     @property
     def offset(self) -> int:
@@ -131,8 +153,15 @@ class CompressedCopyWriter:
         start = self._offset
         for entry in self._central:
             self._write(entry)
-        count = len(self._central)
-        end = END.pack(END_SIGNATURE, 0, 0, count, count, self._offset - start, start, 0)
-        if self._offset >= _LIMIT:
-            raise ValueError("the archive needs ZIP64 records; write it with zipfile")
-        self._write(end)
+        count, size = len(self._central), self._offset - start
+        if count >= ZIP64_MEMBERS_MARKER or max(start, size) >= ZIP64_MARKER:
+            record = self._offset
+            end = ZIP64_END.pack(
+                ZIP64_END_SIGNATURE, ZIP64_END.size - 12, _ZIP64_VERSION, _ZIP64_VERSION,
+                0, 0, count, count, size, start,
+            )  # fmt: skip
+            self._write(end)
+            self._write(ZIP64_LOCATOR.pack(ZIP64_LOCATOR_SIGNATURE, 0, record, 1))
+            count = min(count, ZIP64_MEMBERS_MARKER)
+            size, start = min(size, ZIP64_MARKER), min(start, ZIP64_MARKER)
+        self._write(END.pack(END_SIGNATURE, 0, 0, count, count, size, start, 0))

@@ -16,7 +16,13 @@ __all__ = [
     "FLAG_UTF8_NAME",
     "LOCAL",
     "LOCAL_SIGNATURE",
+    "ZIP64_END",
+    "ZIP64_END_SIGNATURE",
+    "ZIP64_EXTRA_ID",
+    "ZIP64_LOCATOR",
     "ZIP64_LOCATOR_SIGNATURE",
+    "ZIP64_MARKER",
+    "ZIP64_MEMBERS_MARKER",
 ]
 
 # Local file header: signature, version needed (2 bytes), flags, method, time, date,
@@ -33,6 +39,18 @@ CENTRAL_SIGNATURE = b"PK\x01\x02"
 END = struct.Struct("<4s4H2LH")
 END_SIGNATURE = b"PK\x05\x06"
 ZIP64_LOCATOR_SIGNATURE = b"PK\x06\x07"
+# ZIP64 end of central directory: signature, size of the rest of the record, versions
+# made by and needed, disk numbers, entry counts (this disk, all), directory size
+# and offset.
+ZIP64_END = struct.Struct("<4sQ2H2L4Q")
+ZIP64_END_SIGNATURE = b"PK\x06\x06"
+# ZIP64 locator: signature, disk of the ZIP64 end record, its offset, disk count.
+ZIP64_LOCATOR = struct.Struct("<4sLQL")
+# The extra field that holds a member's sizes and offset past the 32-bit fields.
+ZIP64_EXTRA_ID = 0x0001
+# A 32-bit size or offset (16-bit count) with this value is in the ZIP64 records.
+ZIP64_MARKER = 0xFFFFFFFF
+ZIP64_MEMBERS_MARKER = 0xFFFF
 # General purpose flag bits.
 FLAG_ENCRYPTED = 0x1
 FLAG_UTF8_NAME = 0x800
