@@ -217,8 +217,9 @@ def test_a_copy_changed_into_other_valid_links_is_not_believed(tmp_path: Path) -
 
 
 def test_an_invalid_page_is_invalid_as_before(tmp_path: Path) -> None:
-    body = b'{"meta": {"api-version": "1.0"}, "files": [{"filename": 7}]}' + b" " * MIN_BODY
-    with pytest.raises(InvalidPage, match=r"files\[0\]: 'filename' must be a file name"):
+    body = b'{"meta": {"api-version": "1.0"}, "files": [{"filename": "a.whl", "url": 7}]}'
+    body += b" " * MIN_BODY
+    with pytest.raises(InvalidPage, match=r"files\[0\]: 'url' must be a string"):
         GroupedPages(tmp_path).read(body, URL)
 
 

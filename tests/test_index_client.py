@@ -226,8 +226,19 @@ class Hostile:
 
     def page_wrong_json(self, request: Request) -> Response:
         return Response(
-            b'{"meta": {"api-version": "1.1"}, "files": [{"url": 3}]}', media_type=PEP691
+            b'{"meta": {"api-version": "1.1"}, "files": [{"filename": "a-1.0.tar.gz", "url": 3}]}',
+            media_type=PEP691,
         )
+
+    def page_bad_names(self, request: Request) -> Response:
+        files = [
+            {"url": "x.whl"},
+            {"filename": "a/b-1.0-py3-none-any.whl", "url": "x.whl"},
+            {"filename": 7, "url": "x.whl"},
+            {"filename": "bad_names-1.0.tar.gz", "url": "bad_names-1.0.tar.gz"},
+        ]
+        body = json.dumps({"meta": {"api-version": "1.1"}, "files": files}).encode()
+        return Response(body, media_type=PEP691)
 
     def page_garbage_html(self, request: Request) -> Response:
         return Response(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", media_type="text/html")
@@ -536,7 +547,7 @@ def test_client_error_is_not_retried(hostile: tuple[str, Hostile], client: Index
     ("project", "pattern"),
     [
         ("garbage-json", r"not a valid PEP 691 project page: invalid JSON at line 1"),
-        ("wrong-json", r"files\[0\]: 'filename' must be a file name"),
+        ("wrong-json", r"files\[0\]: 'url' must be a string"),
         ("garbage-html", r"not a valid PEP 503 HTML page: not utf-8 text \(byte 0\)"),
         ("no-markup", r"no HTML markup at all"),
         ("plain", r"answered text/plain, not a simple repository page"),
@@ -551,6 +562,21 @@ def test_garbage_pages(
         client.fetch_project(IndexSource.index(f"{base}/simple/"), project)
     assert f"{base}/simple/{project}/" in str(caught.value)
     assert state.counts[f"/simple/{project}/"] == 1
+
+
+def test_an_entry_whose_filename_is_not_a_file_name_is_skipped_with_a_warning(
+    hostile: tuple[str, Hostile], tmp_path: Path
+) -> None:
+    base, _ = hostile
+    heard: list[str] = []
+    with IndexClient(cache_dir=tmp_path / "cache", warn=heard.append) as client:
+        listing = client.fetch_project(IndexSource.index(f"{base}/simple/"), "bad-names")
+    assert [f.filename for f in listing.files] == ["bad_names-1.0.tar.gz"]
+    assert [line.split(": ", 1)[1] for line in heard] == [
+        "files[0]: skipped the entry whose filename None is not a file name",
+        "files[1]: skipped the entry whose filename 'a/b-1.0-py3-none-any.whl' is not a file name",
+        "files[2]: skipped the entry whose filename 7 is not a file name",
+    ]
 
 
 def test_lying_hashes(hostile: tuple[str, Hostile], client: IndexClient) -> None:

@@ -15,9 +15,11 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexkit import demo_folder, demo_sdist, demo_wheel, demo_wheels, parse_anchors, uvicorn_thread
-from wheelwise.publish.http import ByteRange, none_match, parse_range
+from wheelwise.publish.http import UNSATISFIABLE, ByteRange, none_match, parse_range
 from wheelwise.publish.negotiation import HTML_V1, JSON_V1, TEXT_HTML, choose
 from wheelwise.publish.server import create_app
 from wheelwise.publish.static import build_site
@@ -243,6 +245,16 @@ def test_range_past_the_end_is_unsatisfiable(client: httpx.Client, wheel_dir: Pa
     assert response.status_code == 416
     assert response.headers["content-range"] == f"bytes */{size}"
     assert client.get(WHEEL_URL, headers={"Range": "bytes=-0"}).status_code == 416
+
+
+def test_ranges_with_numbers_of_thousands_of_digits(client: httpx.Client) -> None:
+    whole = client.get(WHEEL_URL).content
+    huge = "9" * 5000
+    tail = client.get(WHEEL_URL, headers={"Range": f"bytes=0-{huge}"})
+    assert tail.status_code == 206
+    assert tail.content == whole
+    assert client.get(WHEEL_URL, headers={"Range": f"bytes={huge}-"}).status_code == 416
+    assert client.get(WHEEL_URL, headers={"Range": f"bytes=-{huge}"}).content == whole
 
 
 @pytest.mark.parametrize(
@@ -782,3 +794,41 @@ def test_upload_of_an_sdist(live: tuple[Path, httpx.Client], outbox: Path) -> No
     response = upload(client, sdist, overrides={"filetype": "sdist", "version": "3.0"})
     assert response.status_code == 200, response.text
     assert (directory / sdist.name).read_bytes() == sdist.read_bytes()
+
+
+def test_parse_range_reads_numbers_of_any_length() -> None:
+    huge = "9" * 5000
+    assert parse_range(f"bytes=0-{huge}", 10) == ByteRange(0, 9)
+    assert parse_range(f"bytes={huge}-", 10) == UNSATISFIABLE
+    assert parse_range(f"bytes={huge}-{huge}", 10) == UNSATISFIABLE
+    assert parse_range(f"bytes=-{huge}", 10) == ByteRange(0, 9)
+    assert parse_range(f"bytes=3-{'0' * 5000}4", 10) == ByteRange(3, 4)
+
+
+_NUMBERS = st.one_of(
+    st.integers(0, 1 << 70).map(str),
+    st.integers(20, 6000).map(lambda n: "9" * n),
+    st.integers(1, 6000).map(lambda n: "0" * n + "1"),
+    st.just(""),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    first=_NUMBERS,
+    last=_NUMBERS,
+    size=st.integers(0, 1 << 40),
+    noise=st.text(max_size=30),
+    where=st.integers(0, 3),
+)
+def test_headers_with_any_numbers_never_raise(
+    first: str, last: str, size: int, noise: str, where: int
+) -> None:
+    """Range, If-None-Match and Accept as a client may send them: huge numbers,
+    leading zeros, noise anywhere."""
+    header = [f"bytes={first}-{last}", noise][0 if where else 1]
+    found = parse_range(header, size)
+    if isinstance(found, ByteRange):
+        assert 0 <= found.start <= found.end < size
+    none_match(f'"{first}", W/"{last}"{noise}', '"x"')
+    choose(f"application/vnd.pypi.simple.v1+json;q=0.{first}, text/html;q={last}{noise}")

@@ -122,6 +122,9 @@ def test_rewritten_wheel_hashes_and_metadata_are_announced(proxy: str) -> None:
     part = httpx.get(url, headers={"Range": "bytes=10-99"}, timeout=30)
     assert part.status_code == 206
     assert part.content == wheel.content[10:100]
+    huge = httpx.get(url, headers={"Range": f"bytes=10-{'9' * 5000}"}, timeout=30)
+    assert huge.status_code == 206
+    assert huge.content == wheel.content[10:]
     etag = wheel.headers["etag"]
     assert httpx.get(url, headers={"If-None-Match": etag}, timeout=30).status_code == 304
     assert "immutable" in wheel.headers["cache-control"]

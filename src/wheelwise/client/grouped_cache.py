@@ -179,7 +179,10 @@ def _group(
             position, entry = item
             if not isinstance(position, int) or isinstance(position, bool):
                 raise ValueError(f"position {position!r}")
-            links.append(json_link(entry, position, url))
+            link = json_link(entry, position, url)
+            if link is None:
+                raise ValueError(f"position {position}: not a link")
+            links.append(link)
         return links
     except Exception as exc:  # any damage: the body has every link
         _log.debug("the grouped copy of %s cannot be used (%s): reading the page", url, exc)

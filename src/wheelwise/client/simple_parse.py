@@ -115,7 +115,11 @@ def read_json_page(body: bytes, url: str, *, warn: Warn | None = None) -> PageFi
     files = document.get("files")
     if not isinstance(files, list):
         raise InvalidPage(url, f"{bad}: no 'files' list")
-    links = [json_link(entry, index, url) for index, entry in enumerate(files)]
+    links = [
+        link
+        for index, entry in enumerate(files)
+        if (link := json_link(entry, index, url, warn)) is not None
+    ]
     return PageFiles(links, json_builder(url, warn))
 
 
@@ -140,9 +144,10 @@ def _skipped(url: str, where: str, link: str, warn: Warn | None) -> None:
         warn(f"{where}: skipped the link {link!r}: it is not a valid URL")
 
 
-def json_link(entry: object, index: int, url: str) -> PageLink:
+def json_link(entry: object, index: int, url: str, warn: Warn | None = None) -> PageLink | None:
     """The ``files[index]`` *entry* of the JSON page at *url*, checked for the type of
-    each field (its hashes and URL are read later)."""
+    each field (its hashes and URL are read later); None, and a word to *warn*, for
+    an entry whose ``filename`` is not a file name (skipped, as a bad URL is)."""
     # Every link of a page goes through here, so the well-formed case is one test
     # per field and the message is only made for a link that fails one.
     if type(entry) is dict:
@@ -164,7 +169,7 @@ def json_link(entry: object, index: int, url: str) -> PageLink:
             and (size is None or (type(size) is int and size >= 0))
         ):
             return PageLink(filename, index, (entry, metadata_value))
-    return _checked_json_link(entry, index, url)
+    return _checked_json_link(entry, index, url, warn)
 
 
 _NO_HASHES: dict[str, str] = {}
@@ -172,7 +177,7 @@ _YANKED_TYPES = (bool, str)
 _METADATA_TYPES = (type(None), bool, dict)
 
 
-def _checked_json_link(entry: object, index: int, url: str) -> PageLink:
+def _checked_json_link(entry: object, index: int, url: str, warn: Warn | None) -> PageLink | None:
     """:func:`json_link` field by field: raises InvalidPage for the first field of
     *entry* that has the wrong type."""
     where = f"{url}: files[{index}]"
@@ -180,7 +185,11 @@ def _checked_json_link(entry: object, index: int, url: str) -> PageLink:
         raise InvalidPage(url, f"{where} is not an object")
     filename, link = entry.get("filename"), entry.get("url")
     if not isinstance(filename, str) or not filename or "/" in filename:
-        raise InvalidPage(url, f"{where}: 'filename' must be a file name")
+        if warn is not None:
+            shown = repr(filename)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            warn(f"{where}: skipped the entry whose filename {shown} is not a file name")
+        return None
     if not isinstance(link, str) or not link:
         raise InvalidPage(url, f"{where}: 'url' must be a string")
     if not isinstance(entry.get("hashes", {}), dict):

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import BinaryIO, TypeVar
 
 import anyio.to_thread
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidName, canonicalize_name
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
@@ -52,6 +52,8 @@ PAGE_CACHE = "public, no-cache"
 FILE_CACHE = "public, max-age=31536000, immutable"
 ERROR_CACHE = "no-store"
 _HEADER_LIMIT = 2000
+# Longer than any project's name on PyPI (and a page URL of it would be absurd).
+_NAME_LIMIT = 256
 T = TypeVar("T")
 
 
@@ -78,6 +80,22 @@ class ProxyApp:
             known = ", ".join(sorted(name for name in self.proxy.machines if name)) or "none"
             raise NotFound(f"no profile {profile!r} on this proxy (profiles: {known})")
         return machine
+
+    @staticmethod
+    def _project(request: Request) -> str:
+        """The path's project name, refused unless it can be one (PEP 508): nothing
+        else is worth asking the upstreams about."""
+        name: str = request.path_params["project"]
+        valid = len(name) <= _NAME_LIMIT
+        if valid:
+            try:
+                canonicalize_name(name, validate=True)
+            except InvalidName:
+                valid = False
+        if not valid:
+            shown = name if len(name) <= 60 else name[:60] + "..."
+            raise NotFound(f"{shown!r} is not a project name (PEP 508)")
+        return name
 
     async def _run(self, call: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(call)
@@ -119,7 +137,7 @@ class ProxyApp:
 
     async def project(self, request: Request) -> Response:
         machine = self._machine(request)
-        name = request.path_params["project"]
+        name = self._project(request)
         normalized = canonicalize_name(name)
         if normalized != name or not request.url.path.endswith("/"):
             query = f"?{request.url.query}" if request.url.query else ""
@@ -144,7 +162,7 @@ class ProxyApp:
 
     async def file(self, request: Request) -> Response:
         machine = self._machine(request)
-        project = request.path_params["project"]
+        project = self._project(request)
         key, filename = request.path_params["key"], request.path_params["filename"]
         metadata = filename.endswith(METADATA_SUFFIX)
         wanted = filename[: -len(METADATA_SUFFIX)] if metadata else filename
@@ -193,7 +211,7 @@ class ProxyApp:
 
     async def why(self, request: Request) -> Response:
         machine = self._machine(request)
-        project = canonicalize_name(request.path_params["project"])
+        project = canonicalize_name(self._project(request))
         view = await self._run(lambda: self.proxy.view(machine, project))
         body = explain(view, machine).encode("utf-8")
         return self._page(request, body, "text/plain; charset=utf-8", {})

@@ -97,6 +97,8 @@ class ProjectView:
     name: NormalizedName
     machine: str
     releases: tuple[ReleaseView, ...]  # oldest first
+    # What the upstream pages listed that could not be read as a file, one line each.
+    skipped: tuple[str, ...] = ()
 
     def entries(self) -> Iterator[Entry]:
         for release in self.releases:

@@ -15,7 +15,7 @@ from wheelwise.client.index_client import IndexClient
 from wheelwise.proxy.app import create_app
 from wheelwise.proxy.errors import StreamCut
 from wheelwise.proxy.machines import THIS_MACHINE, Machine
-from wheelwise.proxy.service import Proxy
+from wheelwise.proxy.service import SKIPPED_LINKS, Proxy
 from wheelwise.proxy.store import BuildStore
 from wheelwise.variants.supported import SupportedProperties
 
@@ -62,6 +62,7 @@ def build_proxy(options: ProxyOptions) -> Proxy:
         deadline=options.deadline,
         # PEP 658 files by the hash their page gives: passed through without asking again.
         metadata_cache=ContentStore(root / "metadata"),
+        warn=SKIPPED_LINKS.note,
     )
     store = BuildStore(root / "store", max_bytes=options.store_bytes)
     return Proxy(options.upstreams, machines, store, client, root / "scratch")

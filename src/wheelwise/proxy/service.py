@@ -14,6 +14,7 @@ that links it changes when a better build appears.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import tempfile
@@ -40,7 +41,7 @@ from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.plain import make_plain_wheel, plain_metadata
 
-__all__ = ["Proxy"]
+__all__ = ["SKIPPED_LINKS", "Proxy", "SkippedLinks"]
 
 METADATA_SUFFIX = ".metadata"
 _OFFERED_LIMIT = 100_000
@@ -62,6 +63,31 @@ def _upstream() -> Iterator[None]:
         yield None
     except SourceError as exc:
         raise _upstream_error(exc) from None
+
+
+class SkippedLinks:
+    """Hears the index client's word on each upstream link it skipped, and keeps it
+    for the page being read on that thread (pages are read one per thread)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def note(self, message: str) -> None:
+        notes: list[str] | None = getattr(self._local, "notes", None)
+        if notes is not None:
+            notes.append(message)
+
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[list[str]]:
+        notes: list[str] = []
+        self._local.notes = notes
+        try:
+            yield notes
+        finally:
+            self._local.notes = None
+
+
+SKIPPED_LINKS = SkippedLinks()
 
 
 class Proxy:
@@ -108,7 +134,7 @@ class Proxy:
     def view(self, machine: Machine, project: str) -> ProjectView:
         """What *project*'s page lists for *machine*."""
         name = canonicalize_name(project)
-        with _upstream():
+        with _upstream(), SKIPPED_LINKS.collecting() as skipped:
             listings = [self.client.fetch_project(source, name) for source in self.sources]
             found = [listing for listing in listings if listing.found]
             if not found:
@@ -123,6 +149,8 @@ class Proxy:
                 )
             except VariantError as exc:
                 raise UpstreamFailed(f"upstream: {name}: {exc}") from None
+        if skipped:
+            view = dataclasses.replace(view, skipped=tuple(skipped))
         self._remember(machine, view)
         return view
 

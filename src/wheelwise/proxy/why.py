@@ -23,4 +23,8 @@ def explain(view: ProjectView, machine: Machine) -> str:
         for omitted in release.omitted:
             lines.append(f"  {omitted.filename}: not listed: {omitted.why}")
         lines.append("")
+    if view.skipped:
+        lines.append("Skipped upstream entries (not files the proxy can list):")
+        lines += [f"  {note}" for note in view.skipped]
+        lines.append("")
     return "\n".join(lines)

@@ -58,6 +58,16 @@ def _digits(text: str) -> bool:
     return text == "" or (text.isascii() and text.isdigit())
 
 
+# Past any file size; a longer number is read as this (int() of thousands of digits
+# is slow, and refused past 4,300).
+_HUGE = 1 << 63
+
+
+def _number(text: str) -> int:
+    digits = text.lstrip("0")
+    return _HUGE if len(digits) > len(str(_HUGE)) else int(digits or "0")
+
+
 def parse_range(
     header: str | None, size: int, *, if_range: str | None = None, etag: str | None = None
 ) -> ByteRange | Unsatisfiable | None:
@@ -75,12 +85,12 @@ def parse_range(
     if first == "":
         if last == "":
             return None
-        suffix = int(last)
+        suffix = _number(last)
         if suffix == 0 or size == 0:
             return UNSATISFIABLE
         return ByteRange(max(size - suffix, 0), size - 1)
-    start = int(first)
-    end = int(last) if last else size - 1
+    start = _number(first)
+    end = _number(last) if last else size - 1
     if last and end < start:
         return None  # invalid: ignored
     if start >= size:
