@@ -20,6 +20,7 @@ import sys
 import threading
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,6 +66,8 @@ class FaultServer(ThreadingHTTPServer):
         self.target: str | None = None
         self.stop = threading.Event()
         self.page_kind = JSON_PAGE
+        # Requests received, by path (a deadline must not be paid twice).
+        self.requests: Counter[str] = Counter()
 
     def handle_error(self, request: object, client_address: object) -> None:
         # A client that gives up on a fault resets the connection: expected here.
@@ -95,6 +98,7 @@ class FaultHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
+        self.server.requests[path] += 1
         local = self.server.site / path.lstrip("/")
         if path.endswith("/"):
             local = local / "index.json"

@@ -323,11 +323,29 @@ def test_a_failed_install_leaves_site_packages_byte_identical(tmp_path: Path) ->
         for name, data in members.items():
             target.writestr(name, data)
     before = sorted(os.listdir(env.purelib)), tree_hash(env.purelib), tree_hash(env.scripts)
+    whole_before = _files(env.prefix)
     with pytest.raises(InstallError, match="does not match its RECORD"):
         install_wheels(env, [tampered])
     assert not (env.purelib / LOCK_NAME).exists()
     after = sorted(os.listdir(env.purelib)), tree_hash(env.purelib), tree_hash(env.scripts)
     assert after == before
+    # The whole environment: the one thing a run leaves is its empty lock file in the
+    # root, kept (as uv keeps its .lock) because removing a lock file another run may
+    # wait on would let two runs hold the lock (docs/reliability.md).
+    added = set(_files(env.prefix).items()) - set(whole_before.items())
+    assert added == {(LOCK_NAME, hashlib.sha256(b"").hexdigest())}
+    assert set(whole_before.items()) <= set(_files(env.prefix).items())
+
+
+def _files(root: Path) -> dict[str, str]:
+    """Every file under *root* (not following links) by path, with its sha256."""
+    found = {}
+    for current, _, names in os.walk(root):
+        for name in names:
+            path = Path(current, name)
+            if not path.is_symlink():
+                found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
 
 
 def test_the_lock_and_journal_go_to_the_cache_when_the_root_is_read_only(

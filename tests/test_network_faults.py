@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import pytest
 
-from faultkit import BOUND, FaultServer, bomb
+from faultkit import BOUND, FaultServer, bomb, fault_server, target_of
 from faultkit import serving as serving  # test_lock_cmd imports these from here
 from faultkit import write_site as write_site
 from installkit import make_venv, site_packages, tree_hash
@@ -252,6 +252,21 @@ def test_a_dripping_page_stops_at_the_deadline(fault: str, venv: Path, tmp_path:
     assert "1.5 s" in line
     assert "--request-deadline" in line
     assert tree_hash(venv.parent.parent) == before
+
+
+@pytest.mark.parametrize("target", ["wheel", "metadata", "variants"])
+def test_a_deadline_is_paid_once(target: str, venv: Path, tmp_path: Path) -> None:
+    """A request that reaches --request-deadline is not sent again (by a later stage
+    that found the early fetch failed): each dripping file is asked for once."""
+    site = tmp_path / "site"
+    write_site(site)
+    with fault_server(site, "drip", target) as server:
+        run = install(tmp_path, venv, server.base, "--request-deadline", DEADLINE)
+    assert run.code == 2, run.err
+    assert "--request-deadline" in run.err
+    dripped = {path: n for path, n in server.requests.items() if target_of(path) == target}
+    assert dripped, server.requests
+    assert set(dripped.values()) == {1}, server.requests
 
 
 @pytest.mark.slow

@@ -56,10 +56,11 @@ from wheelwise.client.bounded import (
 )
 from wheelwise.client.index_client import local_path
 from wheelwise.client.lazy_http import LazyHttpClient, as_client_source
-from wheelwise.models.errors import DownloadError
+from wheelwise.models.errors import DownloadDeadline, DownloadError
 from wheelwise.policy.hashes import checked_hashes, trusted_hashes
 from wheelwise.policy.retry import RetryableFailure, RetryPolicy, with_retries
 from wheelwise.wheels.archive import InMemoryWheel
+from wheelwise.wheels.errors import WheelError, renamed
 
 if TYPE_CHECKING:
     import httpx
@@ -119,6 +120,14 @@ class DownloadItem:
             return self.filename
         path = urllib.parse.urlsplit(self.url).path if "://" in self.url else self.url
         return urllib.parse.unquote(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+
+    @property
+    def origin(self) -> str:
+        """The file as the user knows it: a ``file:`` URL's path, another URL as it is
+        (errors name it, never a scratch copy)."""
+        if urllib.parse.urlsplit(self.url).scheme.lower() == "file":
+            return str(local_path(self.url))
+        return self.url
 
     def expected_hashes(self) -> dict[str, str]:
         """The hashes that are verified (see :func:`trusted_hashes`), by name."""
@@ -409,10 +418,11 @@ class _Fetcher:
 
                 digests, _ = self._chunks_into(item, counted(), out)
         except BodyLimit as exc:
-            raise DownloadError(url, exc.reason) from None
+            error = DownloadDeadline if deadline.passed else DownloadError
+            raise error(url, exc.reason) from None
         except httpx.TimeoutException as exc:
             if deadline.passed:  # the deadline, not --timeout, ended it
-                raise DownloadError(url, deadline.reason()) from None
+                raise DownloadDeadline(url, deadline.reason()) from None
             if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
                 raise _Retryable(f"connection timed out ({exc})") from None
             waited = self.client().timeout.read
@@ -593,7 +603,12 @@ class Fetcher:
                 else:
                     found = fetcher.fetch(item)
                 if then is not None:
-                    then(found)
+                    try:
+                        then(found)
+                    except WheelError as exc:
+                        if not isinstance(found, Path):
+                            raise
+                        raise renamed(exc, found, item.origin) from None
                 return found
             except BaseException:
                 cancel.set()

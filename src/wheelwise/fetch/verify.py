@@ -46,6 +46,9 @@ class VerifiedWheel:
     """Its own ``*.dist-info/variant.json`` (None when it has none)."""
     hashes: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """The hashes its source gave for the wheel file (that keep it in the cache)."""
+    origin: str = field(default="", compare=False, repr=False)
+    """Where it came from as the user knows it: the file of a ``file:`` URL, else the
+    URL; empty when only its file is known. Errors name it, not a scratch copy."""
 
     @property
     def work(self) -> int:

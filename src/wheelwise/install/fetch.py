@@ -79,8 +79,9 @@ def fetch(
     wheels = []
     for planned, wheel in zip(wanted, found, strict=True):
         verified = verify(wheel)
-        # The hashes that keep it unpacked in the cache.
-        verified = dataclasses.replace(verified, hashes=item_of(planned.file).cache_hashes())
+        # The hashes that keep it unpacked in the cache, and what errors call it.
+        item = item_of(planned.file)
+        verified = dataclasses.replace(verified, hashes=item.cache_hashes(), origin=item.origin)
         if planned.file.core_metadata:
             check_core_metadata(
                 planned.file.metadata_url,

@@ -378,7 +378,9 @@ class _LockWheels:
                     f"has {size} bytes",
                 )
             try:
-                verified = replace(verify_wheel(found), hashes=item.cache_hashes())
+                verified = replace(
+                    verify_wheel(found), hashes=item.cache_hashes(), origin=item.origin
+                )
                 self.verified[choice.wheel.filename] = self._checked(choice, verified)
             except InstallError as exc:
                 raise DownloadError(item.url, str(exc)) from None

@@ -255,7 +255,8 @@ class _Transaction:
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
             raise InstallError(
                 f"installing {wheel.path.name} failed: the archive is damaged "
-                f"({describe(exc)}); re-download or rebuild it; the environment was restored"
+                f"({_named(wheel, exc)}); re-download or rebuild it; the environment was "
+                "restored"
             ) from exc
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -265,13 +266,13 @@ class _Transaction:
                     "the environment was restored"
                 ) from exc
             raise InstallError(
-                f"installing {wheel.path.name} failed ({type(exc).__name__}: {describe(exc)}); "
-                "the environment was restored"
+                f"installing {wheel.path.name} failed ({type(exc).__name__}: "
+                f"{_named(wheel, exc)}); the environment was restored"
             ) from exc
         except Exception as exc:
             raise InstallError(
-                f"installing {wheel.path.name} failed ({type(exc).__name__}: {describe(exc)}); "
-                "the environment was restored"
+                f"installing {wheel.path.name} failed ({type(exc).__name__}: "
+                f"{_named(wheel, exc)}); the environment was restored"
             ) from exc
 
     # -- ending -----------------------------------------------------------------
@@ -291,6 +292,12 @@ class _Transaction:
         roots = [str(root) for root in self.env.scheme_roots]
         prune([str(original) for original, _ in self.moved], roots)
         self.wal.finish()
+
+
+def _named(wheel: VerifiedWheel, exc: BaseException) -> str:
+    """*exc* described, with the wheel's scratch copy called what the user gave."""
+    text = describe(exc)
+    return text.replace(str(wheel.path), wheel.origin) if wheel.origin else text
 
 
 def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[VerifiedWheel]:

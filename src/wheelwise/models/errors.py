@@ -28,6 +28,10 @@ class DownloadError(InstallError):
         self.reason = reason
 
 
+class DownloadDeadline(DownloadError):
+    """A download reached the request deadline: final for this run, never sent again."""
+
+
 class EnvironmentQueryError(InstallError):
     """The target interpreter could not be run or queried."""
 

@@ -53,6 +53,7 @@ from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.resolve.candidates import WheelFile
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.core_metadata import read_core_metadata
+from wheelwise.wheels.errors import WheelError, renamed
 
 if TYPE_CHECKING:  # variant metadata loads only for releases with variant wheels
     from wheelwise.cache.wheel_cache import ContentStore
@@ -235,8 +236,13 @@ class IndexFinder:
         if link.file.core_metadata:
             found = self.client.fetch_metadata(link.file)
         else:
-            with WheelArchive(self.wheel_path(link.file)) as archive:
-                found = archive.metadata()
+            path = self.wheel_path(link.file)
+            try:
+                with WheelArchive(path) as archive:
+                    found = archive.metadata()
+            except WheelError as exc:  # named as the user gave it, not the scratch copy
+                item = DownloadItem(link.file.url, link.file.hashes, link.file.filename)
+                raise renamed(exc, path, item.origin) from None
         self._metadata[link.file.url] = found
         return found
 

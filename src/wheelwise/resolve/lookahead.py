@@ -39,8 +39,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 from packaging.version import Version
 
+from wheelwise.client.errors import SourceError
 from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource, SourceListing
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
+from wheelwise.models.errors import DownloadDeadline
 from wheelwise.resolve.candidates import WheelFile
 from wheelwise.resolve.finder import IndexFinder, IndexRelease, link_of, requires_dist
 from wheelwise.resolve.prefetch import ListingPrefetcher
@@ -171,6 +173,8 @@ class Lookahead:
             return None
         try:
             found = job.result()
+        except SourceError:
+            raise  # tried with the client's own retries: asking again would repeat it
         except Exception:
             return None  # asked again of the finder, which reports the failure
         self._metadata[url] = found
@@ -343,6 +347,8 @@ class _EarlyWheels:
         self._pool: ThreadPoolExecutor | None = None
         self._started: dict[str, _Started] = {}
         self._verified: dict[str, VerifiedWheel] = {}
+        # Downloads that reached the request deadline, by URL.
+        self._deadlines: dict[str, DownloadDeadline] = {}
         self._busy = 0  # downloads under way (the others wait for a worker)
         self._lock = threading.Lock()
         self._closed = False
@@ -383,6 +389,9 @@ class _EarlyWheels:
         try:
             found = self._batch.fetch(item, on_memory=sized)
             self._verified[item.url] = self._verify(found)
+        except DownloadDeadline as exc:  # a deadline is paid once: kept, raised when asked
+            self._deadlines[item.url] = exc
+            return None
         except Exception:
             return None  # the install's own download reports it
         finally:
@@ -409,7 +418,13 @@ class _EarlyWheels:
         with self._lock:
             started = self._started.get(file.url)
         found = _result(started)
+        self._raise_deadline(file.url)
         return self._verified.get(file.url) if found is not None else None
+
+    def _raise_deadline(self, url: str) -> None:
+        error = self._deadlines.get(url)
+        if error is not None:
+            raise error
 
     def take(self, item: DownloadItem) -> Fetched | None:
         """*item*, complete and verified (waiting for it if still in flight), or None
@@ -417,6 +432,7 @@ class _EarlyWheels:
         with self._lock:
             started = self._started.pop(item.url, None)
         found = _result(started)
+        self._raise_deadline(item.url)
         if found is None or found.name != item.name:
             return None
         return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from wheelwise.errors import WheelwiseError
 
 # Some zipfile messages quote a whole damaged header: an error line keeps this much.
@@ -16,6 +18,12 @@ def describe(exc: BaseException) -> str:
 
 class WheelError(ValueError, WheelwiseError):
     """A wheel file is missing, unreadable or inconsistent."""
+
+
+def renamed(error: WheelError, copy: Path, origin: str) -> WheelError:
+    """*error* about the file *copy* (a scratch copy) saying *origin* instead: the
+    file or URL the user gave."""
+    return WheelError(str(error).replace(str(copy), origin))
 
 
 class BuildError(WheelError):
