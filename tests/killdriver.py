@@ -12,7 +12,9 @@ counts; the count is written to COUNT_FILE at exit. ``KILL_EXTRA_ROOTS`` (paths
 joined by ``os.pathsep``) counts the steps inside those folders too (the cache's
 unpacked wheels, say). Unpacking runs in this
 process, one wheel after another, so that the steps come in the same order
-(``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork).
+(``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork);
+the files of a wheel kept unpacked in the cache are placed by threads, as a big
+wheel's are, so the step a kill lands on is among theirs, in any order.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import runpy
 import signal
 import sys
+import threading
 from typing import Any
 
 # Ctrl-C as a terminal's foreground process gets it: a shell that starts the tests in
@@ -42,10 +45,15 @@ steps = 0
 opened: set[int] = set()
 
 
+_counting = threading.Lock()  # files are placed by several threads
+
+
 def _step() -> None:
     global steps
-    steps += 1
-    if steps == target:
+    with _counting:
+        steps += 1
+        now = steps
+    if now == target:
         os.kill(os.getpid(), signum)
 
 
@@ -124,7 +132,11 @@ def _report() -> None:
 
 
 import wheelwise.install.parallel  # noqa: E402
+import wheelwise.install.unpack  # noqa: E402
 
 wheelwise.install.parallel.STRATEGY = os.environ.get("KILL_STRATEGY", "serial")
+# Every unpacked wheel of two files or more is placed by several threads, as a big
+# one is: a kill lands wherever they are.
+wheelwise.install.unpack._THREADED_LINKS = 2
 sys.argv = ["wheelwise", *arguments]
 runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)

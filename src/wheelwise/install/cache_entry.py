@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 from installer.sources import WheelContentElement, WheelSource
-from installer.utils import parse_wheel_filename
+from installer.utils import Scheme, parse_metadata_file, parse_wheel_filename
 
 from wheelwise.cache.unpacked import EntryFile, UnpackedWheel
 from wheelwise.install.unpack import (
     Cancelled,
     Journal,
+    LinkedFile,
     LinkedMember,
     VerifyingWheel,
     copy_member,
@@ -90,6 +91,7 @@ class EntrySource(WheelSource):
         parsed = parse_wheel_filename(entry.filename)
         super().__init__(parsed.distribution, parsed.version)
         self.entry = entry
+        self._taken: set[str] = set()
 
     @property
     def dist_info_dir(self) -> str:
@@ -106,9 +108,37 @@ class EntrySource(WheelSource):
     def validate_record(self) -> None:
         """Checked when the entry was made (and its sizes and times when found)."""
 
+    def take_root_files(self) -> tuple[Scheme, list[LinkedFile]]:
+        """The files that go to the root scheme as they are (the wheel's folders and
+        ``.dist-info``, not ``.data`` or ``RECORD``), for the destination to place all
+        at once; :meth:`get_contents` leaves them out from now on. Installer gives
+        each of these its root scheme and its own path, so nothing changes but
+        the number of calls."""
+        wheel = parse_metadata_file(self.read_dist_info("WHEEL"))
+        root = Scheme("purelib" if wheel["Root-Is-Purelib"] == "true" else "platlib")
+        data = self.data_dir + "/"
+        record = f"{self.entry.dist_info}/RECORD"
+        taken = [
+            item
+            for item in self.entry.files
+            if not item.path.startswith(data)
+            and item.path != record
+            and "__pycache__" not in item.path.split("/")[:-1]  # installer warns: its call
+        ]
+        self._taken = {item.path for item in taken}
+        files = [
+            LinkedFile(
+                item.path, self.entry.file_path(item.path), item.executable, item.sha256, item.size
+            )
+            for item in taken
+        ]
+        return root, files
+
     def get_contents(self) -> Iterator[WheelContentElement]:
         scripts = f"{self.data_dir}/scripts/"
         for item in self.entry.files:
+            if item.path in self._taken:
+                continue
             record = (item.path, f"sha256={item.sha256}", str(item.size))
             path = self.entry.file_path(item.path)
             stream: BinaryIO

@@ -231,13 +231,15 @@ class _Transaction:
         try:
             entry = self._entry_of(wheel, journal)
             if entry is not None:
+                source = EntrySource(entry)
                 install_source(
-                    EntrySource(entry),
+                    source,
                     scheme=self.env.scheme(wheel.name),
                     interpreter=os.path.abspath(self.env.python),  # noqa: PTH100
                     script_kind=self.env.script_kind,
                     journal=journal,
                     linker=self.linker,
+                    placed=source.take_root_files(),
                 )
                 return
             unpack_wheel(

@@ -25,7 +25,9 @@ import os
 import stat
 import threading
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 import installer
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Cancelled",
     "Journal",
+    "LinkedFile",
     "LinkedMember",
     "VerifyingWheel",
     "copy_member",
@@ -62,6 +65,9 @@ INSTALLER_METADATA = {"INSTALLER": b"wheelwise\n"}
 _WHOLE_MEMBER = 4 << 20
 _CHUNK = 1 << 20
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+# Placing the files of an unpacked wheel: threads from this many files on.
+_THREADED_LINKS = 512
+_LINK_THREADS = 4
 
 
 class Cancelled(Exception):
@@ -130,6 +136,52 @@ class Journal:
             self.note_dir(folder)
         self._known_dirs.add(directory)
 
+    def _ensure_dirs(self, directories: Iterable[str], workers: int) -> None:
+        """:meth:`ensure_dir` for each of *directories*: the missing folders written
+        down first, then made a level at a time by *workers* threads (a ``mkdir``
+        costs this disk ~0.2 ms)."""
+        missing: set[str] = set()
+        for directory in directories:
+            current = directory
+            while current not in self._known_dirs and current not in missing:
+                if os.path.isdir(current):
+                    self._known_dirs.add(current)
+                    break
+                missing.add(current)
+                parent = os.path.dirname(current)
+                if parent == current:
+                    break
+                current = parent
+        if not missing:
+            return
+        levels: dict[int, list[str]] = {}
+        for folder in missing:
+            levels.setdefault(folder.count(os.sep), []).append(folder)
+        ordered = [folder for depth in sorted(levels) for folder in sorted(levels[depth])]
+        if self.wal is not None:
+            self.wal.note_many("dir", ordered)
+
+        def make(folder: str) -> bool:
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                return False  # made by another worker (or a file is there: linking says)
+            return True
+
+        for depth in sorted(levels):
+            folders = sorted(levels[depth])
+            if workers > 1 and len(folders) > 1:
+                with ThreadPoolExecutor(workers) as pool:
+                    made = list(pool.map(make, folders))
+            else:
+                made = [make(folder) for folder in folders]
+            for folder, new in zip(folders, made, strict=True):
+                if new:
+                    self.note_dir(folder)
+                elif self.wal is not None:
+                    self.wal.note("skip", folder)
+        self._known_dirs.update(missing)
+
     def create(self, target: str, executable: bool) -> BinaryIO:
         """A new file at *target*, opened for writing; never replaces one."""
         return open(self._create_fd(target, executable), "wb")  # closed by the caller
@@ -156,6 +208,54 @@ class Journal:
             raise
         self.note_file(target)
 
+    def link_many(self, placements: Sequence[tuple[str, str, bool]], linker: Linker) -> None:
+        """``link_new(target, source, executable, linker)`` for each placement, with
+        every intent written down first in a few writes, and the files placed by a
+        few threads (a link or a clone is a system call that releases the GIL)."""
+        if self.is_cancelled():
+            raise Cancelled
+        workers = _LINK_THREADS if len(placements) >= _THREADED_LINKS else 1
+        self._ensure_dirs({os.path.dirname(target) for target, _, _ in placements}, workers)
+        if self.wal is not None:
+            self.wal.note_many("file", [target for target, _, _ in placements])
+        shares = [placements[index::workers] for index in range(workers)]
+        made: list[list[str]] = [[] for _ in shares]
+        failures: list[tuple[BaseException, str] | None] = [None] * len(shares)
+
+        def place(index: int) -> None:
+            done = made[index]
+            for count, (target, source, executable) in enumerate(shares[index]):
+                try:
+                    if not count % 256 and self.is_cancelled():
+                        raise Cancelled
+                    linker.place(source, target, executable)
+                except BaseException as exc:  # told to the caller, in order
+                    made_then_failed = not isinstance(exc, Cancelled | FileExistsError)
+                    if made_then_failed and os.path.lexists(target):
+                        done.append(target)  # made, then a copy failed (a full disk)
+                    failures[index] = (exc, target)
+                    return
+                done.append(target)
+
+        if workers == 1:
+            place(0)
+        else:
+            threads = [threading.Thread(target=place, args=(i,)) for i in range(workers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        for done in made:
+            for target in done:
+                self.note_file(target)
+        for failure in failures:
+            if failure is None:
+                continue
+            exc, target = failure
+            if isinstance(exc, FileExistsError):
+                raise self._clash(target) from None
+            raise exc
+
     def _create_fd(self, target: str, executable: bool) -> int:
         self._intend(target)
         try:
@@ -180,6 +280,17 @@ class Journal:
         return InstallError(
             f"{target} already exists and belongs to no distribution being replaced"
         )
+
+
+@dataclass(frozen=True)
+class LinkedFile:
+    """A file already unpacked and checked (in the cache), to be placed at *path*."""
+
+    path: str
+    source: str
+    executable: bool
+    sha256: str
+    size: int
 
 
 class LinkedMember(io.RawIOBase):
@@ -371,6 +482,8 @@ class _JournalingDestination(WheelDestination):
             name: os.path.normpath(os.path.abspath(folder))  # abspath: keep venv links
             for name, folder in scheme.items()
         }
+        # Files placed by place_all, for RECORD.
+        self.placed: list[tuple[Scheme, RecordEntry]] = []
 
     def write_script(
         self, name: str, module: str, attr: str, section: ScriptSection
@@ -394,9 +507,24 @@ class _JournalingDestination(WheelDestination):
                 return self._write(scheme, path, fixed, is_executable)
         return self._write(scheme, path, stream, is_executable)
 
+    def place_all(self, scheme: Scheme, members: Sequence[LinkedFile]) -> None:
+        """Place *members* (paths within *scheme*) at once (:meth:`Journal.link_many`);
+        their rows join the installed RECORD."""
+        placements = [
+            (self._target(scheme, member.path), member.source, member.executable)
+            for member in members
+        ]
+        self.journal.link_many(placements, self.linker)
+        self.placed += [
+            (scheme, RecordEntry(member.path, Hash("sha256", member.sha256), member.size))
+            for member in members
+        ]
+
     def finalize_installation(
         self, scheme: Scheme, record_file_path: str, records: Iterable[tuple[Scheme, RecordEntry]]
     ) -> None:
+        records = [*self.placed, *records]
+
         def prefix_for_scheme(file_scheme: Scheme) -> str | None:
             if file_scheme == scheme:
                 return None
@@ -493,9 +621,13 @@ def install_source(
     script_kind: LauncherKind,
     journal: Journal,
     linker: Linker,
+    placed: tuple[Scheme, Sequence[LinkedFile]] | None = None,
 ) -> None:
     """Install *source*, whose members are :class:`LinkedMember` (placed by
     *linker*) or checked streams, into the folders of *scheme*, as
-    :func:`unpack_wheel` does."""
+    :func:`unpack_wheel` does. *placed*: files of the wheel that *source* leaves
+    out, all in one scheme, placed first in one go (their rows join RECORD)."""
     destination = _JournalingDestination(scheme, interpreter, script_kind, journal, linker)
+    if placed is not None:
+        destination.place_all(*placed)
     installer.install(source, destination, additional_metadata=INSTALLER_METADATA)
