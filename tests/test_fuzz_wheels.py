@@ -12,6 +12,7 @@ import io
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -120,10 +121,16 @@ def test_rewrites_of_zip64_marked_wheels(
     if data.draw(st.booleans()):
         path.write_bytes(data.draw(damaged(path.read_bytes())))
     environment = variant_environment("v3", [VariantProperty.parse("x86_64 :: level :: v3")])
-    for rewrite in (
-        lambda: strip_variant(path, folder / "stripped", verify=data.draw(st.booleans())),
-        lambda: make_plain_wheel(path, folder / "plain", environment).path,
-    ):
+    verify = data.draw(st.booleans())
+
+    def stripped() -> Path:
+        return strip_variant(path, folder / "stripped", verify=verify)
+
+    def plain() -> Path:
+        return make_plain_wheel(path, folder / "plain", environment).path
+
+    rewrites: list[Callable[[], Path]] = [stripped, plain]
+    for rewrite in rewrites:
         with contextlib.suppress(WheelError):
             written = rewrite()
             with WheelArchive(written) as archive:

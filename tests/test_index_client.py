@@ -496,11 +496,14 @@ def test_last_modified_cache_in_default_dir(
     base, state = hostile
     monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "cache"))
     source = IndexSource.index(f"{base}/simple/")
-    for _ in range(2):
-        with IndexClient(retry=FAST) as client:
+    # A Last-Modified date and no max-age: fresh for the heuristic lifetime (as uv
+    # takes it), so the second run asks nothing; --refresh (revalidate) asks with it.
+    for revalidate in (False, False, True):
+        with IndexClient(retry=FAST, revalidate=revalidate) as client:
             listing = client.fetch_project(source, "dated")
         assert [f.url for f in listing.files] == [f"{base}/simple/dated/dated-1.0.tar.gz"]
     seen = state.headers["/simple/dated/"]
+    assert len(seen) == 2
     assert "if-modified-since" not in seen[0]
     assert seen[1]["if-modified-since"] == "Sat, 21 Nov 2026 10:00:00 GMT"
     entries = [p for p in (tmp_path / "cache" / "http").rglob("*") if p.is_file()]

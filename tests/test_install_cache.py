@@ -31,7 +31,13 @@ from hypothesis import strategies as st
 from installkit import WHEEL, make_venv
 from variantkit import system_file, vpkg_wheel, wheelwise
 from wheelfactory import make_wheel
-from wheelwise.cache.http_cache import CachedResponse, HttpCache, body_stamp, freshness
+from wheelwise.cache.http_cache import (
+    HEURISTIC_LIFETIME,
+    CachedResponse,
+    HttpCache,
+    body_stamp,
+    freshness,
+)
 from wheelwise.cache.wheel_cache import ContentStore, content_key
 from wheelwise.cli.inputs import load_system
 from wheelwise.client.errors import HashMismatch
@@ -651,6 +657,8 @@ def test_content_key_takes_only_well_formed_strong_digests(hashes: dict[str, str
 
 # -- Cache-Control ---------------------------------------------------------------------
 
+LAST_MODIFIED = "Sat, 21 Nov 2026 10:00:00 GMT"
+
 
 @pytest.mark.parametrize(
     ("headers", "store", "lifetime"),
@@ -670,6 +678,15 @@ def test_content_key_takes_only_well_formed_strong_digests(hashes: dict[str, str
         ({"cache-control": "max-age=99999999999999999999"}, True, 365 * 24 * 3600),
         ({"cache-control": "no-store"}, False, 0),
         ({"cache-control": "max-age=600, No-Store"}, False, 0),
+        # No max-age but a Last-Modified date: the heuristic lifetime, as uv's.
+        ({"last-modified": LAST_MODIFIED}, True, HEURISTIC_LIFETIME),
+        ({"last-modified": LAST_MODIFIED, "cache-control": "public"}, True, HEURISTIC_LIFETIME),
+        ({"last-modified": LAST_MODIFIED, "cache-control": "no-cache"}, True, 0),
+        ({"last-modified": LAST_MODIFIED, "cache-control": "must-revalidate"}, True, 0),
+        ({"last-modified": LAST_MODIFIED, "expires": LAST_MODIFIED}, True, 0),
+        ({"last-modified": LAST_MODIFIED, "cache-control": "max-age=5"}, True, 5),
+        ({"last-modified": LAST_MODIFIED, "cache-control": "no-store"}, False, 0),
+        ({"etag": '"x"'}, True, 0),
     ],
 )
 def test_freshness_reads_cache_control(
@@ -689,9 +706,12 @@ def test_freshness_reads_cache_control(
         max_size=8,
     ).map(", ".join),
     st.text(max_size=20),
+    st.sampled_from([{}, {"last-modified": LAST_MODIFIED}, {"last-modified": "", "expires": "0"}]),
 )
-def test_freshness_never_raises_and_stays_in_bounds(cache_control: str, age: str) -> None:
-    found = freshness({"cache-control": cache_control, "age": age})
+def test_freshness_never_raises_and_stays_in_bounds(
+    cache_control: str, age: str, dates: dict[str, str]
+) -> None:
+    found = freshness({"cache-control": cache_control, "age": age, **dates})
     assert 0 <= found.lifetime <= 365 * 24 * 3600
     if not found.store:
         assert found.lifetime == 0

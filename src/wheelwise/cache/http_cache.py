@@ -14,8 +14,10 @@ Freshness follows ``Cache-Control`` as a private cache reads it (RFC 9111):
 ``max-age=N`` makes the entry fresh for N seconds from when it was stored, less the
 ``Age`` the response already had; ``no-cache`` (and ``must-revalidate`` once
 stale) means revalidate before every use; ``no-store`` means the response is not
-kept. ``s-maxage`` and ``Expires`` are not read. A response with neither
-validators nor a lifetime is not kept: nothing could be saved by it.
+kept. A response with no ``max-age`` but a ``Last-Modified`` date (and no ``Expires``
+or ``must-revalidate``) is fresh for :data:`HEURISTIC_LIFETIME`, as uv takes it
+(RFC 9111 4.2.2). ``s-maxage`` and ``Expires`` are not read otherwise. A response
+with neither validators nor a lifetime is not kept: nothing could be saved by it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ _log = logging.getLogger(__name__)
 _FORMAT = 2
 # Longer lifetimes are clamped: a year, as far as anyone caches a page.
 _MAX_LIFETIME = 365 * 24 * 3600
+# The lifetime of a page that gives no explicit one but a Last-Modified date (RFC 9111
+# 4.2.2 lets a cache choose it): PyPI's max-age, which uv assumes too. A static index
+# (nginx, S3) sends no Cache-Control at all.
+HEURISTIC_LIFETIME = 600.0
 
 
 def body_stamp(body: bytes) -> str:
@@ -72,8 +78,13 @@ def freshness(headers: Mapping[str, str]) -> Freshness:
     if "no-store" in directives:
         return Freshness(False, 0.0)
     max_age = _seconds(directives.get("max-age"))
-    if "no-cache" in directives or max_age is None:
+    if "no-cache" in directives:
         return Freshness(True, 0.0)
+    if max_age is None:
+        heuristic = "last-modified" in headers and not (
+            "expires" in headers or "must-revalidate" in directives
+        )
+        return Freshness(True, HEURISTIC_LIFETIME if heuristic else 0.0)
     age = _seconds(headers.get("age")) or 0
     return Freshness(True, float(max(0, max_age - age)))
 

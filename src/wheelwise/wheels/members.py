@@ -59,6 +59,12 @@ class MemberReader:
         fp = archive.fp
         self._fd = fp.fileno() if data is None and fp is not None else None
         self._name = archive.filename or "wheel"
+        # A member's compressed bytes must lie within the archive (a lying ZIP64 size
+        # would ask one read for gigabytes).
+        if self._view is not None:
+            self._size = len(self._view)
+        else:
+            self._size = os.fstat(self._fd).st_size if self._fd is not None else 0
 
     def read(self, info: zipfile.ZipInfo) -> bytes | None:
         """The member's bytes, or None when it is not a plain stored or deflated
@@ -67,6 +73,8 @@ class MemberReader:
         if not self._readable(info):
             return None
         start = self.data_offset(info)
+        if start + info.compress_size > self._size:
+            raise zipfile.BadZipFile(f"{self._name}: {info.filename!r} is truncated")
         raw = self._bytes(start, info.compress_size)
         if len(raw) != info.compress_size:
             raise zipfile.BadZipFile(f"{self._name}: {info.filename!r} is truncated")
