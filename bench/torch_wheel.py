@@ -28,6 +28,8 @@ upstream's transfer time alone.
 Usage::
 
     .venv/bin/python bench/torch_wheel.py [--rounds 5] [--rate 20] [--json]
+
+``--wheel FILE`` takes another wheel instead (the smoke test's small one).
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def rewrites(wheel: Path, tmp: Path, rounds: int) -> dict[str, list[float]]:
 
 
 def through_proxy(wheel: Path, tmp: Path, rate_mb: float) -> dict[str, object]:
+    project = wheel.name.split("-")[0]
     from indexkit import uvicorn_thread
     from throttlekit import Throttled
     from wheelwise.publish.server import create_app
@@ -134,7 +137,7 @@ def through_proxy(wheel: Path, tmp: Path, rate_mb: float) -> dict[str, object]:
             target = tmp / "downloaded"
             start = time.perf_counter()
             result = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "torch", "--no-deps", "--no-cache-dir",
+                [sys.executable, "-m", "pip", "download", project, "--no-deps", "--no-cache-dir",
                  "--retries", "0", "--index-url", url, "-d", str(target),
                  "--disable-pip-version-check", "--progress-bar", "off"],
                 capture_output=True, text=True, env=clean_env(), check=False,
@@ -172,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS)
+    parser.add_argument("--wheel", type=Path, help="this wheel instead of torch's")
     parser.add_argument("--rate", type=float, default=20.0, help="upstream MB/s")
     parser.add_argument("--skip-proxy", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    wheel = torch_wheel(args.wheels)
-    with tempfile.TemporaryDirectory(dir=args.wheels.parent) as scratch:
+    wheel = args.wheel.resolve() if args.wheel else torch_wheel(args.wheels)
+    with tempfile.TemporaryDirectory(dir=wheel.parent) as scratch:
         tmp = Path(scratch)
         times = rewrites(wheel, tmp, args.rounds)
         medians = {step: statistics.median(values) for step, values in times.items()}
