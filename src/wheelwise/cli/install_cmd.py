@@ -368,7 +368,13 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
             "files until the cache holds at most SIZE (500M, 20G) [env: "
             "WHEELWISE_MAX_CACHE_SIZE; config: [cache] max-size].",
         ),
-        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        click.option(
+            "-q",
+            "--quiet",
+            is_flag=True,
+            help="Print nothing on success, as pip and uv do (errors and warnings still go "
+            "to stderr).",
+        ),
         click.option(
             "-v", "--verbose", is_flag=True, help="Say where each installed package came from."
         ),
@@ -434,6 +440,12 @@ def _lock_among(
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade installed packages to the newest.")
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
+@click.option(
+    "--no-index",
+    is_flag=True,
+    help="Ignore the package indexes (--index-url, --extra-index-url, and those of "
+    "requirements files): only --find-links.",
+)
 @target_options
 @input_errors
 @install_errors
@@ -447,6 +459,7 @@ def install(
     upgrade: bool,
     pre: bool,
     no_deps: bool,
+    no_index: bool,
     target: TargetArgs,
 ) -> None:
     """Install packages, choosing the wheel variant that fits this machine."""
@@ -478,14 +491,22 @@ def install(
         wanted = [*requirements, *files.requirements]
         if not wanted:
             raise InputError("nothing to install: give requirements or -r FILE")
-        if index_url is None:
+        extra_index_urls = [*extra_index_url, *files.extra_index_urls]
+        if no_index:
+            index_url, extra_index_urls = None, []
+            if not (find_links or files.find_links):
+                raise InputError(
+                    "--no-index leaves no package source: give --find-links DIR|URL, or "
+                    "drop --no-index"
+                )
+        elif index_url is None:
             index_url = files.index_url or DEFAULT_INDEX_URL
         options = replace(
             base,
             requirements=wanted,
             constraints=files.constraints,
             index_url=index_url,
-            extra_index_urls=[*extra_index_url, *files.extra_index_urls],
+            extra_index_urls=extra_index_urls,
             find_links=[*find_links, *files.find_links],
             upgrade=upgrade,
             pre=pre,
@@ -520,9 +541,9 @@ def show_outcome(
     verbose: bool = False,
     elapsed: float | None = None,
 ) -> None:
-    """The report (``--report``), then the plan of a dry run, or a line per package
-    installed or upgraded (and kept, unless *quiet*), then a line per distribution a
-    sync removes (*removals*), and how long it took (*elapsed* seconds)."""
+    """The report (``--report``); then, unless *quiet*, the plan of a dry run, or a
+    line per package installed, upgraded or kept, then a line per distribution a sync
+    removes (*removals*), and how long it took (*elapsed* seconds)."""
     from wheelwise.install.plan import installation_report
 
     # With the report on stdout, what people read goes to stderr: stdout is JSON.
@@ -533,6 +554,8 @@ def show_outcome(
             click.echo(text)
         else:
             report_file.write_text(text + "\n", encoding="utf-8")
+    if quiet:
+        return
     if outcome.dry_run:
         _render_plan(outcome, to_stderr)
         for dist in removals:
@@ -544,12 +567,11 @@ def show_outcome(
     changed = 0
     for planned in outcome.plan:
         if planned.skipped:
-            if not quiet:
-                click.echo(
-                    f"already installed {planned.name} {planned.package.version}"
-                    + (f" (variant {planned.package.label})" if planned.package.label else ""),
-                    err=to_stderr,
-                )
+            click.echo(
+                f"already installed {planned.name} {planned.package.version}"
+                + (f" (variant {planned.package.label})" if planned.package.label else ""),
+                err=to_stderr,
+            )
             continue
         changed += 1
         click.echo(_change(planned, replaced.get(planned.name), verbose), err=to_stderr)
