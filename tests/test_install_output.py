@@ -62,3 +62,28 @@ def test_no_index_takes_only_find_links(tmp_path: Path, venv: Path) -> None:
     assert alone.returncode == 2
     [line] = alone.stderr.splitlines()
     assert "--no-index leaves no package source: give --find-links" in line
+
+
+@pytest.mark.parametrize("flag", [["--force-reinstall"], ["--reinstall-package", "Beta"]])
+def test_reinstall_installs_the_same_build_again(
+    tmp_path: Path, flag: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    python = make_venv(tmp_path_factory.mktemp("reinstall") / "venv")
+    assert _install(tmp_path, python, "-q", "beta")[0] == 0
+    module = next(python.parent.parent.glob("lib/python*/site-packages/beta/__init__.py"))
+    module.write_text("changed by hand\n")
+    code, out, err = _install(tmp_path, python, "beta")
+    assert (code, out.splitlines()) == (0, ["already installed beta 1.0"]), err
+    code, out, err = _install(tmp_path, python, *flag, "beta")
+    assert code == 0, err
+    assert out.splitlines()[0] == "reinstalled beta 1.0"
+    assert module.read_text() == "VERSION = '1.0'\n"
+    listed = wheelwise(["list", "--python", str(python)], tmp_path / "cache")
+    assert "beta" in listed.stdout
+
+
+def test_reinstall_package_names_a_project(tmp_path: Path, venv: Path) -> None:
+    code, _, err = _install(tmp_path, venv, "--reinstall-package", "no such", "beta")
+    assert code == 2
+    [line] = err.splitlines()
+    assert "--reinstall-package 'no such': not a project name" in line

@@ -441,6 +441,20 @@ def _lock_among(
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
 @click.option(
+    "--force-reinstall",
+    "--reinstall",
+    "reinstall",
+    is_flag=True,
+    help="Install every package again, even where the same build is installed (pip's "
+    "--force-reinstall, uv's --reinstall).",
+)
+@click.option(
+    "--reinstall-package",
+    multiple=True,
+    metavar="NAME",
+    help="Install NAME again, even where the same build is installed (repeatable).",
+)
+@click.option(
     "--no-index",
     is_flag=True,
     help="Ignore the package indexes (--index-url, --extra-index-url, and those of "
@@ -459,6 +473,8 @@ def install(
     upgrade: bool,
     pre: bool,
     no_deps: bool,
+    reinstall: bool,
+    reinstall_package: tuple[str, ...],
     no_index: bool,
     target: TargetArgs,
 ) -> None:
@@ -511,6 +527,7 @@ def install(
             upgrade=upgrade,
             pre=pre,
             no_deps=no_deps,
+            reinstall=reinstall or frozenset(map(_project_name, reinstall_package)),
         )
         started = time.perf_counter()
         if interactive(target.quiet) and not target.dry_run:
@@ -525,6 +542,16 @@ def install(
             verbose=target.verbose,
             elapsed=time.perf_counter() - started,
         )
+
+
+def _project_name(text: str) -> str:
+    """*text* as a normalized project name; an InputError when it cannot be one."""
+    from packaging.utils import InvalidName, canonicalize_name
+
+    try:
+        return canonicalize_name(text, validate=True)
+    except InvalidName:
+        raise InputError(f"--reinstall-package {text!r}: not a project name") from None
 
 
 def interactive(quiet: bool) -> bool:
@@ -592,7 +619,10 @@ def _change(planned: PlannedPackage, old: InstalledDist | None, verbose: bool) -
 
     package = planned.package
     what = f"installed {planned.name} {package.version}"
-    if old is not None and str(old.version) != str(package.version):
+    if old is not None and str(old.version) == str(package.version):
+        if old.variant == package.label:  # the same build, asked for again
+            what = f"reinstalled {planned.name} {package.version}"
+    elif old is not None:
         try:
             verb = (
                 "upgraded" if Version(str(package.version)) > Version(old.version) else "downgraded"

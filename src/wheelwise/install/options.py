@@ -83,6 +83,9 @@ class InstallOptions:
     link_mode: str | None = None
     # Bytes the cache may hold once the install is done (least recently used go).
     max_cache_size: int | None = None
+    # Install again what is installed already: every package (True), or those named
+    # (normalized names).
+    reinstall: bool | frozenset[str] = False
 
 
 def placement_for(options: InstallOptions, kept: ContentCache | None) -> Placement:

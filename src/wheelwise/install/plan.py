@@ -184,6 +184,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
                 no_deps=options.no_deps,
                 no_variant=options.no_variant,
                 variant_choice=variant_choice,
+                reinstall=options.reinstall,
             )
             if options.warn is not None:
                 for note in plan.notes:

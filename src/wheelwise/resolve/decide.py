@@ -11,7 +11,7 @@ through :func:`resolve_with` too, once per target.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,11 +91,13 @@ def decide(
     no_deps: bool = False,
     no_variant: bool = False,
     variant_choice: Mapping[str, str] | None = None,
+    reinstall: bool | Collection[str] = False,
 ) -> Plan:
     """The plan for installing *requirements* into *env*, where *installed* is what
     is there already: resolved over *lookahead* (see :func:`resolve_with`; the
     keyword arguments are the resolver's), each package marked ``skipped`` when that
-    build is installed already. *requested* names the projects asked for by name."""
+    build is installed already, unless *reinstall* is True or names it (normalized
+    names). *requested* names the projects asked for by name."""
     finder = lookahead.finder
     resolution = resolve_with(
         requirements,
@@ -119,10 +121,12 @@ def decide(
         # An abi_dependency build must match its dependency's resolved version:
         # another installed build of the same version is replaced, even without -U.
         keep_variant = not upgrade and not package.abi
+        again = reinstall is True or (reinstall is not False and package.name in reinstall)
         skipped = (
             current is not None
             and package.is_installed
             and (keep_variant or current.variant == package.label)
+            and not again
         )
         release = finder.release(package.name, package.version)
         metadata = release.variant_metadata() if release is not None else None
