@@ -740,3 +740,20 @@ def test_a_conflict_lists_the_newest_versions_only() -> None:
         run(index, "foo>=2")
     newest = ", ".join(f"1.{n}" for n in range(24, 14, -1))
     assert str(info.value).endswith(f"available: {newest} and 15 older")
+
+
+def test_no_compatible_wheel_error_stays_short_for_many_releases() -> None:
+    """Forty releases without a wheel for this machine: the newest named, once per
+    reason, never every release (a line, not a page)."""
+    index = Index()
+    for minor in range(40):
+        index.add("foo", f"0.{minor}", files=[f"foo-0.{minor}-cp313-cp313-win_amd64.whl"])
+    index.add("foo", "0.40", files=[])
+    with pytest.raises(NoCompatibleWheel) as info:
+        run(index, "foo")
+    message = str(info.value)
+    assert len(message) < 600, message
+    assert "foo 0.40: no wheels" in message
+    assert "foo 0.39, 0.38, 0.37 and 37 older: wheels have tags cp313-cp313-win_amd64" in message
+    assert "0.12" not in message
+    assert len(info.value.reasons) == 41

@@ -53,6 +53,11 @@ class ResolveError(WheelwiseError):
     """Resolution failed; the message says why, naming packages and versions."""
 
 
+# What a NoCompatibleWheel message names: the reasons, and the releases of each.
+_SHOWN_REASONS = 3
+_SHOWN_RELEASES = 3
+
+
 class NoCompatibleWheel(ResolveError):
     """No release of a package that the requirements allow has a usable wheel."""
 
@@ -61,10 +66,22 @@ class NoCompatibleWheel(ResolveError):
     ) -> None:
         self.name = name
         self.reasons = dict(reasons)
-        releases = "; ".join(f"{name} {version}: {reason}" for version, reason in reasons.items())
+        # Releases that fail for the same reason share it, the newest named: a project
+        # may have hundreds, and the line stays short.
+        by_reason: dict[str, list[Version]] = {}
+        for version in sorted(reasons, reverse=True):
+            by_reason.setdefault(reasons[version], []).append(version)
+        parts = []
+        for reason, versions in list(by_reason.items())[:_SHOWN_REASONS]:
+            shown = ", ".join(str(v) for v in versions[:_SHOWN_RELEASES])
+            more = len(versions) - _SHOWN_RELEASES
+            parts.append(f"{name} {shown}{f' and {more} older' if more > 0 else ''}: {reason}")
+        others = sum(len(v) for v in list(by_reason.values())[_SHOWN_REASONS:])
+        if others:
+            parts.append(f"and {others} more release{'s' if others > 1 else ''}")
         # Unless every release was passed over for another cause (yanked, say).
         sources = " (source distributions are never built)" if about_sources else ""
-        super().__init__(f"no compatible wheel for {name}{sources}: {releases}")
+        super().__init__(f"no compatible wheel for {name}{sources}: {'; '.join(parts)}")
 
 
 class VariantChoiceError(ResolveError):
