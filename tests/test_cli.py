@@ -56,6 +56,29 @@ def test_select_accepts_a_detect_document(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["selected"] == "60567bd9"
 
 
+@pytest.mark.parametrize("use", ["none", "build"])
+def test_a_build_time_plugin_of_the_v002_draft_is_answered_ahead_of_time(
+    tmp_path: Path, use: str
+) -> None:
+    """PEP 817 draft v0.0.2: ``plugin-use: build`` is a "plugin used only when building
+    package", what PEP 817 writes ``install-time = false``: its namespace is answered
+    from ``default-priorities.property`` with no plugin run or trusted, as ``none`` is
+    (before, only ``null`` was selected)."""
+    document = {
+        "$schema": "https://variants-schema.wheelnext.dev/v0.0.2.json",
+        "default-priorities": {"namespace": ["prio"], "property": {"prio": {"order": ["2", "1"]}}},
+        "providers": {"prio": {"plugin-use": use, "requires": ["prio-plugin"]}},
+        "variants": {
+            "null": {},
+            "one": {"prio": {"order": ["1"]}},
+            "two": {"prio": {"order": ["2"]}},
+        },
+    }
+    result = invoke("select", write_json(tmp_path / "pub-variants.json", document), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["order"] == ["two", "one", "null"]
+
+
 def test_select_without_system_detects_this_machine() -> None:
     """The plugin namespace is untrusted here, so only the null variant fits."""
     result = invoke("select", TEST_PACKAGE_JSON, "--json")

@@ -119,8 +119,13 @@ def test_plugin_provider_is_kept(pep850_validator: Draft202012Validator) -> None
 
 @pytest.mark.parametrize(
     "provider",
-    [{"install-time": False}, {"plugin-use": "none", "requires": ["priority-plugin"]}],
-    ids=["install-time", "plugin-use"],
+    [
+        {"install-time": False},
+        {"plugin-use": "none", "requires": ["priority-plugin"]},
+        # The v0.0.2 draft: "plugin used only when building package".
+        {"plugin-use": "build", "requires": ["priority-plugin"]},
+    ],
+    ids=["install-time", "plugin-use-none", "plugin-use-build"],
 )
 def test_ahead_of_time_provider_gets_its_static_properties(
     provider: dict[str, Any], pep850_validator: Draft202012Validator
@@ -157,15 +162,18 @@ def test_ahead_of_time_provider_gets_its_static_properties(
     assert before.selected == "two"
 
 
-def test_property_priorities_alone_give_ahead_of_time_values() -> None:
-    """PEP 817 v0.0.2 (torch 2.9): an AoT namespace's values only as property priorities."""
+@pytest.mark.parametrize("use", ["none", "build"])
+def test_property_priorities_alone_give_ahead_of_time_values(use: str) -> None:
+    """PEP 817 v0.0.2 (torch 2.9): an AoT namespace's values only as property priorities;
+    ``plugin-use: build`` is a plugin "used only when building package", so it is
+    answered ahead of time as ``none`` is, never run (or trusted) to install."""
     metadata = legacy(
         {
             "default-priorities": {
                 "namespace": ["priority"],
                 "property": {"priority": {"order": ["1", "2", "3"]}},
             },
-            "providers": {"priority": {"plugin-use": "none", "requires": []}},
+            "providers": {"priority": {"plugin-use": use, "requires": []}},
             "variants": {"a": {"priority": {"order": ["3"]}}},
         }
     )

@@ -44,6 +44,10 @@ _PEP825_TOP_KEYS = frozenset({"$schema", "default-priorities", "variants"})
 LEGACY_NULL_LABEL = "00000000"
 
 
+# The v0.0.2 draft's plugin-use values whose plugin is never run when installing.
+_AHEAD_OF_TIME_PLUGIN_USE = ("none", "build")
+
+
 @dataclass(frozen=True)
 class ProviderInfo:
     """Legacy provider data for one namespace (PEP 817 drafts, variantlib 0.2)."""
@@ -67,9 +71,11 @@ class ProviderInfo:
         """An ahead-of-time provider: its supported properties ship in the metadata.
 
         Each era spells it its own way: ``install-time: false`` (PEP 817),
-        ``plugin-use: none`` (the v0.0.2 draft) or static properties in the block
-        (variantlib 0.2, PEP 850)."""
-        return not self.install_time or self.plugin_use == "none" or bool(self.static_properties)
+        ``plugin-use: none`` or ``plugin-use: build`` (the v0.0.2 draft: "plugin used
+        only when building package", what PEP 817 writes ``install-time = false``) or
+        static properties in the block (variantlib 0.2, PEP 850)."""
+        ahead = self.plugin_use in _AHEAD_OF_TIME_PLUGIN_USE
+        return not self.install_time or ahead or bool(self.static_properties)
 
     def to_dict(self) -> dict[str, Any]:
         """The provider block in its original (legacy) spelling."""
@@ -238,7 +244,7 @@ class VariantMetadata:
 
         Values: the static properties (top level, PEP 817; per provider, variantlib
         0.2); for an ahead-of-time provider without any (the v0.0.2 draft's
-        ``plugin-use: none``), the values ``default-priorities.property`` lists, else
+        ``plugin-use: none`` or ``build``), the values ``default-priorities.property`` lists, else
         every value the variants table uses for it. Feature order:
         ``default-priorities.feature`` (PEP 817), then ``feature-order``, then
         document order.
