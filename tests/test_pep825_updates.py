@@ -1,0 +1,101 @@
+"""PEP 825 as merged upstream after the copy in ``../shared/spec`` (python/peps#5100):
+the link to a release's ``*-variants.json`` does not carry ``core-metadata``,
+``requires-python`` or ``yanked``, and tools ignore them where an index gives them.
+
+Cited as the project's record of the change (``../shared/README.md``): "the
+``*-variants.json`` link must not carry ``core-metadata``, ``requires-python`` or
+``yanked``, and tools ignore them".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from faultkit import fault_server, write_site
+from indexkit import demo_wheel, parse_anchors, uvicorn_thread
+from installkit import make_venv
+from variantkit import install_with_system, installed_variant
+from wheelwise.publish.server import create_app
+
+NOT_ON_THE_LINK = ("core-metadata", "dist-info-metadata", "requires-python", "yanked")
+
+
+def _release(folder: Path) -> Path:
+    """A release whose wheels have Requires-Python and PEP 658 metadata files."""
+    folder.mkdir(parents=True)
+    level = {"x86_64": {"level": ["v3"]}}
+    variant = "pkg-1.0-py3-none-any-x86_64_v3.whl"
+    demo_wheel(folder, variant, "x86_64_v3", level, requires_python=">=3.8")
+    demo_wheel(folder, "pkg-1.0-py3-none-any.whl", requires_python=">=3.8")
+    return folder
+
+
+def _check_links(json_page: dict[str, object], html_page: str) -> None:
+    files = json_page["files"]
+    assert isinstance(files, list)
+    [variants] = [f for f in files if f["filename"] == "pkg-1.0-variants.json"]
+    wheels = [f for f in files if f["filename"].endswith(".whl")]
+    # The wheels carry them (so the test can fail), the variants.json link never.
+    assert all("requires-python" in f and "core-metadata" in f for f in wheels)
+    assert not set(NOT_ON_THE_LINK) & set(variants), variants
+    anchors = parse_anchors(html_page)
+    attributes = anchors["pkg-1.0-variants.json"]
+    assert not {f"data-{key}" for key in NOT_ON_THE_LINK} & set(attributes), attributes
+    assert "data-requires-python" in anchors["pkg-1.0-py3-none-any.whl"]
+
+
+def test_index_build_puts_no_core_metadata_requires_python_or_yanked_on_the_link(
+    tmp_path: Path,
+) -> None:
+    from variantkit import wheelwise
+
+    wheels = _release(tmp_path / "wheels")
+    result = wheelwise(
+        ["index", "build", str(wheels), "-o", str(tmp_path / "site")], tmp_path / "c"
+    )
+    assert result.returncode == 0, result.stderr
+    page = tmp_path / "site" / "simple" / "pkg"
+    _check_links(json.loads((page / "index.json").read_text()), (page / "index.html").read_text())
+
+
+def test_index_serve_puts_none_of_them_on_the_link(tmp_path: Path) -> None:
+    import httpx
+
+    wheels = _release(tmp_path / "wheels")
+    with uvicorn_thread(create_app(wheels)) as base:
+        url = f"{base}/simple/pkg/"
+        as_json = httpx.get(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+        as_html = httpx.get(url, headers={"Accept": "text/html"})
+    _check_links(as_json.json(), as_html.text)
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"yanked": True},
+        {"yanked": "a reason"},
+        {"requires-python": ">=99"},
+        {"core-metadata": {"sha256": "0" * 64}},
+        {"yanked": True, "requires-python": "<3", "core-metadata": True},
+    ],
+    ids=["yanked", "yanked-reason", "requires-python", "core-metadata", "all"],
+)
+def test_an_installer_ignores_them_on_the_link(tmp_path: Path, given: dict[str, object]) -> None:
+    site = tmp_path / "site"
+    write_site(site)
+    page = site / "simple" / "vpkg" / "index.json"
+    document = json.loads(page.read_text())
+    for entry in document["files"]:
+        if entry["filename"].endswith("-variants.json"):
+            entry.update(given)
+    page.write_text(json.dumps(document))
+    python = make_venv(tmp_path / "venv")
+    with fault_server(site) as server:
+        code, _, err = install_with_system(
+            tmp_path, python, f"{server.base}/simple/", "vpkg", levels=["v3"]
+        )
+    assert code == 0, err
+    assert installed_variant(python) == "'v3'"
