@@ -456,6 +456,27 @@ def test_better_tag_preferred_within_a_label() -> None:
     assert chosen.label == "x86_64_v3"
 
 
+def test_build_numbers_only_break_ties() -> None:
+    """PEP 825 as merged (python/peps#5110): build numbers no longer group wheels;
+    they break ties between otherwise equal wheels. A newer build of the non-variant
+    wheel does not beat a variant, nor a newer build of a worse variant a better one;
+    two wheels of the same variant and tags go by build number."""
+    machine = SupportedProperties({"x86_64": {"level": ("v4", "v3", "v2", "v1")}})
+    index = Index().add(
+        "simdy",
+        "1.0",
+        files=[
+            "simdy-1.0-3-cp312-cp312-manylinux_2_17_x86_64.whl",
+            "simdy-1.0-2-cp312-cp312-manylinux_2_17_x86_64-x86_64_v2.whl",
+            "simdy-1.0-1-cp312-cp312-manylinux_2_17_x86_64-x86_64_v3.whl",
+            "simdy-1.0-2-cp312-cp312-manylinux_2_17_x86_64-x86_64_v3.whl",
+        ],
+        metadata=LEVELS_META,
+    )
+    chosen = run(index, "simdy", machine=machine)["simdy"]
+    assert str(chosen.file) == "simdy-1.0-2-cp312-cp312-manylinux_2_17_x86_64-x86_64_v3.whl"
+
+
 # -- variants --------------------------------------------------------------------------
 
 
