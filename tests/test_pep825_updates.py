@@ -17,7 +17,7 @@ import pytest
 from faultkit import fault_server, write_site
 from indexkit import demo_wheel, parse_anchors, uvicorn_thread
 from installkit import make_venv
-from variantkit import install_with_system, installed_variant
+from variantkit import install_with_system, installed_variant, level, variants_document, vpkg_wheel
 from wheelwise.publish.server import create_app
 
 NOT_ON_THE_LINK = ("core-metadata", "dist-info-metadata", "requires-python", "yanked")
@@ -99,3 +99,31 @@ def test_an_installer_ignores_them_on_the_link(tmp_path: Path, given: dict[str, 
         )
     assert code == 0, err
     assert installed_variant(python) == "'v3'"
+
+
+@pytest.mark.parametrize("with_file", [True, False], ids=["variants-json", "wheels-only"])
+def test_a_variants_json_in_a_find_links_folder_is_used(tmp_path: Path, with_file: bool) -> None:
+    """python/peps#5100: a ``*-variants.json`` may also sit in a find-links folder (or
+    another source that is not an index). Here the folder's file gives label v4 the
+    property ``level :: v5``, which this v4 machine lacks, where the v4 wheel's own
+    ``variant.json`` says ``v4``: read, the file makes the machine get v3; without
+    it, v4."""
+    folder = tmp_path / "links"
+    vpkg_wheel(folder, label="v3")
+    vpkg_wheel(folder, label="v4")
+    if with_file:
+        document = variants_document({"v3": level("v3"), "v4": level("v5")})
+        (folder / "vpkg-1.0-variants.json").write_bytes(document)
+    (tmp_path / "empty").mkdir()
+    python = make_venv(tmp_path / "venv")
+    code, _, err = install_with_system(
+        tmp_path,
+        python,
+        str(tmp_path / "empty"),
+        "--find-links",
+        str(folder),
+        "vpkg",
+        levels=["v4", "v3"],
+    )
+    assert code == 0, err
+    assert installed_variant(python) == ("'v3'" if with_file else "'v4'")
