@@ -778,3 +778,21 @@ def test_no_compatible_wheel_error_stays_short_for_many_releases() -> None:
     assert "foo 0.39, 0.38, 0.37 and 37 older: wheels have tags cp313-cp313-win_amd64" in message
     assert "0.12" not in message
     assert len(info.value.reasons) == 41
+
+
+def test_a_release_passed_over_for_a_source_only_dependency_is_told() -> None:
+    """hydra-core's case: its newer releases need a dependency published as source
+    only; pip and uv build it, wheelwise takes an older release and says which and why."""
+    index = Index().add("app", "2.0", ["dep==2.0"]).add("app", "1.0", ["dep==1.0"])
+    index.add("dep", "1.0")
+    index.sdists["dep"] = ["2.0"]
+    result = run(index, "app")
+    assert versions(result) == {"app": "1.0", "dep": "1.0"}
+    assert result.notes == (
+        "app 2.0 was passed over: it needs dep==2.0, and dep has source distributions only "
+        "there (newest 2.0), which wheelwise does not build; app 1.0 is installed",
+    )
+    # Not when the newer release is passed over for another reason.
+    index = Index().add("app", "2.0", ["dep==3.0"]).add("app", "1.0", ["dep==1.0"])
+    index.add("dep", "1.0")
+    assert run(index, "app").notes == ()

@@ -383,6 +383,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         # Locking: per candidate (identifier, version), each dependency's name and
         # whether only specifiers with variant markers required it.
         self.gated: dict[tuple[str, Version], dict[NormalizedName, bool]] = {}
+        # Who asked for what: each dependency's name, the candidates that required it
+        # and how (to tell which releases were passed over, see notes).
+        self.dependents: dict[NormalizedName, list[_Asked]] = {}
 
     # -- data ----------------------------------------------------------------------
 
@@ -460,7 +463,33 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                     f"of {package.name} fits the requirements, so pre-releases are allowed "
                     "for it (as with --pre)"
                 )
-        return tuple(notes)
+        return tuple(notes + self._passed_over(resolution))
+
+    def _passed_over(self, resolution: Resolution) -> list[str]:
+        """Newer releases the resolution did not take because a dependency of theirs
+        has source distributions only there: one line per project, its newest such
+        release (pip and uv build the dependency and take the newer release)."""
+        chosen = {package.name: package.version for package in resolution}
+        skipped: dict[NormalizedName, tuple[Version, Requirement, Version]] = {}
+        for name, asked in self.dependents.items():
+            for parent, version, requirement in asked:
+                final = chosen.get(parent)
+                if final is None or final >= version:
+                    continue
+                if parent in skipped and skipped[parent][0] >= version:
+                    continue
+                specifiers = [requirement.specifier]
+                if any(_within(r.version, specifiers) for r in self.in_range(name, specifiers)):
+                    continue  # wheels there: passed over for another reason
+                sources = self._sources_only(name, specifiers)
+                if sources:
+                    skipped[parent] = (version, requirement, max(sources))
+        return [
+            f"{parent} {version} was passed over: it needs {requirement.text}, and "
+            f"{requirement.name} has source distributions only there (newest {source}), "
+            f"which wheelwise does not build; {parent} {chosen[parent]} is installed"
+            for parent, (version, requirement, source) in sorted(skipped.items())
+        ]
 
     def usable(
         self, name: NormalizedName, release: ReleaseFiles, specifiers: Sequence[SpecifierSet]
@@ -605,6 +634,11 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             ):
                 deps.append(requirement)
         self._prefetch(deps)
+        for dep in deps:
+            if dep.name != candidate.name:
+                self.dependents.setdefault(dep.name, []).append(
+                    (candidate.name, candidate.version, dep)
+                )
         return deps
 
     def _listed_dependencies(self, candidate: Candidate) -> list[Requirement]:
@@ -720,6 +754,10 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             f"newest {versions[0]})"
         )
         return f"{which}; {_source_only_reason(name, newest)} ({_origins(infos)})"
+
+
+# A dependency asked for: by which candidate (name, version), with which requirement.
+_Asked = tuple[NormalizedName, Version, Requirement]
 
 
 def _listed(versions: Sequence[str]) -> str:
