@@ -108,7 +108,7 @@ def test_an_upgrade_replaces_linked_files(tmp_path: Path, index: str) -> None:
     python, _ = install(tmp_path, index, cache, "alpha==1.0")
     old = cached_file(cache, "alpha/old_only.py")
     result = wheelwise(
-        ["install", "-q", "--python", str(python), "--index-url", index, "alpha==2.0"], cache
+        ["install", "--python", str(python), "--index-url", index, "alpha==2.0"], cache
     )
     assert result.returncode == 0, result.stderr
     assert not (site_packages(python) / "alpha" / "old_only.py").exists()
