@@ -27,10 +27,12 @@ from proxykit import JSON_PAGE, proxy_process
 from wheelfactory import make_wheel
 
 NUL = "a%00b"
+# The upstream answers 503 to every page while this holds True.
+FAILING = [False]
 NAMES = [NUL, "a" * 5000, "a%20b", "-pkg-"]
 
 
-def upstream_app(wheel: Path, asked: Counter[str]) -> Starlette:
+def upstream_app(wheel: Path, asked: Counter[str], failing: list[bool]) -> Starlette:
     data = wheel.read_bytes()
     files = [
         {
@@ -43,6 +45,8 @@ def upstream_app(wheel: Path, asked: Counter[str]) -> Starlette:
 
     async def page(request: Request) -> Response:
         asked[request.url.path] += 1
+        if failing[0]:
+            return Response("down for maintenance", status_code=503)
         project = request.path_params["project"]
         if project != "pkg":
             return Response("not found", status_code=404)
@@ -73,7 +77,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Coun
     wheel = make_wheel(root, "pkg-1.0-py3-none-any.whl", record=True)
     asked: Counter[str] = Counter()
     with (
-        uvicorn_thread(upstream_app(wheel, asked)) as upstream,
+        uvicorn_thread(upstream_app(wheel, asked, FAILING)) as upstream,
         proxy_process([f"{upstream}/simple/"], root / "cache", env=machine(K10)) as base,
     ):
         yield base, asked
@@ -105,3 +109,28 @@ def test_an_entry_with_a_bad_filename_is_skipped_and_explained(
     why = httpx.get(f"{base}/why/pkg/", timeout=30).text
     assert "Skipped upstream entries" in why
     assert "'../evil/pkg-1.0-py3-none-any.whl' is not a file name" in why
+
+
+def test_while_the_upstream_fails_the_last_page_read_is_given(
+    served: tuple[str, Counter[str]],
+) -> None:
+    base, _ = served
+    json_page = {"Accept": JSON_PAGE}
+    good = httpx.get(f"{base}/simple/pkg/", headers=json_page, timeout=30)
+    assert good.status_code == 200
+    assert "wheelwise-stale" not in good.headers
+    FAILING[0] = True
+    try:
+        stale = httpx.get(f"{base}/simple/pkg/", headers=json_page, timeout=60)
+        never_read = httpx.get(f"{base}/simple/other/", headers=json_page, timeout=60)
+        why = httpx.get(f"{base}/why/pkg/", timeout=60).text
+    finally:
+        FAILING[0] = False
+    assert stale.status_code == 200
+    assert stale.content == good.content
+    assert stale.headers["etag"] == good.headers["etag"]
+    assert "503" in stale.headers["wheelwise-stale"]
+    assert never_read.status_code == 502
+    assert "the upstreams fail now" in why
+    again = httpx.get(f"{base}/simple/pkg/", headers=json_page, timeout=30)
+    assert "wheelwise-stale" not in again.headers

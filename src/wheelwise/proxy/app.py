@@ -158,6 +158,8 @@ class ProxyApp:
             "Wheelwise-Why": f"{_prefix(request)}/why/{name}/",
             "Wheelwise-Builds": header_value(_newest_builds(view)),
         }
+        if view.stale is not None:
+            headers["Wheelwise-Stale"] = header_value(view.stale)
         return self._page(request, body, media, headers)
 
     async def file(self, request: Request) -> Response:

@@ -99,6 +99,8 @@ class ProjectView:
     releases: tuple[ReleaseView, ...]  # oldest first
     # What the upstream pages listed that could not be read as a file, one line each.
     skipped: tuple[str, ...] = ()
+    # Set when the upstreams failed and this is the last page read: their error.
+    stale: str | None = None
 
     def entries(self) -> Iterator[Entry]:
         for release in self.releases:

@@ -46,6 +46,7 @@ __all__ = ["SKIPPED_LINKS", "Proxy", "SkippedLinks"]
 METADATA_SUFFIX = ".metadata"
 _OFFERED_LIMIT = 100_000
 _VARIANTS_JSON_LIMIT = 1_000
+_VIEWS_LIMIT = 10_000
 
 
 _UPSTREAM_HINT = "check the proxy's --upstream and that the index is up"
@@ -116,6 +117,10 @@ class Proxy:
         # name fixed content, so later pages need not fetch it again.
         self._variants: OrderedDict[tuple[str, str], VariantMetadata] = OrderedDict()
         self._variants_lock = threading.Lock()
+        # The last page read of each project, per machine: given again while the
+        # upstreams fail.
+        self._views: OrderedDict[tuple[str, NormalizedName], ProjectView] = OrderedDict()
+        self._views_lock = threading.Lock()
         # Files being built in the background, by store key, for the requests that
         # send them as they grow.
         self._growing: dict[str, Growing] = {}
@@ -132,8 +137,26 @@ class Proxy:
         return sorted(names)
 
     def view(self, machine: Machine, project: str) -> ProjectView:
-        """What *project*'s page lists for *machine*."""
+        """What *project*'s page lists for *machine*. While the upstreams fail, the
+        last page read (in this process) is given again, saying why (``stale``)."""
         name = canonicalize_name(project)
+        key = (machine.name, name)
+        try:
+            view = self._fresh_view(machine, name)
+        except UpstreamFailed as exc:
+            with self._views_lock:
+                last = self._views.get(key)
+            if last is None:
+                raise
+            return dataclasses.replace(last, stale=exc.message)
+        with self._views_lock:
+            self._views[key] = view
+            self._views.move_to_end(key)
+            if len(self._views) > _VIEWS_LIMIT:
+                self._views.popitem(last=False)
+        return view
+
+    def _fresh_view(self, machine: Machine, name: NormalizedName) -> ProjectView:
         with _upstream(), SKIPPED_LINKS.collecting() as skipped:
             listings = [self.client.fetch_project(source, name) for source in self.sources]
             found = [listing for listing in listings if listing.found]

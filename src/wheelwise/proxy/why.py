@@ -9,6 +9,8 @@ from wheelwise.proxy.machines import Machine
 def explain(view: ProjectView, machine: Machine) -> str:
     """Plain text, newest release first."""
     lines = [f"{view.name} for {machine.name} ({machine.source})", ""]
+    if view.stale is not None:
+        lines.insert(1, f"The last page read: the upstreams fail now ({view.stale})")
     for release in reversed(view.releases):
         lines.append(f"{view.name} {release.version} (from {release.upstream})")
         for entry in release.entries:
