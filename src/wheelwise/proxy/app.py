@@ -12,7 +12,8 @@ Routes, for the default machine at ``/`` and for each profile under ``/p/<name>/
 * ``why/<project>/``: every release's choice for this machine, as text.
 
 Upstream trouble is a 502 (504 when it is slow) with a one-line message, for that
-request only; nothing is cached from a failed fetch.
+request only; nothing is cached from a failed fetch. A page read before is given
+again instead, saying why in ``Wheelwise-Stale``.
 """
 
 from __future__ import annotations
