@@ -114,32 +114,15 @@ class Journal:
         self.warnings.append(message)
 
     def ensure_dir(self, directory: str) -> None:
-        if directory in self._known_dirs:
-            return
-        missing: list[str] = []
-        current = directory
-        while not os.path.isdir(current):
-            missing.append(current)
-            parent = os.path.dirname(current)
-            if parent == current:
-                break
-            current = parent
-        for folder in reversed(missing):
-            if self.wal is not None:
-                self.wal.note("dir", folder)
-            try:
-                os.mkdir(folder)
-            except FileExistsError:
-                if self.wal is not None:
-                    self.wal.note("skip", folder)
-                continue  # made by another worker (or a file is there: open() will say)
-            self.note_dir(folder)
-        self._known_dirs.add(directory)
+        """*directory* and any missing parent made, each journaled."""
+        if directory not in self._known_dirs:
+            self._ensure_dirs((directory,), 1)
 
     def _ensure_dirs(self, directories: Iterable[str], workers: int) -> None:
-        """:meth:`ensure_dir` for each of *directories*: the missing folders written
+        """Each of *directories* and its missing parents: the missing folders written
         down first, then made a level at a time by *workers* threads (a ``mkdir``
-        costs this disk ~0.2 ms)."""
+        costs this disk ~0.2 ms). A folder another worker made first is skipped (or
+        a file is there: creating the file inside it will say)."""
         missing: set[str] = set()
         for directory in directories:
             current = directory
