@@ -20,8 +20,9 @@ import hashlib
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Generic, TypeVar
 from urllib.parse import quote
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -47,6 +48,8 @@ METADATA_SUFFIX = ".metadata"
 _OFFERED_LIMIT = 100_000
 _VARIANTS_JSON_LIMIT = 1_000
 _VIEWS_LIMIT = 10_000
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 _UPSTREAM_HINT = "check the proxy's --upstream and that the index is up"
@@ -64,6 +67,30 @@ def _upstream() -> Iterator[None]:
         yield None
     except SourceError as exc:
         raise _upstream_error(exc) from None
+
+
+class _Recent(Generic[K, V]):
+    """At most *limit* values by key, shared by threads; the least recently put go."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        self.put_all(((key, value),))
+
+    def put_all(self, items: Iterable[tuple[K, V]]) -> None:
+        with self._lock:
+            for key, value in items:
+                self._items[key] = value
+                self._items.move_to_end(key)
+            while len(self._items) > self._limit:
+                self._items.popitem(last=False)
 
 
 class SkippedLinks:
@@ -111,16 +138,13 @@ class Proxy:
         scratch.mkdir(parents=True, exist_ok=True)
         # Every entry a page offered, by its URL: a key names fixed content, so a file
         # request needs no new look at the upstream page.
-        self._offered: OrderedDict[tuple[str, str, str, str], Entry] = OrderedDict()
-        self._offered_lock = threading.Lock()
+        self._offered: _Recent[tuple[str, str, str, str], Entry] = _Recent(_OFFERED_LIMIT)
         # Each *-variants.json read, by its URL and the sha256 its page gives: those
         # name fixed content, so later pages need not fetch it again.
-        self._variants: OrderedDict[tuple[str, str], VariantMetadata] = OrderedDict()
-        self._variants_lock = threading.Lock()
+        self._variants: _Recent[tuple[str, str], VariantMetadata] = _Recent(_VARIANTS_JSON_LIMIT)
         # The last page read of each project, per machine: given again while the
         # upstreams fail.
-        self._views: OrderedDict[tuple[str, NormalizedName], ProjectView] = OrderedDict()
-        self._views_lock = threading.Lock()
+        self._views: _Recent[tuple[str, NormalizedName], ProjectView] = _Recent(_VIEWS_LIMIT)
         # Files being built in the background, by store key, for the requests that
         # send them as they grow.
         self._growing: dict[str, Growing] = {}
@@ -144,16 +168,11 @@ class Proxy:
         try:
             view = self._fresh_view(machine, name)
         except UpstreamFailed as exc:
-            with self._views_lock:
-                last = self._views.get(key)
+            last = self._views.get(key)
             if last is None:
                 raise
             return dataclasses.replace(last, stale=exc.message)
-        with self._views_lock:
-            self._views[key] = view
-            self._views.move_to_end(key)
-            if len(self._views) > _VIEWS_LIMIT:
-                self._views.popitem(last=False)
+        self._views.put(key, view)
         return view
 
     def _fresh_view(self, machine: Machine, name: NormalizedName) -> ProjectView:
@@ -178,28 +197,20 @@ class Proxy:
         return view
 
     def _remember(self, machine: Machine, view: ProjectView) -> None:
-        with self._offered_lock:
-            for entry in view.entries():
-                url = (machine.name, view.name, _key(entry), entry.filename)
-                self._offered[url] = entry
-                self._offered.move_to_end(url)
-            while len(self._offered) > _OFFERED_LIMIT:
-                self._offered.popitem(last=False)
+        self._offered.put_all(
+            ((machine.name, view.name, _key(entry), entry.filename), entry)
+            for entry in view.entries()
+        )
 
     def _variants_json(self, file: IndexFile) -> VariantMetadata:
         digest = file.hashes.get("sha256")
         if digest is None:
             return self.client.fetch_variants_json(file)
         key = (file.url, digest)
-        with self._variants_lock:
-            found = self._variants.get(key)
+        found = self._variants.get(key)
         if found is None:
             found = self.client.fetch_variants_json(file)
-        with self._variants_lock:
-            self._variants[key] = found
-            self._variants.move_to_end(key)
-            if len(self._variants) > _VARIANTS_JSON_LIMIT:
-                self._variants.popitem(last=False)
+        self._variants.put(key, found)
         return found
 
     def links(self, view: ProjectView) -> list[FileLink]:
@@ -241,8 +252,7 @@ class Proxy:
 
     def entry(self, machine: Machine, project: str, key: str, filename: str) -> Entry:
         """The entry *key*/*filename* of *project*'s page for *machine*."""
-        with self._offered_lock:
-            offered = self._offered.get((machine.name, project, key, filename))
+        offered = self._offered.get((machine.name, project, key, filename))
         if offered is not None:
             return offered
         view = self.view(machine, project)
