@@ -1,7 +1,7 @@
 """Run an install with the cache or the target on a small tmpfs, inside a user and
 mount namespace (``unshare -rm``: no privileges needed), and report as JSON.
 
-    unshare -rm python fulldisk_driver.py cache|target WORK INDEX SIZE REQUIREMENT
+    [STREAM=1] unshare -rm python fulldisk_driver.py cache|target WORK INDEX SIZE REQUIREMENT
 
 The tmpfs exists only inside the namespace, so everything that looks at it
 happens here: the venv is made, hashed before and after, and the cache's
@@ -31,10 +31,20 @@ subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check
 before = tree_hash(venv)
 env = {k: v for k, v in os.environ.items() if not k.startswith("WHEELWISE_")}
 env |= {"WHEELWISE_CACHE_DIR": str(cache), "NO_PROXY": "*", "COLUMNS": "300"}
+# STREAM=1: the wheel is unpacked into the cache as it downloads, as a big one is
+# (nor does it fit the memory budget).
+launcher = ["-m", "wheelwise"]
+if os.environ.get("STREAM") == "1":
+    launcher = [
+        "-c",
+        "import runpy, sys, wheelwise.fetch.download as d, wheelwise.install.plan as p; "
+        "d.STREAM_UNPACK_FROM = 0; p.IN_MEMORY_DOWNLOADS = 0; "
+        "sys.argv = ['wheelwise', *sys.argv[1:]]; "
+        "runpy.run_module('wheelwise', run_name='__main__', alter_sys=True)",
+    ]
 argv = [
     sys.executable,
-    "-m",
-    "wheelwise",
+    *launcher,
     "install",
     "-q",
     "--python",

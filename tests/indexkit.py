@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import itertools
 import os
 import shutil
@@ -105,6 +106,32 @@ def wheelwise_serve(
     base = f"http://127.0.0.1:{port}"
     with running(argv, f"{base}/simple/", output):
         yield base
+
+
+class QuietHTTPServer(http.server.ThreadingHTTPServer):
+    """A threaded server on which a client that stops reading (a cancelled or refused
+    download resets the connection) is expected, not worth a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def handler_served(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """*handler* answering on 127.0.0.1 in a thread of this process; yields the base
+    URL, and stops the server once done."""
+    httpd = QuietHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
 
 
 @contextlib.contextmanager

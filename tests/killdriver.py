@@ -12,7 +12,8 @@ counts; the count is written to COUNT_FILE at exit. ``KILL_EXTRA_ROOTS`` (paths
 joined by ``os.pathsep``) counts the steps inside those folders too (the cache's
 unpacked wheels, say). Unpacking runs in this
 process, one wheel after another, so that the steps come in the same order
-(``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork);
+(``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork;
+``KILL_STREAM_UNPACK_FROM``: wheels from that size on are unpacked as they download);
 the files of a wheel kept unpacked in the cache are placed by threads, as a big
 wheel's are, so the step a kill lands on is among theirs, in any order.
 """
@@ -131,6 +132,7 @@ def _report() -> None:
             out.write(str(steps))
 
 
+import wheelwise.fetch.download  # noqa: E402
 import wheelwise.install.parallel  # noqa: E402
 import wheelwise.install.unpack  # noqa: E402
 
@@ -138,5 +140,13 @@ wheelwise.install.parallel.STRATEGY = os.environ.get("KILL_STRATEGY", "serial")
 # Every unpacked wheel of two files or more is placed by several threads, as a big
 # one is: a kill lands wherever they are.
 wheelwise.install.unpack._THREADED_LINKS = 2
+# KILL_STREAM_UNPACK_FROM=0: every wheel is unpacked into the cache as it downloads,
+# as a big one is (none fits the memory budget, either), so kills land while its
+# members arrive.
+if "KILL_STREAM_UNPACK_FROM" in os.environ:
+    import wheelwise.install.plan
+
+    wheelwise.fetch.download.STREAM_UNPACK_FROM = int(os.environ["KILL_STREAM_UNPACK_FROM"])
+    wheelwise.install.plan.IN_MEMORY_DOWNLOADS = 0
 sys.argv = ["wheelwise", *arguments]
 runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)

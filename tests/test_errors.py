@@ -26,6 +26,8 @@ NOT_ERRORS = {
     # One try of a request failed: the retry loop tries again, or raises the error the
     # failure names (a SourceError or DownloadError).
     "wheelwise.policy.retry.RetryableFailure",
+    # A wheel that cannot be unpacked as it downloads: the fetcher downloads it whole.
+    "wheelwise.cache.stream_entry.NotStreamable",
     # The machine lacks what a provider detects: the provider's report says so.
     "wheelwise.providers.base.ProviderUnavailable",
     "wheelwise.providers.nvidia.NoNvidiaGpu",

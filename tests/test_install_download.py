@@ -6,17 +6,17 @@ import functools
 import hashlib
 import http.server
 import os
-import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from indexkit import handler_served
 from wheelwise.cache.wheel_cache import ContentStore
 from wheelwise.client.bounded import DEFAULT_DEADLINE
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher, ProgressSink
@@ -153,40 +153,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        # A client that stops reading (a cancelled or refused download) resets the
-        # connection: expected here, not worth a traceback.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)  # type: ignore[arg-type]
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[str, dict[str, int]]]:
     hits: dict[str, int] = {}
     release = threading.Event()
     handler = type("Handler", (_Handler,), {"hits": hits, "release": release})
-    httpd = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", hits
-    finally:
-        release.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with handler_served(handler) as base:
+        try:
+            yield base, hits
+        finally:
+            release.set()
 
 
 class RecordingSink:
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.expected: dict[str, int | None] = {}
         self.started: dict[str, int | None] = {}
         self.advanced = 0
         self.finished: list[str] = []
         self.closed = 0
+
+    def expect(self, sizes: Mapping[str, int | None]) -> None:
+        with self.lock:
+            self.expected = dict(sizes)
 
     def start(self, total_bytes: int | None, name: str) -> None:
         with self.lock:
@@ -220,6 +210,7 @@ def test_parallel_downloads_verified_with_progress(
     assert [p.name for p in paths] == list(FILES)
     for path in paths:
         assert path.read_bytes() == FILES[path.name]
+    assert sink.expected == dict.fromkeys(FILES)  # told first; no sizes given here
     assert sink.started == {name: len(data) for name, data in FILES.items()}
     assert sorted(sink.finished) == sorted(FILES)
     assert sink.advanced == sum(len(d) for d in FILES.values())

@@ -3,8 +3,10 @@ user namespace: ``fulldisk_driver.py``) and a wheel of 4 MiB of files.
 
 * cache full: the wheel cannot be kept unpacked; it is unpacked straight into the
   environment, with one warning, and no half entry or scratch folder is left;
+* cache full under a wheel unpacked as it downloads (too big for memory, so it has
+  nowhere else to go): one error line, nothing changed or half-published;
 * target full: one error line, the environment exactly as it was, and the cache's
-  entry whole (it was published before linking).
+  entry whole (it was published before linking, streamed or not).
 """
 
 from __future__ import annotations
@@ -57,13 +59,14 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"{base}/simple/"
 
 
-def drive(tmp_path: Path, where: str, index: str) -> dict[str, object]:
+def drive(tmp_path: Path, where: str, index: str, *, stream: bool = False) -> dict[str, object]:
     result = subprocess.run(
         ["unshare", "-rm", sys.executable, str(DRIVER), where, str(tmp_path), index, "3m", "big"],
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
+        env={**os.environ, "STREAM": "1" if stream else "0"},
     )
     assert result.returncode == 0, result.stderr
     found: dict[str, object] = json.loads(result.stdout)
@@ -81,8 +84,28 @@ def test_a_full_cache_installs_straight_into_the_environment(tmp_path: Path, ind
     assert found["scratch"] == []
 
 
-def test_a_full_target_is_one_error_and_leaves_it_unchanged(tmp_path: Path, index: str) -> None:
-    found = drive(tmp_path, "target", index)
+def test_a_full_cache_under_a_wheel_unpacked_as_it_downloads_is_one_error(
+    tmp_path: Path, index: str
+) -> None:
+    """A wheel too big for memory has nowhere else to go: one error line, the
+    environment unchanged, nothing half-published."""
+    found = drive(tmp_path, "cache", index, stream=True)
+    assert found["returncode"] != 0
+    [line] = str(found["stderr"]).splitlines()
+    assert line.startswith("wheelwise: error: http://127.0.0.1:")
+    assert "big-1.0-py3-none-any.whl: cannot save it in " in line
+    assert "No space left on device" in line
+    assert "free some space there, or set WHEELWISE_CACHE_DIR" in line
+    assert found["unchanged"] is True
+    assert found["entries"] == []
+    assert found["scratch"] == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_full_target_is_one_error_and_leaves_it_unchanged(
+    tmp_path: Path, index: str, stream: bool
+) -> None:
+    found = drive(tmp_path, "target", index, stream=stream)
     assert found["returncode"] != 0
     [line] = str(found["stderr"]).splitlines()
     assert line.startswith("wheelwise: error: installing big-1.0-py3-none-any.whl failed: ")

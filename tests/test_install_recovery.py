@@ -68,6 +68,8 @@ class Bench:
     index: str | None = None
     # Start every run with an empty cache (entries are published during the run).
     cold_cache: bool = False
+    # Unpack wheels into the cache as they download (see killdriver.py).
+    stream: bool = False
 
     def env(self) -> dict[str, str]:
         full = {
@@ -77,6 +79,8 @@ class Bench:
         }
         full.update(WHEELWISE_CACHE_DIR=str(self.cache), TMPDIR=str(self.temp), NO_PROXY="*")
         full.update(KILL_STRATEGY=self.strategy)
+        if self.stream:
+            full.update(KILL_STREAM_UNPACK_FROM="0")
         if self.index is not None:
             roots = [self.cache / "unpacked", self.cache / "scratch"]
             full.update(KILL_EXTRA_ROOTS=os.pathsep.join(map(str, roots)))
@@ -260,22 +264,30 @@ def test_killed_forked_installs_are_recovered_by_the_next_run(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cold", [True, False], ids=["publishing", "linking"])
+@pytest.mark.parametrize(
+    ("cold", "stream"),
+    [(True, False), (True, True), (False, False)],
+    ids=["publishing", "streaming", "linking"],
+)
 def test_killed_installs_through_the_unpacked_cache_are_recovered(
-    tmp_path: Path, cold: bool
+    tmp_path: Path, cold: bool, stream: bool
 ) -> None:
     """Wheels from an index with hashes: unpacked into the cache (cold: killed while
-    an entry is built or published, too), then hard-linked into the environment."""
+    an entry is built or published, too; streaming: while it is unpacked as the
+    wheel downloads), then hard-linked into the environment."""
     bench = _bench(tmp_path, with_alpha=True)
     with wheelwise_serve(bench.wheels) as base:
         bench.index = f"{base}/simple/"
         bench.cold_cache = cold
+        bench.stream = stream
         args = bench.install_args("alpha==2.0", "beta")
         if not cold:  # every entry there before the counting run
             bench.reset()
             assert bench.wheelwise(*args).returncode == 0
-        _kill_and_recover(bench, args, points=8, seed=5 if cold else 6)
+        _kill_and_recover(bench, args, points=8, seed=(7 if stream else 5) if cold else 6)
     assert list((bench.cache / "unpacked").rglob("entry.json"))
+    # Streamed wheels were never written whole; the others are kept as files too.
+    assert bool(list(bench.cache.rglob("*.whl"))) == (not stream)
 
 
 @pytest.mark.slow

@@ -199,6 +199,7 @@ def test_local_members_are_read_whatever_the_pieces(
     data = _zip(members, method)
     reader = LocalMembers()
     seen: dict[str, bytearray] = {}
+    offsets: dict[str, int] = {}
     current = ""
     for piece in _pieces(data, cuts):
         for found in reader.feed(piece):
@@ -207,12 +208,17 @@ def test_local_members_are_read_whatever_the_pieces(
             else:
                 current = found.filename
                 seen[current] = bytearray()
+                offsets[current] = found.header_offset
     assert reader.stopped == "the local members end"
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for info in archive.infolist():
             compressed = data[info.header_offset :]
             assert bytes(seen[info.filename]) in compressed
             assert len(seen[info.filename]) == info.compress_size
+            assert offsets[info.filename] == info.header_offset
+        # What follows the members: the central directory, from its first byte.
+        assert reader.offset == archive.start_dir
+        assert data.startswith(reader.leftover(), reader.offset)
 
 
 @settings(max_examples=200, deadline=None)

@@ -133,7 +133,7 @@ def open_regular_zip(path: str | os.PathLike[str]) -> zipfile.ZipFile:
     return _OwnedZipFile(open_regular(path), os.fspath(path))
 
 
-def write_all(descriptor: int, data: bytes) -> None:
+def write_all(descriptor: int, data: bytes | memoryview) -> None:
     """Every byte of *data* to the open file *descriptor* (``os.write`` may write
     fewer)."""
     view = memoryview(data)

@@ -7,7 +7,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
@@ -117,6 +117,7 @@ class RichProgress:
         )
 
         self.done = 0
+        self.count = 0
         self.started = False
         self.totals: dict[str, int | None] = {}
         self.lock = threading.Lock()
@@ -153,15 +154,21 @@ class RichProgress:
                 )
                 self.status.start()
 
+    def expect(self, sizes: Mapping[str, int | None]) -> None:
+        with self.lock:
+            self.totals = dict(sizes)
+            self.count = len(sizes)
+
     def start(self, total_bytes: int | None, name: str) -> None:
         with self.lock:
             if not self.started:  # the first download: resolving is over
                 self.started = True
                 self.progress.start()
-            # The total is that of every download started so far (index pages give
-            # each file's size); one of unknown size makes it unknown. A retried
-            # download counts once.
-            self.totals[name] = total_bytes
+            # The total of every download (index pages give each file's size; a
+            # server, when they do not); one of unknown size makes it unknown. A
+            # retried download counts once.
+            if total_bytes is not None or name not in self.totals:
+                self.totals[name] = total_bytes
             sizes = list(self.totals.values())
             total = None if None in sizes else sum(size for size in sizes if size is not None)
             if total is None:  # update() takes None as "unchanged"
@@ -175,7 +182,8 @@ class RichProgress:
     def finish(self, name: str) -> None:
         with self.lock:
             self.done += 1
-            self.progress.update(self.task, description=f"downloaded {self.done}")
+            of = f" of {self.count}" if self.count else ""
+            self.progress.update(self.task, description=f"fetched {self.done}{of}")
 
 
 def _warn(message: str) -> None:

@@ -20,7 +20,12 @@ With a *cache* (a :class:`~wheelwise.cache.wheel_cache.ContentStore`), an
 hashed again, is the result. Every other ``http(s)`` item is kept there once it is
 complete and verified. With an *unpacked* store as well
 (:mod:`wheelwise.cache.unpacked`), fetching for an install answers a wheel found
-unpacked there with that entry (an :class:`UnpackedWheel`): nothing is read.
+unpacked there with that entry (an :class:`UnpackedWheel`): nothing is read. A
+wheel not found there, and too big for memory, is unpacked into its entry as it
+downloads (:mod:`wheelwise.cache.stream_entry`): the wheel file itself is never
+written, and the entry is published only once the file's hash and every member
+are checked. One that cannot be read that way, or that the store cannot hold, is
+downloaded whole instead.
 
 :class:`Fetcher` is the one place these rules live: every wheel the installer
 downloads (read while resolving, fetched ahead, or fetched for the install) goes
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import sys
 import tempfile
@@ -42,9 +48,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING, Protocol, TypeVar
 
-from wheelwise.cache.unpacked import UnpackedStore, UnpackedWheel
+from wheelwise.cache.stream_entry import NotStreamable, StreamUnpacker
+from wheelwise.cache.unpacked import EntryFile, UnpackedStore, UnpackedWheel
 from wheelwise.cache.wheel_cache import ContentStore
 from wheelwise.client.bounded import (
     ACCEPT_ENCODING,
@@ -56,7 +63,7 @@ from wheelwise.client.bounded import (
 )
 from wheelwise.client.index_client import local_path
 from wheelwise.client.lazy_http import LazyHttpClient, as_client_source
-from wheelwise.models.errors import DownloadDeadline, DownloadError
+from wheelwise.models.errors import DownloadDeadline, DownloadError, InstallError
 from wheelwise.policy.hashes import checked_hashes, trusted_hashes
 from wheelwise.policy.retry import RetryableFailure, RetryPolicy, with_retries
 from wheelwise.wheels.archive import InMemoryWheel
@@ -73,10 +80,16 @@ __all__ = [
     "ProgressSink",
 ]
 
+_log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
 # A fetched wheel: a file, its bytes, or (for an install) its unpacked cache entry.
 Fetched = Path | InMemoryWheel | UnpackedWheel
 
 _CHUNK = 1 << 16
+# Wheels from this size on (or of no known size) are unpacked as they download, when
+# kept unpacked: below it, a wheel fits the memory budget, and is unpacked from there.
+STREAM_UNPACK_FROM = 32 << 20
 # A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
 _EXPANSION = 16
 
@@ -87,6 +100,11 @@ class ProgressSink(Protocol):
     ``start`` may come again for the same *name* when a download is retried: the
     sink should then restart that file's progress.
     """
+
+    def expect(self, sizes: Mapping[str, int | None]) -> None:
+        """Before any ``start``: every file the batch fetches, by name, with the size
+        its source gives (None: not given), for a display to show the whole."""
+        ...
 
     def start(self, total_bytes: int | None, name: str) -> None: ...
 
@@ -166,6 +184,14 @@ class _Budget:
                 return False
             self.left -= size
             return True
+
+
+class _Sink(Protocol):
+    """Where a download's bytes go: :class:`_Output`, or a :class:`StreamUnpacker`."""
+
+    def begin(self, size: int | None) -> None: ...
+
+    def write(self, data: bytes) -> None: ...
 
 
 class _NoRoom(Exception):
@@ -288,10 +314,26 @@ class _Fetcher:
                     on_memory(size)
                 _whole(self.progress, size, item.name)
                 return cached
+        if self._streams(item, kept):
+            try:
+                entry = self._fetch_unpacked(item, kept)
+            except (NotStreamable, OSError) as exc:  # fetched whole, as any other
+                _log.debug("%s is not unpacked as it downloads: %s", item.name, exc)
+            else:
+                if self.progress is not None:
+                    self.progress.finish(item.name)
+                return entry
         out = _Output(self.dest_dir, item.name, self.budget, on_memory)
         try:
             self._fetch_into(item, out)
             result = out.finish()
+        except OSError as exc:  # writing it: reading a local file is a DownloadError
+            out.discard()
+            raise DownloadError(
+                item.url,
+                f"cannot save it in {self.dest_dir} ({exc.strerror or exc}); free some space "
+                "there, or set WHEELWISE_CACHE_DIR to a folder with room",
+            ) from None
         except BaseException:
             out.discard()
             raise
@@ -308,23 +350,56 @@ class _Fetcher:
         if self.cancel.is_set():
             raise _Cancelled
 
+    def _streams(self, item: DownloadItem, kept: Mapping[str, str]) -> bool:
+        """Whether *item* is unpacked into the store as it downloads."""
+        return (
+            self.unpacked is not None
+            and self.dest_dir is not None  # a batch that fetches big files at all
+            and bool(kept)  # an http(s) URL with a hash to keep it under
+            and (item.size is None or item.size >= STREAM_UNPACK_FROM)
+        )
+
+    def _fetch_unpacked(self, item: DownloadItem, kept: Mapping[str, str]) -> UnpackedWheel:
+        """*item* downloaded straight into its entry of the unpacked store. Raises
+        NotStreamable, or OSError where the store cannot hold it (nothing is left
+        behind either way)."""
+        store = self.unpacked
+        assert store is not None
+
+        def build(folder: Path) -> tuple[list[EntryFile], str]:
+            unpacker = StreamUnpacker(folder, item.name)
+            try:
+                self._check_digests(item, self._http(item, unpacker))
+                return unpacker.finish()
+            except WheelError as exc:
+                raise InstallError(f"refusing to install {item.name}: {exc}") from None
+            finally:
+                unpacker.close()
+
+        return self._retried(item.url, lambda: store.publish(kept, item.name, build))
+
+    def _retried(self, url: str, attempt: Callable[[], _T]) -> _T:
+        """*attempt* (an HTTP download), tried again on a :class:`_Retryable` failure
+        as the retry policy allows."""
+
+        def one_try() -> _T:
+            try:
+                return attempt()
+            except _Retryable as exc:
+                reason = exc.reason
+                raise RetryableFailure(
+                    lambda tries: DownloadError(url, f"{reason} (gave up after {tries} tries)")
+                ) from None
+
+        return with_retries(
+            self.retry, one_try, sleep=self.sleep, before_retry=self._stop_if_cancelled
+        )
+
     def _fetch_into(self, item: DownloadItem, out: _Output) -> None:
         url = item.url
         scheme = urllib.parse.urlsplit(url).scheme.lower() if "://" in url else ""
         if scheme in ("http", "https"):
-
-            def one_try() -> dict[str, str]:
-                try:
-                    return self._http(item, out)
-                except _Retryable as exc:
-                    reason = exc.reason
-                    raise RetryableFailure(
-                        lambda tries: DownloadError(url, f"{reason} (gave up after {tries} tries)")
-                    ) from None
-
-            digests = with_retries(
-                self.retry, one_try, sleep=self.sleep, before_retry=self._stop_if_cancelled
-            )
+            digests = self._retried(url, lambda: self._http(item, out))
         elif scheme == "file":
             parts = urllib.parse.urlsplit(url)
             path = local_path(url)
@@ -335,15 +410,20 @@ class _Fetcher:
             raise DownloadError(url, f"unsupported URL scheme {scheme!r}")
         else:
             digests = self._copy(item, Path(url), out)
+        self._check_digests(item, digests)
+
+    @staticmethod
+    def _check_digests(item: DownloadItem, digests: Mapping[str, str]) -> None:
         for name, expected in checked_hashes(item.hashes).items():
             actual = digests[name]
             if actual != expected:
                 raise DownloadError(
-                    url, f"{name} mismatch: expected {expected}, got {actual} (file corrupted?)"
+                    item.url,
+                    f"{name} mismatch: expected {expected}, got {actual} (file corrupted?)",
                 )
 
     def _chunks_into(
-        self, item: DownloadItem, chunks: Iterator[bytes], out: _Output
+        self, item: DownloadItem, chunks: Iterator[bytes], out: _Sink
     ) -> tuple[dict[str, str], int]:
         hashers = {name: hashlib.new(name) for name in checked_hashes(item.hashes)}
         received = 0
@@ -370,7 +450,7 @@ class _Fetcher:
             raise DownloadError(item.url, f"cannot read the file: {exc.strerror or exc}") from None
         return digests
 
-    def _http(self, item: DownloadItem, out: _Output) -> dict[str, str]:
+    def _http(self, item: DownloadItem, out: _Sink) -> dict[str, str]:
         import httpx  # with the first download: see wheelwise.client.lazy_http
 
         url = item.url
@@ -593,6 +673,8 @@ class Fetcher:
             return []
         cancel = threading.Event()
         fetcher = self.batch(dest, progress=progress, cancel=cancel)
+        if progress is not None:
+            progress.expect({item.name: item.size for item in items})
 
         def run(item: DownloadItem) -> Fetched:
             try:
@@ -616,7 +698,11 @@ class Fetcher:
 
         try:
             with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
-                futures = [pool.submit(run, item) for item in items]
+                # The largest first (unpacked as they download, they take the
+                # longest), so that none starts last and finishes alone.
+                order = sorted(items, key=lambda item: -(item.size or sys.maxsize))
+                started = {item.name: pool.submit(run, item) for item in order}
+                futures = [started[item.name] for item in items]
                 results: list[Fetched | BaseException] = []
                 for future in futures:
                     try:

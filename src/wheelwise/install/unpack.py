@@ -36,13 +36,12 @@ from installer.records import Hash, RecordEntry
 from installer.scripts import Script
 from installer.sources import WheelContentElement, WheelSource
 from installer.utils import Scheme, construct_record_file, fix_shebang, parse_wheel_filename
-from packaging.utils import canonicalize_name
 
 from wheelwise.install.journal import WriteAhead
 from wheelwise.install.link import Linker
 from wheelwise.models.errors import InstallError
 from wheelwise.userfiles import write_all
-from wheelwise.wheels.archive import InMemoryWheel, open_zip
+from wheelwise.wheels.archive import InMemoryWheel, dist_info_problem, open_zip
 from wheelwise.wheels.members import MemberReader
 from wheelwise.wheels.record import encode_digest
 
@@ -367,13 +366,9 @@ class VerifyingWheel(WheelSource):
         # As installer names the wheel's .data folder: after the file name.
         parsed = parse_wheel_filename(wheel_name)
         super().__init__(parsed.distribution, parsed.version)
-        if canonicalize_name(
-            dist_info.removesuffix(".dist-info").rsplit("-", 1)[0]
-        ) != canonicalize_name(parsed.distribution):
-            raise InstallError(
-                f"refusing to install {wheel_name}: its {dist_info} directory does not "
-                "match the file name"
-            )
+        problem = dist_info_problem(dist_info, wheel_name)
+        if problem is not None:
+            raise InstallError(f"refusing to install {wheel_name}: {problem}")
         self._zipfile = archive
         self._dist_info = dist_info
         self.expected = expected

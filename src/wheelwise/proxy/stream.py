@@ -214,7 +214,7 @@ class PrefixRewrite:
         self._writer.start_copy(info)
         self._copying = True
 
-    def _member_bytes(self, data: bytes) -> None:
+    def _member_bytes(self, data: bytes | memoryview) -> None:
         assert self._writer is not None
         self._left -= len(data)
         if self._copying:

@@ -136,6 +136,62 @@ def dist_info_dirs(files: Iterable[str]) -> list[str]:
     return sorted(top for top in tops if top.endswith(".dist-info"))
 
 
+def zip_member_problem(info: zipfile.ZipInfo, seen: Container[str]) -> str | None:
+    """:func:`member_problem` of the member *info* describes."""
+    return member_problem(
+        info.filename,
+        seen=seen,
+        external_attr=info.external_attr,
+        compress_type=info.compress_type,
+        flag_bits=info.flag_bits,
+        file_size=info.file_size,
+        compress_size=info.compress_size,
+    )
+
+
+def check_listing(
+    members: Iterable[str], record: Iterable[RecordEntry], record_name: str
+) -> dict[str, RecordEntry]:
+    """The entries of *record* (the wheel's ``RECORD``, the member *record_name*) by
+    path, once they list the same files as the archive's *members*, each with a
+    strong hash; raises WheelError. One rule for every reader of a wheel."""
+    # The binary distribution format lets only these go unlisted (a RECORD.pth
+    # or RECORD.anything else is a file like any other).
+    signatures = {f"{record_name}.{ext}" for ext in SIGNATURES}
+    entries = {entry.path: entry for entry in record}
+    present = set()
+    for name in members:
+        present.add(name)
+        entry = entries.get(name)
+        if name == record_name or (name in signatures and entry is None):
+            continue  # RECORD itself, and its signatures
+        if entry is None:
+            raise WheelError(f"member {name!r} is not listed in RECORD")
+        if entry.hash_ is None:
+            raise WheelError(f"RECORD has no hash for {name!r}")
+        if not is_trusted(entry.hash_.name):
+            raise WheelError(
+                f"RECORD hashes {name!r} with {entry.hash_.name}; the wheel format needs "
+                "sha256 or stronger"
+            )
+    missing = sorted(set(entries) - present)
+    if missing:
+        raise WheelError(f"RECORD lists missing members: {', '.join(missing[:5])}")
+    return entries
+
+
+def dist_info_problem(dist_info: str, wheel_name: str) -> str | None:
+    """Why the ``.dist-info`` folder *dist_info* cannot be the one of the wheel file
+    *wheel_name*, or None."""
+    from packaging.utils import canonicalize_name
+
+    distribution = wheel_name.split("-", 1)[0]  # never holds a dash (escaped)
+    project = dist_info.removesuffix(".dist-info").rsplit("-", 1)[0]
+    if canonicalize_name(project) != canonicalize_name(distribution):
+        return f"its {dist_info} directory does not match the file name"
+    return None
+
+
 def _unsafe_name(name: str) -> str | None:
     """Why *name* may not be extracted, or None."""
     if not name or name.startswith("/"):
@@ -259,15 +315,8 @@ class WheelArchive:
         members: dict[str, zipfile.ZipInfo] = {}
         for info in self._zip.infolist():
             name = info.filename
-            problem = member_problem(
-                name,
-                seen=members,  # files only: a directory entry may repeat
-                external_attr=info.external_attr,
-                compress_type=info.compress_type,
-                flag_bits=info.flag_bits,
-                file_size=info.file_size,
-                compress_size=info.compress_size,
-            )
+            # Files only in *members*: a directory entry may repeat.
+            problem = zip_member_problem(info, members)
             if problem is not None:
                 raise self._fail(problem)
             if not name.endswith("/"):
@@ -390,33 +439,16 @@ class WheelArchive:
         return list(self._record)
 
     def check_record_listing(self) -> dict[str, RecordEntry]:
-        """RECORD and the archive list the same files, each with a strong hash.
+        """RECORD and the archive list the same files, each with a strong hash
+        (:func:`check_listing`).
 
         Reads no member contents: a caller that reads every member anyway (an
         installer) checks each one against the returned entries as it goes.
         """
-        record_name = self.dist_info_path("RECORD")
-        # The binary distribution format lets only these go unlisted (a RECORD.pth
-        # or RECORD.anything else is a file like any other).
-        signatures = {f"{record_name}.{ext}" for ext in SIGNATURES}
-        entries = {entry.path: entry for entry in self.record()}
-        for name in self._members:
-            entry = entries.get(name)
-            if name == record_name or (name in signatures and entry is None):
-                continue  # RECORD itself, and its signatures
-            if entry is None:
-                raise self._fail(f"member {name!r} is not listed in RECORD")
-            if entry.hash_ is None:
-                raise self._fail(f"RECORD has no hash for {name!r}")
-            if not is_trusted(entry.hash_.name):
-                raise self._fail(
-                    f"RECORD hashes {name!r} with {entry.hash_.name}; the wheel format needs "
-                    "sha256 or stronger"
-                )
-        missing = sorted(set(entries) - set(self._members))
-        if missing:
-            raise self._fail(f"RECORD lists missing members: {', '.join(missing[:5])}")
-        return entries
+        try:
+            return check_listing(self._members, self.record(), self.dist_info_path("RECORD"))
+        except WheelError as exc:
+            raise self._fail(str(exc)) from None
 
     def check_record_sizes(self) -> None:
         """RECORD lists every member at the size the archive gives it (as

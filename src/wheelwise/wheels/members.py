@@ -29,7 +29,7 @@ from types import ModuleType
 
 from wheelwise.wheels.zip_layout import FLAG_ENCRYPTED, FLAG_UTF8_NAME, LOCAL, LOCAL_SIGNATURE
 
-__all__ = ["InflatingReader", "MemberReader"]
+__all__ = ["INFLATE_ERRORS", "OUT_CHUNK", "InflatingReader", "MemberReader", "new_inflater"]
 
 
 def _inflater_module() -> ModuleType:
@@ -42,12 +42,19 @@ def _inflater_module() -> ModuleType:
 
 
 _INFLATE = _inflater_module()
-_INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _INFLATE.error)
+INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _INFLATE.error)
 # Compressed bytes read at once, and the most one inflate call gives back: pieces
 # of 128 KiB cost far fewer page faults than of 1 MiB (docs/benchmarks-method.md,
 # "Figures behind design choices").
 _IN_CHUNK = 1 << 17
 OUT_CHUNK = 1 << 17
+
+
+def new_inflater() -> zlib._Decompress:
+    """A decompressor of a deflated member's raw stream (zlib-ng where installed);
+    its errors are :data:`INFLATE_ERRORS`."""
+    inflater: zlib._Decompress = _INFLATE.decompressobj(-15)
+    return inflater
 
 
 class MemberReader:
@@ -157,9 +164,7 @@ class InflatingReader(io.RawIOBase):
         self._read_at = read_at
         self._position = start
         self._end = start + info.compress_size
-        self._inflater = (
-            _INFLATE.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
-        )
+        self._inflater = new_inflater() if info.compress_type == zipfile.ZIP_DEFLATED else None
         self._expected = info.file_size
         self._given = 0
         self._what = f"{wheel}: {info.filename!r}"
@@ -193,8 +198,11 @@ class InflatingReader(io.RawIOBase):
         """The next piece (maybe empty); None at the end, once it is checked."""
         inflater = self._inflater
         try:
-            if inflater is not None and inflater.unconsumed_tail:
-                return bytes(inflater.decompress(inflater.unconsumed_tail, limit))
+            if inflater is not None and (tail := inflater.unconsumed_tail):
+                piece = bytes(inflater.decompress(tail, limit))
+                if not piece and len(inflater.unconsumed_tail) >= len(tail):
+                    raise zipfile.BadZipFile(f"{self._what} does not inflate")
+                return piece
             if self._position < self._end:
                 # A stored member's bytes are the piece itself: at most *limit*.
                 size = min(_IN_CHUNK if inflater else limit, self._end - self._position)
@@ -208,7 +216,7 @@ class InflatingReader(io.RawIOBase):
                 if tail:
                     return tail
                 raise zipfile.BadZipFile(f"{self._what}: the compressed data ends early")
-        except _INFLATE_ERRORS as exc:
+        except INFLATE_ERRORS as exc:
             raise zipfile.BadZipFile(f"{self._what}: {exc}") from None
         if self._given != self._expected:
             raise zipfile.BadZipFile(

@@ -69,7 +69,7 @@ class CompressedCopyWriter:
         self._offset = 0
         self._central: list[bytes] = []
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | memoryview) -> None:
         self._out.write(data)
         self._offset += len(data)
 
@@ -133,7 +133,7 @@ class CompressedCopyWriter:
         flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
         self._member(info, info.CRC, info.compress_size, info.file_size, flags)
 
-    def copy_bytes(self, chunk: bytes) -> None:
+    def copy_bytes(self, chunk: bytes | memoryview) -> None:
         """Compressed bytes of the member :meth:`start_copy` began."""
         self._write(chunk)
 

@@ -28,7 +28,7 @@ _ZIP64_MARKER = 0xFFFFFFFF
 class MemberBytes:
     """Compressed bytes of the member last begun."""
 
-    data: bytes
+    data: bytes | memoryview
 
 
 def _date_time(time: int, date: int) -> tuple[int, int, int, int, int, int]:
@@ -49,14 +49,34 @@ class LocalMembers:
     def __init__(self) -> None:
         self._pending = bytearray()
         self._remaining = 0
+        self._offset = 0  # of the first pending byte, in the zip
         self.stopped: str | None = None
 
+    @property
+    def offset(self) -> int:
+        """Where, in the zip, the bytes not given back yet start (once :attr:`stopped`:
+        where the run of local members ended)."""
+        return self._offset
+
+    def leftover(self) -> bytes:
+        """Once :attr:`stopped`, the bytes fed past the run's end, from :attr:`offset`."""
+        return bytes(self._pending)
+
     def feed(self, data: bytes) -> list[zipfile.ZipInfo | MemberBytes]:
-        """What *data*, after everything fed before, completes."""
+        """What *data*, after everything fed before, completes. A member's bytes
+        may be a view of *data*: use them before the next call."""
         if self.stopped is not None:
             return []
         found: list[zipfile.ZipInfo | MemberBytes] = []
-        self._pending += data
+        view = memoryview(data)
+        # Within a member, its bytes are passed on as they came, without a copy.
+        if self._remaining and not self._pending:
+            take = min(self._remaining, len(view))
+            found.append(MemberBytes(view[:take]))
+            self._remaining -= take
+            self._offset += take
+            view = view[take:]
+        self._pending += view
         while self.stopped is None:
             if self._remaining:
                 take = min(self._remaining, len(self._pending))
@@ -65,6 +85,7 @@ class LocalMembers:
                 found.append(MemberBytes(bytes(self._pending[:take])))
                 del self._pending[:take]
                 self._remaining -= take
+                self._offset += take
                 continue
             header = self._header()
             if header is None:
@@ -100,6 +121,8 @@ class LocalMembers:
         info.CRC = crc
         info.compress_size = compressed
         info.file_size = size
+        info.header_offset = self._offset
         del pending[:total]
+        self._offset += total
         self._remaining = compressed
         return info

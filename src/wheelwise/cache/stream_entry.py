@@ -1,0 +1,404 @@
+"""Unpacking a wheel from its bytes as they arrive: a download goes straight into
+its folder (an unpacked cache entry), and the wheel file is never written or read.
+
+:class:`StreamUnpacker` is given the wheel's bytes in order (:meth:`~StreamUnpacker.write`).
+Each local member (:class:`~wheelwise.wheels.zip_stream.LocalMembers`) is
+inflated, hashed (sha256) and written as it arrives; what follows the members, the
+central directory, is kept. :meth:`~StreamUnpacker.finish`, called once the caller
+has checked the whole file's hash, makes the checks a wheel read from its
+directory gets (:mod:`wheelwise.wheels.archive`):
+
+* the central directory lists exactly the members written, at the offsets, with
+  the sizes, CRCs and compression their local headers gave (readers go by the
+  directory: a wheel whose local headers say otherwise is refused);
+* every member passes :func:`~wheelwise.wheels.archive.member_problem`;
+* one ``.dist-info`` folder, named after the wheel file;
+* ``RECORD`` lists every member with a strong hash
+  (:func:`~wheelwise.wheels.archive.check_listing`), and every member written
+  matches its entry.
+
+Executable bits, which only the directory gives, are set then. Content problems
+are kept until :meth:`~StreamUnpacker.finish` (a download cut or changed on the way
+is told as such by the caller's hash check first), and raised as
+:class:`~wheelwise.wheels.errors.WheelError`. A wheel this cannot read as it
+arrives (a member whose sizes follow its data or are ZIP64, anything before the
+first member, a directory past :data:`MAX_DIRECTORY_BYTES`) raises
+:class:`NotStreamable` at once: the caller fetches it whole instead.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import os
+import stat
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+
+from wheelwise.cache.unpacked import EntryFile
+from wheelwise.userfiles import open_regular, write_all
+from wheelwise.wheels.archive import (
+    MAX_METADATA_BYTES,
+    check_listing,
+    dist_info_dirs,
+    dist_info_problem,
+    zip_member_problem,
+)
+from wheelwise.wheels.errors import WheelError, describe
+from wheelwise.wheels.members import INFLATE_ERRORS, OUT_CHUNK, new_inflater
+from wheelwise.wheels.zip_stream import LocalMembers, MemberBytes
+
+__all__ = ["MAX_DIRECTORY_BYTES", "NotStreamable", "StreamUnpacker"]
+
+# A central directory is ~100 bytes a member: far below this for any wheel.
+MAX_DIRECTORY_BYTES = 64 << 20
+_MEMBERS_END = "the local members end"
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+# A member's name that cannot be a file next to the others (a folder of that name,
+# a file where a folder should be): the wheel's fault, not the cache's.
+_CLASHES = (errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG)
+
+
+class NotStreamable(Exception):
+    """The wheel cannot be read as it arrives; fetch it whole instead."""
+
+
+@dataclass
+class _Member:
+    """A local member as its header gave it, and what was written of it."""
+
+    info: zipfile.ZipInfo
+    path: str | None  # None: a folder entry
+    fd: int = -1
+    inflater: zlib._Decompress | None = None
+    digest: hashlib._Hash = field(default_factory=hashlib.sha256)
+    size: int = 0
+    mtime_ns: int = 0
+
+
+class _Tail(io.RawIOBase):
+    """A file of *size* bytes of which only the last ones, from *start*, are kept:
+    enough for :class:`zipfile.ZipFile` to read its directory. Bytes before *start*
+    read as zeros."""
+
+    def __init__(self, start: int, data: bytes) -> None:
+        super().__init__()
+        self._start = start
+        self._data = data
+        self._end = start + len(data)
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._end}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def read(self, size: int | None = -1) -> bytes:
+        stop = self._end if size is None or size < 0 else min(self._end, self._position + size)
+        if stop <= self._position:
+            return b""
+        zeros = bytes(max(0, min(stop, self._start) - self._position))
+        if stop > self._start:
+            zeros += self._data[max(self._position, self._start) - self._start : stop - self._start]
+        self._position = stop
+        return zeros
+
+
+class StreamUnpacker:
+    """Unpacks the wheel *wheel_name* into the new folder *folder* from its bytes,
+    given in order (see the module's docstring)."""
+
+    def __init__(self, folder: str | os.PathLike[str], wheel_name: str) -> None:
+        self.root = os.fspath(folder)
+        self.wheel_name = wheel_name
+        self._members = LocalMembers()
+        self._written: list[_Member] = []
+        self._current: _Member | None = None
+        self._names: set[str] = set()
+        self._folders: set[str] = set()
+        self._tail = bytearray()
+        self._failure: WheelError | None = None
+        os.mkdir(self.root)  # noqa: PTH102
+
+    # -- the bytes, as they arrive --------------------------------------------------
+
+    def begin(self, size: int | None) -> None:
+        """The download starts (*size*: its announced length, unused)."""
+
+    def write(self, data: bytes) -> None:
+        """The next bytes of the wheel."""
+        if self._failure is not None:
+            return
+        if self._members.stopped is not None:
+            self._keep_tail(data)
+            return
+        try:
+            for found in self._members.feed(data):
+                if isinstance(found, MemberBytes):
+                    self._member_bytes(found.data)
+                else:
+                    self._end_member()
+                    self._begin_member(found)
+            if self._members.stopped is not None:
+                self._end_member()
+                if self._members.stopped != _MEMBERS_END:
+                    raise NotStreamable(self._members.stopped)
+                if not self._written:
+                    raise NotStreamable("the zip does not start with a member")
+                self._keep_tail(self._members.leftover())
+        except WheelError as exc:
+            self._fail(exc)
+
+    def _fail(self, error: WheelError) -> None:
+        self._close_current()
+        self._failure = error
+
+    def _keep_tail(self, data: bytes | memoryview) -> None:
+        self._tail += data
+        if len(self._tail) > MAX_DIRECTORY_BYTES:
+            raise NotStreamable(f"its central directory is over {MAX_DIRECTORY_BYTES} bytes")
+
+    def _begin_member(self, info: zipfile.ZipInfo) -> None:
+        name = info.filename
+        # A local header gives no file mode: finish() checks the directory's.
+        problem = zip_member_problem(info, self._names)
+        if problem is not None:
+            raise WheelError(problem)
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise NotStreamable(f"member {name!r} uses compression method {info.compress_type}")
+        if name.endswith("/"):
+            self._current = _Member(info, None)
+            self._make_folder(name.rstrip("/"))
+            return
+        self._names.add(name)
+        parent, _, _ = name.rpartition("/")
+        try:
+            if parent:
+                self._make_folder(parent)
+            fd = os.open(self._target(name), _CREATE_FLAGS, 0o666)
+        except OSError as exc:
+            if exc.errno not in _CLASHES:
+                raise  # the folder's file system: full, read-only...
+            raise WheelError(f"member {name!r} clashes with another member") from None
+        self._current = _Member(info, name, fd)
+        if info.compress_type == zipfile.ZIP_DEFLATED:
+            self._current.inflater = new_inflater()
+
+    def _target(self, name: str) -> str:
+        return os.path.join(self.root, *name.split("/"))  # noqa: PTH118
+
+    def _make_folder(self, name: str) -> None:
+        if name not in self._folders:
+            try:
+                os.makedirs(self._target(name), exist_ok=True)  # noqa: PTH103
+            except OSError as exc:
+                if exc.errno not in _CLASHES:
+                    raise
+                raise WheelError(f"folder {name!r} clashes with a member") from None
+            self._folders.add(name)
+
+    def _member_bytes(self, data: bytes | memoryview) -> None:
+        member = self._current
+        assert member is not None
+        if member.path is None:
+            if len(data):
+                raise WheelError(f"folder entry {member.info.filename!r} holds data")
+            return
+        inflater = member.inflater
+        try:
+            if inflater is None:
+                self._write_out(member, data)
+                return
+            piece = inflater.decompress(data, OUT_CHUNK)
+            self._write_out(member, piece)
+            while tail := inflater.unconsumed_tail:
+                piece = inflater.decompress(tail, OUT_CHUNK)
+                if not piece and len(inflater.unconsumed_tail) >= len(tail):
+                    raise WheelError(
+                        f"member {member.info.filename!r} does not inflate: the archive is damaged"
+                    )
+                self._write_out(member, piece)
+        except INFLATE_ERRORS as exc:
+            raise WheelError(
+                f"cannot read member {member.info.filename!r} ({describe(exc)}): the archive "
+                "is damaged"
+            ) from None
+
+    def _write_out(self, member: _Member, data: bytes | memoryview) -> None:
+        if not data:
+            return
+        member.size += len(data)
+        if member.size > member.info.file_size:
+            raise WheelError(
+                f"member {member.info.filename!r} holds more than the {member.info.file_size} "
+                "bytes its header says"
+            )
+        member.digest.update(data)
+        write_all(member.fd, data)
+
+    def _end_member(self) -> None:
+        """The member last begun has all its bytes: check and close it."""
+        member = self._current
+        if member is None:
+            return
+        if member.path is not None:
+            inflater = member.inflater
+            try:
+                if inflater is not None:
+                    self._write_out(member, inflater.flush())
+                    if not inflater.eof and member.info.compress_size:
+                        raise WheelError(
+                            f"member {member.info.filename!r}: the compressed data ends early"
+                        )
+            except INFLATE_ERRORS as exc:
+                raise WheelError(
+                    f"cannot read member {member.info.filename!r} ({describe(exc)})"
+                ) from None
+            if member.size != member.info.file_size:
+                raise WheelError(
+                    f"member {member.info.filename!r} is {member.size} bytes, its header "
+                    f"says {member.info.file_size}"
+                )
+            member.mtime_ns = os.fstat(member.fd).st_mtime_ns
+            os.close(member.fd)
+            member.fd = -1
+            member.inflater = None
+        self._written.append(member)
+        self._current = None
+
+    def _close_current(self) -> None:
+        if self._current is not None and self._current.fd >= 0:
+            os.close(self._current.fd)
+            self._current.fd = -1
+
+    def close(self) -> None:
+        """Release what a download stopped midway holds open (its folder stays)."""
+        self._close_current()
+
+    # -- once every byte has arrived and the file's hash is checked -----------------
+
+    def finish(self) -> tuple[list[EntryFile], str]:
+        """What was written, and the ``.dist-info`` folder's name, once every check
+        has passed (see the module's docstring); raises WheelError, or
+        NotStreamable."""
+        if self._failure is not None:
+            raise self._failure
+        if self._members.stopped is None:
+            raise WheelError("the archive ends within its members: it is truncated")
+        try:
+            with zipfile.ZipFile(_Tail(self._members.offset, bytes(self._tail))) as archive:
+                listed = archive.infolist()
+        except (zipfile.BadZipFile, ValueError, EOFError, OSError) as exc:
+            raise WheelError(
+                f"not a valid wheel (zip) archive ({describe(exc)}); re-download or rebuild it"
+            ) from None
+        executable = self._match_directory(listed)
+        dist_infos = dist_info_dirs(self._names)
+        if len(dist_infos) != 1:
+            raise WheelError(
+                "no .dist-info directory: not a wheel"
+                if not dist_infos
+                else f"several .dist-info directories: {', '.join(map(repr, dist_infos))}"
+            )
+        dist_info = dist_infos[0]
+        problem = dist_info_problem(dist_info, self.wheel_name)
+        if problem is not None:
+            raise WheelError(problem)
+        files = self._check_record(dist_info, executable)
+        return files, dist_info
+
+    def _match_directory(self, listed: list[zipfile.ZipInfo]) -> set[str]:
+        """The directory lists what was written, as written; the executable files."""
+        written = {member.info.header_offset: member.info for member in self._written}
+        executable: set[str] = set()
+        seen: set[str] = set()
+        for info in listed:
+            local = written.pop(info.header_offset, None)
+            if local is None or (
+                local.filename,
+                local.compress_type,
+                local.compress_size,
+                local.file_size,
+                local.CRC,
+            ) != (info.filename, info.compress_type, info.compress_size, info.file_size, info.CRC):
+                raise WheelError(
+                    f"the central directory's entry {info.filename!r} does not match the "
+                    "member's local header: the archive is corrupt or crafted"
+                )
+            problem = zip_member_problem(info, seen)
+            if problem is not None:
+                raise WheelError(problem)
+            if not info.filename.endswith("/"):
+                seen.add(info.filename)
+                mode = info.external_attr >> 16
+                if mode and stat.S_ISREG(mode) and mode & 0o111:
+                    executable.add(info.filename)
+        if written:
+            name = next(iter(written.values())).filename
+            raise WheelError(
+                f"member {name!r} is not in the central directory: the archive is corrupt "
+                "or crafted"
+            )
+        return executable
+
+    def _check_record(self, dist_info: str, executable: set[str]) -> list[EntryFile]:
+        from wheelwise.wheels.record import encode_digest, parse_record
+
+        record_name = f"{dist_info}/RECORD"
+        if record_name not in self._names:
+            raise WheelError(f"no {record_name}: not a valid wheel")
+        with open_regular(self._target(record_name)) as stream:
+            data = stream.read(MAX_METADATA_BYTES + 1)
+        if len(data) > MAX_METADATA_BYTES:
+            raise WheelError(f"member {record_name!r} is over {MAX_METADATA_BYTES} bytes")
+        entries = check_listing(
+            [m.path for m in self._written if m.path is not None],
+            parse_record(data, name=record_name),
+            record_name,
+        )
+        files: list[EntryFile] = []
+        for member in self._written:
+            if member.path is None:
+                continue
+            sha256 = encode_digest(member.digest.digest())
+            entry = entries.get(member.path)
+            if entry is not None and entry.hash_ is not None:
+                value = sha256
+                if entry.hash_.name != "sha256":  # rare: hashed again, as RECORD says
+                    value = self._digest_of(member.path, entry.hash_.name)
+                if value != entry.hash_.value or (
+                    entry.size is not None and entry.size != member.size
+                ):
+                    raise WheelError(
+                        f"member {member.path!r} does not match its RECORD hash/size: the "
+                        "wheel was modified or corrupted"
+                    )
+            is_executable = member.path in executable
+            if is_executable:
+                target = self._target(member.path)
+                mode = os.stat(target).st_mode  # noqa: PTH116
+                os.chmod(target, mode | (mode & 0o444) >> 2)  # noqa: PTH101
+            files.append(
+                EntryFile(member.path, sha256, member.size, is_executable, member.mtime_ns)
+            )
+        return files
+
+    def _digest_of(self, name: str, algorithm: str) -> str:
+        from wheelwise.wheels.record import encode_digest
+
+        digest = hashlib.new(algorithm)
+        with open_regular(self._target(name)) as stream:
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
+        return encode_digest(digest.digest())

@@ -1,0 +1,369 @@
+"""Wheels unpacked into the cache as they download (wheelwise.cache.stream_entry),
+alone and through the Fetcher against a server on 127.0.0.1: what is published is
+what zipfile reads from the whole file, checked as a wheel read whole is; anything
+else publishes nothing and leaves no scratch behind."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import http.server
+import io
+import os
+import stat
+import zipfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fuzzkit import bounded, damaged
+from indexkit import handler_served
+from wheelwise.cache.stream_entry import NotStreamable, StreamUnpacker
+from wheelwise.cache.unpacked import UnpackedStore, UnpackedWheel
+from wheelwise.cache.wheel_cache import ContentStore
+from wheelwise.fetch import download
+from wheelwise.fetch.download import DownloadItem, Fetcher
+from wheelwise.models.errors import DownloadError, InstallError
+from wheelwise.policy.retry import RetryPolicy
+from wheelwise.wheels.errors import WheelError
+
+NAME = "pkg-1.0-py3-none-any.whl"
+MEMBERS = {
+    "pkg/__init__.py": b"VALUE = 1\n",
+    "pkg/data/big.bin": bytes(range(256)) * 2000,
+    "pkg/empty.txt": b"",
+    "pkg/tool.sh": b"#!/bin/sh\necho hi\n",
+}
+EXECUTABLE = {"pkg/tool.sh"}
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+class _Unseekable(io.RawIOBase):
+    """Where zipfile writes data descriptors: it cannot seek back to the header."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self.data += data
+        return len(data)
+
+
+def make_wheel(
+    members: Mapping[str, bytes] = MEMBERS,
+    *,
+    method: int = zipfile.ZIP_DEFLATED,
+    record: Callable[[dict[str, str]], dict[str, str]] = lambda rows: rows,
+    descriptors: bool = False,
+    folders: bool = False,
+    symlink: str | None = None,
+) -> bytes:
+    """A wheel of *members* with its METADATA, WHEEL and RECORD (*record* may change
+    its rows: path -> row)."""
+    dist_info = "pkg-1.0.dist-info"
+    files = dict(members)
+    files[f"{dist_info}/METADATA"] = b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"
+    files[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    rows = {path: f"{path},sha256={_digest(data)},{len(data)}" for path, data in files.items()}
+    rows[f"{dist_info}/RECORD"] = f"{dist_info}/RECORD,,"
+    rows = record(rows)
+    files[f"{dist_info}/RECORD"] = ("\n".join(rows.values()) + "\n").encode()
+    out: io.BytesIO | _Unseekable = _Unseekable() if descriptors else io.BytesIO()
+    with zipfile.ZipFile(out, "w", method) as archive:
+        if folders:
+            archive.writestr(zipfile.ZipInfo("pkg/"), b"")
+        for path, data in files.items():
+            info = zipfile.ZipInfo(path, (2024, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            mode = 0o755 if path in EXECUTABLE else 0o644
+            if path == symlink:
+                mode = stat.S_IFLNK | 0o777
+            else:
+                mode |= stat.S_IFREG
+            info.external_attr = mode << 16
+            archive.writestr(info, data)
+    return bytes(out.data) if isinstance(out, _Unseekable) else out.getvalue()
+
+
+def _pieces(data: bytes, cuts: list[int]) -> Iterator[bytes]:
+    start = 0
+    for cut in sorted({c % (len(data) + 1) for c in cuts}):
+        yield data[start:cut]
+        start = cut
+    yield data[start:]
+
+
+def unpack(data: bytes, folder: Path, cuts: list[int] = ()) -> tuple[list, str]:  # type: ignore[type-arg,assignment]
+    unpacker = StreamUnpacker(folder, NAME)
+    try:
+        for piece in _pieces(data, list(cuts)):
+            unpacker.write(piece)
+        return unpacker.finish()
+    finally:
+        unpacker.close()
+
+
+# -- the unpacker alone -------------------------------------------------------------
+
+
+@bounded(40, function_fixtures=True)
+@given(
+    cuts=st.lists(st.integers(0, 1 << 20), max_size=8),
+    method=st.sampled_from([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]),
+    folders=st.booleans(),
+)
+def test_a_wheel_in_any_pieces_unpacks_as_zipfile_reads_it(
+    tmp_path: Path, cuts: list[int], method: int, folders: bool
+) -> None:
+    data = make_wheel(method=method, folders=folders)
+    folder = tmp_path / f"entry-{len(list(tmp_path.iterdir()))}"
+    files, dist_info = unpack(data, folder, cuts)
+    assert dist_info == "pkg-1.0.dist-info"
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        expected = {i.filename: archive.read(i) for i in archive.infolist() if not i.is_dir()}
+    assert {f.path for f in files} == set(expected)
+    for item in files:
+        path = folder.joinpath(*item.path.split("/"))
+        assert path.read_bytes() == expected[item.path]
+        assert item.sha256 == _digest(expected[item.path])
+        assert item.size == len(expected[item.path])
+        assert item.executable == (item.path in EXECUTABLE)
+        assert bool(path.stat().st_mode & 0o100) == (item.path in EXECUTABLE)
+        assert item.mtime_ns == path.stat().st_mtime_ns
+
+
+@bounded(150, function_fixtures=True)
+@given(data=damaged(make_wheel()), cuts=st.lists(st.integers(0, 1 << 20), max_size=4))
+def test_damaged_wheels_give_a_wheel_error_or_are_fetched_whole(
+    tmp_path: Path, data: bytes, cuts: list[int]
+) -> None:
+    """Whatever the damage: a WheelError, NotStreamable, or (damage where nothing
+    reads it, a time stamp say) the members RECORD describes, never anything else."""
+    folder = tmp_path / f"entry-{len(list(tmp_path.iterdir()))}"
+    try:
+        files, _ = unpack(data, folder, cuts)
+    except (WheelError, NotStreamable):
+        return
+    for item in files:
+        assert _digest(folder.joinpath(*item.path.split("/")).read_bytes()) == item.sha256
+
+
+def test_a_directory_that_disagrees_with_the_local_headers_is_refused(tmp_path: Path) -> None:
+    data = make_wheel()
+    directory = data.index(b"PK\x01\x02")
+    head, tail = data[:directory], data[directory:]
+    swapped = tail.replace(b"pkg/__init__.py", b"pkg/__evil__.py", 1)
+    with pytest.raises(WheelError, match="does not match the member's local header"):
+        unpack(head + swapped, tmp_path / "entry")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda rows: {k: v for k, v in rows.items() if k != "pkg/__init__.py"}, "not listed"),
+        (
+            lambda rows: {**rows, "pkg/__init__.py": f"pkg/__init__.py,sha256={_digest(b'x')},10"},
+            "does not match its RECORD",
+        ),
+        (lambda rows: {**rows, "pkg/gone.py": "pkg/gone.py,sha256=abc,1"}, "missing members"),
+        (lambda rows: {**rows, "pkg/__init__.py": "pkg/__init__.py,,"}, "no hash"),
+    ],
+    ids=["unlisted", "mismatch", "missing", "no-hash"],
+)
+def test_record_is_checked_as_for_a_whole_wheel(
+    tmp_path: Path, change: Callable[[dict[str, str]], dict[str, str]], message: str
+) -> None:
+    with pytest.raises(WheelError, match=message):
+        unpack(make_wheel(record=change), tmp_path / "entry")
+
+
+def test_a_wheel_with_data_descriptors_is_not_streamable(tmp_path: Path) -> None:
+    data = make_wheel(descriptors=True)
+    with pytest.raises(NotStreamable, match="sizes follow its data"):
+        unpack(data, tmp_path / "entry")
+    zipfile.ZipFile(io.BytesIO(data)).testzip()  # a good wheel all the same
+
+
+@pytest.mark.parametrize(
+    ("members", "symlink", "message"),
+    [
+        ({"pkg/a": b"x", "pkg/a/b": b"y"}, None, "clashes"),
+        ({"pkg/a/b": b"y", "pkg/a": b"x"}, None, "clashes"),
+        ({"../evil.py": b"x"}, None, "unsafe member name"),
+        (MEMBERS, "pkg/tool.sh", "symbolic link"),
+    ],
+    ids=["file-then-folder", "folder-then-file", "escape", "symlink"],
+)
+def test_unsafe_members_are_refused(
+    tmp_path: Path, members: Mapping[str, bytes], symlink: str | None, message: str
+) -> None:
+    with pytest.raises(WheelError, match=message):
+        unpack(make_wheel(members, symlink=symlink), tmp_path / "entry")
+
+
+def test_a_truncated_wheel_is_refused(tmp_path: Path) -> None:
+    data = make_wheel()
+    with pytest.raises(WheelError, match=r"truncated|not a valid wheel"):
+        unpack(data[: len(data) // 2], tmp_path / "entry")
+
+
+# -- through the Fetcher, from a server -----------------------------------------------
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    files: dict[str, bytes]
+    hits: dict[str, int]
+    cut_first: frozenset[str]
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        name = self.path.rsplit("/", 1)[-1]
+        self.hits[name] = self.hits.get(name, 0) + 1
+        body = self.files.get(name)
+        if body is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            if name in self.cut_first and self.hits[name] == 1:
+                self.close_connection = True
+                self.wfile.write(body[: len(body) // 2])
+                return
+            self.wfile.write(body)
+        except OSError:
+            self.close_connection = True
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., tuple[str, dict[str, int]]]]:
+    with contextlib.ExitStack() as stack:
+
+        def start(
+            files: dict[str, bytes], cut_first: frozenset[str] = frozenset()
+        ) -> tuple[str, dict[str, int]]:
+            hits: dict[str, int] = {}
+            handler = type(
+                "Handler", (_Handler,), {"files": files, "hits": hits, "cut_first": cut_first}
+            )
+            return f"{stack.enter_context(handler_served(handler))}/files", hits
+
+        yield start
+
+
+@pytest.fixture(autouse=True)
+def _stream_every_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test wheels are small: unpack each as it downloads, as a big one is."""
+    monkeypatch.setattr(download, "STREAM_UNPACK_FROM", 0)
+
+
+def _fetch(
+    tmp_path: Path, url: str, data: bytes, *, sha256: str | None = None
+) -> tuple[object, UnpackedStore, ContentStore]:
+    cache = tmp_path / "cache"
+    store = UnpackedStore(cache / "unpacked", cache / "scratch")
+    wheels = ContentStore(cache / "wheels")
+    item = DownloadItem(
+        f"{url}/{NAME}", {"sha256": sha256 or hashlib.sha256(data).hexdigest()}, size=len(data)
+    )
+    fetcher = Fetcher(
+        retry=RetryPolicy(retries=2, backoff=0.01), cache=wheels, unpacked=store, in_memory=1 << 30
+    )
+    with fetcher:
+        (found,) = fetcher.fetch_all([item], tmp_path / "downloads")
+    return found, store, wheels
+
+
+def _no_scratch(store: UnpackedStore) -> bool:
+    return not store.scratch.exists() or not any(store.scratch.iterdir())
+
+
+def test_a_wheel_is_unpacked_as_it_downloads_and_never_written_whole(
+    tmp_path: Path, serve: Callable[..., tuple[str, dict[str, int]]]
+) -> None:
+    data = make_wheel()
+    url, hits = serve({NAME: data})
+    found, store, wheels = _fetch(tmp_path, url, data)
+    assert isinstance(found, UnpackedWheel)
+    kept = {"sha256": hashlib.sha256(data).hexdigest()}
+    assert store.lookup(kept, NAME) == found
+    assert found.read("pkg/__init__.py") == MEMBERS["pkg/__init__.py"]
+    assert not list((tmp_path / "downloads").iterdir())  # no wheel file anywhere
+    assert not wheels.folder.exists() or not any(p.is_file() for p in wheels.folder.rglob("*"))
+    assert hits == {NAME: 1}
+    assert _no_scratch(store)
+
+
+def test_a_download_cut_midway_is_tried_again_from_a_new_folder(
+    tmp_path: Path, serve: Callable[..., tuple[str, dict[str, int]]]
+) -> None:
+    data = make_wheel()
+    url, hits = serve({NAME: data}, cut_first=frozenset({NAME}))
+    found, store, _ = _fetch(tmp_path, url, data)
+    assert isinstance(found, UnpackedWheel)
+    assert hits == {NAME: 2}
+    assert _no_scratch(store)
+
+
+def test_a_wrong_hash_publishes_nothing(
+    tmp_path: Path, serve: Callable[..., tuple[str, dict[str, int]]]
+) -> None:
+    data = make_wheel()
+    url, _ = serve({NAME: data})
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        _fetch(tmp_path, url, data, sha256=hashlib.sha256(b"other").hexdigest())
+    store = UnpackedStore(tmp_path / "cache" / "unpacked", tmp_path / "cache" / "scratch")
+    assert not list(store.entries())
+    assert _no_scratch(store)
+
+
+def test_a_bad_wheel_with_its_true_hash_is_refused_and_publishes_nothing(
+    tmp_path: Path, serve: Callable[..., tuple[str, dict[str, int]]]
+) -> None:
+    data = make_wheel(record=lambda rows: {k: v for k, v in rows.items() if "init" not in k})
+    url, hits = serve({NAME: data})
+    with pytest.raises(InstallError, match=rf"refusing to install {NAME}: .*not listed in RECORD"):
+        _fetch(tmp_path, url, data)
+    store = UnpackedStore(tmp_path / "cache" / "unpacked", tmp_path / "cache" / "scratch")
+    assert not list(store.entries())
+    assert _no_scratch(store)
+    assert hits == {NAME: 1}  # refused, not tried again
+
+
+def test_a_wheel_that_cannot_stream_is_downloaded_whole(
+    tmp_path: Path, serve: Callable[..., tuple[str, dict[str, int]]]
+) -> None:
+    data = make_wheel(descriptors=True)
+    url, hits = serve({NAME: data})
+    found, store, _ = _fetch(tmp_path, url, data)
+    assert not isinstance(found, UnpackedWheel)  # the wheel, for the installer to unpack
+    assert hits == {NAME: 2}
+    assert _no_scratch(store)
+
+
+def test_a_store_that_cannot_hold_it_gets_the_wheel_downloaded_whole(
+    tmp_path: Path, serve: Callable[..., tuple[str, dict[str, int]]]
+) -> None:
+    data = make_wheel()
+    url, _ = serve({NAME: data})
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "scratch").write_text("a file where the scratch folder goes")
+    found, _, _ = _fetch(tmp_path, url, data)
+    assert not isinstance(found, UnpackedWheel)
+    assert os.path.isfile(tmp_path / "cache" / "scratch")
