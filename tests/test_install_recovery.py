@@ -238,6 +238,7 @@ def _kill_and_recover(
     report = os.environ.get("KILL_MATRIX_REPORT")  # docs/reliability.md's table
     if report:
         row = {"args": args[0], "strategy": bench.strategy, "steps": steps, "killed": len(chosen)}
+        row |= {"index": bench.index is not None, "cold": bench.cold_cache, "stream": bench.stream}
         row |= {"recoveries_killed": recoveries_killed, "recoveries_tried": recoveries_tried}
         with open(report, "a") as out:
             out.write(json.dumps(row) + "\n")
