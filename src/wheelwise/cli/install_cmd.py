@@ -468,6 +468,15 @@ def _lock_among(
     help="Ignore the package indexes (--index-url, --extra-index-url, and those of "
     "requirements files): only --find-links.",
 )
+@click.option(
+    "-t",
+    "--target",
+    "target_dir",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Install into DIR instead of the environment, as pip's --target: packages at "
+    "its top level, scripts in DIR/bin (for the interpreter --python names).",
+)
 @target_options
 @input_errors
 @install_errors
@@ -484,6 +493,7 @@ def install(
     reinstall: bool,
     reinstall_package: tuple[str, ...],
     no_index: bool,
+    target_dir: Path | None,
     target: TargetArgs,
 ) -> None:
     """Install packages, choosing the wheel variant that fits this machine."""
@@ -500,6 +510,11 @@ def install(
             "find_links": find_links,
         },
     )
+    if lock is not None and target_dir is not None:
+        raise InputError(
+            f"--target cannot be used with a lock file ({lock}) yet; install the lock "
+            "into an environment (--python)"
+        )
     with target.query() as query:
         from dataclasses import replace
 
@@ -536,6 +551,7 @@ def install(
             pre=pre,
             no_deps=no_deps,
             reinstall=reinstall or frozenset(map(_project_name, reinstall_package)),
+            target_dir=target_dir,
         )
         started = time.perf_counter()
         if interactive(target.quiet) and not target.dry_run:

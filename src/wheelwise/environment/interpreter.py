@@ -22,6 +22,7 @@ the target itself):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -341,6 +342,25 @@ class TargetEnvironment:
     def current(cls) -> TargetEnvironment:
         """The environment of the running interpreter."""
         return cls.from_python(sys.executable)
+
+    def in_folder(self, folder: Path) -> TargetEnvironment:
+        """This interpreter's packages installed into *folder* as pip's ``--target``
+        lays them out (its ``home`` scheme, then the library folder's contents moved
+        to the top): packages at the top of *folder*, scripts in ``bin``
+        (``Scripts`` on Windows), headers in ``include/python``, data files in
+        *folder* itself. A folder of one's own is never externally managed."""
+        folder = Path(os.path.abspath(folder))  # noqa: PTH100 - keep links as given
+        scripts = "Scripts" if self.markers.get("sys_platform") == "win32" else "bin"
+        return dataclasses.replace(
+            self,
+            prefix=folder,
+            purelib=folder,
+            platlib=folder,
+            scripts=folder / scripts,
+            data=folder,
+            headers=folder / "include" / "python",
+            externally_managed=None,
+        )
 
     @property
     def is_externally_managed(self) -> bool:

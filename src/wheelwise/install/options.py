@@ -52,6 +52,9 @@ class InstallOptions:
     pre: bool = False
     no_deps: bool = False
     python: Path | None = None
+    # Install into this folder instead of the interpreter's environment (pip's and
+    # uv's --target): see TargetEnvironment.in_folder.
+    target_dir: Path | None = None
     no_variant: bool = False
     variant_choice: Mapping[str, str] = field(default_factory=dict)
     system: SupportedProperties | None = None

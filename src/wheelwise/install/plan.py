@@ -54,6 +54,7 @@ from wheelwise.install.options import (
     supported_for,
 )
 from wheelwise.install.transaction import InstallReport, install_wheels, recover
+from wheelwise.models.errors import InstallError
 from wheelwise.resolve.decide import Plan, PlannedPackage, decide
 from wheelwise.resolve.finder import IndexFinder
 from wheelwise.resolve.lookahead import Lookahead
@@ -94,6 +95,21 @@ class InstallOutcome(NamedTuple):
     @property
     def to_install(self) -> list[PlannedPackage]:
         return [p for p in self.plan if not p.skipped]
+
+
+def target_folder(env: TargetEnvironment, folder: Path, *, make: bool) -> TargetEnvironment:
+    """*env*'s interpreter installing into *folder* (``--target``), made if *make*
+    and missing. Raises InstallError when it cannot be a folder."""
+    if folder.exists() and not folder.is_dir():
+        raise InstallError(f"--target {folder}: not a folder; give a folder to install into")
+    if make:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InstallError(
+                f"--target {folder}: cannot make the folder ({exc.strerror or exc})"
+            ) from None
+    return env.in_folder(folder)
 
 
 def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str, InstalledDist]:
@@ -142,6 +158,8 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     ):
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env = pending.result()
+        if options.target_dir is not None:
+            env = target_folder(env, options.target_dir, make=not options.dry_run)
         installed = prepare_target(env, options)
         # Small wheels stay in memory: nothing to write, and delete, on disk.
         fetcher = Fetcher(
