@@ -1,12 +1,14 @@
-"""``wheelwise install --target DIR``: the files pip's ``--target`` places, where it
-places them (compared with pip in the same test), importable from DIR, installed
-again as already there; a target that cannot be a folder is one error line."""
+"""``wheelwise install --target DIR`` and ``--prefix DIR``: the files pip places with
+the same flag, where it places them (compared with pip in the same test), importable
+from there, installed again as already there; a folder that cannot be one is one
+error line."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -47,27 +49,34 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _install(python: Path, wheels: Path, target: Path, *requirements: str) -> str:
+def _install(
+    python: Path, wheels: Path, target: Path, *requirements: str, flag: str = "--target"
+) -> str:
     result = _wheelwise(
         "install", "--python", str(python), "--no-index", "-f", str(wheels),
-        "--target", str(target), *requirements,
+        flag, str(target), *requirements,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def test_target_places_what_pip_places(tmp_path: Path, wheels: Path) -> None:
+@pytest.mark.parametrize("flag", ["--target", "--prefix"])
+def test_places_what_pip_places(tmp_path: Path, wheels: Path, flag: str) -> None:
     python = make_venv(tmp_path / "venv")
     site_before = _files(python.parent.parent)
     ours, theirs = tmp_path / "ours", tmp_path / "pip"
-    _install(python, wheels, ours, "alpha", "beta")
+    _install(python, wheels, ours, "alpha", "beta", flag=flag)
     found = pip(
-        python, "install", "--no-index", "--find-links", str(wheels), "--target", str(theirs),
+        python, "install", "--no-index", "--find-links", str(wheels), flag, str(theirs),
         "alpha", "beta",
     )  # fmt: skip
     assert found.returncode == 0, found.stderr
     assert _files(ours) == _files(theirs)
-    assert {"alpha/__init__.py", "bin/alpha-cli", "share/alpha/readme.txt"} <= _files(ours)
+    version = "python{}.{}".format(*sys.version_info[:2])
+    library = "" if flag == "--target" else f"lib/{version}/site-packages/"
+    assert {f"{library}alpha/__init__.py", "bin/alpha-cli", "share/alpha/readme.txt"} <= _files(
+        ours
+    )
     assert _files(python.parent.parent) == site_before  # the environment is untouched
     # The script runs the target's interpreter, and finds the package on PYTHONPATH.
     script = (ours / "bin" / "alpha-cli").read_text().splitlines()[0]
@@ -76,7 +85,7 @@ def test_target_places_what_pip_places(tmp_path: Path, wheels: Path) -> None:
         [str(ours / "bin" / "alpha-cli")],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ours)},
+        env={**os.environ, "PYTHONPATH": str(ours / library)},
         check=False,
     )
     assert ran.stdout.strip() == "alpha 1.0", ran.stderr
@@ -95,16 +104,79 @@ def test_a_target_is_its_own_environment(tmp_path: Path, wheels: Path) -> None:
     assert "alpha" not in listed.stdout  # installed in the folder, not the environment
 
 
-def test_a_target_that_is_a_file_is_one_error(tmp_path: Path, wheels: Path) -> None:
+@pytest.mark.parametrize("flag", ["--target", "--prefix"])
+def test_a_folder_that_is_a_file_is_one_error(tmp_path: Path, wheels: Path, flag: str) -> None:
     python = make_venv(tmp_path / "venv")
     file = tmp_path / "file"
     file.write_text("not a folder")
     result = _wheelwise(
         "install", "--python", str(python), "--no-index", "-f", str(wheels),
-        "--target", str(file), "alpha",
+        flag, str(file), "alpha",
     )  # fmt: skip
     assert result.returncode != 0
     assert result.stderr.splitlines() == [
-        f"wheelwise: error: --target {file}: not a folder; give a folder to install into"
+        f"wheelwise: error: {flag} {file}: not a folder; give a folder to install into"
     ]
     assert file.read_text() == "not a folder"
+
+
+def _base_python() -> Path:
+    """An interpreter outside any virtual environment (the one this venv was made
+    from): the only kind with a user site."""
+    return Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+
+
+def test_user_places_what_pip_places(tmp_path: Path, wheels: Path) -> None:
+    python = _base_python()
+    # A system Python may be externally managed (PEP 668): the user base here is a
+    # scratch folder, so both installers are told to go ahead.
+    stdlib = sysconfig.get_paths()["stdlib"]
+    managed = ["--break-system-packages"] if Path(stdlib, "EXTERNALLY-MANAGED").exists() else []
+    ours, theirs = tmp_path / "ours", tmp_path / "pip"
+    os.environ["PYTHONUSERBASE"] = str(ours)
+    try:
+        result = _wheelwise(
+            "install", "--python", str(python), "--no-index", "-f", str(wheels),
+            "--user", *managed, "alpha", "beta",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        os.environ["PYTHONUSERBASE"] = str(theirs)
+        found = pip(
+            python, "install", "--no-index", "--find-links", str(wheels), "--user",
+            *managed, "alpha", "beta",
+        )  # fmt: skip
+        assert found.returncode == 0, found.stderr
+    finally:
+        del os.environ["PYTHONUSERBASE"]
+    assert _files(ours) == _files(theirs)
+    version = "python{}.{}".format(*sys.version_info[:2])
+    assert {f"lib/{version}/site-packages/alpha/__init__.py", "bin/alpha-cli"} <= _files(ours)
+    ran = subprocess.run(
+        [str(python), "-c", "import alpha; print(alpha.__file__)"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUSERBASE": str(ours)},
+        check=False,
+    )
+    assert ran.stdout.startswith(str(ours)), ran.stderr  # the interpreter finds it there
+
+
+def test_user_in_a_virtual_environment_is_one_error(tmp_path: Path, wheels: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    before = _files(tmp_path)
+    result = _wheelwise(
+        "install", "--python", str(python), "--no-index", "-f", str(wheels), "--user", "alpha",
+    )  # fmt: skip
+    assert result.returncode != 0
+    [line] = result.stderr.splitlines()
+    assert line.startswith("wheelwise: error: --user: user site-packages are not visible in ")
+    assert "this virtual environment" in line
+    assert _files(tmp_path) == before
+
+
+def test_two_locations_at_once_are_one_error(tmp_path: Path) -> None:
+    result = _wheelwise("install", "--target", str(tmp_path), "--user", "alpha")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "wheelwise: error: --target and --user cannot be used together; give one"
+    ]

@@ -477,6 +477,20 @@ def _lock_among(
     help="Install into DIR instead of the environment, as pip's --target: packages at "
     "its top level, scripts in DIR/bin (for the interpreter --python names).",
 )
+@click.option(
+    "--prefix",
+    "prefix_dir",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Install with DIR as the prefix, as pip's --prefix: DIR/lib/pythonX.Y/"
+    "site-packages, DIR/bin (the scheme of the interpreter --python names).",
+)
+@click.option(
+    "--user",
+    is_flag=True,
+    help="Install into the user site of the interpreter --python names, as pip's --user "
+    "(~/.local, or $PYTHONUSERBASE).",
+)
 @target_options
 @input_errors
 @install_errors
@@ -494,6 +508,8 @@ def install(
     reinstall_package: tuple[str, ...],
     no_index: bool,
     target_dir: Path | None,
+    prefix_dir: Path | None,
+    user: bool,
     target: TargetArgs,
 ) -> None:
     """Install packages, choosing the wheel variant that fits this machine."""
@@ -510,9 +526,17 @@ def install(
             "find_links": find_links,
         },
     )
-    if lock is not None and target_dir is not None:
+    given = [
+        flag
+        for flag, value in (("--target", target_dir), ("--prefix", prefix_dir), ("--user", user))
+        if value
+    ]
+    if len(given) > 1:
+        raise InputError(f"{' and '.join(given)} cannot be used together; give one")
+    location = given[0] if given else None
+    if lock is not None and location is not None:
         raise InputError(
-            f"--target cannot be used with a lock file ({lock}) yet; install the lock "
+            f"{location} cannot be used with a lock file ({lock}) yet; install the lock "
             "into an environment (--python)"
         )
     with target.query() as query:
@@ -552,6 +576,8 @@ def install(
             no_deps=no_deps,
             reinstall=reinstall or frozenset(map(_project_name, reinstall_package)),
             target_dir=target_dir,
+            prefix_dir=prefix_dir,
+            user=user,
         )
         started = time.perf_counter()
         if interactive(target.quiet) and not target.dry_run:

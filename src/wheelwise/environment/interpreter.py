@@ -113,6 +113,50 @@ def config(name):
     value = sysconfig.get_config_var(name)
     return value if isinstance(value, (int, str)) or value is None else str(value)
 
+def prefix_scheme():
+    # pip's --prefix: the preferred "prefix" scheme, every base the placeholder.
+    preferred = getattr(sysconfig, "get_preferred_scheme", None)
+    name = preferred("prefix") if preferred else os.name + "_prefix"
+    base = "@BASE@"
+    try:
+        found = sysconfig.get_paths(scheme=name, vars={
+            "base": base, "platbase": base, "installed_base": base,
+            "installed_platbase": base})
+    except KeyError:
+        return None
+    return dict((key, found[key]) for key in
+                ("purelib", "platlib", "scripts", "data", "include"))
+
+def user_site_enabled():
+    # As site.py decides it for a normal run (this one is isolated: -I).
+    if os.environ.get("PYTHONNOUSERSITE"):
+        return False
+    if not in_venv:
+        return True
+    try:
+        with open(os.path.join(sys.prefix, "pyvenv.cfg")) as cfg:
+            for line in cfg:
+                key, _, value = line.partition("=")
+                if key.strip().lower() == "include-system-site-packages":
+                    return value.strip().lower() == "true"
+    except OSError:
+        pass
+    return False
+
+def user_scheme():
+    # pip's --user: the preferred "user" scheme ($PYTHONUSERBASE is read whatever
+    # -I says), and whether a normal run sees the user site.
+    preferred = getattr(sysconfig, "get_preferred_scheme", None)
+    name = preferred("user") if preferred else os.name + "_user"
+    try:
+        found = sysconfig.get_paths(scheme=name)
+    except KeyError:
+        return None
+    paths = dict((key, found[key]) for key in
+                 ("purelib", "platlib", "scripts", "data", "include"))
+    paths["enabled"] = user_site_enabled()
+    return paths
+
 print(json.dumps({
     "executable": sys.executable,
     "prefix": sys.prefix,
@@ -125,6 +169,8 @@ print(json.dumps({
         "headers": headers,
         "stdlib": paths["stdlib"],
     },
+    "prefix_scheme": prefix_scheme(),
+    "user_scheme": user_scheme(),
     "version_info": list(sys.version_info[:3]),
     "implementation": sys.implementation.name,
     "markers": markers,
@@ -360,6 +406,59 @@ class TargetEnvironment:
             data=folder,
             headers=folder / "include" / "python",
             externally_managed=None,
+        )
+
+    def in_prefix(self, folder: Path) -> TargetEnvironment:
+        """This interpreter's install scheme with *folder* as its prefix (pip's
+        ``--prefix``: ``FOLDER/lib/pythonX.Y/site-packages``, ``FOLDER/bin``...), as
+        the interpreter's own ``sysconfig`` gives it. Raises EnvironmentQueryError
+        where it gives none."""
+        scheme = self.info.get("prefix_scheme")
+        if not isinstance(scheme, dict):
+            raise EnvironmentQueryError(
+                f"{self.python} gives no install scheme for a prefix (sysconfig)"
+            )
+        base = os.path.abspath(folder)  # noqa: PTH100 - keep links as given
+
+        def path(key: str) -> Path:
+            return Path(str(scheme[key]).replace("@BASE@", base))
+
+        return dataclasses.replace(
+            self,
+            prefix=Path(base),
+            purelib=path("purelib"),
+            platlib=path("platlib"),
+            scripts=path("scripts"),
+            data=path("data"),
+            headers=path("include"),
+            externally_managed=None,
+        )
+
+    def in_user_site(self) -> TargetEnvironment:
+        """This interpreter's user scheme (pip's ``--user``: ``~/.local`` on Linux,
+        or ``$PYTHONUSERBASE``), PEP 668 still applying. Raises EnvironmentQueryError
+        where the interpreter does not look there (a virtual environment, ``-s``)."""
+        scheme = self.info.get("user_scheme")
+        if not isinstance(scheme, dict):
+            raise EnvironmentQueryError(f"{self.python} gives no user install scheme (sysconfig)")
+        if not scheme.get("enabled"):
+            where = (
+                "this virtual environment"
+                if self.info.get("prefix") != self.info.get("base_prefix")
+                else "this interpreter (user site-packages are off)"
+            )
+            raise EnvironmentQueryError(
+                f"--user: user site-packages are not visible in {where} ({self.python}); "
+                "install without --user"
+            )
+        return dataclasses.replace(
+            self,
+            prefix=Path(str(scheme["data"])),
+            purelib=Path(str(scheme["purelib"])),
+            platlib=Path(str(scheme["platlib"])),
+            scripts=Path(str(scheme["scripts"])),
+            data=Path(str(scheme["data"])),
+            headers=Path(str(scheme["include"])),
         )
 
     @property

@@ -55,6 +55,12 @@ class InstallOptions:
     # Install into this folder instead of the interpreter's environment (pip's and
     # uv's --target): see TargetEnvironment.in_folder.
     target_dir: Path | None = None
+    # Install with this prefix instead of the environment's (pip's and uv's
+    # --prefix): see TargetEnvironment.in_prefix.
+    prefix_dir: Path | None = None
+    # Install into the interpreter's user site (pip's --user): see
+    # TargetEnvironment.in_user_site.
+    user: bool = False
     no_variant: bool = False
     variant_choice: Mapping[str, str] = field(default_factory=dict)
     system: SupportedProperties | None = None

@@ -97,19 +97,26 @@ class InstallOutcome(NamedTuple):
         return [p for p in self.plan if not p.skipped]
 
 
-def target_folder(env: TargetEnvironment, folder: Path, *, make: bool) -> TargetEnvironment:
-    """*env*'s interpreter installing into *folder* (``--target``), made if *make*
-    and missing. Raises InstallError when it cannot be a folder."""
+def install_location(env: TargetEnvironment, options: InstallOptions) -> TargetEnvironment:
+    """*env*, or its interpreter installing into ``--target``, with ``--prefix`` (the
+    folder made if missing, unless for a dry run) or into its user site (``--user``).
+    Raises InstallError when that cannot be."""
+    if options.user:
+        return env.in_user_site()
+    folder = options.target_dir or options.prefix_dir
+    if folder is None:
+        return env
+    flag = "--target" if options.target_dir is not None else "--prefix"
     if folder.exists() and not folder.is_dir():
-        raise InstallError(f"--target {folder}: not a folder; give a folder to install into")
-    if make:
+        raise InstallError(f"{flag} {folder}: not a folder; give a folder to install into")
+    if not options.dry_run:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InstallError(
-                f"--target {folder}: cannot make the folder ({exc.strerror or exc})"
+                f"{flag} {folder}: cannot make the folder ({exc.strerror or exc})"
             ) from None
-    return env.in_folder(folder)
+    return env.in_folder(folder) if options.target_dir is not None else env.in_prefix(folder)
 
 
 def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str, InstalledDist]:
@@ -158,8 +165,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     ):
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env = pending.result()
-        if options.target_dir is not None:
-            env = target_folder(env, options.target_dir, make=not options.dry_run)
+        env = install_location(env, options)
         installed = prepare_target(env, options)
         # Small wheels stay in memory: nothing to write, and delete, on disk.
         fetcher = Fetcher(
