@@ -5,6 +5,7 @@ error line."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -180,3 +181,23 @@ def test_two_locations_at_once_are_one_error(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         "wheelwise: error: --target and --user cannot be used together; give one"
     ]
+
+
+@pytest.mark.parametrize("flag", ["--target", "--prefix"])
+def test_list_and_uninstall_take_the_same_location(tmp_path: Path, wheels: Path, flag: str) -> None:
+    python = make_venv(tmp_path / "venv")
+    folder = tmp_path / "folder"
+    _install(python, wheels, folder, "alpha", "beta", flag=flag)
+    listed = _wheelwise("list", "--python", str(python), flag, str(folder), "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(d["name"] for d in json.loads(listed.stdout)) == ["alpha", "beta"]
+    removed = _wheelwise("uninstall", "-y", "--python", str(python), flag, str(folder), "alpha")
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.splitlines() == ["uninstalled alpha"]
+    left = _files(folder)
+    assert not [path for path in left if "alpha" in path]  # script, data file and all
+    assert any(path.endswith("beta/__init__.py") for path in left)
+    empty = _wheelwise("list", "--python", str(python), flag, str(tmp_path / "none"), "--json")
+    assert empty.returncode == 0, empty.stderr
+    assert json.loads(empty.stdout) == []
+    assert not (tmp_path / "none").exists()  # listing makes nothing

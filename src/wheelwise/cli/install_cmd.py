@@ -399,6 +399,57 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
 
 
 # Options of `install` that choose what to install: a lock file has chosen already.
+def location_options(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """``--target``, ``--prefix`` and ``--user`` (pip's and uv's), for *verb*
+    ("Install", "List", ...): where packages are, instead of the environment."""
+
+    def apply(func: Callable[_P, _R]) -> Callable[_P, _R]:
+        decorators = [
+            click.option(
+                "-t",
+                "--target",
+                "target_dir",
+                type=click.Path(path_type=Path),
+                metavar="DIR",
+                help=f"{verb} in DIR instead of the environment, as pip's --target: "
+                "packages at its top level, scripts in DIR/bin (for the interpreter "
+                "--python names).",
+            ),
+            click.option(
+                "--prefix",
+                "prefix_dir",
+                type=click.Path(path_type=Path),
+                metavar="DIR",
+                help=f"{verb} with DIR as the prefix, as pip's --prefix: "
+                "DIR/lib/pythonX.Y/site-packages, DIR/bin (the scheme of the interpreter "
+                "--python names).",
+            ),
+            click.option(
+                "--user",
+                is_flag=True,
+                help=f"{verb} in the user site of the interpreter --python names, as "
+                "pip's --user (~/.local, or $PYTHONUSERBASE).",
+            ),
+        ]
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+def _location(target_dir: Path | None, prefix_dir: Path | None, user: bool) -> str | None:
+    """The location flag given, if any; an InputError for more than one."""
+    given = [
+        flag
+        for flag, value in (("--target", target_dir), ("--prefix", prefix_dir), ("--user", user))
+        if value
+    ]
+    if len(given) > 1:
+        raise InputError(f"{' and '.join(given)} cannot be used together; give one")
+    return given[0] if given else None
+
+
 _NOT_WITH_A_LOCK = (
     ("-U/--upgrade", "upgrade"),
     ("--pre", "pre"),
@@ -468,29 +519,7 @@ def _lock_among(
     help="Ignore the package indexes (--index-url, --extra-index-url, and those of "
     "requirements files): only --find-links.",
 )
-@click.option(
-    "-t",
-    "--target",
-    "target_dir",
-    type=click.Path(path_type=Path),
-    metavar="DIR",
-    help="Install into DIR instead of the environment, as pip's --target: packages at "
-    "its top level, scripts in DIR/bin (for the interpreter --python names).",
-)
-@click.option(
-    "--prefix",
-    "prefix_dir",
-    type=click.Path(path_type=Path),
-    metavar="DIR",
-    help="Install with DIR as the prefix, as pip's --prefix: DIR/lib/pythonX.Y/"
-    "site-packages, DIR/bin (the scheme of the interpreter --python names).",
-)
-@click.option(
-    "--user",
-    is_flag=True,
-    help="Install into the user site of the interpreter --python names, as pip's --user "
-    "(~/.local, or $PYTHONUSERBASE).",
-)
+@location_options("Install")
 @target_options
 @input_errors
 @install_errors
@@ -526,14 +555,7 @@ def install(
             "find_links": find_links,
         },
     )
-    given = [
-        flag
-        for flag, value in (("--target", target_dir), ("--prefix", prefix_dir), ("--user", user))
-        if value
-    ]
-    if len(given) > 1:
-        raise InputError(f"{' and '.join(given)} cannot be used together; give one")
-    location = given[0] if given else None
+    location = _location(target_dir, prefix_dir, user)
     if lock is not None and location is not None:
         raise InputError(
             f"{location} cannot be used with a lock file ({lock}) yet; install the lock "
@@ -726,23 +748,40 @@ def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
 # -- list, uninstall -------------------------------------------------------------------
 
 
-def _environment(python: str | None) -> Any:
+def _environment(
+    python: str | None,
+    target_dir: Path | None = None,
+    prefix_dir: Path | None = None,
+    user: bool = False,
+) -> Any:
+    """The environment of *python* (this interpreter by default), or the location
+    the flags name (nothing is made)."""
     from wheelwise.environment.interpreter import TargetEnvironment
+    from wheelwise.install.plan import install_location
 
-    return TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
+    _location(target_dir, prefix_dir, user)
+    env = TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
+    return install_location(env, target_dir, prefix_dir, user, make=False)
 
 
 @click.command(name="list")
 @_python_option("List")
+@location_options("List")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @input_errors
 @install_errors
-def list_cmd(python: str | None, as_json: bool) -> None:
+def list_cmd(
+    python: str | None,
+    target_dir: Path | None,
+    prefix_dir: Path | None,
+    user: bool,
+    as_json: bool,
+) -> None:
     """List installed distributions with their variant label."""
     from wheelwise.environment.installed import list_installed
     from wheelwise.install.journal import pending
 
-    env = _environment(python)
+    env = _environment(python, target_dir, prefix_dir, user)
     if pending(env.prefix):  # listing takes no lock, so it does not recover
         warn(
             f"an install or uninstall in {env.purelib} was interrupted and is not recovered "
@@ -776,6 +815,7 @@ def list_cmd(python: str | None, as_json: bool) -> None:
 @click.command()
 @click.argument("names", nargs=-1, required=True)
 @_python_option("Uninstall")
+@location_options("Uninstall")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "--break-system-packages",
@@ -785,12 +825,18 @@ def list_cmd(python: str | None, as_json: bool) -> None:
 @input_errors
 @install_errors
 def uninstall(
-    names: tuple[str, ...], python: str | None, yes: bool, break_system_packages: bool
+    names: tuple[str, ...],
+    python: str | None,
+    target_dir: Path | None,
+    prefix_dir: Path | None,
+    user: bool,
+    yes: bool,
+    break_system_packages: bool,
 ) -> None:
     """Uninstall distributions NAME... (all or nothing)."""
     from wheelwise.install.transaction import uninstall as remove
 
-    env = _environment(python)
+    env = _environment(python, target_dir, prefix_dir, user)
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
         raise InputError("nothing uninstalled")
     for name in remove(env, list(names), break_system_packages=break_system_packages, warn=_warn):

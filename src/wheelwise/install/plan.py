@@ -97,26 +97,33 @@ class InstallOutcome(NamedTuple):
         return [p for p in self.plan if not p.skipped]
 
 
-def install_location(env: TargetEnvironment, options: InstallOptions) -> TargetEnvironment:
-    """*env*, or its interpreter installing into ``--target``, with ``--prefix`` (the
-    folder made if missing, unless for a dry run) or into its user site (``--user``).
-    Raises InstallError when that cannot be."""
-    if options.user:
+def install_location(
+    env: TargetEnvironment,
+    target_dir: Path | None,
+    prefix_dir: Path | None,
+    user: bool,
+    *,
+    make: bool,
+) -> TargetEnvironment:
+    """*env*, or its interpreter installing into *target_dir* (``--target``), with
+    *prefix_dir* (``--prefix``; either folder made if missing, with *make*) or into
+    its user site (``--user``). Raises InstallError when that cannot be."""
+    if user:
         return env.in_user_site()
-    folder = options.target_dir or options.prefix_dir
+    folder = target_dir or prefix_dir
     if folder is None:
         return env
-    flag = "--target" if options.target_dir is not None else "--prefix"
+    flag = "--target" if target_dir is not None else "--prefix"
     if folder.exists() and not folder.is_dir():
         raise InstallError(f"{flag} {folder}: not a folder; give a folder to install into")
-    if not options.dry_run:
+    if make:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InstallError(
                 f"{flag} {folder}: cannot make the folder ({exc.strerror or exc})"
             ) from None
-    return env.in_folder(folder) if options.target_dir is not None else env.in_prefix(folder)
+    return env.in_folder(folder) if target_dir is not None else env.in_prefix(folder)
 
 
 def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str, InstalledDist]:
@@ -165,7 +172,9 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     ):
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env = pending.result()
-        env = install_location(env, options)
+        env = install_location(
+            env, options.target_dir, options.prefix_dir, options.user, make=not options.dry_run
+        )
         installed = prepare_target(env, options)
         # Small wheels stay in memory: nothing to write, and delete, on disk.
         fetcher = Fetcher(
