@@ -398,7 +398,6 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
     return cast("Callable[..., _R]", wrapped)
 
 
-# Options of `install` that choose what to install: a lock file has chosen already.
 def location_options(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """``--target``, ``--prefix`` and ``--user`` (pip's and uv's), for *verb*
     ("Install", "List", ...): where packages are, instead of the environment."""
@@ -450,6 +449,7 @@ def _location(target_dir: Path | None, prefix_dir: Path | None, user: bool) -> s
     return given[0] if given else None
 
 
+# Options of `install` that choose what to install: a lock file has chosen already.
 _NOT_WITH_A_LOCK = (
     ("-U/--upgrade", "upgrade"),
     ("--pre", "pre"),

@@ -29,7 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -419,19 +419,8 @@ class TargetEnvironment:
                 f"{self.python} gives no install scheme for a prefix (sysconfig)"
             )
         base = os.path.abspath(folder)  # noqa: PTH100 - keep links as given
-
-        def path(key: str) -> Path:
-            return Path(str(scheme[key]).replace("@BASE@", base))
-
-        return dataclasses.replace(
-            self,
-            prefix=Path(base),
-            purelib=path("purelib"),
-            platlib=path("platlib"),
-            scripts=path("scripts"),
-            data=path("data"),
-            headers=path("include"),
-            externally_managed=None,
+        return self._with_scheme(
+            scheme, Path(base), lambda text: text.replace("@BASE@", base), managed=False
         )
 
     def in_user_site(self) -> TargetEnvironment:
@@ -451,14 +440,31 @@ class TargetEnvironment:
                 f"--user: user site-packages are not visible in {where} ({self.python}); "
                 "install without --user"
             )
+        return self._with_scheme(scheme, Path(str(scheme["data"])), str, managed=True)
+
+    def _with_scheme(
+        self,
+        scheme: Mapping[str, object],
+        prefix: Path,
+        rewrite: Callable[[str], str],
+        *,
+        managed: bool,
+    ) -> TargetEnvironment:
+        """This interpreter installing by *scheme* (a query's ``sysconfig`` paths,
+        each passed through *rewrite*) under *prefix*; PEP 668 kept if *managed*."""
+
+        def path(key: str) -> Path:
+            return Path(rewrite(str(scheme[key])))
+
         return dataclasses.replace(
             self,
-            prefix=Path(str(scheme["data"])),
-            purelib=Path(str(scheme["purelib"])),
-            platlib=Path(str(scheme["platlib"])),
-            scripts=Path(str(scheme["scripts"])),
-            data=Path(str(scheme["data"])),
-            headers=Path(str(scheme["include"])),
+            prefix=prefix,
+            purelib=path("purelib"),
+            platlib=path("platlib"),
+            scripts=path("scripts"),
+            data=path("data"),
+            headers=path("include"),
+            externally_managed=self.externally_managed if managed else None,
         )
 
     @property
