@@ -41,6 +41,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"client"}),
     frozenset({"fetch", "publish"}),
     frozenset({"resolve"}),
+    frozenset({"sources"}),
     frozenset({"install"}),
     frozenset({"doctor", "proxy"}),
     frozenset({"cli"}),

@@ -53,11 +53,27 @@ def test_requirements_file(tmp_path: Path) -> None:
     assert found.find_links == [str(tmp_path / "wheels")]
 
 
+def test_requirements_file_build_options(tmp_path: Path) -> None:
+    """-e (a folder relative to the file's own), --only-binary and --no-binary, as pip
+    writes them in requirements files."""
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / "sub" / "r.txt"
+    path.write_text(
+        "-e ../project\n--editable=/abs/other\n--only-binary :all:\n--no-binary=docopt\nx\n"
+    )
+    found = read_requirements(path)
+    assert found.editables == [str(tmp_path / "sub" / ".." / "project"), "/abs/other"]
+    assert found.only_binary == [":all:"]
+    assert found.no_binary == ["docopt"]
+    assert found.requirements == ["x"]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("--no-binary :all:\n", "option --no-binary is not supported"),
-        ("-e .\n", "option -e is not supported"),
+        ("--prefer-binary\n", "option --prefer-binary is not supported"),
+        ("--trusted-host example.org\n", "option --trusted-host is not supported"),
+        ("-e\n", "-e needs a value"),
         ("-r\n", "-r needs a value"),
         ("-r missing.txt\n", "requirements file not found"),
     ],

@@ -302,9 +302,9 @@ def test_source_distributions_only_say_so() -> None:
     with pytest.raises(PackageNotFound) as info:
         run(index, "docopt")
     assert str(info.value) == (
-        "docopt 0.6.2 has only a source distribution; wheelwise installs wheels only: build "
-        "one (`wheelwise build` in its source tree, or `pip wheel --no-deps docopt==0.6.2 -w "
-        "wheels`), then pass --find-links wheels (docopt requested)"
+        "docopt 0.6.2 has only a source distribution; this command takes wheels only: build "
+        "one (`pip wheel --no-deps docopt==0.6.2 -w wheels`), then pass --find-links wheels "
+        "(docopt requested)"
     )
     with pytest.raises(
         PackageNotFound,
@@ -313,7 +313,7 @@ def test_source_distributions_only_say_so() -> None:
     ):
         run(index, "old<2")
     # A version in range with a source distribution only, older ones with wheels.
-    with pytest.raises(NoCompatibleWheel, match=r"mixed 2.0: wheelwise installs wheels only"):
+    with pytest.raises(NoCompatibleWheel, match=r"mixed 2.0: this command takes wheels only"):
         run(index, "mixed>=2")
     assert versions(run(index, "mixed")) == {"mixed": "1.0"}
 
@@ -782,7 +782,8 @@ def test_no_compatible_wheel_error_stays_short_for_many_releases() -> None:
 
 def test_a_release_passed_over_for_a_source_only_dependency_is_told() -> None:
     """hydra-core's case: its newer releases need a dependency published as source
-    only; pip and uv build it, wheelwise takes an older release and says which and why."""
+    only; where it is not built (a finder that takes wheels only, as ``lock``'s, or
+    ``--only-binary``), an older release is taken, and the notes say which and why."""
     index = Index().add("app", "2.0", ["dep==2.0"]).add("app", "1.0", ["dep==1.0"])
     index.add("dep", "1.0")
     index.sdists["dep"] = ["2.0"]
@@ -790,7 +791,8 @@ def test_a_release_passed_over_for_a_source_only_dependency_is_told() -> None:
     assert versions(result) == {"app": "1.0", "dep": "1.0"}
     assert result.notes == (
         "app 2.0 was passed over: it needs dep==2.0, and dep has source distributions only "
-        "there (newest 2.0), which wheelwise does not build; app 1.0 is installed",
+        "there (newest 2.0): this command takes wheels only: build one (`pip wheel --no-deps "
+        "dep==2.0 -w wheels`), then pass --find-links wheels; app 1.0 is installed",
     )
     # Not when the newer release is passed over for another reason.
     index = Index().add("app", "2.0", ["dep==3.0"]).add("app", "1.0", ["dep==1.0"])

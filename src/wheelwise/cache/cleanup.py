@@ -64,8 +64,8 @@ def _kept_files(folder: Path) -> Iterator[Path]:
 
 
 def clean(root: Path, names: Collection[str] = ()) -> Removed:
-    """Remove the cache's contents; with *names*, only the wheels, unpacked wheels
-    and metadata files of those projects."""
+    """Remove the cache's contents; with *names*, only the wheels, unpacked wheels,
+    built wheels and metadata files of those projects."""
     removed = Removed()
     stores = ContentCache.at(root)
     if not names:
@@ -89,6 +89,10 @@ def clean(root: Path, names: Collection[str] = ()) -> Removed:
         if found is not None and _project(found.filename) in wanted:
             removed.add(entry)
             stores.unpacked.remove(entry)
+    # Built wheels: built/XX/KEY/FILENAME.whl
+    for path in list((root / "built").glob("*/*/*.whl")):
+        if _project(path.name) in wanted:
+            _remove(path.parent, removed)
     return removed
 
 

@@ -29,6 +29,7 @@ class Kind:
 KINDS = (
     Kind("wheels", "wheels", "wheels installs fetched, by their hash"),
     Kind("unpacked", "unpacked", "wheels unpacked once, linked into environments"),
+    Kind("built", "built", "wheels built from source distributions, by the sdist's hash"),
     Kind("metadata", "metadata", "PEP 658 metadata files, by their hash"),
     Kind("pages", "http", "index pages and *-variants.json, with their validators"),
     Kind("plugins", "plugins", "environments of third-party provider plugins"),

@@ -519,6 +519,35 @@ def _lock_among(
     help="Ignore the package indexes (--index-url, --extra-index-url, and those of "
     "requirements files): only --find-links.",
 )
+@click.option(
+    "-e",
+    "--editable",
+    "editables",
+    multiple=True,
+    metavar="PATH",
+    help="Install the project in folder PATH in editable mode (PEP 660; repeatable).",
+)
+@click.option(
+    "--only-binary",
+    multiple=True,
+    metavar="NAMES",
+    help="Never build these projects from source distributions: names, :all: or :none: "
+    "(repeatable, comma separated).",
+)
+@click.option(
+    "--no-binary",
+    multiple=True,
+    metavar="NAMES",
+    help="Build these projects from their source distributions, never install their "
+    "published wheels: names, :all: or :none: (repeatable, comma separated).",
+)
+@click.option(
+    "--no-build-isolation",
+    is_flag=True,
+    help="Build source distributions and projects in the target environment, which must "
+    "have their build requirements (default: in a new environment into which wheelwise "
+    "installs them).",
+)
 @location_options("Install")
 @target_options
 @input_errors
@@ -536,12 +565,20 @@ def install(
     reinstall: bool,
     reinstall_package: tuple[str, ...],
     no_index: bool,
+    editables: tuple[str, ...],
+    only_binary: tuple[str, ...],
+    no_binary: tuple[str, ...],
+    no_build_isolation: bool,
     target_dir: Path | None,
     prefix_dir: Path | None,
     user: bool,
     target: TargetArgs,
 ) -> None:
-    """Install packages, choosing the wheel variant that fits this machine."""
+    """Install packages, choosing the wheel variant that fits this machine.
+
+    REQ is a requirement (``torch>=2.9``, ``torch#cu128`` for a variant), a project
+    folder (``./my-project``), a wheel or source archive (a path or URL),
+    ``NAME @ URL`` or a ``git+URL[@REV]``."""
     lock = _lock_among(
         requirement_files,
         requirements,
@@ -571,10 +608,12 @@ def install(
             install_lock(lock, query, target, sync=False)
             return
         from wheelwise.cli.inputs import read_requirement_files
+        from wheelwise.resolve.formats import FormatPolicy, format_names
 
         files = read_requirement_files(requirement_files, constraint_files)
         wanted = [*requirements, *files.requirements]
-        if not wanted:
+        all_editables = [*editables, *files.editables]
+        if not wanted and not all_editables:
             raise InputError("nothing to install: give requirements or -r FILE")
         extra_index_urls = [*extra_index_url, *files.extra_index_urls]
         if no_index:
@@ -600,6 +639,12 @@ def install(
             target_dir=target_dir,
             prefix_dir=prefix_dir,
             user=user,
+            editables=all_editables,
+            formats=FormatPolicy(
+                format_names([*files.only_binary, *only_binary], "--only-binary"),
+                format_names([*files.no_binary, *no_binary], "--no-binary"),
+            ),
+            build_isolation=not no_build_isolation,
         )
         started = time.perf_counter()
         if interactive(target.quiet) and not target.dry_run:
@@ -708,9 +753,28 @@ def _change(planned: PlannedPackage, old: InstalledDist | None, verbose: bool) -
         parts.append(f"variant {package.label}{won}")
     elif verbose:
         parts.append("non-variant")
-    if verbose:
+    if planned.direct_url is not None:
+        parts.append(f"from {_direct_origin(planned.direct_url)}")
+    elif planned.built_from is not None:
+        parts.append(f"built from {planned.built_from.filename}")
+    if verbose and planned.direct_url is None:
         parts.append(f"from {source_label(planned.source)}")
     return what + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def _direct_origin(direct_url: str) -> str:
+    """Where a direct reference came from, as direct_url.json says (a folder for
+    ``file:`` URLs, "editable" marked)."""
+    from urllib.parse import unquote, urlsplit
+
+    document = json.loads(direct_url)
+    url = str(document.get("url", "?"))
+    parts = urlsplit(url)
+    where = unquote(parts.path) if parts.scheme == "file" else url
+    if document.get("dir_info", {}).get("editable"):
+        return f"{where}, editable"
+    commit = document.get("vcs_info", {}).get("commit_id")
+    return f"{where} at {commit[:12]}" if commit else where
 
 
 def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
@@ -778,7 +842,7 @@ def list_cmd(
     as_json: bool,
 ) -> None:
     """List installed distributions with their variant label."""
-    from wheelwise.environment.installed import list_installed
+    from wheelwise.environment.installed import editable_location, list_installed
     from wheelwise.install.journal import pending
 
     env = _environment(python, target_dir, prefix_dir, user)
@@ -789,6 +853,7 @@ def list_cmd(
             f"{env.python}"
         )
     dists = list_installed(env)
+    editables = [editable_location(d) for d in dists]
     if as_json:
         document = [
             {
@@ -796,8 +861,9 @@ def list_cmd(
                 "version": d.version,
                 "variant": d.variant,
                 "installer": d.installer,
+                "editable": editable,
             }
-            for d in dists
+            for d, editable in zip(dists, editables, strict=True)
         ]
         click.echo(json.dumps(document, indent=2))
         return
@@ -805,10 +871,13 @@ def list_cmd(
     from rich.table import Table
 
     table = Table()
-    for column in ("name", "version", "variant", "installer"):
+    columns = ["name", "version", "variant", "installer"]
+    any_editable = any(editables)
+    for column in [*columns, "editable project location"] if any_editable else columns:
         table.add_column(column)
-    for d in dists:
-        table.add_row(d.name, d.version, d.variant or "-", d.installer or "-")
+    for d, editable in zip(dists, editables, strict=True):
+        row = [d.name, d.version, d.variant or "-", d.installer or "-"]
+        table.add_row(*row, *([editable or "-"] if any_editable else []))
     Console(width=200 if not sys.stdout.isatty() else None).print(table)
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "DistInfo",
     "InstalledDist",
     "dist_info_folders",
+    "editable_location",
     "find_installed",
     "list_installed",
     "read_name_version",
@@ -63,6 +64,29 @@ class InstalledDist(NamedTuple):
     """The variant label from ``variant.json``, or None for a non-variant install."""
     location: Path
     """The ``.dist-info`` folder."""
+
+
+# direct_url.json is a few hundred bytes; more is not one.
+_DIRECT_URL_MAX = 64 << 10
+
+
+def editable_location(dist: InstalledDist) -> str | None:
+    """The project folder of an editable install (PEP 610 ``direct_url.json`` with
+    ``dir_info.editable``, a ``file:`` URL), else None; never raises."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        with (dist.location / "direct_url.json").open("rb") as handle:
+            data = loads_json(handle.read(_DIRECT_URL_MAX + 1)[:_DIRECT_URL_MAX])
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    info, url = data.get("dir_info"), data.get("url")
+    if not isinstance(info, dict) or info.get("editable") is not True or not isinstance(url, str):
+        return None
+    parts = urlsplit(url)
+    return unquote(parts.path) if parts.scheme == "file" else None
 
 
 def read_name_version(metadata: bytes) -> tuple[str, str] | None:

@@ -49,6 +49,8 @@ class VerifiedWheel:
     origin: str = field(default="", compare=False, repr=False)
     """Where it came from as the user knows it: the file of a ``file:`` URL, else the
     URL; empty when only its file is known. Errors name it, not a scratch copy."""
+    direct_url: str | None = field(default=None, compare=False, repr=False)
+    """PEP 610's ``direct_url.json`` to install with it (a direct reference)."""
 
     @property
     def work(self) -> int:

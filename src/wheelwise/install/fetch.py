@@ -81,7 +81,12 @@ def fetch(
         verified = verify(wheel)
         # The hashes that keep it unpacked in the cache, and what errors call it.
         item = item_of(planned.file)
-        verified = dataclasses.replace(verified, hashes=item.cache_hashes(), origin=item.origin)
+        verified = dataclasses.replace(
+            verified,
+            hashes=item.cache_hashes(),
+            origin=item.origin,
+            direct_url=planned.direct_url,
+        )
         if planned.file.core_metadata:
             check_core_metadata(
                 planned.file.metadata_url,

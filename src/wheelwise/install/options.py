@@ -21,6 +21,7 @@ from wheelwise.install.link import Placement
 from wheelwise.models.errors import ResolveError
 from wheelwise.policy.retry import RetryPolicy
 from wheelwise.resolve.finder import Warn
+from wheelwise.resolve.formats import FormatPolicy
 from wheelwise.variants.markers import parse_requirement
 from wheelwise.variants.supported import SupportedProperties
 
@@ -95,6 +96,17 @@ class InstallOptions:
     # Install again what is installed already: every package (True), or those named
     # (normalized names).
     reinstall: bool | frozenset[str] = False
+    # Project folders installed in editable mode (-e; PEP 660).
+    editables: Sequence[str] = ()
+    # Which projects may be built from sdists, and which may not take published
+    # wheels (--only-binary, --no-binary).
+    formats: FormatPolicy = field(default_factory=FormatPolicy)
+    # Build in a fresh environment whose build requirements wheelwise installs
+    # (False: in the target environment, which must have them).
+    build_isolation: bool = True
+    # The projects whose builds this install is for (build requirements of build
+    # requirements...): a build that needs one of them again is refused.
+    build_chain: tuple[str, ...] = ()
 
 
 def placement_for(options: InstallOptions, kept: ContentCache | None) -> Placement:

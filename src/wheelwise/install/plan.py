@@ -23,17 +23,22 @@ go to ``InstallOptions.warn``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
+import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from packaging.utils import canonicalize_version
+from packaging.utils import canonicalize_version, parse_sdist_filename
 
 from wheelwise import __version__
+from wheelwise.cache.built_wheels import BuiltWheels
 from wheelwise.cache.scratch import make_scratch
 from wheelwise.cache.stores import ContentCache
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
+from wheelwise.client.index_client import IndexFile, IndexSource, local_path
 from wheelwise.environment.installed import InstalledDist, list_installed
 from wheelwise.environment.interpreter import (
     PendingEnvironment,
@@ -54,12 +59,17 @@ from wheelwise.install.options import (
     supported_for,
 )
 from wheelwise.install.transaction import InstallReport, install_wheels, recover
-from wheelwise.models.errors import InstallError
+from wheelwise.models.errors import InstallError, ResolveError
+from wheelwise.policy.hashes import trusted_hashes
 from wheelwise.resolve.decide import Plan, PlannedPackage, decide
+from wheelwise.resolve.direct import DirectReference, parse_direct
 from wheelwise.resolve.finder import IndexFinder
 from wheelwise.resolve.lookahead import Lookahead
 from wheelwise.resolve.variant_requirement import apply_variant_labels
+from wheelwise.sources.builder import SourceBuilder
+from wheelwise.sources.direct import prepare_references
 from wheelwise.wheels.core_metadata import read_core_metadata
+from wheelwise.wheels.errors import BuildError
 
 __all__ = [
     "DEFAULT_INDEX_URL",
@@ -144,32 +154,57 @@ def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str,
     return installed
 
 
+def split_references(
+    requirements: Sequence[str], editables: Sequence[str]
+) -> tuple[list[str], list[DirectReference]]:
+    """*requirements* on releases, and the direct references among them and in
+    *editables* (``-e``). Raises ResolveError for a reference that cannot be used."""
+    plain: list[str] = []
+    references: list[DirectReference] = []
+    for text in requirements:
+        found = parse_direct(text)
+        if found is None:
+            plain.append(text)
+        else:
+            references.append(found)
+    for text in editables:
+        found = parse_direct(text, editable=True)
+        assert found is not None  # an editable is a folder, or refused
+        references.append(found)
+    return plain, references
+
+
 def run_install(options: InstallOptions, query: PendingEnvironment | None = None) -> InstallOutcome:
     """Resolve *options*' requirements for the target and install them (all or
-    nothing). Raises ResolveError, SourceError, InstallError (and subclasses).
+    nothing). Raises ResolveError, SourceError, InstallError, BuildError (and
+    subclasses).
 
     *query*: the query of ``options.python`` (``TargetEnvironment.start_query``), if
     the caller started it already, so that it runs while this module loads; closed
     here. A requirement may choose its variant, ``torch#cu128``
     (:func:`~wheelwise.resolve.variant_requirement.apply_variant_labels`; raises
-    VariantRequirementError)."""
-    requirements, variant_choice = apply_variant_labels(
-        options.requirements, options.variant_choice
-    )
+    VariantRequirementError), or name a source (:mod:`wheelwise.resolve.direct`)."""
+    requirements, references = split_references(options.requirements, options.editables)
+    requirements, variant_choice = apply_variant_labels(requirements, options.variant_choice)
     sources = sources_for(options)
     cache_root, kept = caches_for(options)
     requested = requested_names(requirements)
-    # The target interpreter answers while the client starts and the requested
-    # projects' listings download.
-    with (
-        (
+    with contextlib.ExitStack() as stack:
+        # The target interpreter answers while the client starts and the requested
+        # projects' listings download.
+        pending = stack.enter_context(
             query
             if query is not None
             else TargetEnvironment.start_query(options.python or sys.executable)
-        ) as pending,
-        index_client(options, cache_root, kept) as client,
-        Lookahead(sources, client) as lookahead,
-    ):
+        )
+        scratch = Path(stack.enter_context(make_scratch("build", options.cache_dir)))
+        # Wheels of direct references: the first source, listed once they are built.
+        local = scratch / "wheels"
+        local.mkdir()
+        if references:
+            sources = [IndexSource.find_links(local), *sources]
+        client = stack.enter_context(index_client(options, cache_root, kept))
+        lookahead = stack.enter_context(Lookahead(sources, client))
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env = pending.result()
         env = install_location(
@@ -185,6 +220,23 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             unpacked=kept.unpacked if kept is not None else None,
             in_memory=IN_MEMORY_DOWNLOADS,
         )
+        builder = SourceBuilder(
+            env,
+            scratch,
+            BuiltWheels(cache_root / "built") if kept is not None else None,
+            install=functools.partial(_install_build_requirements, options),
+            isolation=options.build_isolation,
+            machine="this machine" if options.system is None else f"system {options.system!r}",
+            chain=options.build_chain,
+        )
+        direct_urls: dict[str, str] = {}
+        if references:
+            prepared = prepare_references(
+                references, builder=builder, fetcher=fetcher, folder=local
+            )
+            requirements = [*(one.requirement for one in prepared), *requirements]
+            direct_urls = {one.name: one.direct_url for one in prepared}
+            requested |= set(direct_urls)
         verify = Verifier()
         finder = IndexFinder(
             sources,
@@ -194,59 +246,103 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             warn=options.warn,
             wheel_cache=kept.wheels if kept is not None else None,
             fetcher=fetcher,
+            build=functools.partial(_build_sdist, builder),
+            formats=options.formats,
         )
-        with contextlib.closing(finder):
-            # Each candidate the resolver pins starts downloading (a dry run
-            # downloads nothing), and each wheel is checked as soon as it is complete.
-            if not options.dry_run:
-                lookahead.serve(
-                    finder, fetcher=fetcher, verify=verify, installed=_versions(installed)
+        stack.enter_context(contextlib.closing(finder))
+        # Each candidate the resolver pins starts downloading (a dry run downloads
+        # nothing), and each wheel is checked as soon as it is complete.
+        if not options.dry_run:
+            lookahead.serve(finder, fetcher=fetcher, verify=verify, installed=_versions(installed))
+        else:
+            lookahead.serve(finder)
+        plan = decide(
+            requirements,
+            env,
+            installed,
+            lookahead,
+            requested=requested,
+            upgrade=options.upgrade,
+            supported=supported_for(options, env.markers),
+            constraints=options.constraints,
+            pre=options.pre,
+            no_deps=options.no_deps,
+            no_variant=options.no_variant,
+            variant_choice=variant_choice,
+            reinstall=options.reinstall,
+            direct_urls=direct_urls,
+        )
+        if options.warn is not None:
+            for note in plan.notes:
+                options.warn(note)
+        if options.dry_run:
+            return InstallOutcome(env, list(plan.packages), dry_run=True)
+        with make_scratch("download", options.cache_dir) as folder:
+            try:
+                wheels = fetch(
+                    plan,
+                    fetcher,
+                    Path(folder),
+                    verify,
+                    ready=lookahead.take,
+                    progress=options.progress,
+                    require_hashes=options.require_hashes,
                 )
-            else:
-                lookahead.serve(finder)
-            plan = decide(
-                requirements,
+            finally:
+                lookahead.close()  # no thread left running: the installer may fork
+            report = install_wheels(
                 env,
-                installed,
-                lookahead,
-                requested=requested,
-                upgrade=options.upgrade,
-                supported=supported_for(options, env.markers),
-                constraints=options.constraints,
-                pre=options.pre,
-                no_deps=options.no_deps,
-                no_variant=options.no_variant,
-                variant_choice=variant_choice,
-                reinstall=options.reinstall,
+                wheels,
+                break_system_packages=options.break_system_packages,
+                warn=options.warn,
+                placement=placement_for(options, kept),
             )
-            if options.warn is not None:
-                for note in plan.notes:
-                    options.warn(note)
-            if options.dry_run:
-                return InstallOutcome(env, list(plan.packages), dry_run=True)
-            with make_scratch("download", options.cache_dir) as folder:
-                try:
-                    wheels = fetch(
-                        plan,
-                        fetcher,
-                        Path(folder),
-                        verify,
-                        ready=lookahead.take,
-                        progress=options.progress,
-                        require_hashes=options.require_hashes,
-                    )
-                finally:
-                    lookahead.close()  # no thread left running: the installer may fork
-                report = install_wheels(
-                    env,
-                    wheels,
-                    break_system_packages=options.break_system_packages,
-                    warn=options.warn,
-                    placement=placement_for(options, kept),
-                )
     compile_installed(env, report.installed, options)
     bound_cache(options, kept, cache_root)
     return InstallOutcome(env, list(plan.packages), dry_run=False, report=report)
+
+
+def _install_build_requirements(
+    options: InstallOptions, python: str, requirements: Sequence[str], chain: tuple[str, ...]
+) -> None:
+    """Install *requirements* into the build environment of *python*, resolved for
+    this install's target machine, from its sources and caches."""
+    nested = dataclasses.replace(
+        options,
+        requirements=list(requirements),
+        constraints=(),
+        editables=(),
+        python=Path(python),
+        target_dir=None,
+        prefix_dir=None,
+        user=False,
+        upgrade=False,
+        no_deps=False,
+        dry_run=False,
+        reinstall=False,
+        progress=None,
+        compile_bytecode=False,
+        break_system_packages=True,
+        build_chain=chain,
+        max_cache_size=None,
+    )
+    try:
+        run_install(nested)
+    except (InstallError, ResolveError) as exc:
+        raise BuildError(
+            f"{chain[-1]}: cannot install its build requirements ({', '.join(requirements)}): {exc}"
+        ) from None
+
+
+def _build_sdist(builder: SourceBuilder, sdist: IndexFile, archive: Path) -> Path:
+    """The finder's way to build *sdist* (downloaded to *archive*)."""
+    expect = parse_sdist_filename(sdist.filename)
+    origin = sdist.url
+    if sdist.url.startswith("file:"):
+        origin = str(local_path(sdist.url))
+    return builder.sdist(
+        archive, origin=origin, sha256=trusted_hashes(sdist.hashes).get("sha256"), expect=expect
+    )
 
 
 def bound_cache(options: InstallOptions, kept: ContentCache | None, cache_root: Path) -> None:
@@ -281,15 +377,20 @@ def installation_report(outcome: InstallOutcome) -> dict[str, Any]:
     wrote the report, and no pip did; ``installer`` says what did."""
     items = []
     for planned in outcome.to_install:
-        hashes = dict(planned.file.hashes)
+        # What was downloaded: the sdist a wheel was built from, else the wheel.
+        origin = planned.built_from if planned.built_from is not None else planned.file
+        hashes = dict(origin.hashes)
         archive_info: dict[str, Any] = {"hashes": hashes}
         if "sha256" in hashes:
             archive_info["hash"] = f"sha256={hashes['sha256']}"
+        download_info: dict[str, Any] = {"url": origin.url, "archive_info": archive_info}
+        if planned.direct_url is not None:  # PEP 610, as installed
+            download_info = json.loads(planned.direct_url)
         label = planned.package.label
         items.append(
             {
-                "download_info": {"url": planned.file.url, "archive_info": archive_info},
-                "is_direct": False,
+                "download_info": download_info,
+                "is_direct": planned.direct_url is not None,
                 "is_yanked": planned.file.yanked,
                 "requested": planned.requested,
                 "metadata": metadata_json(planned.metadata),

@@ -62,7 +62,13 @@ from wheelwise.install.journal import (
 from wheelwise.install.journal import header as journal_header
 from wheelwise.install.link import Linker, Placement
 from wheelwise.install.parallel import run_tasks
-from wheelwise.install.unpack import Cancelled, Journal, install_source, unpack_wheel
+from wheelwise.install.unpack import (
+    INSTALLER_METADATA,
+    Cancelled,
+    Journal,
+    install_source,
+    unpack_wheel,
+)
 from wheelwise.models.errors import InstallError, LockTimeoutError
 from wheelwise.wheels.archive import InMemoryWheel
 from wheelwise.wheels.errors import WheelError, describe
@@ -228,6 +234,9 @@ class _Transaction:
             return None
 
     def _install_one(self, wheel: VerifiedWheel, journal: Journal) -> None:
+        metadata = dict(INSTALLER_METADATA)
+        if wheel.direct_url is not None:
+            metadata["direct_url.json"] = wheel.direct_url.encode()
         try:
             entry = self._entry_of(wheel, journal)
             if entry is not None:
@@ -240,6 +249,7 @@ class _Transaction:
                     journal=journal,
                     linker=self.linker,
                     placed=source.take_root_files(),
+                    metadata=metadata,
                 )
                 return
             unpack_wheel(
@@ -251,6 +261,7 @@ class _Transaction:
                 journal=journal,
                 dist_info=wheel.dist_info,
                 archive=wheel.opened,
+                metadata=metadata,
             )
         except (InstallError, Cancelled):
             raise

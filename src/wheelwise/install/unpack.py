@@ -25,7 +25,7 @@ import os
 import stat
 import threading
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, cast
@@ -571,13 +571,15 @@ def unpack_wheel(
     journal: Journal,
     dist_info: str,
     archive: zipfile.ZipFile | None = None,
+    metadata: Mapping[str, bytes] = INSTALLER_METADATA,
 ) -> None:
     """Install *wheel* (a path, or one in memory) into the folders of *scheme*,
     without bytecode.
 
     *expected* is the wheel's RECORD, already checked to list every member with a
     strong hash (:meth:`WheelArchive.check_record_listing`); each member is
-    compared with it as it is written. ``INSTALLER`` is ``wheelwise``. *dist_info*:
+    compared with it as it is written. *metadata*: the files added to its
+    ``.dist-info`` (``INSTALLER``, and ``direct_url.json`` where given). *dist_info*:
     its ``.dist-info`` folder's name. *archive*: *wheel* already opened (its
     directory parsed), closed here.
     """
@@ -588,7 +590,7 @@ def unpack_wheel(
     with archive:
         data = wheel.data if isinstance(wheel, InMemoryWheel) else None
         source = VerifyingWheel(archive, dist_info, expected, name, data)
-        installer.install(source, destination, additional_metadata=INSTALLER_METADATA)
+        installer.install(source, destination, additional_metadata=dict(metadata))
 
 
 def install_source(
@@ -600,6 +602,7 @@ def install_source(
     journal: Journal,
     linker: Linker,
     placed: tuple[Scheme, Sequence[LinkedFile]] | None = None,
+    metadata: Mapping[str, bytes] = INSTALLER_METADATA,
 ) -> None:
     """Install *source*, whose members are :class:`LinkedMember` (placed by
     *linker*) or checked streams, into the folders of *scheme*, as
@@ -608,4 +611,4 @@ def install_source(
     destination = _JournalingDestination(scheme, interpreter, script_kind, journal, linker)
     if placed is not None:
         destination.place_all(*placed)
-    installer.install(source, destination, additional_metadata=INSTALLER_METADATA)
+    installer.install(source, destination, additional_metadata=dict(metadata))

@@ -11,6 +11,7 @@ RECORD.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "TRUSTED",
     "checked_hashes",
     "digest_hex_length",
+    "file_sha256",
     "is_trusted",
     "new_hashers",
     "trusted_hashes",
@@ -67,3 +69,12 @@ def new_hashers(names: Mapping[str, object]) -> dict[str, hashlib._Hash]:
     """A fresh hasher for each of *names* that wheelwise can compute (others are left
     out: nothing to check them with)."""
     return {name: hashlib.new(name) for name in names if name in _HEX_LENGTH}
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 hex digest of the file at *path* (read in 1 MiB pieces)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:  # noqa: PTH123
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

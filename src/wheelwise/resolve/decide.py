@@ -18,6 +18,7 @@ from typing import Any
 from packaging.utils import NormalizedName
 
 from wheelwise.client.index_client import IndexFile, IndexSource
+from wheelwise.client.index_file import SDIST
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.resolve.finder import link_of, source_label
@@ -43,6 +44,10 @@ class PlannedPackage:
     # Where the variant metadata that chose the wheel came from (its URL, or
     # finder.WHEELS_METADATA); None for a wheel chosen without any.
     variant_source: str | None = None
+    # The sdist the wheel was built from (``file`` is then the built wheel).
+    built_from: IndexFile | None = None
+    # PEP 610's direct_url.json for a package given as a direct reference.
+    direct_url: str | None = None
 
     @property
     def name(self) -> NormalizedName:
@@ -92,12 +97,15 @@ def decide(
     no_variant: bool = False,
     variant_choice: Mapping[str, str] | None = None,
     reinstall: bool | Collection[str] = False,
+    direct_urls: Mapping[str, str] | None = None,
 ) -> Plan:
     """The plan for installing *requirements* into *env*, where *installed* is what
     is there already: resolved over *lookahead* (see :func:`resolve_with`; the
     keyword arguments are the resolver's), each package marked ``skipped`` when that
     build is installed already, unless *reinstall* is True or names it (normalized
-    names). *requested* names the projects asked for by name."""
+    names). *requested* names the projects asked for by name. *direct_urls*: the
+    ``direct_url.json`` text of each project given as a direct reference (by
+    normalized name), installed again every time, as pip does."""
     finder = lookahead.finder
     resolution = resolve_with(
         requirements,
@@ -121,7 +129,12 @@ def decide(
         # An abi_dependency build must match its dependency's resolved version:
         # another installed build of the same version is replaced, even without -U.
         keep_variant = not upgrade and not package.abi
-        again = reinstall is True or (reinstall is not False and package.name in reinstall)
+        direct_url = (direct_urls or {}).get(package.name)
+        again = (
+            reinstall is True
+            or (reinstall is not False and package.name in reinstall)
+            or direct_url is not None
+        )
         skipped = (
             current is not None
             and package.is_installed
@@ -136,16 +149,19 @@ def decide(
             properties = tuple(str(p) for p in metadata.properties(package.label))
             assert release is not None
             variant_source = release.variant_source
+        built = finder.built_from(link.file) if link.file.kind == SDIST else None
         packages.append(
             PlannedPackage(
                 package=package,
-                file=link.file,
+                file=built if built is not None else link.file,
                 source=link.source,
                 requested=package.name in asked,
                 skipped=skipped,
                 properties=properties,
                 metadata=lookahead.core_metadata(package.file),
                 variant_source=variant_source,
+                built_from=link.file if built is not None else None,
+                direct_url=direct_url,
             )
         )
     return Plan(env, tuple(packages), tuple(resolution.notes))

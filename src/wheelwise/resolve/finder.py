@@ -48,9 +48,12 @@ from wheelwise.client.index_client import (
     first_viable_source,
     local_path,
 )
+from wheelwise.client.index_file import SDIST
 from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK
 from wheelwise.fetch.download import DownloadItem, Fetcher
+from wheelwise.policy.hashes import file_sha256
 from wheelwise.resolve.candidates import WheelFile
+from wheelwise.resolve.formats import FormatPolicy
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.core_metadata import read_core_metadata
 from wheelwise.wheels.errors import WheelError, renamed
@@ -74,6 +77,9 @@ WHEELS_METADATA = "the variant.json of its variant wheels"
 
 Warn = Callable[[str], None]
 """Receives one line for each problem the installer worked around (never raises)."""
+
+BuildSource = Callable[[IndexFile, Path], Path]
+"""Builds the sdist *file* (downloaded to the path) into a wheel; the wheel's path."""
 
 
 class Link(NamedTuple):
@@ -164,6 +170,8 @@ class IndexFinder:
         warn: Warn | None = None,
         wheel_cache: ContentStore | None = None,
         fetcher: Fetcher | None = None,
+        build: BuildSource | None = None,
+        formats: FormatPolicy | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
@@ -190,6 +198,11 @@ class IndexFinder:
         self._listings: dict[NormalizedName, list[SourceListing]] = {}
         self._metadata: dict[str, bytes] = {}
         self._wheels: dict[str, Path] = {}
+        # sdists are candidates only with a builder, and as the policy allows.
+        self.build = build
+        self.formats = formats if formats is not None else FormatPolicy()
+        # The wheel built from each sdist, by the sdist's URL.
+        self._built: dict[str, IndexFile] = {}
 
     def close(self) -> None:
         if self._temp is not None:
@@ -228,23 +241,47 @@ class IndexFinder:
         return None
 
     def core_metadata(self, file: WheelFile) -> bytes:
-        """The ``METADATA`` of *file* (PEP 658 when served, else from the wheel)."""
+        """The ``METADATA`` of *file* (PEP 658 when served, else from the wheel; for an
+        sdist, from the wheel built from it)."""
         link = _link(file)
         found = self._metadata.get(link.file.url)
         if found is not None:
             return found
-        if link.file.core_metadata:
-            found = self.client.fetch_metadata(link.file)
+        wheel = self.built(link.file) if link.file.kind == SDIST else link.file
+        if wheel.core_metadata:
+            found = self.client.fetch_metadata(wheel)
         else:
-            path = self.wheel_path(link.file)
+            path = self.wheel_path(wheel)
             try:
                 with WheelArchive(path) as archive:
                     found = archive.metadata()
             except WheelError as exc:  # named as the user gave it, not the scratch copy
-                item = DownloadItem(link.file.url, link.file.hashes, link.file.filename)
+                item = DownloadItem(wheel.url, wheel.hashes, wheel.filename)
                 raise renamed(exc, path, item.origin) from None
         self._metadata[link.file.url] = found
         return found
+
+    def built(self, sdist: IndexFile) -> IndexFile:
+        """The wheel built from *sdist* (built now if need be), as a local file."""
+        found = self._built.get(sdist.url)
+        if found is None:
+            if self.build is None:  # pragma: no cover - sdists are listed only with one
+                raise RuntimeError("no builder for source distributions")
+            archive = self.wheel_path(sdist)
+            path = self.build(sdist, archive)
+            found = IndexFile(
+                filename=path.name,
+                url=path.as_uri(),
+                hashes={"sha256": file_sha256(path)},
+                size=path.stat().st_size,
+            )
+            self._built[sdist.url] = found
+            self._wheels[found.url] = path
+        return found
+
+    def built_from(self, sdist: IndexFile) -> IndexFile | None:
+        """The wheel built from *sdist*, if it was built."""
+        return self._built.get(sdist.url)
 
     def wheel_path(self, file: IndexFile) -> Path:
         """*file* downloaded by the fetcher (verified, onto disk: a wheel may be big)
@@ -286,39 +323,95 @@ class IndexFinder:
 
     def source_only_versions(self, name: NormalizedName) -> list[Version]:
         """The versions of *name* the sources list source distributions of, and no
-        wheels (for messages: wheelwise installs wheels only)."""
+        wheels, where building them is off (for messages)."""
+        if self._kinds(canonicalize_name(name)) & SDIST_LINK:
+            return []
         self.versions(name)
         listings = self._listings.get(canonicalize_name(name), [])
         wheels = {v for entry in listings for v in entry.listing.versions(WHEEL_LINK)}
         sources = {v for entry in listings for v in entry.listing.versions(SDIST_LINK)}
         return sorted(sources - wheels)
 
+    def _kinds(self, name: NormalizedName) -> int:
+        """The kinds of file *name* may be installed from (WHEEL_LINK, SDIST_LINK)."""
+        kinds = WHEEL_LINK if self.formats.takes_wheels(name) else 0
+        if self.build is not None and self.formats.builds(name):
+            kinds |= SDIST_LINK
+        return kinds
+
+    def not_built_reason(self, name: NormalizedName, version: Version) -> str:
+        """Why the source distributions of *name* are not built (for messages)."""
+        if self.build is None:
+            return (
+                "this command takes wheels only: build one (`pip wheel --no-deps "
+                f"{name}=={version} -w wheels`), then pass --find-links wheels"
+            )
+        option = self.formats.why_not_built(canonicalize_name(name))
+        return f"it is not built, as {option} is given"
+
     def releases_from(self, listings: list[SourceListing]) -> list[IndexRelease]:
-        """A release for each version that a source lists wheels of (read lazily)."""
+        """A release for each version that a source lists wheels of, or an sdist of
+        where it may be built (read lazily)."""
+        if not listings:
+            return []
+        kinds = self._kinds(listings[0].listing.name)
         if len(listings) == 1:  # sorted already, and without duplicates
-            versions = listings[0].listing.versions(WHEEL_LINK)
+            versions = listings[0].listing.versions(kinds) if kinds else []
         else:
-            versions = sorted({v for e in listings for v in e.listing.versions(WHEEL_LINK)})
+            versions = sorted({v for e in listings for v in e.listing.versions(kinds)})
         return [IndexRelease(version, listings, self) for version in versions]
 
     def choose_source(
         self, version: Version, listings: Sequence[SourceListing]
     ) -> tuple[ProjectListing, list[WheelFile], list[WheelFile]]:
         """The listing *version* comes from (the first source with a viable wheel of
-        it, else the first with any wheel of it, so that the resolver can say what
-        was available), its installable wheels and its yanked ones (only when it
-        has no other)."""
-        chosen = first_viable_source(version, listings, self.viable)
+        it; else, where it may be built, the first with an sdist of it; else the
+        first with any wheel of it, so that the resolver can say what was
+        available), its installable files and its yanked ones (only when it has no
+        other). An sdist stands in as a wheel named ``{name}-{version}-py3-none-any``
+        whose link is the sdist: built when its dependencies are asked for."""
+        kinds = self._kinds(listings[0].listing.name) if listings else WHEEL_LINK
+        chosen = first_viable_source(version, listings, self.viable) if kinds & WHEEL_LINK else None
+        if chosen is None and kinds & SDIST_LINK:
+            found = self._sdist_source(version, listings)
+            if found is not None:
+                return found
         if chosen is None:
             chosen = next((e for e in listings if e.listing.wheels_for(version)), listings[0])
         listing = chosen.listing
         usable: list[WheelFile] = []
         yanked: list[WheelFile] = []
-        for file in listing.wheels_for(version):
-            if file.wheel is not None and file.allows_python(self.python_version):
-                wheel = WheelFile(file.wheel, Link(file, listing.source))
-                (yanked if file.yanked else usable).append(wheel)
+        if kinds & WHEEL_LINK:
+            for file in listing.wheels_for(version):
+                if file.wheel is not None and file.allows_python(self.python_version):
+                    wheel = WheelFile(file.wheel, Link(file, listing.source))
+                    (yanked if file.yanked else usable).append(wheel)
         return listing, usable, ([] if usable else yanked)
+
+    def _sdist_source(
+        self, version: Version, listings: Sequence[SourceListing]
+    ) -> tuple[ProjectListing, list[WheelFile], list[WheelFile]] | None:
+        """The first source's sdist of *version* with ``Requires-Python`` met (not
+        yanked; else yanked, PEP 592), as a stand-in wheel."""
+        for want_yanked in (False, True):
+            for entry in listings:
+                for file in entry.listing.files_for(version):
+                    if (
+                        file.kind == SDIST
+                        and file.yanked == want_yanked
+                        and file.allows_python(self.python_version)
+                    ):
+                        name = entry.listing.name.replace("-", "_")
+                        stand_in = WheelFile.parse(
+                            f"{name}-{version}-py3-none-any.whl", Link(file, entry.listing.source)
+                        )
+                        files = [stand_in]
+                        return (
+                            entry.listing,
+                            ([] if want_yanked else files),
+                            (files if want_yanked else []),
+                        )
+        return None
 
     def load_variant_metadata(self, release: IndexRelease) -> VariantMetadata | None:
         """The release's ``*-variants.json``, else the merged ``variant.json`` of one

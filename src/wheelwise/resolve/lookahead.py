@@ -41,6 +41,7 @@ from packaging.version import Version
 
 from wheelwise.client.errors import SourceError
 from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource, SourceListing
+from wheelwise.client.index_file import WHEEL
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
 from wheelwise.models.errors import DownloadDeadline
 from wheelwise.resolve.candidates import WheelFile
@@ -157,6 +158,9 @@ class Lookahead:
     def source_only_versions(self, name: NormalizedName) -> list[Version]:
         return self.finder.source_only_versions(name)
 
+    def not_built_reason(self, name: NormalizedName, version: Version) -> str:
+        return self.finder.not_built_reason(name, version)
+
     def _ahead(self, index_file: IndexFile) -> bytes | None:
         """The METADATA of *index_file* from an early wheel or a metadata file fetched
         ahead; None if neither (the finder is asked then, and it is not fetched
@@ -201,7 +205,11 @@ class Lookahead:
         """The resolver pinned the release *file* belongs to, and *file* is the wheel it
         would install: it starts downloading (unless the finder has it already)."""
         index_file = _index_file(file)
-        if self._wheels is not None and not self.finder.has_wheel(index_file):
+        if (
+            self._wheels is not None
+            and index_file.kind == WHEEL  # an sdist is built when its metadata is asked for
+            and not self.finder.has_wheel(index_file)
+        ):
             self._wheels.start(index_file)
 
     def _warm(
@@ -235,7 +243,7 @@ class Lookahead:
 
     def _prefetch_metadata(self, index_file: IndexFile) -> None:
         url = index_file.url
-        if not index_file.core_metadata:
+        if not index_file.core_metadata or index_file.kind != WHEEL:
             return
         with self._fetching_lock:  # the finder may be fetching it right now
             if url in self._metadata or url in self._fetching or url in self._asked:

@@ -2,8 +2,9 @@
 
 Understood: requirement lines, blank lines and ``#`` comments, line continuations
 (``\\``), ``-r``/``--requirement`` and ``-c``/``--constraint`` (relative to the file
-that names them), ``-i``/``--index-url``, ``--extra-index-url`` and
-``-f``/``--find-links``. Any other option is an error naming the file and line.
+that names them), ``-i``/``--index-url``, ``--extra-index-url``,
+``-f``/``--find-links``, ``-e``/``--editable`` (a relative folder from the file's
+own), ``--only-binary`` and ``--no-binary``. Any other option is an error naming the file and line.
 
 A requirement line may choose a variant, ``torch#cu128`` (see
 :mod:`wheelwise.resolve.variant_requirement`); the line is kept as it is, its label
@@ -34,6 +35,10 @@ _OPTIONS = {
     "--extra-index-url": "extra_index_url",
     "-f": "find_links",
     "--find-links": "find_links",
+    "-e": "editable",
+    "--editable": "editable",
+    "--only-binary": "only_binary",
+    "--no-binary": "no_binary",
 }
 _MAX_DEPTH = 20
 
@@ -51,6 +56,10 @@ class RequirementsSet:
     index_url: str | None = None
     extra_index_urls: list[str] = field(default_factory=list)
     find_links: list[str] = field(default_factory=list)
+    # -e lines: project folders (relative ones from the file's folder).
+    editables: list[str] = field(default_factory=list)
+    only_binary: list[str] = field(default_factory=list)
+    no_binary: list[str] = field(default_factory=list)
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
@@ -122,7 +131,8 @@ def read_requirements(
         if kind is None:
             raise RequirementsFileError(
                 f"{where}: option {option} is not supported in requirements files "
-                "(supported: -r, -c, --index-url, --extra-index-url, --find-links)"
+                "(supported: -r, -c, -e, --index-url, --extra-index-url, --find-links, "
+                "--only-binary, --no-binary)"
             )
         if not value:
             raise RequirementsFileError(f"{where}: {option} needs a value")
@@ -140,6 +150,15 @@ def read_requirements(
             result.index_url = value
         elif kind == "extra_index_url":
             result.extra_index_urls.append(value)
+        elif kind == "editable":
+            local = "://" not in value and not value.startswith("file:")
+            if local and not Path(value).is_absolute():
+                value = str(path.parent / value)
+            result.editables.append(value)
+        elif kind == "only_binary":
+            result.only_binary.append(value)
+        elif kind == "no_binary":
+            result.no_binary.append(value)
         else:
             found = value
             if "://" not in value and not Path(value).is_absolute():

@@ -486,8 +486,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                     skipped[parent] = (version, requirement, max(sources))
         return [
             f"{parent} {version} was passed over: it needs {requirement.text}, and "
-            f"{requirement.name} has source distributions only there (newest {source}), "
-            f"which wheelwise does not build; {parent} {chosen[parent]} is installed"
+            f"{requirement.name} has source distributions only there (newest {source}): "
+            f"{self._not_built(requirement.name, source)}; {parent} {chosen[parent]} is "
+            "installed"
             for parent, (version, requirement, source) in sorted(skipped.items())
         ]
 
@@ -732,7 +733,12 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         (at most a few), each with what to do about it."""
         listed = getattr(self.finder, "source_only_versions", None)  # optional: a Finder's
         versions = [v for v in (listed(name) if listed else ()) if _within(v, specifiers)]
-        return {v: _source_only_reason(name, v) for v in sorted(versions, reverse=True)[:3]}
+        return {v: self._not_built(name, v) for v in sorted(versions, reverse=True)[:3]}
+
+    def _not_built(self, name: NormalizedName, version: Version) -> str:
+        """Why *name* *version*, which has source distributions only, is not built."""
+        reason = getattr(self.finder, "not_built_reason", None)  # optional: a Finder's
+        return reason(name, version) if reason else _source_only_reason(name, version)
 
     def _no_wheels(
         self,
@@ -753,7 +759,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             else f"{name} has source distributions only ({len(versions)} releases, the "
             f"newest {versions[0]})"
         )
-        return f"{which}; {_source_only_reason(name, newest)} ({_origins(infos)})"
+        return f"{which}; {self._not_built(name, newest)} ({_origins(infos)})"
 
 
 # A dependency asked for: by which candidate (name, version), with which requirement.
@@ -770,8 +776,8 @@ def _listed(versions: Sequence[str]) -> str:
 
 def _source_only_reason(name: str, version: Version) -> str:
     return (
-        "wheelwise installs wheels only: build one (`wheelwise build` in its source tree, or "
-        f"`pip wheel --no-deps {name}=={version} -w wheels`), then pass --find-links wheels"
+        "this command takes wheels only: build one (`pip wheel --no-deps "
+        f"{name}=={version} -w wheels`), then pass --find-links wheels"
     )
 
 

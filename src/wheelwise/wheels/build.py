@@ -16,14 +16,10 @@ refused before the backend runs.
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import os
-import subprocess
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
 from wheelwise.variants.errors import InvalidMetadata
@@ -32,77 +28,22 @@ from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.wheels.errors import BuildError
 from wheelwise.wheels.make import choose_label, make_variant, variant_metadata
+from wheelwise.wheels.pep517 import (
+    KEPT_OUTPUT_LINES,
+    QUOTED_OUTPUT_LINES,
+    OutputCallback,
+    build_plain_wheel,
+)
 from wheelwise.wheels.validate import validate_properties
 
-if TYPE_CHECKING:
-    from build.env import DefaultIsolatedEnv
-
-# Lines of backend output kept for error messages, and how many of them the
-# one-line error quotes.
-KEPT_OUTPUT_LINES = 200
-QUOTED_OUTPUT_LINES = 4
-_MAX_QUOTE_CHARS = 600
-
-OutputCallback = Callable[[str], None]
-
-
-class _CapturingRunner:
-    """A pyproject-hooks subprocess runner that keeps the tail of the backend's output.
-
-    stdout and stderr are merged; each line also goes to *output* when given
-    (``wheelwise build -v``), and nothing reaches this process's own streams.
-    """
-
-    def __init__(self, output: OutputCallback | None) -> None:
-        self._output = output
-        self.lines: collections.deque[str] = collections.deque(maxlen=KEPT_OUTPUT_LINES)
-
-    def __call__(
-        self,
-        cmd: Sequence[str],
-        cwd: str | None = None,
-        extra_environ: Mapping[str, str] | None = None,
-    ) -> None:
-        env = os.environ.copy()
-        if extra_environ:
-            env.update(extra_environ)
-        with subprocess.Popen(
-            list(cmd),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        ) as process:
-            assert process.stdout is not None
-            for raw in process.stdout:
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                self.lines.append(line)
-                if self._output is not None:
-                    self._output(line)
-            returncode = process.wait()
-        if returncode:
-            raise subprocess.CalledProcessError(returncode, list(cmd), output="\n".join(self.lines))
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-
-def _quote_tail(text: str, count: int = QUOTED_OUTPUT_LINES) -> str:
-    """The last *count* non-blank lines of *text*, as one line."""
-    lines = [" ".join(line.split()) for line in text.splitlines()]
-    tail = " | ".join([line for line in lines if line][-count:])
-    if len(tail) > _MAX_QUOTE_CHARS:
-        tail = "..." + tail[-_MAX_QUOTE_CHARS:]
-    return tail
-
-
-def _failure(message: str, output: str, *, lines: int = QUOTED_OUTPUT_LINES) -> BuildError:
-    tail = _quote_tail(output, lines)
-    if tail:
-        message = f"{message}; output ended with: {tail}"
-    return BuildError(message, output=output)
+__all__ = [
+    "KEPT_OUTPUT_LINES",
+    "QUOTED_OUTPUT_LINES",
+    "OutputCallback",
+    "build_plain_wheel",
+    "build_variant_wheel",
+    "load_project_variant",
+]
 
 
 def load_project_variant(source_dir: Path) -> VariantMetadata | None:
@@ -149,104 +90,6 @@ def _check_request(
     if validate:
         validate_properties(properties)
     variant_metadata(properties, final_label, project=project)
-
-
-def build_plain_wheel(
-    source_dir: Path,
-    wheel_dir: Path,
-    *,
-    isolation: bool = True,
-    output: OutputCallback | None = None,
-) -> Path:
-    """Build an ordinary wheel of *source_dir* into *wheel_dir* with its PEP 517 backend.
-
-    With *isolation*, pip installs the build requirements into a fresh virtual
-    environment; without it, the backend runs in this interpreter's environment,
-    which must already have them (no network needed).
-    """
-    try:
-        import build
-        import build.env
-        import pyproject_hooks
-    except ImportError:
-        raise BuildError(
-            "building needs the 'build' package: pip install 'wheelwise[build]'"
-        ) from None
-
-    runner = _CapturingRunner(output)
-    backend = _backend_name(source_dir)
-    hook = "get_requires_for_build_wheel"
-    try:
-        if isolation:
-            with build.env.DefaultIsolatedEnv() as env:
-                builder = build.ProjectBuilder.from_isolated_env(env, source_dir, runner=runner)
-                _install(env, builder.build_system_requires)
-                _install(env, builder.get_requires_for_build("wheel"))
-                hook = "build_wheel"
-                built = builder.build("wheel", wheel_dir)
-        else:
-            builder = build.ProjectBuilder(source_dir, runner=runner)
-            missing = sorted(" -> ".join(chain) for chain in builder.check_dependencies("wheel"))
-            if missing:
-                raise BuildError(
-                    f"{source_dir}: build requirements missing from this environment "
-                    f"(building without isolation): {', '.join(missing)}; install them, "
-                    "or build in an isolated environment"
-                )
-            hook = "build_wheel"
-            built = builder.build("wheel", wheel_dir)
-    except build.BuildBackendException as exc:
-        cause = exc.exception
-        if isinstance(cause, pyproject_hooks.BackendUnavailable):
-            raise _failure(
-                f"{source_dir}: build backend {backend!r} is not available (a typo in "
-                "build-system.build-backend, or its package missing from "
-                "build-system.requires?)",
-                cause.traceback or runner.text,
-                lines=1,
-            ) from None
-        what = "" if isinstance(cause, subprocess.CalledProcessError) else f": {cause!r}"
-        raise _failure(
-            f"{source_dir}: build backend {backend!r} failed in {hook}{what}", runner.text
-        ) from None
-    except build.BuildException as exc:
-        raise BuildError(f"{source_dir}: {exc}") from None
-    except build.FailedProcessError as exc:
-        raise _failure(f"{source_dir}: {exc}", _process_output(exc.exception)) from None
-    return Path(built)
-
-
-def _backend_name(source_dir: Path) -> str:
-    """``build-system.build-backend`` for messages (PEP 517's default when unset)."""
-    try:
-        data = loads_toml((source_dir / "pyproject.toml").read_text(encoding="utf-8"))
-        name = data["build-system"]["build-backend"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return "setuptools.build_meta:__legacy__"
-    return name if isinstance(name, str) else "?"
-
-
-def _process_output(exc: subprocess.CalledProcessError) -> str:
-    parts = []
-    for stream in (exc.stdout, exc.stderr):
-        if isinstance(stream, bytes):
-            stream = stream.decode("utf-8", errors="replace")
-        if stream:
-            parts.append(stream)
-    return "\n".join(parts)
-
-
-def _install(env: DefaultIsolatedEnv, requirements: set[str]) -> None:
-    """Install *requirements* into the isolated environment *env* (pip, user config)."""
-    try:
-        env.install(requirements)
-    except subprocess.CalledProcessError as exc:
-        raise _failure(
-            f"could not install the build requirements ({', '.join(sorted(requirements))}) "
-            "into the isolated build environment (offline? configure pip with a local "
-            "wheelhouse, or install them here and build without isolation)",
-            _process_output(exc),
-        ) from None
 
 
 def build_variant_wheel(

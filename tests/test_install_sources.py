@@ -1,0 +1,251 @@
+"""Installing what is not a wheel yet: sdists from an index, project folders, local
+archives, ``file:`` URLs, ``git+file://`` URLs and editable installs, built with a
+real PEP 517 backend (``tinybuild``, published on the index as a wheel) whose build
+requirements wheelwise itself resolves and installs, into real venvs, from an index
+served on 127.0.0.1.
+
+The headline: a source-only package whose build needs a variant package gets, in
+its build environment, the build of that package that fits the (simulated) GPU
+machine, not the CPU one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from buildkit import backend_wheel, git_repository, project, sdist
+from gpuhouse import demo_house, machine, wheel
+from indexkit import http_server
+from installkit import make_venv, pip, run_python, site_packages, tree_hash
+from variantkit import wheelwise
+from wheelwise.publish.static import build_site
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+
+GPU = machine(driver="13.0", gpus="9.0")  # gpukit's cu130 build fits
+
+
+@pytest.fixture(scope="module")
+def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """gpukit in its builds, the tinybuild backend, and source-only packages:
+    ``kernels`` (built against gpukit), ``plainsrc``, and ``needs-kernels`` (a wheel
+    depending on kernels)."""
+    root = tmp_path_factory.mktemp("sources")
+    wheels = root / "wheels"
+    demo_house(wheels)
+    backend_wheel(wheels)
+    trees = root / "trees"
+    kernels = project(
+        trees / "kernels", "kernels", "1.0", requires=["gpukit"], built_against="gpukit"
+    )
+    sdist(kernels, wheels, "kernels", "1.0")
+    plain = project(trees / "plainsrc", "plainsrc", "0.5", dependencies=["cudart"])
+    sdist(plain, wheels, "plainsrc", "0.5")
+    wheel(wheels, "needs_kernels-1.0-py3-none-any.whl", requires_dist=["kernels>=1"])
+    return wheels
+
+
+@pytest.fixture(scope="module")
+def index(house: Path) -> Iterator[str]:
+    site = house.parent / "site"
+    build_site(house, site)
+    with http_server(site) as base:
+        yield f"{base}/simple/"
+
+
+def _install(
+    python: Path, index: str, cache: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return wheelwise(
+        ["install", "--python", str(python), "--index-url", index, *args],
+        cache,
+        {**machine(), **(env or {})},
+    )
+
+
+def _built_against(python: Path) -> str:
+    result = run_python(python, "import kernels._built as b; print(b.BUILT_AGAINST)")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_an_sdist_is_built_against_the_variant_that_fits_the_machine(
+    index: str, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    gpu = make_venv(tmp_path / "gpu")
+    result = _install(gpu, index, cache, "needs-kernels", env=GPU)
+    assert result.returncode == 0, result.stderr
+    assert "installed kernels 1.0" in result.stdout
+    assert _built_against(gpu) == "cu130"
+    # The build environment's gpukit is not the target's: nothing else came along.
+    names = {p.name.split("-")[0] for p in site_packages(gpu).glob("*.dist-info")}
+    assert names == {"kernels", "needs_kernels"}
+
+    # Another machine (no GPU) builds again, against the CPU build: the cache keys
+    # by the machine only through --system, so this one gives its own file.
+    cpu = make_venv(tmp_path / "cpu")
+    system = tmp_path / "cpu.json"
+    system.write_text(json.dumps({"x86_64": {"level": ["v1"]}}))
+    result = _install(cpu, index, cache, "kernels", "--system", str(system))
+    assert result.returncode == 0, result.stderr
+    assert _built_against(cpu) == "null"
+
+
+def test_the_built_wheel_is_kept_by_the_sdists_hash(index: str, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = make_venv(tmp_path / "one")
+    assert _install(first, index, cache, "plainsrc").returncode == 0
+    built = list((cache / "built").glob("*/*/*.whl"))
+    assert [path.name for path in built] == ["plainsrc-0.5-py3-none-any.whl"]
+    # Built once: a second environment takes the kept wheel, even with the backend
+    # gone from the index (no build environment is made).
+    second = make_venv(tmp_path / "two")
+    stamp = built[0].stat().st_mtime_ns
+    result = _install(second, index, cache, "plainsrc", "--no-build-isolation")
+    assert result.returncode == 0, result.stderr
+    assert built[0].stat().st_mtime_ns == stamp
+    assert run_python(second, "import plainsrc, cudart").returncode == 0
+
+
+def test_only_binary_says_which_release_and_why(index: str, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    before = tree_hash(site_packages(python))
+    result = _install(python, index, tmp_path / "cache", "needs-kernels", "--only-binary", ":all:")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "kernels 1.0 has only a source distribution" in result.stderr
+    assert "--only-binary :all:" in result.stderr
+    assert tree_hash(site_packages(python)) == before
+    # A name keeps that project from being built; --no-binary wins for a name.
+    result = _install(
+        python, index, tmp_path / "cache", "kernels", "--only-binary", ":all:",
+        "--no-binary", "kernels", env=GPU,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+
+
+def test_local_folder_sdist_file_url_and_git(index: str, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    python = make_venv(tmp_path / "venv")
+    trees = tmp_path / "trees"
+    folder = project(trees / "alpha-proj", "alpha-proj", "0.1", dependencies=["cudart"])
+    archive = sdist(
+        project(trees / "beta", "beta-proj", "0.2"), tmp_path / "dist", "beta-proj", "0.2"
+    )
+    url_tree = project(trees / "gamma", "gamma", "0.3")
+    url_archive = sdist(url_tree, tmp_path / "dist", "gamma", "0.3")
+    repo = project(trees / "delta", "delta", "0.4")
+    commit = git_repository(repo)
+
+    result = _install(
+        python, index, cache,
+        str(folder), str(archive), f"gamma @ {url_archive.as_uri()}", f"git+{repo.as_uri()}@v1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    site = site_packages(python)
+    for module in ("alpha_proj", "beta_proj", "gamma", "delta", "cudart"):
+        assert run_python(python, f"import {module}").returncode == 0, module
+
+    def direct(name: str, version: str) -> dict[str, object]:
+        loaded: dict[str, object] = json.loads(
+            (site / f"{name}-{version}.dist-info" / "direct_url.json").read_text()
+        )
+        return loaded
+
+    assert direct("alpha_proj", "0.1") == {"url": folder.as_uri(), "dir_info": {}}
+    beta = direct("beta_proj", "0.2")
+    assert beta["url"] == archive.as_uri()
+    assert set(beta["archive_info"]) == {"hash", "hashes"}  # type: ignore[arg-type]
+    assert direct("gamma", "0.3")["url"] == url_archive.as_uri()
+    assert direct("delta", "0.4") == {
+        "url": repo.as_uri(),
+        "vcs_info": {"vcs": "git", "commit_id": commit, "requested_revision": "v1"},
+    }
+    # pip reads what was written, and uninstalls through wheelwise too.
+    listed = pip(python, "list", "--format=json")
+    assert {d["name"] for d in json.loads(listed.stdout)} >= {"alpha-proj", "delta"}
+    removed = wheelwise(
+        ["uninstall", "--python", str(python), "-y", "alpha-proj", "beta-proj", "gamma", "delta"],
+        cache,
+    )
+    assert removed.returncode == 0, removed.stderr
+    assert not list(site.glob("*_proj*"))
+    assert not list(site.glob("delta*"))
+
+
+def test_editable_install_lists_and_uninstalls(index: str, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    python = make_venv(tmp_path / "venv")
+    tree = project(tmp_path / "editme", "editme", "1.0")
+    result = _install(python, index, cache, "-e", str(tree))
+    assert result.returncode == 0, result.stderr
+    # The source folder is imported: a change shows without installing again.
+    (tree / "src" / "editme" / "__init__.py").write_text("VERSION = 'changed'\n")
+    shown = run_python(python, "import editme; print(editme.VERSION)")
+    assert shown.stdout.strip() == "changed"
+    site = site_packages(python)
+    assert json.loads((site / "editme-1.0.dist-info" / "direct_url.json").read_text()) == {
+        "url": tree.as_uri(),
+        "dir_info": {"editable": True},
+    }
+    listed = json.loads(pip(python, "list", "--format=json").stdout)
+    assert [row.get("editable_project_location") for row in listed if row["name"] == "editme"] == [
+        str(tree)
+    ]
+    rows = json.loads(wheelwise(["list", "--python", str(python), "--json"], cache).stdout)
+    assert [row["editable"] for row in rows if row["name"] == "editme"] == [str(tree)]
+    removed = wheelwise(["uninstall", "--python", str(python), "-y", "editme"], cache)
+    assert removed.returncode == 0, removed.stderr
+    assert run_python(python, "import editme").returncode != 0
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        ("broken-archive", "damaged archive"),
+        ("failing-build", "failed in build_wheel"),
+        ("missing-backend", "is not available"),
+        ("bad-toml", "pyproject.toml"),
+        ("git-to-nothing", "git clone failed"),
+        ("no-project", "does not appear to be a Python project"),
+    ],
+)
+def test_bad_sources_give_one_line_and_change_nothing(
+    index: str, tmp_path: Path, make: str, expected: str
+) -> None:
+    python = make_venv(tmp_path / "venv")
+    assert _install(python, index, tmp_path / "cache", "cudart").returncode == 0
+    before = tree_hash(site_packages(python))
+    tree = project(tmp_path / "p", "p", "1.0", fail=make == "failing-build")
+    if make == "broken-archive":
+        target = tmp_path / "p-1.0.tar.gz"
+        target.write_bytes(b"\x1f\x8b\x08\x00 this is not gzip data at all")
+        requirement = str(target)
+    elif make == "missing-backend":
+        (tree / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["tinybuild"]\nbuild-backend = "nosuch.backend"\n'
+        )
+        requirement = str(tree)
+    elif make == "bad-toml":
+        (tree / "pyproject.toml").write_text("[build-system\nrequires = [\n")
+        requirement = str(tree)
+    elif make == "git-to-nothing":
+        requirement = f"git+{(tmp_path / 'no-such-repo').as_uri()}"
+    elif make == "no-project":
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        requirement = str(empty)
+    else:
+        requirement = str(tree)
+    result = _install(python, index, tmp_path / "cache", requirement)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert expected in result.stderr
+    assert tree_hash(site_packages(python)) == before
