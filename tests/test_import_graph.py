@@ -48,7 +48,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"__main__"}),
 )
 FOUNDATIONS = LAYERS[0]
-MAX_INSTALL_MODULES = 13
+MAX_INSTALL_MODULES = 14
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

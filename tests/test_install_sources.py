@@ -92,7 +92,7 @@ def test_an_sdist_is_built_against_the_variant_that_fits_the_machine(
     # by the machine only through --system, so this one gives its own file.
     cpu = make_venv(tmp_path / "cpu")
     system = tmp_path / "cpu.json"
-    system.write_text(json.dumps({"x86_64": {"level": ["v1"]}}))
+    system.write_text(json.dumps({"system": {"x86_64": {"level": ["v1"]}}}))
     result = _install(cpu, index, cache, "kernels", "--system", str(system))
     assert result.returncode == 0, result.stderr
     assert _built_against(cpu) == "null"

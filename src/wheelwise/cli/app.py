@@ -14,6 +14,7 @@ COMMANDS = {
     "cache": "wheelwise.cli.cache_cmd:cache",
     "detect": "wheelwise.cli.detect_cmd:detect",
     "doctor": "wheelwise.cli.doctor_cmd:doctor",
+    "download": "wheelwise.cli.download_cmd:download",
     "index": "wheelwise.cli.index_cmd:index",
     "install": "wheelwise.cli.install_cmd:install",
     "list": "wheelwise.cli.install_cmd:list_cmd",

@@ -17,6 +17,8 @@ import click
 from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.options import (
     REFRESH_HELP,
+    format_options,
+    format_policy,
     network_options,
     parse_size,
     provider_options,
@@ -527,20 +529,7 @@ def _lock_among(
     metavar="PATH",
     help="Install the project in folder PATH in editable mode (PEP 660; repeatable).",
 )
-@click.option(
-    "--only-binary",
-    multiple=True,
-    metavar="NAMES",
-    help="Never build these projects from source distributions: names, :all: or :none: "
-    "(repeatable, comma separated).",
-)
-@click.option(
-    "--no-binary",
-    multiple=True,
-    metavar="NAMES",
-    help="Build these projects from their source distributions, never install their "
-    "published wheels: names, :all: or :none: (repeatable, comma separated).",
-)
+@format_options
 @click.option(
     "--no-build-isolation",
     is_flag=True,
@@ -608,7 +597,6 @@ def install(
             install_lock(lock, query, target, sync=False)
             return
         from wheelwise.cli.inputs import read_requirement_files
-        from wheelwise.resolve.formats import FormatPolicy, format_names
 
         files = read_requirement_files(requirement_files, constraint_files)
         wanted = [*requirements, *files.requirements]
@@ -640,10 +628,7 @@ def install(
             prefix_dir=prefix_dir,
             user=user,
             editables=all_editables,
-            formats=FormatPolicy(
-                format_names([*files.only_binary, *only_binary], "--only-binary"),
-                format_names([*files.no_binary, *no_binary], "--no-binary"),
-            ),
+            formats=format_policy(files, only_binary, no_binary),
             build_isolation=not no_build_isolation,
         )
         started = time.perf_counter()

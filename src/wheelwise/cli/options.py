@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from wheelwise.resolve.formats import FormatPolicy
+    from wheelwise.resolve.reqfile import RequirementsSet
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
@@ -155,3 +159,34 @@ def network_options(func: _F) -> _F:
         metavar="SECONDS",
         help="Network timeout: seconds to connect, and between bytes read.",
     )(func)
+
+
+def format_options(func: _F) -> _F:
+    """``--only-binary`` and ``--no-binary`` (pip's), as ``only_binary`` and
+    ``no_binary``; :func:`format_policy` reads them."""
+    func = click.option(
+        "--no-binary",
+        multiple=True,
+        metavar="NAMES",
+        help="Build these projects from their source distributions, never take their "
+        "published wheels: names, :all: or :none: (repeatable, comma separated).",
+    )(func)
+    return click.option(
+        "--only-binary",
+        multiple=True,
+        metavar="NAMES",
+        help="Never build these projects from source distributions: names, :all: or "
+        ":none: (repeatable, comma separated).",
+    )(func)
+
+
+def format_policy(
+    files: RequirementsSet, only_binary: Sequence[str], no_binary: Sequence[str]
+) -> FormatPolicy:
+    """The policy of the options and of the requirements files' own lines (first)."""
+    from wheelwise.resolve.formats import FormatPolicy, format_names
+
+    return FormatPolicy(
+        format_names([*files.only_binary, *only_binary], "--only-binary"),
+        format_names([*files.no_binary, *no_binary], "--no-binary"),
+    )

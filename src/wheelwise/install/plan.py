@@ -63,7 +63,7 @@ from wheelwise.models.errors import InstallError, ResolveError
 from wheelwise.policy.hashes import trusted_hashes
 from wheelwise.resolve.decide import Plan, PlannedPackage, decide
 from wheelwise.resolve.direct import DirectReference, parse_direct
-from wheelwise.resolve.finder import IndexFinder
+from wheelwise.resolve.finder import BuildSource, IndexFinder
 from wheelwise.resolve.lookahead import Lookahead
 from wheelwise.resolve.variant_requirement import apply_variant_labels
 from wheelwise.sources.builder import SourceBuilder
@@ -220,15 +220,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             unpacked=kept.unpacked if kept is not None else None,
             in_memory=IN_MEMORY_DOWNLOADS,
         )
-        builder = SourceBuilder(
-            env,
-            scratch,
-            BuiltWheels(cache_root / "built") if kept is not None else None,
-            install=functools.partial(_install_build_requirements, options),
-            isolation=options.build_isolation,
-            machine="this machine" if options.system is None else f"system {options.system!r}",
-            chain=options.build_chain,
-        )
+        builder = _builder(options, env, scratch, cache_root, kept is not None)
         direct_urls: dict[str, str] = {}
         if references:
             prepared = prepare_references(
@@ -300,6 +292,30 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     compile_installed(env, report.installed, options)
     bound_cache(options, kept, cache_root)
     return InstallOutcome(env, list(plan.packages), dry_run=False, report=report)
+
+
+def _builder(
+    options: InstallOptions, env: TargetEnvironment, scratch: Path, cache_root: Path, keep: bool
+) -> SourceBuilder:
+    """The builder of *options*' install into *env*: built files in *scratch*, kept in
+    the cache under *cache_root* with *keep*."""
+    return SourceBuilder(
+        env,
+        scratch,
+        BuiltWheels(cache_root / "built") if keep else None,
+        install=functools.partial(_install_build_requirements, options),
+        isolation=options.build_isolation,
+        machine="this machine" if options.system is None else f"system {options.system!r}",
+        chain=options.build_chain,
+    )
+
+
+def sdist_builder(
+    options: InstallOptions, env: TargetEnvironment, scratch: Path, cache_root: Path, keep: bool
+) -> BuildSource:
+    """How a finder builds the sdists it picks, for an install (or a download) with
+    *options* into *env* (see _builder)."""
+    return functools.partial(_build_sdist, _builder(options, env, scratch, cache_root, keep))
 
 
 def _install_build_requirements(
