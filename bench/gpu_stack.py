@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
@@ -154,6 +154,75 @@ def measured(argv: list[str], env: dict[str, str], log: Path, where: str) -> Run
     return Run(elapsed, usage.ru_maxrss / 1024)
 
 
+@dataclass
+class Contest:
+    """uv, wheelwise and pip installing *requirements* from the index at *url*, each
+    into a new venv under *tmp*; after each run the venv must hold *expected* (and
+    pip) and no ``.pyc`` file. ``sizes`` gets each contender's installed size."""
+
+    tmp: Path
+    url: str
+    uv: Path
+    wheelwise: Path
+    pip_version: str
+    base: dict[str, str]
+    requirements: list[str]
+    expected: set[str]
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.counter = iter(range(10**6))
+
+    def one(self, name: str, phase: str, cache: Path) -> Run:
+        """One timed install by *name* with the cache folder *cache*."""
+        venv = self.tmp / f"venv-{name}-{next(self.counter)}"
+        make_venv(venv, self.uv, self.pip_version if name == "pip" else None, self.base)
+        python = str(venv_python(venv))
+        env = dict(self.base)
+        if name == "uv":
+            command = [str(self.uv), "pip", "install", "--python", python, "--index-url", self.url]
+            env["UV_CACHE_DIR"] = str(cache)
+        elif name == "wheelwise":
+            command = [str(self.wheelwise), "install", "-q", "--python", python]
+            command += ["--index-url", self.url]
+            env["WHEELWISE_CACHE_DIR"] = str(cache)
+        else:
+            command = [python, "-m", "pip", "install", "--quiet", "--no-compile"]
+            command += ["--index-url", self.url]
+            env["PIP_CACHE_DIR"] = str(cache)
+        before = pyc_count(venv)
+        where = f"{name} {phase}"
+        run = measured([*command, *self.requirements], env, self.tmp / "log", where)
+        got = installed(venv) - {"pip"}
+        if got != self.expected:
+            missing, extra = self.expected - got, got - self.expected
+            raise SystemExit(f"{where}: missing {missing}, extra {extra}")
+        if pyc_count(venv) != before:
+            raise SystemExit(f"{where} byte-compiled files")
+        self.sizes.setdefault(name, apparent_size(site_packages(venv)))
+        return run
+
+
+def cold_and_warm(contest: Contest, rounds: int, warm_up: bool) -> dict[str, dict[str, list[Run]]]:
+    """Per round, each contender in turn (the rounds rotate who goes first): a new
+    empty cache, a cold run, then a warm one with the same cache; the runs of the
+    timed rounds (all but the first with *warm_up*) by contender and phase."""
+    results: dict[str, dict[str, list[Run]]] = {c: {"cold": [], "warm": []} for c in CONTENDERS}
+    orders = round_orders(CONTENDERS)
+    total = rounds + (1 if warm_up else 0)
+    for index in range(total):
+        for name in orders[index % len(orders)]:
+            cache = contest.tmp / f"cache-{name}-{next(contest.counter)}"
+            cold = contest.one(name, "cold", cache)
+            warm = contest.one(name, "warm", cache)
+            if index >= total - rounds:
+                results[name]["cold"].append(cold)
+                results[name]["warm"].append(warm)
+            for leftover in [cache, *contest.tmp.glob(f"venv-{name}-*")]:
+                shutil.rmtree(leftover, ignore_errors=True)
+    return results
+
+
 def pyc_count(venv: Path) -> int:
     root = site_packages(venv)
     return sum(1 for path in root.rglob("*.pyc") if path.relative_to(root).parts[0] != "pip")
@@ -190,8 +259,6 @@ def main(argv: list[str] | None = None) -> int:
     base = clean_env()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-    results: dict[str, dict[str, list[Run]]] = {c: {"cold": [], "warm": []} for c in CONTENDERS}
-    sizes: dict[str, int] = {}
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wheelwise-gpu-")))
         site = tmp / "site"
@@ -201,49 +268,11 @@ def main(argv: list[str] | None = None) -> int:
             stdout=subprocess.DEVNULL,
         )
         url, server = stack.enter_context(serve(site, tmp))
-        counter = iter(range(10**6))
-
-        def one(name: str, phase: str, cache: Path) -> Run:
-            venv = tmp / f"venv-{name}-{next(counter)}"
-            make_venv(venv, uv, pip_version if name == "pip" else None, base)
-            python = str(venv_python(venv))
-            env = dict(base)
-            if name == "uv":
-                command = [str(uv), "pip", "install", "--python", python, "--index-url", url]
-                env["UV_CACHE_DIR"] = str(cache)
-            elif name == "wheelwise":
-                command = [str(wheelwise), "install", "-q", "--python", python]
-                command += ["--index-url", url]
-                env["WHEELWISE_CACHE_DIR"] = str(cache)
-            else:
-                command = [python, "-m", "pip", "install", "--quiet", "--no-compile"]
-                command += ["--index-url", url]
-                env["PIP_CACHE_DIR"] = str(cache)
-            before = pyc_count(venv)
-            wanted = args.requirement or [REQUIREMENT]
-            run = measured([*command, *wanted], env, tmp / "log", f"{name} {phase}")
-            got = installed(venv) - {"pip"}
-            if got != expected:
-                raise SystemExit(
-                    f"{name} {phase}: missing {expected - got}, extra {got - expected}"
-                )
-            if pyc_count(venv) != before:
-                raise SystemExit(f"{name} {phase} byte-compiled files")
-            sizes.setdefault(name, apparent_size(site_packages(venv)))
-            return run
-
-        orders = round_orders(CONTENDERS)
-        rounds = args.rounds + (1 if args.warm_up else 0)
-        for index in range(rounds):
-            for name in orders[index % len(orders)]:
-                cache = tmp / f"cache-{name}-{next(counter)}"
-                cold = one(name, "cold", cache)
-                warm = one(name, "warm", cache)
-                if index >= rounds - args.rounds:
-                    results[name]["cold"].append(cold)
-                    results[name]["warm"].append(warm)
-                for leftover in [cache, *tmp.glob(f"venv-{name}-*")]:
-                    shutil.rmtree(leftover, ignore_errors=True)
+        contest = Contest(
+            tmp, url, uv, wheelwise, pip_version, base, args.requirement or [REQUIREMENT], expected
+        )
+        results = cold_and_warm(contest, args.rounds, args.warm_up)
+        sizes = contest.sizes
 
     def median(name: str, phase: str) -> float:
         return statistics.median(run.seconds for run in results[name][phase])

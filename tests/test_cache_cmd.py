@@ -193,3 +193,29 @@ def test_a_bad_configured_max_size_is_one_error_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
     assert "[cache] max-size must be a size such as" in line
+
+
+def test_built_wheels_are_kept_whole_cleaned_by_name_and_pruned(tmp_path: Path) -> None:
+    """A built wheel is renamed into its entry; a copy a killed run left half done
+    (``.part-PID-``, that process gone) is what ``prune`` removes, and ``clean NAME``
+    removes that project's built wheels."""
+    from wheelwise.cache.built_wheels import BuiltWheels, built_key
+
+    store = BuiltWheels(tmp_path / "built")
+    wheel = simple_wheel(tmp_path / "w", "beta", "1.0")
+    key = built_key("ab" * 32, "cp311-cp311-linux_x86_64", "this machine")
+    kept = store.keep(key, wheel)
+    assert kept is not None
+    assert store.find(key) == kept
+    assert kept.read_bytes() == wheel.read_bytes()
+    dead = kept.parent / ".part-999999999-x"  # no such process
+    dead.write_bytes(b"half")
+    mine = kept.parent / f".part-{os.getpid()}-y"
+    mine.write_bytes(b"in progress")
+    result = wheelwise(["cache", "prune"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not dead.exists()
+    assert mine.exists()
+    assert store.find(key) == kept
+    assert wheelwise(["cache", "clean", "beta"], tmp_path).returncode == 0
+    assert store.find(key) is None

@@ -28,6 +28,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from buildkit import backend_wheel, project, sdist
 from indexkit import wheelwise_serve
 from installkit import LOCK_NAME, alpha_wheel, make_venv, run_python, simple_wheel, tree_hash
 from wheelwise.cache.unpacked import UnpackedStore, verify_entry
@@ -70,6 +71,8 @@ class Bench:
     cold_cache: bool = False
     # Unpack wheels into the cache as they download (see killdriver.py).
     stream: bool = False
+    # Builds: kills land in the cache's built wheels and scratch folders too.
+    building: bool = False
 
     def env(self) -> dict[str, str]:
         full = {
@@ -81,8 +84,8 @@ class Bench:
         full.update(KILL_STRATEGY=self.strategy)
         if self.stream:
             full.update(KILL_STREAM_UNPACK_FROM="0")
-        if self.index is not None:
-            roots = [self.cache / "unpacked", self.cache / "scratch"]
+        if self.index is not None or self.building:
+            roots = [self.cache / "unpacked", self.cache / "scratch", self.cache / "built"]
             full.update(KILL_EXTRA_ROOTS=os.pathsep.join(map(str, roots)))
         return full
 
@@ -158,6 +161,17 @@ def _check_unpacked(cache: Path, step: int) -> None:
         assert verify_entry(entry) == [], f"{folder} (step {step})"
 
 
+def _check_built(cache: Path, step: int) -> None:
+    """Every built wheel kept in the cache is whole: at most one wheel per entry (none
+    when killed before it was renamed in, beside a ``.part-`` file), that opens."""
+    for entry in (cache / "built").glob("*/*"):
+        wheels = [p for p in entry.iterdir() if p.name.endswith(".whl")]
+        assert len(wheels) <= 1, f"{entry} (step {step})"
+        for wheel in wheels:
+            with zipfile.ZipFile(wheel) as archive:
+                assert archive.testzip() is None, f"{wheel} (step {step})"
+
+
 def _check_distributions(venv: Path) -> None:
     """Every distribution importlib.metadata finds is named and has all its files."""
     purelib = _purelib(venv)
@@ -200,6 +214,7 @@ def _kill_and_recover(
             assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
         assert list(bench.temp.iterdir()) == [], f"scratch left in the temp dir (step {step})"
         _check_unpacked(bench.cache, step)
+        _check_built(bench.cache, step)
         pending = journal.exists()
         if index % 3 == 2 and pending:
             # A kill while recovering is recovered by the run after it.
@@ -239,6 +254,7 @@ def _kill_and_recover(
     if report:
         row = {"args": args[0], "strategy": bench.strategy, "steps": steps, "killed": len(chosen)}
         row |= {"index": bench.index is not None, "cold": bench.cold_cache, "stream": bench.stream}
+        row |= {"building": bench.building}
         row |= {"recoveries_killed": recoveries_killed, "recoveries_tried": recoveries_tried}
         with open(report, "a") as out:
             out.write(json.dumps(row) + "\n")
@@ -289,6 +305,24 @@ def test_killed_installs_through_the_unpacked_cache_are_recovered(
     assert list((bench.cache / "unpacked").rglob("entry.json"))
     # Streamed wheels were never written whole; the others are kept as files too.
     assert bool(list(bench.cache.rglob("*.whl"))) == (not stream)
+
+
+@pytest.mark.slow
+def test_killed_builds_are_recovered(tmp_path: Path) -> None:
+    """A project folder and an sdist, each built in an isolated environment whose
+    build requirement wheelwise installs: killed while an sdist is unpacked, a build
+    environment is made or filled, a built wheel is kept in the cache, or the
+    install itself; no half-kept wheel, no leftover in the temporary folder."""
+    bench = _bench(tmp_path, with_alpha=False)
+    backend_wheel(bench.wheels)
+    folder = project(tmp_path / "proj", "proj", "1.0", dependencies=["beta"])
+    archive = sdist(
+        project(tmp_path / "srcpkg", "srcpkg", "2.0"), tmp_path / "dist", "srcpkg", "2.0"
+    )
+    bench.building = True
+    bench.cold_cache = True  # every run builds both
+    args = bench.install_args(str(folder), str(archive))
+    _kill_and_recover(bench, args, points=8, seed=8)
 
 
 @pytest.mark.slow

@@ -16,7 +16,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["BuiltWheels", "built_key"]
+__all__ = ["PART_PREFIX", "BuiltWheels", "built_key"]
+
+# A wheel being copied in: ``.part-PID-XXXX`` (``cache prune`` removes those of
+# processes that are gone).
+PART_PREFIX = ".part-"
 
 
 def built_key(source_sha256: str, tag: str, machine: str) -> str:
@@ -45,6 +49,15 @@ class BuiltWheels:
             return None
         return Path(wheels[0]) if len(wheels) == 1 else None
 
+    def parts(self) -> list[tuple[Path, int]]:
+        """Files being copied in (or left by a killed run), with the writer's pid."""
+        found = []
+        for path in self.folder.glob(f"*/*/{PART_PREFIX}*"):
+            pid = path.name[len(PART_PREFIX) :].split("-", 1)[0]
+            if pid.isdigit():
+                found.append((path, int(pid)))
+        return found
+
     def keep(self, key: str, wheel: Path) -> Path | None:
         """A copy of *wheel* kept under *key*, or None when the cache cannot be
         written (the build's own file is used then)."""
@@ -52,7 +65,7 @@ class BuiltWheels:
         target = entry / wheel.name
         try:
             entry.mkdir(parents=True, exist_ok=True)
-            fd, part = tempfile.mkstemp(dir=entry, prefix=".part-")
+            fd, part = tempfile.mkstemp(dir=entry, prefix=f"{PART_PREFIX}{os.getpid()}-")
         except OSError:
             return None
         try:

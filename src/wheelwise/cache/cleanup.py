@@ -18,7 +18,8 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from wheelwise.cache.scratch import clear_stale, scratch_root
+from wheelwise.cache.built_wheels import BuiltWheels
+from wheelwise.cache.scratch import clear_stale, process_alive, scratch_root
 from wheelwise.cache.stores import ContentCache
 from wheelwise.cache.unpacked import entry_matches
 from wheelwise.cache.usage import KINDS, cache_usage, measure
@@ -98,8 +99,9 @@ def clean(root: Path, names: Collection[str] = ()) -> Removed:
 
 def prune(root: Path) -> Removed:
     """Remove what no install needs: scratch folders of runs that ended, unpacked
-    wheels that are damaged or half there, and wheel files that are also unpacked
-    (installs link the unpacked copy; the wheel would only be unpacked again)."""
+    wheels that are damaged or half there, wheel files that are also unpacked
+    (installs link the unpacked copy; the wheel would only be unpacked again), and
+    built wheels half copied in by runs that ended."""
     removed = Removed()
     scratch = scratch_root(root)
     before = measure(scratch)
@@ -119,6 +121,9 @@ def prune(root: Path) -> Removed:
     for path in list(_kept_files(stores.wheels.folder)):
         if (path.parent.name, path.name) in unpacked:
             _remove(path.parent, removed)
+    for part, pid in BuiltWheels(root / "built").parts():
+        if not process_alive(pid):  # a built wheel a killed run was copying in
+            _remove(part, removed)
     return removed
 
 

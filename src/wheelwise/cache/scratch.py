@@ -22,7 +22,7 @@ from pathlib import Path
 
 from wheelwise.cachedir import user_cache_dir
 
-__all__ = ["clear_stale", "make_scratch", "new_scratch_folder", "scratch_root"]
+__all__ = ["clear_stale", "make_scratch", "new_scratch_folder", "process_alive", "scratch_root"]
 
 _NAME = re.compile(r"[a-z]+-(\d+)-([0-9a-f]{8})-.+")
 
@@ -35,7 +35,8 @@ def scratch_root(cache_dir: Path | None = None) -> Path:
     return (cache_dir if cache_dir is not None else Path(user_cache_dir())) / "scratch"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process *pid* (of this host) may still run (never guessed dead)."""
     if pid == os.getpid():
         return True
     if sys.platform == "win32":  # os.kill would end it: never guess there
@@ -55,7 +56,7 @@ def clear_stale(root: Path) -> None:
     with contextlib.suppress(OSError), os.scandir(root) as entries:
         for entry in entries:
             match = _NAME.fullmatch(entry.name)
-            if match and match.group(2) == host and not _alive(int(match.group(1))):
+            if match and match.group(2) == host and not process_alive(int(match.group(1))):
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 

@@ -18,6 +18,7 @@ whose build needs itself (directly or not) is refused, naming the chain.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -84,11 +85,10 @@ class SourceBuilder:
         self.isolation = isolation
         self.machine = machine
         self.chain = chain
-        self._count = 0
+        self._count = itertools.count(1)
 
     def _new_folder(self, kind: str) -> Path:
-        self._count += 1
-        folder = self.folder / f"{kind}-{self._count}"
+        folder = self.folder / f"{kind}-{next(self._count)}"
         folder.mkdir(parents=True)
         return folder
 
@@ -160,6 +160,7 @@ class SourceBuilder:
             install=lambda python, requirements: self.install(python, requirements, chain),
             editable=editable,
             name=origin,
+            scratch=self.folder,
         )
 
     def _checked(

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -75,6 +76,12 @@ class _CapturingRunner:
             returncode = process.wait()
         if returncode:
             raise subprocess.CalledProcessError(returncode, list(cmd), output="\n".join(self.lines))
+
+    def note(self, line: str) -> None:
+        """Keep *line* with the backend's output (and pass it on, as its lines are)."""
+        self.lines.append(line)
+        if self._output is not None:
+            self._output(line)
 
     @property
     def text(self) -> str:
@@ -144,6 +151,7 @@ def build_plain_wheel(
     install: InstallHook | None = None,
     editable: bool = False,
     name: str | None = None,
+    scratch: Path | None = None,
 ) -> Path:
     """Build an ordinary wheel of *source_dir* into *wheel_dir* with its PEP 517 backend
     (an editable one, PEP 660, with *editable*).
@@ -153,6 +161,8 @@ def build_plain_wheel(
     of this interpreter and installed by pip. Without it, the backend runs in
     *python*'s environment (default: this one), which must already have them (no
     network needed). *name* is how messages call the source (default: its folder).
+    *scratch*: where the isolated environment is made (default: the temporary
+    folder), so that a killed run's leftovers are where its next run clears them.
     """
     try:
         import build
@@ -166,64 +176,75 @@ def build_plain_wheel(
     backend = _backend_name(source_dir)
     distribution: Literal["wheel", "editable"] = "editable" if editable else "wheel"
     hook = f"get_requires_for_build_{distribution}"
-    try:
-        if isolation and install is not None:
-            with tempfile.TemporaryDirectory(prefix="wheelwise-build-env-") as folder:
-                venv = _VenvEnv(python or sys.executable, Path(folder))
-                builder = build.ProjectBuilder.from_isolated_env(venv, source_dir, runner=runner)
-                _install_with(install, venv.python_executable, builder.build_system_requires)
-                _install_with(
-                    install, venv.python_executable, builder.get_requires_for_build(distribution)
-                )
-                hook = f"build_{distribution}"
-                built = builder.build(distribution, wheel_dir)
-        elif isolation:
-            with build.env.DefaultIsolatedEnv() as env:
-                builder = build.ProjectBuilder.from_isolated_env(env, source_dir, runner=runner)
-                _install(env, builder.build_system_requires)
-                _install(env, builder.get_requires_for_build(distribution))
-                hook = f"build_{distribution}"
-                built = builder.build(distribution, wheel_dir)
-        else:
-            builder = build.ProjectBuilder(
-                source_dir, python_executable=python or sys.executable, runner=runner
-            )
-            if python is None:  # the check reads this interpreter's distributions
-                missing = sorted(
-                    " -> ".join(chain) for chain in builder.check_dependencies(distribution)
-                )
-                if missing:
-                    raise BuildError(
-                        f"{where}: build requirements missing from this environment "
-                        f"(building without isolation): {', '.join(missing)}; install them, "
-                        "or build in an isolated environment"
+    # The hooks' warnings come back to this process (pyproject_hooks re-raises them
+    # here): kept with the backend's output, never printed by the library.
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always", pyproject_hooks.BuildBackendWarning)
+        try:
+            if isolation and install is not None:
+                with tempfile.TemporaryDirectory(prefix="build-env-", dir=scratch) as folder:
+                    venv = _VenvEnv(python or sys.executable, Path(folder))
+                    builder = build.ProjectBuilder.from_isolated_env(
+                        venv, source_dir, runner=runner
                     )
-            hook = f"build_{distribution}"
-            built = builder.build(distribution, wheel_dir)
-    except build.BuildBackendException as exc:
-        cause = exc.exception
-        if isinstance(cause, pyproject_hooks.BackendUnavailable):
+                    _install_with(install, venv.python_executable, builder.build_system_requires)
+                    _install_with(
+                        install,
+                        venv.python_executable,
+                        builder.get_requires_for_build(distribution),
+                    )
+                    hook = f"build_{distribution}"
+                    built = builder.build(distribution, wheel_dir)
+            elif isolation:
+                with build.env.DefaultIsolatedEnv() as env:
+                    builder = build.ProjectBuilder.from_isolated_env(env, source_dir, runner=runner)
+                    _install(env, builder.build_system_requires)
+                    _install(env, builder.get_requires_for_build(distribution))
+                    hook = f"build_{distribution}"
+                    built = builder.build(distribution, wheel_dir)
+            else:
+                builder = build.ProjectBuilder(
+                    source_dir, python_executable=python or sys.executable, runner=runner
+                )
+                if python is None:  # the check reads this interpreter's distributions
+                    missing = sorted(
+                        " -> ".join(chain) for chain in builder.check_dependencies(distribution)
+                    )
+                    if missing:
+                        raise BuildError(
+                            f"{where}: build requirements missing from this environment "
+                            f"(building without isolation): {', '.join(missing)}; install them, "
+                            "or build in an isolated environment"
+                        )
+                hook = f"build_{distribution}"
+                built = builder.build(distribution, wheel_dir)
+        except build.BuildBackendException as exc:
+            cause = exc.exception
+            if isinstance(cause, pyproject_hooks.BackendUnavailable):
+                raise _failure(
+                    f"{where}: build backend {backend!r} is not available (a typo in "
+                    "build-system.build-backend, or its package missing from "
+                    "build-system.requires?)",
+                    cause.traceback or runner.text,
+                    lines=1,
+                ) from None
+            if isinstance(cause, pyproject_hooks.HookMissing) and editable:
+                raise BuildError(
+                    f"{where}: build backend {backend!r} cannot build editable installs (no "
+                    "PEP 660 build_editable hook); install it without -e, or upgrade its "
+                    "build backend"
+                ) from None
+            what = "" if isinstance(cause, subprocess.CalledProcessError) else f": {cause!r}"
             raise _failure(
-                f"{where}: build backend {backend!r} is not available (a typo in "
-                "build-system.build-backend, or its package missing from "
-                "build-system.requires?)",
-                cause.traceback or runner.text,
-                lines=1,
+                f"{where}: build backend {backend!r} failed in {hook}{what}", runner.text
             ) from None
-        if isinstance(cause, pyproject_hooks.HookMissing) and editable:
-            raise BuildError(
-                f"{where}: build backend {backend!r} cannot build editable installs (no "
-                "PEP 660 build_editable hook); install it without -e, or upgrade its "
-                "build backend"
-            ) from None
-        what = "" if isinstance(cause, subprocess.CalledProcessError) else f": {cause!r}"
-        raise _failure(
-            f"{where}: build backend {backend!r} failed in {hook}{what}", runner.text
-        ) from None
-    except build.BuildException as exc:
-        raise BuildError(f"{where}: {exc}") from None
-    except build.FailedProcessError as exc:
-        raise _failure(f"{where}: {exc}", _process_output(exc.exception)) from None
+        except build.BuildException as exc:
+            raise BuildError(f"{where}: {exc}") from None
+        except build.FailedProcessError as exc:
+            raise _failure(f"{where}: {exc}", _process_output(exc.exception)) from None
+        finally:
+            for warning in heard:
+                runner.note(f"warning: {warning.message}")
     return Path(built)
 
 
