@@ -47,6 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import (
@@ -223,6 +224,23 @@ def cold_and_warm(contest: Contest, rounds: int, warm_up: bool) -> dict[str, dic
     return results
 
 
+def timings(results: dict[str, dict[str, list[Run]]]) -> dict[str, Any]:
+    """The report's figures of *results*: medians, each run, and peak RSS."""
+    phases = ("cold", "warm")
+    return {
+        "median_s": {
+            n: {p: statistics.median(r.seconds for r in results[n][p]) for p in phases}
+            for n in CONTENDERS
+        },
+        "runs_s": {
+            n: {p: [round(r.seconds, 2) for r in results[n][p]] for p in phases} for n in CONTENDERS
+        },
+        "peak_rss_mb": {
+            n: max(r.rss_mb for p in phases for r in results[n][p]) for n in CONTENDERS
+        },
+    }
+
+
 def pyc_count(venv: Path) -> int:
     root = site_packages(venv)
     return sum(1 for path in root.rglob("*.pyc") if path.relative_to(root).parts[0] != "pip")
@@ -283,14 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         "wheels": len(wheels),
         "wheel_bytes": sum(w.stat().st_size for w in wheels),
         "rounds": args.rounds,
-        "median_s": {n: {p: median(n, p) for p in ("cold", "warm")} for n in CONTENDERS},
-        "runs_s": {
-            n: {p: [round(r.seconds, 2) for r in results[n][p]] for p in ("cold", "warm")}
-            for n in CONTENDERS
-        },
-        "peak_rss_mb": {
-            n: max(r.rss_mb for p in ("cold", "warm") for r in results[n][p]) for n in CONTENDERS
-        },
+        **timings(results),
         "installed_bytes": sizes,
         "ratios": {
             "wheelwise/uv cold": median("wheelwise", "cold") / median("uv", "cold"),

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import add_warm_up_option, clean_env, installer_paths, machine_info
-from gpu_stack import CONTENDERS, Contest, cold_and_warm, serve
+from gpu_stack import CONTENDERS, Contest, cold_and_warm, serve, timings
 from install import ensure_tools
 
 DEFAULT_FILES = Path.home() / ".cache" / "wheelwise-bench" / "sdists"
@@ -111,14 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         "server": server,
         "files": [path.name for path in files],
         "rounds": args.rounds,
-        "median_s": {n: {p: median(n, p) for p in ("cold", "warm")} for n in CONTENDERS},
-        "runs_s": {
-            n: {p: [round(r.seconds, 2) for r in results[n][p]] for p in ("cold", "warm")}
-            for n in CONTENDERS
-        },
-        "peak_rss_mb": {
-            n: max(r.rss_mb for p in ("cold", "warm") for r in results[n][p]) for n in CONTENDERS
-        },
+        **timings(results),
         "ratios": {
             "wheelwise/pip cold": median("wheelwise", "cold") / median("pip", "cold"),
             "wheelwise/uv cold": median("wheelwise", "cold") / median("uv", "cold"),
