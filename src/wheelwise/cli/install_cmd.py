@@ -193,6 +193,16 @@ def _warn(message: str) -> None:
     warn(message)
 
 
+def _say(line: str) -> None:
+    """What the installer is doing that takes long (a build): one line on stderr."""
+    click.echo(line, err=True)
+
+
+def _backend_line(line: str) -> None:
+    """A line a build backend printed (``-v``)."""
+    click.echo(f"  | {line}", err=True)
+
+
 def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
     choice: dict[str, str] = {}
     for value in values:
@@ -291,6 +301,8 @@ class TargetArgs:
             no_cache=self.no_cache,
             refresh=self.refresh,
             warn=_warn,
+            on_build=None if self.quiet else _say,
+            build_output=_backend_line if self.verbose and not self.quiet else None,
             compile_bytecode=self.compile_bytecode,
             link_mode=self.link_mode or configured_link_mode(),
             max_cache_size=(
@@ -386,7 +398,10 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
             "to stderr).",
         ),
         click.option(
-            "-v", "--verbose", is_flag=True, help="Say where each installed package came from."
+            "-v",
+            "--verbose",
+            is_flag=True,
+            help="Say where each installed package came from, and show what build backends print.",
         ),
         functools.partial(
             provider_options,

@@ -104,6 +104,10 @@ class InstallOptions:
     # Build in a fresh environment whose build requirements wheelwise installs
     # (False: in the target environment, which must have them).
     build_isolation: bool = True
+    # Hears one line as each build starts, and (build_output) each line a build
+    # backend prints: `-v`.
+    on_build: Callable[[str], None] | None = None
+    build_output: Callable[[str], None] | None = None
     # The projects whose builds this install is for (build requirements of build
     # requirements...): a build that needs one of them again is refused.
     build_chain: tuple[str, ...] = ()

@@ -307,6 +307,8 @@ def _builder(
         isolation=options.build_isolation,
         machine="this machine" if options.system is None else f"system {options.system!r}",
         chain=options.build_chain,
+        told=options.on_build,
+        output=options.build_output,
     )
 
 

@@ -65,7 +65,8 @@ class SourceBuilder:
     *store* (None: ``--no-cache``). *install* puts build requirements into an
     isolated build environment (with *isolation*); *machine* describes what the
     machine was taken to support (part of the cache key); *chain* names the
-    projects whose builds this install serves."""
+    projects whose builds this install serves. *told* hears one line as each build
+    starts (a build may take minutes), *output* each line a backend prints."""
 
     def __init__(
         self,
@@ -77,6 +78,8 @@ class SourceBuilder:
         isolation: bool = True,
         machine: str = "this machine",
         chain: tuple[str, ...] = (),
+        told: Callable[[str], None] | None = None,
+        output: Callable[[str], None] | None = None,
     ) -> None:
         self.env = env
         self.folder = folder
@@ -85,6 +88,9 @@ class SourceBuilder:
         self.isolation = isolation
         self.machine = machine
         self.chain = chain
+        # Hears "building ..." before each build, and each line a backend prints.
+        self.told = told
+        self.output = output
         self._count = itertools.count(1)
 
     def _new_folder(self, kind: str) -> Path:
@@ -151,6 +157,8 @@ class SourceBuilder:
 
     def _build(self, tree: Path, origin: str, *, editable: bool, name: str | None) -> Path:
         out = self._new_folder("wheel")
+        if self.told is not None:
+            self.told(f"building {'an editable wheel of ' if editable else ''}{origin}")
         chain = (*self.chain, canonicalize_name(name or tree.name))
         return build_plain_wheel(
             tree,
@@ -161,6 +169,7 @@ class SourceBuilder:
             editable=editable,
             name=origin,
             scratch=self.folder,
+            output=self.output,
         )
 
     def _checked(
