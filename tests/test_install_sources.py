@@ -255,3 +255,20 @@ def test_bad_sources_give_one_line_and_change_nothing(
     quiet = _install(python, index, tmp_path / "cache", requirement, "-q")
     assert quiet.stderr.count("\n") == 1, quiet.stderr
     assert tree_hash(site_packages(python)) == before
+
+
+def test_no_build_isolation_builds_in_the_target_environment(index: str, tmp_path: Path) -> None:
+    """Without isolation the backend runs in the target environment: it must have
+    the build requirements (one error line naming the backend when it does not)."""
+    cache = tmp_path / "cache"
+    python = make_venv(tmp_path / "venv")
+    tree = project(tmp_path / "noiso", "noiso", "1.0")
+    before = tree_hash(site_packages(python))
+    missing = _install(python, index, cache, "--no-build-isolation", str(tree))
+    assert missing.returncode == 2
+    assert "build backend 'tinybuild' is not available" in missing.stderr
+    assert tree_hash(site_packages(python)) == before
+    assert _install(python, index, cache, "tinybuild").returncode == 0
+    built = _install(python, index, cache, "--no-build-isolation", str(tree))
+    assert built.returncode == 0, built.stderr
+    assert run_python(python, "import noiso").returncode == 0
