@@ -131,3 +131,23 @@ def test_a_folder_that_is_a_file_is_one_error(index: str, tmp_path: Path) -> Non
     assert result.stderr.count("\n") == 1, result.stderr
     assert "file" in result.stderr
     assert blocker.read_text() == ""
+
+
+def test_a_project_folder_is_saved_as_its_wheel(index: str, tmp_path: Path) -> None:
+    """A direct reference is built (for this interpreter) and saved as a wheel with
+    its dependencies; for another interpreter only a wheel can be taken."""
+    tree = project(tmp_path / "mine", "mine", "0.1", dependencies=["cudart"])
+    folder = tmp_path / "out"
+    result = _download(tmp_path / "cache", "--index-url", index, "-d", str(folder), str(tree))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "cudart-1.0-py3-none-any.whl",
+        "mine-0.1-py3-none-any.whl",
+    ]
+    other = _download(
+        tmp_path / "cache", "--index-url", index, "-d", str(tmp_path / "o"),
+        "--python-version", "3.12", str(tree),
+    )  # fmt: skip
+    assert other.returncode == 2
+    assert other.stderr.count("\n") == 1, other.stderr
+    assert "nothing is built for another interpreter" in other.stderr

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from wheelwise.atomic_file import replace_with, replace_with_bytes
-from wheelwise.client.index_client import IndexFile
+from wheelwise.client.index_client import IndexFile, IndexSource
 from wheelwise.client.index_file import SDIST
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.environment.targets import LockEnvironment
@@ -37,7 +37,7 @@ from wheelwise.install.options import (
     sources_for,
     supported_for,
 )
-from wheelwise.install.plan import sdist_builder
+from wheelwise.install.plan import finder_build, source_builder, split_references
 from wheelwise.models.errors import InstallError
 from wheelwise.policy.hashes import file_sha256, trusted_hashes
 from wheelwise.resolve.decide import resolve_with
@@ -45,6 +45,7 @@ from wheelwise.resolve.finder import IndexFinder, link_of
 from wheelwise.resolve.formats import ALL
 from wheelwise.resolve.lookahead import Lookahead
 from wheelwise.resolve.variant_requirement import apply_variant_labels
+from wheelwise.sources.direct import prepare_references
 from wheelwise.variants.filenames import variants_json_filename
 
 __all__ = ["Saved", "run_download"]
@@ -74,9 +75,9 @@ def run_download(
     when it is a real one: sdists are then built for it to read their metadata
     (never for a named target). Raises ResolveError, SourceError, InstallError,
     BuildError."""
-    requirements, variant_choice = apply_variant_labels(
-        options.requirements, options.variant_choice
-    )
+    requirements, references = split_references(options.requirements, ())
+    requirements, variant_choice = apply_variant_labels(requirements, options.variant_choice)
+    dest = dest.absolute()
     formats = options.formats
     if env is None:  # a wheel's metadata only: nothing is built for another interpreter
         formats = replace(formats, only_binary=frozenset({ALL}), no_binary=frozenset())
@@ -89,14 +90,18 @@ def run_download(
     sources = sources_for(options)
     cache_root, kept = caches_for(options)
     with (
-        index_client(options, cache_root, kept) as client,
-        Lookahead(sources, client) as lookahead,
         tempfile.TemporaryDirectory(prefix=".wheelwise-download-", dir=dest) as scratch,
+        index_client(options, cache_root, kept) as client,
     ):
+        # Wheels of direct references: the first source, as for an install.
+        local = Path(scratch) / "direct"
+        local.mkdir()
+        if references:
+            sources = [IndexSource.find_links(local), *sources]
         builder = (
             None
             if env is None
-            else sdist_builder(options, env, Path(scratch), cache_root, kept is not None)
+            else source_builder(options, env, Path(scratch), cache_root, kept is not None)
         )
         fetcher = Fetcher(
             client.http_source,
@@ -104,6 +109,12 @@ def run_download(
             deadline=options.request_deadline,
             cache=kept.wheels if kept is not None else None,
         )
+        if references:
+            prepared = prepare_references(
+                references, builder=builder, fetcher=fetcher, folder=local, scratch=Path(scratch)
+            )
+            requirements = [*(one.requirement for one in prepared), *requirements]
+        lookahead = Lookahead(sources, client)
         finder = IndexFinder(
             sources,
             client,
@@ -112,10 +123,10 @@ def run_download(
             warn=options.warn,
             wheel_cache=kept.wheels if kept is not None else None,
             fetcher=fetcher,
-            build=builder,
+            build=finder_build(builder) if builder is not None else None,
             formats=formats,
         )
-        with contextlib.closing(finder):
+        with contextlib.closing(finder), lookahead:
             lookahead.serve(finder)
             resolution = resolve_with(
                 requirements,

@@ -220,11 +220,11 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             unpacked=kept.unpacked if kept is not None else None,
             in_memory=IN_MEMORY_DOWNLOADS,
         )
-        builder = _builder(options, env, scratch, cache_root, kept is not None)
+        builder = source_builder(options, env, scratch, cache_root, kept is not None)
         direct_urls: dict[str, str] = {}
         if references:
             prepared = prepare_references(
-                references, builder=builder, fetcher=fetcher, folder=local
+                references, builder=builder, fetcher=fetcher, folder=local, scratch=scratch
             )
             requirements = [*(one.requirement for one in prepared), *requirements]
             direct_urls = {one.name: one.direct_url for one in prepared}
@@ -238,7 +238,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             warn=options.warn,
             wheel_cache=kept.wheels if kept is not None else None,
             fetcher=fetcher,
-            build=functools.partial(_build_sdist, builder),
+            build=finder_build(builder),
             formats=options.formats,
         )
         stack.enter_context(contextlib.closing(finder))
@@ -294,7 +294,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     return InstallOutcome(env, list(plan.packages), dry_run=False, report=report)
 
 
-def _builder(
+def source_builder(
     options: InstallOptions, env: TargetEnvironment, scratch: Path, cache_root: Path, keep: bool
 ) -> SourceBuilder:
     """The builder of *options*' install into *env*: built files in *scratch*, kept in
@@ -312,12 +312,9 @@ def _builder(
     )
 
 
-def sdist_builder(
-    options: InstallOptions, env: TargetEnvironment, scratch: Path, cache_root: Path, keep: bool
-) -> BuildSource:
-    """How a finder builds the sdists it picks, for an install (or a download) with
-    *options* into *env* (see _builder)."""
-    return functools.partial(_build_sdist, _builder(options, env, scratch, cache_root, keep))
+def finder_build(builder: SourceBuilder) -> BuildSource:
+    """How a finder builds the sdists it picks, with *builder*."""
+    return functools.partial(_build_sdist, builder)
 
 
 def _install_build_requirements(

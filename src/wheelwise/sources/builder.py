@@ -82,7 +82,7 @@ class SourceBuilder:
         output: Callable[[str], None] | None = None,
     ) -> None:
         self.env = env
-        self.folder = folder
+        self.folder = folder.absolute()  # backends run in the source folder
         self.store = store
         self.install = install
         self.isolation = isolation

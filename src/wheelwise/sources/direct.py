@@ -50,7 +50,7 @@ class PreparedReference:
 
 
 class _Sources(NamedTuple):
-    builder: SourceBuilder
+    builder: SourceBuilder | None  # None: nothing may be built (another interpreter)
     fetcher: Fetcher
     folder: Path  # the run's find-links folder
     scratch: Path
@@ -59,18 +59,19 @@ class _Sources(NamedTuple):
 def prepare_references(
     references: Sequence[DirectReference],
     *,
-    builder: SourceBuilder,
+    builder: SourceBuilder | None,
     fetcher: Fetcher,
     folder: Path,
+    scratch: Path,
 ) -> list[PreparedReference]:
-    """A wheel in *folder* for each of *references*, in their order. Raises
-    BuildError, DownloadError (and ResolveError for a wheel named otherwise than
-    its ``name @`` says)."""
+    """A wheel in *folder* for each of *references*, in their order; downloads and
+    clones go into *scratch*. Without a *builder*, only wheels can be taken. Raises
+    BuildError, DownloadError."""
     prepared = []
-    with tempfile.TemporaryDirectory(prefix="direct-", dir=builder.folder) as scratch:
-        sources = _Sources(builder, fetcher, folder, Path(scratch))
+    with tempfile.TemporaryDirectory(prefix="direct-", dir=scratch) as work:
+        sources = _Sources(builder, fetcher, folder, Path(work))
         for number, reference in enumerate(references):
-            one = _prepare(reference, sources, Path(scratch) / str(number))
+            one = _prepare(reference, sources, Path(work) / str(number))
             if reference.name is not None and one.name != reference.name:
                 raise BuildError(
                     f"{reference.text}: it is {one.name} {one.version}, not {reference.name}"
@@ -83,12 +84,21 @@ def _url_of(reference: DirectReference) -> str:
     return reference.url or Path(reference.location).as_uri()
 
 
+def _builder(sources: _Sources, origin: str) -> SourceBuilder:
+    if sources.builder is None:
+        raise BuildError(
+            f"{origin}: it would have to be built, and nothing is built for another "
+            "interpreter (--python-version, --platform); give a wheel, or leave those out"
+        )
+    return sources.builder
+
+
 def _prepare(reference: DirectReference, sources: _Sources, work: Path) -> PreparedReference:
     work.mkdir(parents=True)
     origin = reference.text.strip()
     if reference.kind == DIRECTORY:
         tree = Path(reference.location)
-        wheel = sources.builder.tree(tree, origin=origin, editable=reference.editable)
+        wheel = _builder(sources, origin).tree(tree, origin=origin, editable=reference.editable)
         info: dict[str, Any] = {"editable": True} if reference.editable else {}
         return PreparedReference(
             reference, copy_wheel(wheel, sources.folder), {"url": tree.as_uri(), "dir_info": info}
@@ -102,7 +112,7 @@ def _prepare(reference: DirectReference, sources: _Sources, work: Path) -> Prepa
                 raise BuildError(
                     f"{origin}: no folder {reference.subdirectory!r} in the repository"
                 )
-        wheel = sources.builder.tree(tree, origin=origin)
+        wheel = _builder(sources, origin).tree(tree, origin=origin)
         vcs: dict[str, Any] = {"vcs": "git", "commit_id": checkout.commit}
         if reference.revision:
             vcs["requested_revision"] = reference.revision
@@ -122,7 +132,7 @@ def _prepare(reference: DirectReference, sources: _Sources, work: Path) -> Prepa
     if reference.kind == WHEEL:
         return PreparedReference(reference, copy_wheel(path, sources.folder), direct)
     assert reference.kind == ARCHIVE
-    wheel = sources.builder.sdist(path, origin=origin, sha256=sha256)
+    wheel = _builder(sources, origin).sdist(path, origin=origin, sha256=sha256)
     return PreparedReference(reference, copy_wheel(wheel, sources.folder), direct)
 
 
