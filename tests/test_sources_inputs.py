@@ -21,6 +21,9 @@ from wheelwise.resolve.direct import ARCHIVE, DIRECTORY, GIT, WHEEL, parse_direc
 from wheelwise.resolve.formats import ALL, FormatPolicy, format_names
 from wheelwise.wheels.sdist import SourceArchiveError, unpack_source
 
+# tarfile and zipfile differ between Python versions: run under every one (make test).
+pytestmark = pytest.mark.interp
+
 # -- direct references ---------------------------------------------------------------
 
 
