@@ -4,7 +4,9 @@ that build with it: source trees, sdists and git repositories, all offline.
 A project holds ``tinybuild.json`` (name, version, dependencies, and optionally
 ``built_against``: a module of a build requirement whose ``VARIANT`` the build
 writes into the built package as ``BUILT_AGAINST``, to show which build of that
-requirement the build environment had) and its package under ``src/``.
+requirement the build environment had, and ``metadata``: a core metadata text the
+built wheel carries as its METADATA, verbatim, instead of one made of name, version
+and dependencies) and its package under ``src/``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ def _config():
         return json.load(f)
 
 def _metadata(c):
+    if c.get("metadata") is not None:
+        return c["metadata"].encode()
     lines = ["Metadata-Version: 2.1", "Name: " + c["name"], "Version: " + c["version"]]
     lines += ["Requires-Dist: " + d for d in c.get("dependencies", [])]
     return ("\n".join(lines) + "\n").encode()

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -76,21 +77,26 @@ def running(
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Run a server process until the block ends; wait until *url* answers.
 
-    Its stdout and stderr are appended to *output* when it has ended.
+    Its stdout and stderr are appended to *output* when it has ended. They go to
+    files, never to pipes: a server that logs every request would fill a pipe no one
+    reads until the end, then stop answering.
     """
-    process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
-    try:
-        wait_until_up(url, process)
-        yield process
-    finally:
-        process.terminate()
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        process = subprocess.Popen(list(argv), stdout=out_file, stderr=err_file, **kwargs)
         try:
-            out, err = process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            out, err = process.communicate()
-        if output is not None:
-            output += [out, err]
+            wait_until_up(url, process)
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if output is not None:
+                out_file.seek(0)
+                err_file.seek(0)
+                output += [out_file.read(), err_file.read()]
 
 
 @contextlib.contextmanager

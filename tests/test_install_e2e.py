@@ -256,10 +256,10 @@ def test_requirements_file_and_find_links(house: Path, tmp_path: Path) -> None:
     )
     assert strict.returncode == 2
     assert "cudart-1.0-py3-none-any.whl: the source gives no sha256" in strict.stderr
-    requirements.write_text("--no-binary :all:\napp\n")
+    requirements.write_text("--prefer-binary\napp\n")
     bad = wheelwise(["install", "--python", str(python), "-r", str(requirements)], tmp_path)
     assert bad.returncode == 2
-    assert "--no-binary is not supported" in bad.stderr
+    assert "--prefer-binary is not supported" in bad.stderr
 
 
 # -- hostile indexes --------------------------------------------------------------------

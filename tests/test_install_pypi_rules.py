@@ -7,8 +7,8 @@ real wheels and a real sdist) serves:
 - ``yankee`` 1.0, and 2.0 whose only wheel is yanked ("broken build");
 - ``prerel`` 1.0b1 and 1.0rc1 only;
 - ``deppre`` 1.0, which depends on ``prerel>=0.5``;
-- ``srconly`` 0.6.2, an sdist only (pip runs with ``--only-binary=:all:`` and uv with
-  ``--no-build``: neither builds it, as wheelwise never does).
+- ``srconly`` 0.6.2, an sdist only (pip and wheelwise run with ``--only-binary
+  :all:`` and uv with ``--no-build``: none builds it).
 
 For every requirement, pip, uv and ``wheelwise install`` resolve it against one empty
 environment (dry runs) and must pick the same versions, or all refuse; wheelwise also
@@ -231,7 +231,17 @@ def wheelwise_install(
 
 
 def wheelwise_dry_run(python: Path, index_url: str, cache: Path, requirement: str) -> Outcome:
-    done = wheelwise_install(python, index_url, cache, requirement, "--dry-run", "--report", "-")
+    done = wheelwise_install(
+        python,
+        index_url,
+        cache,
+        requirement,
+        "--dry-run",
+        "--report",
+        "-",
+        "--only-binary",
+        ":all:",
+    )
     versions = report_versions(done.stdout) if done.returncode == 0 else {}
     return Outcome(done.returncode, versions, done.stdout, done.stderr)
 
@@ -347,7 +357,7 @@ def test_source_distributions_only_say_so(outcomes: Mapping[tuple[str, str], Out
     assert len(lines) == 1, outcome.show()
     assert lines[0].startswith("wheelwise: error: "), outcome.show()
     assert "srconly 0.6.2 has only a source distribution" in lines[0]
-    assert "--find-links" in lines[0]
+    assert "it is not built, as --only-binary :all: is given" in lines[0]
     assert "Traceback" not in outcome.stderr
     # pip and uv refuse for the same reason: no wheel, and building is off.
     assert "srconly" in outcomes[("pip", "srconly")].stderr
