@@ -51,6 +51,9 @@ def simulated_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("WHEELWISE_NVIDIA_DRIVER", "none")
     monkeypatch.setenv("WHEELWISE_AMD_ROCM", "none")
     monkeypatch.setenv("WHEELWISE_AMD_GFX", "none")
+    monkeypatch.setenv("WHEELWISE_INTEL_DEVICE_IP", "none")
+    monkeypatch.setenv("WHEELWISE_ASCEND_NPU_TYPE", "none")
+    monkeypatch.setenv("WHEELWISE_TPU_PRESENT", "none")
     monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("WHEELWISE_CONFIG", str(tmp_path / "config.toml"))
 

@@ -44,6 +44,9 @@ def machine_env(tmp_path: Path) -> dict[str, str]:
     # No AMD tools on a simulated machine unless a test says so.
     env["WHEELWISE_AMD_ROCM"] = "none"
     env["WHEELWISE_AMD_GFX"] = "none"
+    env["WHEELWISE_INTEL_DEVICE_IP"] = "none"
+    env["WHEELWISE_ASCEND_NPU_TYPE"] = "none"
+    env["WHEELWISE_TPU_PRESENT"] = "none"
     return env
 
 
@@ -65,7 +68,7 @@ def test_detect_document_shape(machine_env: dict[str, str]) -> None:
     assert list(document) == ["system", "providers"]
     providers = document["providers"]
     assert isinstance(providers, dict)
-    assert set(providers) == {"nvidia", "amd", "x86_64", "aarch64"}
+    assert list(providers) == ["nvidia", "amd", "intel", "ascend", "tpu", "x86_64", "aarch64"]
     for report in providers.values():
         assert set(report) == {"status", "source", "detail"}
         assert report["status"] in ("ok", "unavailable", "error")
@@ -73,9 +76,21 @@ def test_detect_document_shape(machine_env: dict[str, str]) -> None:
     assert providers["x86_64"]["status"] == "ok"
     assert providers["amd"]["status"] == "unavailable"
     assert providers["aarch64"]["status"] == "unavailable"
+    assert providers["intel"] == {
+        "status": "unavailable",
+        "source": "WHEELWISE_INTEL_DEVICE_IP",
+        "detail": "no Intel GPU (WHEELWISE_INTEL_DEVICE_IP=none)",
+    }
     system = document["system"]
     assert isinstance(system, dict)
-    assert set(system) == {"nvidia", "x86_64"}  # only namespaces that are "ok"
+    assert set(system) == {"nvidia", "tpu", "x86_64"}  # only namespaces that are "ok"
+    # Without a TPU, uv's tpu provider answers `tpu :: present :: false`; so does wheelwise.
+    assert system["tpu"] == {"present": ["false"]}
+    assert providers["ascend"] == {
+        "status": "unavailable",
+        "source": "WHEELWISE_ASCEND_NPU_TYPE",
+        "detail": "no Ascend NPU (WHEELWISE_ASCEND_NPU_TYPE=none)",
+    }
     nvidia = system["nvidia"]
     assert list(nvidia) == ["cuda_version_lower_bound", "cuda_version_upper_bound", "sm_arch"]
     assert nvidia["cuda_version_lower_bound"][0] == "12.8"

@@ -21,7 +21,9 @@ from wheelwise.providers.fingerprint import (
     OVERRIDE_VARIABLES,
     cpuinfo_identity,
     machine_fingerprint,
+    pci_devices_of,
 )
+from wheelwise.providers.intel import IntelProvider
 from wheelwise.providers.nvidia import NvidiaProvider
 
 CPUINFO = """processor\t: 0
@@ -90,10 +92,11 @@ def test_fingerprint_follows_the_machine(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 # The modules of the built-in providers; fingerprint.py must cover everything they read.
-PROVIDER_MODULES = ("nvidia", "amd", "x86_64", "aarch64", "_cpu")
+PROVIDER_MODULES = ("nvidia", "amd", "intel", "ascend", "tpu", "x86_64", "aarch64", "_cpu")
 # Names of the variables the providers (and the libraries and tools they call) honour.
 PROVIDER_VARIABLE = re.compile(
-    r"(?:WHEELWISE|NV_VARIANT_PROVIDER|AMD_VARIANT_PROVIDER|ROCM|CUDA|ROCR|HIP)_[A-Z0-9_]*"
+    r"(?:WHEELWISE|NV_VARIANT_PROVIDER|AMD_VARIANT_PROVIDER|INTEL_VARIANT_PROVIDER|ASCEND_VARIANT_PROVIDER|TPU_VARIANT_PROVIDER|ROCM|CUDA|ROCR|HIP)"
+    r"_[A-Z0-9_]*"
 )
 UNAME_FIELDS = ("sysname", "nodename", "release", "version", "machine")
 ENVIRONMENT_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
@@ -171,14 +174,15 @@ def test_fingerprint_reads_what_the_providers_read(monkeypatch: pytest.MonkeyPat
     listed: list[str] = []
     nvidia = NvidiaProvider(Environment({}))
     amd = AMDProvider(Environment({}))
+    intel = IntelProvider(Environment({}))
 
     def fake_read(path: str, limit: int = 0) -> str:
         read.append(path)
-        return ""
+        return "0x8086" if path.endswith("vendor") else ""
 
     def fake_listdir(path: str) -> list[str]:
         listed.append(path)
-        return ["1"] if path == amd.kfd_nodes else []
+        return ["1"] if path in (amd.kfd_nodes, intel.pci_devices) else []
 
     monkeypatch.setattr(fingerprint, "_read", fake_read)
     monkeypatch.setattr(fingerprint, "_listdir", fake_listdir)
@@ -189,6 +193,9 @@ def test_fingerprint_reads_what_the_providers_read(monkeypatch: pytest.MonkeyPat
     assert amd._version_file() in read
     assert amd.kfd_nodes in listed
     assert os.path.join(amd.kfd_nodes, "1", "properties") in read
+    assert intel.pci_devices in listed
+    assert os.path.join(intel.pci_devices, "1", "vendor") in read
+    assert os.path.join(intel.pci_devices, "1", "class") in read
     for node in (*nvidia.device_nodes, amd.kfd_device):
         assert os.path.dirname(node) in listed
         assert os.path.basename(node).startswith(fingerprint._DEVICE_PREFIXES)
@@ -217,6 +224,34 @@ def test_fingerprint_follows_a_sysctl_dump(monkeypatch: pytest.MonkeyPatch, tmp_
         assert machine_fingerprint("1.0") != base, changed
     dump.write_text(text)
     assert machine_fingerprint("1.0") == base
+
+
+def test_fingerprint_follows_intel_display_controllers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    devices = tmp_path / "devices"
+
+    def function(address: str, vendor: str, pci_class: str, device: str) -> None:
+        folder = devices / address
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, value in (("vendor", vendor), ("class", pci_class), ("device", device)):
+            (folder / name).write_text(value + "\n")
+
+    function("0000:00:00.0", "0x8086", "0x060000", "0x0d57")  # a host bridge: no GPU
+    function("0000:17:00.0", "0x10de", "0x030200", "0x2330")
+    assert pci_devices_of(str(devices), ("0x8086",)) == []
+    function("0000:03:00.0", "0x8086", "0x030000", "0x56a0")
+    assert pci_devices_of(str(devices), ("0x8086",)) == ["0000:03:00.0 0x030000 0x56a0"]
+    # The machine's fingerprint reads the same lines from the real folder.
+    monkeypatch.setattr(fingerprint, "_PCI_DEVICES", str(devices))
+    arc = machine_fingerprint("1.0")
+    function("0000:03:00.0", "0x8086", "0x030000", "0x56a5")
+    assert machine_fingerprint("1.0") != arc
+    # An override replaces detection: the devices no longer count.
+    monkeypatch.setenv("INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP", "12.55.8")
+    forced = machine_fingerprint("1.0")
+    function("0000:03:00.0", "0x8086", "0x030000", "0x56a0")
+    assert machine_fingerprint("1.0") == forced
 
 
 @pytest.mark.skipif(not hasattr(os, "uname"), reason="no os.uname")

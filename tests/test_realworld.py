@@ -135,6 +135,97 @@ def test_torch_on_a_target_where_enable_if_is_false_gets_the_cpu_build() -> None
     assert "enable-if" in off.reports["nvidia"].detail
 
 
+# -- Intel GPUs: the built-in intel provider answers `intel :: device_ip` ---------------
+
+
+def select_intel(path: Path, variable: str, value: str, *args: str) -> Result:
+    """``wheelwise select`` on a simulated machine whose Intel GPU is named by *variable*
+    (no NVIDIA or AMD GPU, no plugin trusted)."""
+    env: dict[str, str | None] = {"WHEELWISE_INTEL_DEVICE_IP": None, variable: value}
+    return CliRunner(env=env).invoke(main, ["select", str(path), *args])
+
+
+@pytest.mark.parametrize("path", [TORCH_29, TORCH_210], ids=["2.9", "2.10"])
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP", "12.55.8", "xpu"),  # Arc A770
+        ("INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP", "12.60.7", "xpu"),  # Data Center GPU Max
+        ("WHEELWISE_INTEL_DEVICE_IP", "12.56.5", "xpu"),  # Arc A380, through its base IP
+        ("WHEELWISE_INTEL_DEVICE_IP", "20.1.0", "xpu"),  # Arc B580
+        ("WHEELWISE_INTEL_DEVICE_IP", "12.71.4", "xpu"),  # Meteor Lake-H
+        ("WHEELWISE_INTEL_DEVICE_IP", "12.70.4", "null"),  # Meteor Lake-U: no xpu code
+        ("WHEELWISE_INTEL_DEVICE_IP", "12.3.0", "null"),  # Alder Lake-P integrated
+        ("WHEELWISE_INTEL_DEVICE_IP", "none", "null"),
+    ],
+)
+def test_torch_xpu_build_for_an_intel_gpu(
+    path: Path, variable: str, value: str, expected: str
+) -> None:
+    result = select_intel(path, variable, value, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["selected"] == expected
+
+
+def test_torch_210_xpu_build_for_panther_lake() -> None:
+    # PyTorch's own release validation forces 30.0.4; 2.9 had no Xe3 code yet.
+    variable = "INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP"
+    for path, expected in ((TORCH_210, "xpu"), (TORCH_29, "null")):
+        result = select_intel(path, variable, "30.0.4", "--json")
+        assert json.loads(result.stdout)["selected"] == expected, path.name
+
+
+def test_torch_without_an_intel_gpu_says_why() -> None:
+    result = select_intel(TORCH_210, "WHEELWISE_INTEL_DEVICE_IP", "none")
+    assert result.exit_code == 0, result.output
+    assert "selected: null" in result.output
+    assert "intel: unavailable: no Intel GPU (WHEELWISE_INTEL_DEVICE_IP=none)" in result.output
+    document = json.loads(
+        select_intel(TORCH_210, "WHEELWISE_INTEL_DEVICE_IP", "none", "--json").stdout
+    )
+    assert document["rejected"]["xpu"].endswith("machine has no intel support")
+    assert "12.55.8, 12.60.7" in document["rejected"]["xpu"]
+
+
+# What the published intel-variant-provider answers for a GPU of each IP: the IP, then
+# its base IP (devices.py's table; tests/test_devices.py, test_GMDID_in_table), and a
+# forced 12.60.7 alone (tests/test_plugin.py, test_force_existing_ip).
+PUBLISHED_INTEL_ANSWERS = {
+    "12.3.0": ["12.3.0"],
+    "12.55.8": ["12.55.8"],
+    "12.56.5": ["12.56.5", "12.55.8"],
+    "12.57.0": ["12.57.0", "12.55.8"],
+    "12.60.7": ["12.60.7"],
+    "12.70.4": ["12.70.4"],
+    "12.71.4": ["12.71.4", "12.70.4"],
+    "12.74.4": ["12.74.4"],
+    "20.1.0": ["20.1.0"],
+    "20.2.0": ["20.2.0", "20.1.0"],
+    "20.4.4": ["20.4.4", "20.1.0"],
+    "30.0.4": ["30.0.4"],
+    "30.1.0": ["30.1.0", "30.0.4"],
+    "30.3.1": ["30.3.1", "30.0.4"],
+    "35.11.0": ["35.11.0"],
+}
+
+
+@pytest.mark.parametrize("path", [TORCH_29, TORCH_210], ids=["2.9", "2.10"])
+@pytest.mark.parametrize("ip", list(PUBLISHED_INTEL_ANSWERS))
+def test_intel_ranking_matches_the_published_provider(
+    path: Path, ip: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    md = VariantMetadata.from_json(path.read_bytes())
+    answer = {"device_ip": PUBLISHED_INTEL_ANSWERS[ip]}
+    monkeypatch.setenv("WHEELWISE_INTEL_DEVICE_IP", ip)
+    view = machine_for(md, MachineOptions(markers=LINUX))
+    assert view.reports["intel"].status == "ok", view.reports["intel"].detail
+    assert view.supported.to_dict()["intel"] == answer
+    # The same machine with the published provider's answer (other namespaces alike).
+    published = SupportedProperties.from_dict({**view.supported.to_dict(), "intel": answer})
+    ours, theirs = rank_variants(md, view.supported), rank_variants(md, published)
+    assert (ours.selected, ours.order) == (theirs.selected, theirs.order)
+
+
 def test_uv_prototype_fixture(tmp_path: Path) -> None:
     """No '$schema'; `mathlib` is ahead-of-time with top-level static properties;
     `cpu_level` is a third-party plugin, answered here by a system file."""

@@ -26,6 +26,9 @@ from wheelwise.variants.supported import SupportedProperties
 BUILTIN_PROVIDERS: Mapping[str, str] = {
     "nvidia": "wheelwise.providers.nvidia:NvidiaProvider",
     "amd": "wheelwise.providers.amd:AMDProvider",
+    "intel": "wheelwise.providers.intel:IntelProvider",
+    "ascend": "wheelwise.providers.ascend:AscendProvider",
+    "tpu": "wheelwise.providers.tpu:TPUProvider",
     "x86_64": "wheelwise.providers.x86_64:X86_64Provider",
     "aarch64": "wheelwise.providers.aarch64:AArch64Provider",
 }

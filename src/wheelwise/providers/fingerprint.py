@@ -2,7 +2,8 @@
 
 If the fingerprint is unchanged, the cached detection result still holds. It is
 built from small reads only (environment overrides, ``uname``, the stable lines
-of /proc/cpuinfo, driver version files, device node names) and imports nothing but
+of /proc/cpuinfo, driver version files, device node names, the PCI ids of Intel
+display controllers, Huawei NPUs and Google TPUs) and imports nothing but
 ``os``: the warm ``wheelwise detect`` path runs it before anything else. Built-in
 providers keep no fingerprint code of their own: every input they read must be
 covered here (``tests/test_detect_cache.py`` checks their environment variables).
@@ -23,6 +24,12 @@ OVERRIDE_VARIABLES = (
     "NV_VARIANT_PROVIDER_FORCE_SM_ARCH",
     "AMD_VARIANT_PROVIDER_FORCE_ROCM_VERSION",
     "AMD_VARIANT_PROVIDER_FORCE_GFX_ARCH",
+    "WHEELWISE_INTEL_DEVICE_IP",
+    "INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP",
+    "WHEELWISE_ASCEND_NPU_TYPE",
+    "ASCEND_VARIANT_PROVIDER_FORCE_NPU_TYPE",
+    "WHEELWISE_TPU_PRESENT",
+    "TPU_VARIANT_PROVIDER_FORCE_PRESENT",
     "ROCM_PATH",
     # These change which GPUs the driver libraries report.
     "CUDA_VISIBLE_DEVICES",
@@ -45,7 +52,15 @@ _CPUINFO_KEYS = (
     "hw.logicalcpu",
     "sysctl.proc_translated",
 )
-_DEVICE_PREFIXES = ("nvidia", "dxg", "kfd")
+_DEVICE_PREFIXES = ("nvidia", "dxg", "kfd", "davinci")
+_PCI_DEVICES = "/sys/bus/pci/devices"
+_INTEL = "0x8086"
+# PCI vendor -> the variables that replace detection of its devices.
+_PCI_VENDORS = {
+    _INTEL: ("WHEELWISE_INTEL_DEVICE_IP", "INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP"),
+    "0x19e5": ("WHEELWISE_ASCEND_NPU_TYPE", "ASCEND_VARIANT_PROVIDER_FORCE_NPU_TYPE"),
+    "0x1ae0": ("WHEELWISE_TPU_PRESENT", "TPU_VARIANT_PROVIDER_FORCE_PRESENT"),
+}
 
 
 def _read(path: str, limit: int = 1 << 20) -> str:
@@ -94,4 +109,31 @@ def machine_fingerprint(version: str) -> str:
         for line in _read(os.path.join(nodes, node, "properties"), 8192).splitlines():
             if line.startswith("gfx_target_version"):
                 parts.append(f"{node} {line}")
+    # Intel GPUs (intel), Huawei NPUs (ascend), Google TPUs (tpu): one scan of the
+    # PCI devices, for the vendors no override answers for.
+    vendors = tuple(
+        vendor for vendor, names in _PCI_VENDORS.items() if not any(env.get(n) for n in names)
+    )
+    if vendors:
+        parts += pci_devices_of(_PCI_DEVICES, vendors)
     return "\n".join(parts)
+
+
+def pci_devices_of(folder: str, vendors: tuple[str, ...]) -> list[str]:
+    """One line per device of one of *vendors* (``"0x19e5"``) in the sysfs PCI *folder*:
+    its address, vendor and device id, and for Intel its class (the intel provider
+    reads display controllers only)."""
+    lines = []
+    for address in _listdir(folder)[:4096]:
+        device = os.path.join(folder, address)
+        vendor = _read(os.path.join(device, "vendor"), 64).strip()
+        if vendor not in vendors:
+            continue
+        pci_id = _read(os.path.join(device, "device"), 64).strip()
+        if vendor == _INTEL:
+            pci_class = _read(os.path.join(device, "class"), 64).strip()
+            if pci_class.startswith("0x03"):
+                lines.append(f"{address} {pci_class} {pci_id}")
+        else:
+            lines.append(f"{address} {vendor} {pci_id}")
+    return lines

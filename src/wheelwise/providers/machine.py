@@ -8,9 +8,9 @@ namespace the metadata uses is answered by exactly one source, in this order:
 1. ``--system FILE``: the user's description of the target machine. With one, this
    machine is never detected and no plugin runs: a namespace the file does not list
    is unsupported, unless step 3 answers it;
-2. a built-in provider (nvidia, amd, x86_64, aarch64), for its own namespace: static
-   properties that the metadata claims for such a namespace are ignored (with a
-   note), so that metadata cannot claim a GPU the machine lacks;
+2. a built-in provider (nvidia, amd, intel, ascend, tpu, x86_64, aarch64), for its own
+   namespace: static properties that the metadata claims for such a namespace are
+   ignored (with a note), so that metadata cannot claim a GPU the machine lacks;
 3. the metadata's static properties: ahead-of-time namespaces, used as listed;
 4. a third-party plugin named by the metadata, only if trusted for exactly the
    requirement and ``plugin-api`` the metadata names (else the whole lookup

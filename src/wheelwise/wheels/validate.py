@@ -1,7 +1,7 @@
 """Check variant properties against the built-in providers' vocabulary.
 
 A property of a namespace that a built-in provider serves (``nvidia``, ``amd``,
-``x86_64``, ``aarch64``) must name a feature and value that provider knows, and a
+``intel``, ``x86_64``, ``aarch64``) must name a feature and value that provider knows, and a
 feature that is not multi-value may carry only one value. Namespaces without a
 built-in provider (third-party plugins) are accepted as they are.
 """
