@@ -77,12 +77,17 @@ def demo_house(directory: Path) -> None:
     )
 
 
-def machine(cpu: Path = K10, driver: str = "none", gpus: str | None = None) -> dict[str, str]:
+def machine(
+    cpu: Path = K10, driver: str = "none", gpus: str | None = None, intel: str = "none"
+) -> dict[str, str]:
     env = {
         "WHEELWISE_CPUINFO": str(cpu),
         "WHEELWISE_NVIDIA_DRIVER": driver,
         "WHEELWISE_AMD_ROCM": "none",
         "WHEELWISE_AMD_GFX": "none",
+        "WHEELWISE_INTEL_DEVICE_IP": intel,
+        "WHEELWISE_ASCEND_NPU_TYPE": "none",
+        "WHEELWISE_TPU_PRESENT": "none",
     }
     if gpus is not None:
         env["WHEELWISE_NVIDIA_GPUS"] = gpus
