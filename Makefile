@@ -76,8 +76,8 @@ demo-install: $(VENV)/.installed
 		--dry-run --system examples/machines/core2-no-gpu.json
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples tools
+	$(BIN)/ruff format --check src tests bench examples tools
 	$(BIN)/mypy
 
 # Every test, as CI runs it (.ci/run).

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,8 +155,8 @@ def test_local_folder_sdist_file_url_and_git(index: str, tmp_path: Path) -> None
     for module in ("alpha_proj", "beta_proj", "gamma", "delta", "cudart"):
         assert run_python(python, f"import {module}").returncode == 0, module
 
-    def direct(name: str, version: str) -> dict[str, object]:
-        loaded: dict[str, object] = json.loads(
+    def direct(name: str, version: str) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(
             (site / f"{name}-{version}.dist-info" / "direct_url.json").read_text()
         )
         return loaded
@@ -163,7 +164,7 @@ def test_local_folder_sdist_file_url_and_git(index: str, tmp_path: Path) -> None
     assert direct("alpha_proj", "0.1") == {"url": folder.as_uri(), "dir_info": {}}
     beta = direct("beta_proj", "0.2")
     assert beta["url"] == archive.as_uri()
-    assert set(beta["archive_info"]) == {"hash", "hashes"}  # type: ignore[arg-type]
+    assert set(beta["archive_info"]) == {"hash", "hashes"}
     assert direct("gamma", "0.3")["url"] == url_archive.as_uri()
     assert direct("delta", "0.4") == {
         "url": repo.as_uri(),
