@@ -35,6 +35,7 @@ through one, with one retry policy (:mod:`wheelwise.policy.retry`) and one hash 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
@@ -258,9 +259,13 @@ class _Output:
 
     def discard(self) -> None:
         if self.file is not None:
-            self.file.close()
+            # Closing flushes what is buffered: on a full disk that fails again, and
+            # the error being reported is the first one.
+            with contextlib.suppress(OSError):
+                self.file.close()
         if self.temp is not None:
-            self.temp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.temp.unlink(missing_ok=True)
 
 
 class _Fetcher:
