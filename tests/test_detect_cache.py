@@ -6,6 +6,7 @@ import ast
 import importlib
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -311,3 +312,18 @@ def test_unwritable_cache_is_skipped(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     monkeypatch.setenv("WHEELWISE_CACHE_DIR", str(blocker / "cache"))
     cache.store("fp", "{}")  # must not raise
     assert cache.load("fp") is None
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_detect_imports_neither_typing_nor_dataclasses(tmp_path: Path, warm: bool) -> None:
+    """Start-up time is a feature (docs/architecture.md): the modules `wheelwise
+    detect --json` runs, cold or warm, import neither (each costs milliseconds)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WHEELWISE_")}
+    env["WHEELWISE_CACHE_DIR"] = str(tmp_path)
+    argv = [sys.executable, "-X", "importtime", "-m", "wheelwise", "detect", "--json"]
+    if warm:
+        subprocess.run(argv, env=env, capture_output=True, check=True)
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
+    assert "typing" not in imported
+    assert "dataclasses" not in imported
