@@ -22,7 +22,14 @@ from pathlib import Path
 
 from wheelwise.cachedir import user_cache_dir
 
-__all__ = ["clear_stale", "make_scratch", "new_scratch_folder", "process_alive", "scratch_root"]
+__all__ = [
+    "LazyScratch",
+    "clear_stale",
+    "make_scratch",
+    "new_scratch_folder",
+    "process_alive",
+    "scratch_root",
+]
 
 _NAME = re.compile(r"[a-z]+-(\d+)-([0-9a-f]{8})-.+")
 
@@ -77,3 +84,25 @@ def make_scratch(kind: str, cache_dir: Path | None = None) -> tempfile.Temporary
         return tempfile.TemporaryDirectory(prefix=f"{kind}-{os.getpid()}-{_host()}-", dir=root)
     except OSError:
         return tempfile.TemporaryDirectory(prefix=f"wheelwise-{kind}-")
+
+
+class LazyScratch:
+    """A scratch folder (:func:`make_scratch`) made the first time :attr:`path` is
+    asked for, and removed by :meth:`close`: most installs build nothing, and need
+    none."""
+
+    def __init__(self, kind: str, cache_dir: Path | None = None) -> None:
+        self.kind = kind
+        self.cache_dir = cache_dir
+        self._made: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def path(self) -> Path:
+        if self._made is None:
+            self._made = make_scratch(self.kind, self.cache_dir)
+        return Path(self._made.name).absolute()
+
+    def close(self) -> None:
+        if self._made is not None:
+            self._made.cleanup()
+            self._made = None

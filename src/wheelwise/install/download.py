@@ -101,7 +101,7 @@ def run_download(
         builder = (
             None
             if env is None
-            else source_builder(options, env, Path(scratch), cache_root, kept is not None)
+            else source_builder(options, env, lambda: Path(scratch), cache_root, kept is not None)
         )
         fetcher = Fetcher(
             client.http_source,

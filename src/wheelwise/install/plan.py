@@ -27,7 +27,7 @@ import dataclasses
 import functools
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -35,7 +35,7 @@ from packaging.utils import canonicalize_version, parse_sdist_filename
 
 from wheelwise import __version__
 from wheelwise.cache.built_wheels import BuiltWheels
-from wheelwise.cache.scratch import make_scratch
+from wheelwise.cache.scratch import LazyScratch, make_scratch
 from wheelwise.cache.stores import ContentCache
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
 from wheelwise.client.index_client import IndexFile, IndexSource, local_path
@@ -197,11 +197,11 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             if query is not None
             else TargetEnvironment.start_query(options.python or sys.executable)
         )
-        scratch = Path(stack.enter_context(make_scratch("build", options.cache_dir)))
-        # Wheels of direct references: the first source, listed once they are built.
-        local = scratch / "wheels"
-        local.mkdir()
-        if references:
+        # Made only for a build or a direct reference: most installs need none.
+        scratch = stack.enter_context(contextlib.closing(LazyScratch("build", options.cache_dir)))
+        if references:  # their wheels: the first source, listed once they are built
+            local = scratch.path / "wheels"
+            local.mkdir()
             sources = [IndexSource.find_links(local), *sources]
         client = stack.enter_context(index_client(options, cache_root, kept))
         lookahead = stack.enter_context(Lookahead(sources, client))
@@ -220,11 +220,11 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             unpacked=kept.unpacked if kept is not None else None,
             in_memory=IN_MEMORY_DOWNLOADS,
         )
-        builder = source_builder(options, env, scratch, cache_root, kept is not None)
+        builder = source_builder(options, env, lambda: scratch.path, cache_root, kept is not None)
         direct_urls: dict[str, str] = {}
         if references:
             prepared = prepare_references(
-                references, builder=builder, fetcher=fetcher, folder=local, scratch=scratch
+                references, builder=builder, fetcher=fetcher, folder=local, scratch=scratch.path
             )
             requirements = [*(one.requirement for one in prepared), *requirements]
             direct_urls = {one.name: one.direct_url for one in prepared}
@@ -295,10 +295,14 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
 
 
 def source_builder(
-    options: InstallOptions, env: TargetEnvironment, scratch: Path, cache_root: Path, keep: bool
+    options: InstallOptions,
+    env: TargetEnvironment,
+    scratch: Callable[[], Path],
+    cache_root: Path,
+    keep: bool,
 ) -> SourceBuilder:
-    """The builder of *options*' install into *env*: built files in *scratch*, kept in
-    the cache under *cache_root* with *keep*."""
+    """The builder of *options*' install into *env*: built files in the folder
+    *scratch* gives, kept in the cache under *cache_root* with *keep*."""
     return SourceBuilder(
         env,
         scratch,

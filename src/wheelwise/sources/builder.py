@@ -60,18 +60,19 @@ def built_name(wheel: Path) -> tuple[NormalizedName, Version]:
 
 
 class SourceBuilder:
-    """Builds wheels for *env*, the install's target; built files go into *folder*
-    (the run's scratch), and wheels built from sdists with a known hash are kept in
-    *store* (None: ``--no-cache``). *install* puts build requirements into an
-    isolated build environment (with *isolation*); *machine* describes what the
-    machine was taken to support (part of the cache key); *chain* names the
-    projects whose builds this install serves. *told* hears one line as each build
-    starts (a build may take minutes), *output* each line a backend prints."""
+    """Builds wheels for *env*, the install's target. Built files go into the folder
+    *scratch* gives (the run's scratch, made when first asked for); wheels built from
+    sdists with a known hash are kept in *store* (None: ``--no-cache``). *install*
+    puts build requirements into an isolated build environment (with *isolation*);
+    *machine* describes what the machine was taken to support (part of the cache
+    key); *chain* names the projects whose builds this install serves. *told* hears
+    one line as each build starts (a build may take minutes), *output* each line a
+    backend prints."""
 
     def __init__(
         self,
         env: TargetEnvironment,
-        folder: Path,
+        scratch: Callable[[], Path],
         store: BuiltWheels | None,
         *,
         install: InstallRequirements,
@@ -82,7 +83,7 @@ class SourceBuilder:
         output: Callable[[str], None] | None = None,
     ) -> None:
         self.env = env
-        self.folder = folder.absolute()  # backends run in the source folder
+        self._scratch = scratch
         self.store = store
         self.install = install
         self.isolation = isolation
@@ -92,6 +93,12 @@ class SourceBuilder:
         self.told = told
         self.output = output
         self._count = itertools.count(1)
+
+    @property
+    def folder(self) -> Path:
+        """The run's scratch folder (made when first needed; absolute: backends run
+        in the source folder)."""
+        return self._scratch().absolute()
 
     def _new_folder(self, kind: str) -> Path:
         folder = self.folder / f"{kind}-{next(self._count)}"
