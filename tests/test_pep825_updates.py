@@ -101,19 +101,15 @@ def test_an_installer_ignores_them_on_the_link(tmp_path: Path, given: dict[str, 
     assert installed_variant(python) == "'v3'"
 
 
-@pytest.mark.parametrize("with_file", [True, False], ids=["variants-json", "wheels-only"])
-def test_a_variants_json_in_a_find_links_folder_is_used(tmp_path: Path, with_file: bool) -> None:
-    """python/peps#5100: a ``*-variants.json`` may also sit in a find-links folder (or
-    another source that is not an index). Here the folder's file gives label v4 the
-    property ``level :: v5``, which this v4 machine lacks, where the v4 wheel's own
-    ``variant.json`` says ``v4``: read, the file makes the machine get v3; without
-    it, v4."""
+def _install_from_links(tmp_path: Path, variants: bytes | None) -> tuple[str, str]:
+    """vpkg's v3 and v4 wheels (and *variants* as ``vpkg-1.0-variants.json``, if
+    given) in a find-links folder, installed for a v4 machine with an empty index:
+    (the installed variant, stderr)."""
     folder = tmp_path / "links"
     vpkg_wheel(folder, label="v3")
     vpkg_wheel(folder, label="v4")
-    if with_file:
-        document = variants_document({"v3": level("v3"), "v4": level("v5")})
-        (folder / "vpkg-1.0-variants.json").write_bytes(document)
+    if variants is not None:
+        (folder / "vpkg-1.0-variants.json").write_bytes(variants)
     (tmp_path / "empty").mkdir()
     python = make_venv(tmp_path / "venv")
     code, _, err = install_with_system(
@@ -126,4 +122,32 @@ def test_a_variants_json_in_a_find_links_folder_is_used(tmp_path: Path, with_fil
         levels=["v4", "v3"],
     )
     assert code == 0, err
-    assert installed_variant(python) == ("'v3'" if with_file else "'v4'")
+    return installed_variant(python), err
+
+
+@pytest.mark.parametrize("with_file", [True, False], ids=["variants-json", "wheels-only"])
+def test_a_variants_json_in_a_find_links_folder_is_used(tmp_path: Path, with_file: bool) -> None:
+    """python/peps#5100: a ``*-variants.json`` may also sit in a find-links folder (or
+    another source that is not an index). Here the folder's file gives label v4 the
+    property ``level :: v5``, which this v4 machine lacks, where the v4 wheel's own
+    ``variant.json`` says ``v4``: read, the file makes the machine get v3; without
+    it, v4."""
+    document = variants_document({"v3": level("v3"), "v4": level("v5")})
+    installed, _ = _install_from_links(tmp_path, document if with_file else None)
+    assert installed == ("'v3'" if with_file else "'v4'")
+
+
+def test_a_wheel_the_variants_json_does_not_list_is_incompatible_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """PEP 825, "Suggested implementation logic": "If any of the labels present in
+    wheel filenames are missing from it, assume that the respective wheels are
+    incompatible." The file may lag behind a newly uploaded build (it "MAY be updated
+    ... e.g. when adding a new variant"), so the v4 wheel here, which this v4 machine
+    would prefer, is passed over for v3, and the output names the label and the file."""
+    installed, err = _install_from_links(tmp_path, variants_document({"v3": level("v3")}))
+    assert installed == "'v3'"
+    [warning] = [line for line in err.splitlines() if "does not list" in line]
+    assert "vpkg-1.0-variants.json" in warning, warning
+    assert "'v4'" in warning, warning
+    assert "incompatible" in warning

@@ -249,9 +249,14 @@ def test_published_variable(tmp_path: Path) -> None:
     variable = "INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP"
     assert report(tmp_path, {variable: "12.60.7"}).features == {"device_ip": ("12.60.7",)}
     assert report(tmp_path, {variable: "30.0.4"}).features == {"device_ip": ("30.0.4",)}
+    # As the published plugin, the forced value alone: no base IP added (PTL-U's
+    # base is 30.0.4, an A380's 12.55.8); WHEELWISE_INTEL_DEVICE_IP adds them.
     forced = report(tmp_path, {variable: "30.1.0"})
-    assert forced.features == {"device_ip": ("30.1.0", "30.0.4")}
+    assert forced.features == {"device_ip": ("30.1.0",)}
     assert forced.source == variable
+    assert report(tmp_path, {variable: "12.56.5"}).features == {"device_ip": ("12.56.5",)}
+    simulated = report(tmp_path, {"WHEELWISE_INTEL_DEVICE_IP": "12.56.5"})
+    assert simulated.features == {"device_ip": ("12.56.5", "12.55.8")}
 
 
 def test_wheelwise_variable_wins(tmp_path: Path) -> None:

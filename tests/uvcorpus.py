@@ -42,6 +42,23 @@ _X86_64 = """\
 requires = ["x86-64-variant-provider>=0.0.1,<1.0.0"]
 plugin-api = "x86_64_variant_provider"
 """
+# Accelerators beside NVIDIA GPUs, with the plugins that PyTorch 2.10 (intel),
+# the Huawei provider (ascend) and uv (tpu) name.
+_INTEL = """\
+[variant.providers.intel]
+requires = ["intel-variant-provider>=0.0.3,<1.0.0"]
+plugin-api = "intel_variant_provider.plugin:IntelVariantPlugin"
+"""
+_ASCEND = """\
+[variant.providers.ascend]
+requires = ["huawei-ascend-variant-provider>=0.0.1,<1.0.0"]
+plugin-api = "huawei_ascend_variant_provider.plugin:AscendVariantPlugin"
+"""
+_TPU = """\
+[variant.providers.tpu]
+requires = ["tpu-variant-provider>=0.0.1,<1.0.0"]
+plugin-api = "tpu_variant_provider.plugin:TpuVariantPlugin"
+"""
 # PyTorch 2.10's tie-breaker between CUDA builds: an ahead-of-time namespace.
 _PRIORITY = """\
 [variant.providers.priority]
@@ -68,6 +85,9 @@ NVIDIA_OPTIONAL = _project(["nvidia"], _NVIDIA + "optional = true\n")
 NVIDIA_PRIORITY = _project(["nvidia", "priority"], _NVIDIA, _PRIORITY)
 PRIORITY_ONLY = _project(["priority"], _PRIORITY)
 X86_64_ONLY = _project(["x86_64"], _X86_64)
+INTEL_ONLY = _project(["intel"], _INTEL)
+ASCEND_ONLY = _project(["ascend"], _ASCEND)
+TPU_ONLY = _project(["tpu"], _TPU)
 NVIDIA_X86_64 = _project(["nvidia", "x86_64"], _NVIDIA, _X86_64)
 X86_64_NVIDIA = _project(["x86_64", "nvidia"], _X86_64, _NVIDIA)
 
@@ -90,6 +110,10 @@ def cuda(build: tuple[str, str], *extra: str) -> tuple[str, ...]:
     props = [f"nvidia :: cuda_version_lower_bound :: {lower}"]
     props += [f"nvidia :: sm_arch :: {arch}" for arch in archs.split(",")]
     return (*props, *extra)
+
+
+# PyTorch 2.10's xpu build: the Intel GPU IPs it was compiled for.
+XPU_IPS = ("12.55.8", "12.60.7", "12.71.4", "12.74.4", "20.1.0", "20.4.4", "30.0.4", "30.1.0")
 
 
 def x86_64(level: str) -> str:
@@ -226,6 +250,28 @@ PACKAGES: tuple[Package, ...] = (
     ),
 )
 
+# Packages for accelerators other than NVIDIA GPUs, tried on ACCELERATOR_MACHINES.
+ACCELERATOR_PACKAGES: tuple[Package, ...] = (
+    Package(
+        "uvc_intel_xpu",
+        INTEL_ONLY,
+        (("xpu", tuple(f"intel :: device_ip :: {ip}" for ip in XPU_IPS)), (NULL, ())),
+        fallback=False,
+    ),
+    Package(
+        "uvc_ascend",
+        ASCEND_ONLY,
+        (("a2", ("ascend :: npu_type :: 910b",)), (NULL, ())),
+        fallback=False,
+    ),
+    Package(
+        "uvc_tpu",
+        TPU_ONLY,
+        (("tpu", ("tpu :: present :: true",)), ("cpu", ("tpu :: present :: false",))),
+    ),
+)
+ACCELERATORS = tuple(p.name for p in ACCELERATOR_PACKAGES)
+
 # Packages every installer can read: installed together, per machine.
 ENABLE_IF_PACKAGE = "uvc_enable_if"
 INSTALLED_TOGETHER = tuple(p.name for p in PACKAGES if p.name != ENABLE_IF_PACKAGE)
@@ -245,10 +291,31 @@ MACHINES: Mapping[str, tuple[str, str | None]] = {
 }
 
 
+# Machines with another accelerator (and no NVIDIA driver), each simulated through the
+# published provider's variable (uv's, for tpu): Arc A770, Ascend 910B3, a TPU host.
+ACCELERATOR_MACHINES: Mapping[str, Mapping[str, str]] = {
+    "no_accelerator": {},
+    "intel_a770": {"INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP": "12.55.8"},
+    "ascend_910b3": {"ASCEND_VARIANT_PROVIDER_FORCE_NPU_TYPE": "910b"},
+    "tpu": {"TPU_VARIANT_PROVIDER_FORCE_PRESENT": "1"},
+}
+# None of this host's accelerators: what an installer sees unless the machine says.
+_NO_ACCELERATOR = {
+    "INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP": "none",
+    "ASCEND_VARIANT_PROVIDER_FORCE_NPU_TYPE": "none",
+    "TPU_VARIANT_PROVIDER_FORCE_PRESENT": "0",
+}
+
+
 def machine_env(machine: str) -> dict[str, str]:
-    """The NVIDIA reference provider's variables for *machine*."""
+    """The reference providers' variables for *machine* (of MACHINES or
+    ACCELERATOR_MACHINES)."""
+    if machine in ACCELERATOR_MACHINES:
+        return {"NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": "none"} | (
+            _NO_ACCELERATOR | dict(ACCELERATOR_MACHINES[machine])
+        )
     driver, gpu = MACHINES[machine]
-    env = {"NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": driver}
+    env = {"NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": driver} | _NO_ACCELERATOR
     if gpu is not None:
         env["NV_VARIANT_PROVIDER_FORCE_SM_ARCH"] = gpu
     return env
@@ -259,7 +326,7 @@ def build_wheels(directory: Path) -> Path:
     plain_dir, wheels = directory / "plain", directory / "wheels"
     plain_dir.mkdir(parents=True)
     wheels.mkdir()
-    for package in PACKAGES:
+    for package in (*PACKAGES, *ACCELERATOR_PACKAGES):
         project = read_pyproject_variant(package.project, source=f"{package.name} pyproject")
         plain = make_wheel(
             plain_dir,

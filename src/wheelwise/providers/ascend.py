@@ -63,18 +63,19 @@ DAVINCI_MANAGER = "davinci_manager"
 PCI_DEVICES = "/sys/bus/pci/devices"
 
 _NONE = "none"
-_INDEX_RE = re.compile(r"\d+")
+# Patterns, not compiled ones: re compiles them on first use, which detection on a
+# machine without an NPU never reaches.
 # An npu-smi chip name: digits then letters, digits, '_' or '-' ("910B3", "310P3",
 # "910_9391", "910PremiumA"), optionally after "Ascend" ("Ascend910").
-_NAME_RE = re.compile(r"(?:ascend)?(\d+[a-z0-9_-]*)", re.IGNORECASE)
-_FAMILY_RE = re.compile(r"(\d+[a-z]+)\d*")
+_NAME_PATTERN = r"(?i:ascend)?(\d+[a-zA-Z0-9_-]*)"
+_FAMILY_PATTERN = r"(\d+[a-z]+)\d*"
 
 
 def normalize_npu_type(name: str) -> str:
     """``"Ascend910B3"`` / ``"910B3"`` → ``"910b"``; ``"310P3"`` → ``"310p"``;
     ``"Ascend910"`` / ``"910_9391"`` → ``"910c"``. Raises ValueError for anything
     that is not a chip name."""
-    match = _NAME_RE.fullmatch(name.strip())
+    match = re.fullmatch(_NAME_PATTERN, name.strip())
     if not match:
         raise ValueError(f"{name.strip()[:40]!r} is not an Ascend chip name")
     chip = match.group(1).lower()
@@ -82,7 +83,7 @@ def normalize_npu_type(name: str) -> str:
         return "910c"
     if chip.startswith("950"):
         return "950"
-    family = _FAMILY_RE.match(chip)
+    family = re.match(_FAMILY_PATTERN, chip)
     if family is None:
         if chip in _KNOWN:
             return chip
@@ -104,7 +105,7 @@ def parse_npu_smi(text: str) -> list[str]:
             continue
         cells = line.strip("|").split("|")
         words = cells[0].split()
-        if len(words) < 2 or not _INDEX_RE.fullmatch(words[0]):
+        if len(words) < 2 or not (words[0].isascii() and words[0].isdigit()):
             continue
         name = words[1]
         if name.isdigit():

@@ -29,7 +29,8 @@ from wheelwise.providers.base import (
 from wheelwise.providers.pci_ids import parse_sysfs_hex, read_id_file
 
 DEVICE_IP = "device_ip"
-DEVICE_IP_VARIABLES = ("WHEELWISE_INTEL_DEVICE_IP", "INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP")
+PUBLISHED_VARIABLE = "INTEL_VARIANT_PROVIDER_FORCE_DEVICE_IP"
+DEVICE_IP_VARIABLES = ("WHEELWISE_INTEL_DEVICE_IP", PUBLISHED_VARIABLE)
 PCI_DEVICES = "/sys/bus/pci/devices"
 INTEL_VENDOR = 0x8086
 DISPLAY_CLASS = 0x03  # PCI base class "display controller": VGA, 3D, other display
@@ -123,7 +124,8 @@ MAX_PCI_DEVICES = 4096
 _ARCHITECTURE_MAX = (1 << 10) - 1
 _RELEASE_MAX = (1 << 8) - 1
 _REVISION_MAX = (1 << 6) - 1
-_IP_RE = re.compile(r"([0-9]{1,4})\.([0-9]{1,3})\.([0-9]{1,2})")
+# A pattern, not a compiled one: compiled by re on first use, off the detection path.
+_IP_PATTERN = r"([0-9]{1,4})\.([0-9]{1,3})\.([0-9]{1,2})"
 _NONE = "none"
 
 
@@ -131,7 +133,7 @@ def parse_device_ip(text: str) -> str:
     """``"12.55.8"`` → ``"12.55.8"`` (leading zeros dropped: ``"12.055.08"`` is the
     same IP). Raises ValueError unless *text* is ``ARCHITECTURE.RELEASE.REVISION``
     within the widths of a device IP (10, 8 and 6 bits)."""
-    match = _IP_RE.fullmatch(text.strip())
+    match = re.fullmatch(_IP_PATTERN, text.strip())
     if not match:
         raise ValueError(f"{text.strip()[:40]!r} is not a device IP such as 12.55.8")
     architecture, release, revision = (int(part) for part in match.groups())
@@ -216,7 +218,10 @@ class IntelProvider(BuiltinProvider):
             ips = parse_device_ip_override(variable, text)
             if not ips:
                 raise ProviderUnavailable(f"no Intel GPU ({variable}={text})", variable)
-            return self._answer([(ip, "") for ip in ips], variable, [])
+            # The published variable means what the published plugin makes of it,
+            # the forced IPs alone; wheelwise's own simulates a machine with them.
+            alone = variable == PUBLISHED_VARIABLE
+            return self._answer([(ip, "") for ip in ips], variable, [], with_base=not alone)
         devices, notes, listed = self.scan()
         if not devices:
             reason = (
@@ -243,8 +248,16 @@ class IntelProvider(BuiltinProvider):
             )
         return self._answer(found, self.pci_devices, notes)
 
-    def _answer(self, found: Sequence[tuple[str, str]], source: str, notes: list[str]) -> Probe:
-        """The probe for *found*: (IP, where it was found or "") per GPU, in order."""
+    def _answer(
+        self,
+        found: Sequence[tuple[str, str]],
+        source: str,
+        notes: list[str],
+        *,
+        with_base: bool = True,
+    ) -> Probe:
+        """The probe for *found*: (IP, where it was found or "") per GPU, in order,
+        each followed by its base IP when *with_base*."""
         values: dict[str, None] = {}
         shown: dict[str, None] = {}
         unknown: dict[str, None] = {}
@@ -252,7 +265,7 @@ class IntelProvider(BuiltinProvider):
             if ip not in _KNOWN_IPS:
                 unknown[ip] = None
                 continue
-            values.update(dict.fromkeys(compatible_ips(ip)))
+            values.update(dict.fromkeys(compatible_ips(ip) if with_base else (ip,)))
             about = ", ".join(part for part in (platform_name(ip), where) if part)
             shown[f"{ip} ({about})" if about else ip] = None
         if unknown:

@@ -5,7 +5,6 @@ PCI bus (intel, ascend, tpu) share."""
 from __future__ import annotations
 
 import os
-import re
 
 __all__ = ["MAX_PCI_DEVICES", "devices_of", "parse_sysfs_hex", "read_id_file"]
 
@@ -14,17 +13,18 @@ MAX_PCI_DEVICES = 4096
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _READ_LIMIT = 64
-_HEX_RE = re.compile(r"0[xX]([0-9a-fA-F]{1,8})")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def parse_sysfs_hex(text: str, bits: int = 16) -> int:
     """A sysfs PCI id file (``"0x8086\\n"``) -> its value. Raises ValueError when the
     text is not one hexadecimal number that fits in *bits* bits (16 for a vendor or
     device id, 24 for a class)."""
-    match = _HEX_RE.fullmatch(text.strip())
-    if not match:
-        raise ValueError(f"unexpected content {text.strip()[:40]!r}")
-    value = int(match.group(1), 16)
+    stripped = text.strip()
+    digits = stripped[2:]
+    if stripped[:2] not in ("0x", "0X") or not 1 <= len(digits) <= 8 or set(digits) - _HEX_DIGITS:
+        raise ValueError(f"unexpected content {stripped[:40]!r}")
+    value = int(digits, 16)
     if value >> bits:
         raise ValueError(f"{text.strip()[:40]!r} does not fit in {bits} bits")
     return value

@@ -430,11 +430,40 @@ class IndexFinder:
                 self.warn(f"{exc.message}; reading each variant wheel's own variant.json instead")
             else:
                 release.variant_source = listed.url
+                self._warn_unlisted(release, variant_files, metadata, listed.filename)
                 return metadata
         merged = self._metadata_from_wheels(release, variant_files)
         if merged is not None:
             release.variant_source = WHEELS_METADATA
         return merged
+
+    def _warn_unlisted(
+        self,
+        release: IndexRelease,
+        variant_files: Sequence[WheelFile],
+        metadata: VariantMetadata,
+        document: str,
+    ) -> None:
+        """Warn of variant wheels whose label *document* lacks: PEP 825 has them
+        treated as incompatible (the selection says so too), and a publisher who
+        added a build without regenerating the file wants to know."""
+        unlisted = sorted(
+            {
+                label
+                for f in variant_files
+                if (label := f.filename.variant_label) is not None
+                and label not in metadata.variants
+            }
+        )
+        if unlisted:
+            names = ", ".join(repr(label) for label in unlisted[:5])
+            more = f" and {len(unlisted) - 5} more" if len(unlisted) > 5 else ""
+            self.warn(
+                f"{release.listing.name} {release.version}: {document} does not list the "
+                f"variant label(s) {names}{more} of its wheels; those wheels are treated as "
+                "incompatible (PEP 825). The index should publish a variants.json that "
+                "lists every variant wheel"
+            )
 
     def _metadata_from_wheels(
         self, release: IndexRelease, variant_files: Sequence[WheelFile]
