@@ -137,9 +137,10 @@ import wheelwise.install.parallel  # noqa: E402
 import wheelwise.install.unpack  # noqa: E402
 
 wheelwise.install.parallel.STRATEGY = os.environ.get("KILL_STRATEGY", "serial")
-# Every unpacked wheel of two files or more is placed by several threads, as a big
-# one is: a kill lands wherever they are.
+# Every unpacked wheel of two files (or folders of one depth) or more is placed by
+# several threads, as a big one is: a kill lands wherever they are.
 wheelwise.install.unpack._THREADED_LINKS = 2
+wheelwise.install.unpack._THREADED_DIRS = 2
 # KILL_STREAM_UNPACK_FROM=0: every wheel is unpacked into the cache as it downloads,
 # as a big one is (none fits the memory budget, either), so kills land while its
 # members arrive.

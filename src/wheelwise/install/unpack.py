@@ -26,7 +26,6 @@ import stat
 import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, cast
 
@@ -67,6 +66,9 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0
 # Placing the files of an unpacked wheel: threads from this many files on.
 _THREADED_LINKS = 512
 _LINK_THREADS = 4
+# Folders of one depth made by threads from this many on: a thread costs about as much
+# as a few ``mkdir`` calls.
+_THREADED_DIRS = 16
 
 
 class Cancelled(Exception):
@@ -152,11 +154,7 @@ class Journal:
 
         for depth in sorted(levels):
             folders = sorted(levels[depth])
-            if workers > 1 and len(folders) > 1:
-                with ThreadPoolExecutor(workers) as pool:
-                    made = list(pool.map(make, folders))
-            else:
-                made = [make(folder) for folder in folders]
+            made = _in_threads(make, folders, workers if len(folders) >= _THREADED_DIRS else 1)
             for folder, new in zip(folders, made, strict=True):
                 if new:
                     self.note_dir(folder)
@@ -612,3 +610,30 @@ def install_source(
     if placed is not None:
         destination.place_all(*placed)
     installer.install(source, destination, additional_metadata=dict(metadata))
+
+
+def _in_threads(work: Callable[[str], bool], items: Sequence[str], workers: int) -> list[bool]:
+    """``[work(item) for item in items]``, by *workers* threads each taking a run of
+    neighbouring items (siblings stay in one thread); an exception is raised after
+    every thread has stopped. A plain thread per run, not a pool's future per item:
+    per item, a future costs as much as the ``mkdir`` it would wrap."""
+    if workers <= 1:
+        return [work(item) for item in items]
+    bounds = [len(items) * index // workers for index in range(workers + 1)]
+    results: list[list[bool]] = [[] for _ in range(workers)]
+    errors: list[BaseException] = []
+
+    def run(index: int) -> None:
+        try:
+            results[index] = [work(item) for item in items[bounds[index] : bounds[index + 1]]]
+        except BaseException as exc:  # raised by the caller's thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return [made for share in results for made in share]
