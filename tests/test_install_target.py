@@ -79,6 +79,10 @@ def test_places_what_pip_places(tmp_path: Path, wheels: Path, flag: str) -> None
         ours
     )
     assert _files(python.parent.parent) == site_before  # the environment is untouched
+    if flag == "--target":
+        # Nothing of wheelwise's own among the packages (its lock and journal are in
+        # the cache): the folder holds what pip's does.
+        assert not [path.name for path in ours.iterdir() if path.name.startswith(".")]
     # The script runs the target's interpreter, and finds the package on PYTHONPATH.
     script = (ours / "bin" / "alpha-cli").read_text().splitlines()[0]
     assert script == f"#!{python}"

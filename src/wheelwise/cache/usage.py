@@ -35,7 +35,7 @@ KINDS = (
     Kind("plugins", "plugins", "environments of third-party provider plugins"),
     Kind("detection", "detect.cache", "the providers' answers for this machine"),
     Kind("proxy", "proxy", "wheelwise proxy: pages, metadata and rewritten wheels"),
-    Kind("environments", "environments", "locks and journals of read-only environments"),
+    Kind("environments", "environments", "locks, journals of read-only and --target environments"),
     Kind("scratch", "scratch", "folders of runs in progress, or left by killed ones"),
 )
 

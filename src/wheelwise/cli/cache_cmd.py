@@ -120,7 +120,7 @@ def cache_verify(remove: bool) -> None:
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 def cache_clean(names: tuple[str, ...]) -> None:
     """Remove what the cache holds; with NAMEs, only those projects' wheels,
-    unpacked wheels and metadata files. The journals of read-only environments
+    unpacked wheels and metadata files. The journals of read-only and --target environments
     and the scratch folders of runs still going are kept."""
     from wheelwise.cache.cleanup import clean
 

@@ -472,6 +472,12 @@ class TargetEnvironment:
         return self.externally_managed is not None
 
     @property
+    def packages_at_root(self) -> bool:
+        """Whether packages sit at the top of :attr:`prefix` (pip's ``--target``):
+        a file of wheelwise's own there would sit among them."""
+        return self.purelib == self.prefix
+
+    @property
     def script_kind(self) -> LauncherKind:
         """installer's launcher kind for this target."""
         if self.markers.get("sys_platform") != "win32":

@@ -86,13 +86,20 @@ def _writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK)
 
 
-def state_paths(prefix: Path) -> StatePaths:
+def state_paths(prefix: Path, *, in_root: bool = True) -> StatePaths:
     """The environment's root (as uv keeps ``.lock`` there), outside the folders an
-    install changes; a folder in the cache when the root is not writable."""
+    install changes; a folder in the cache when the root is not writable, or not
+    *in_root* (a ``--target`` folder, whose root holds the packages) and the cache
+    can be written."""
     preferred, fallback = candidate_paths(prefix)
-    if _writable(prefix):
+    if in_root and _writable(prefix):
         return preferred
-    fallback.lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fallback.lock.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        if in_root or not _writable(prefix):
+            raise
+        return preferred
     return fallback
 
 

@@ -327,7 +327,7 @@ def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[Veri
 
 def _locked(env: TargetEnvironment, timeout: float) -> tuple[filelock.BaseFileLock, StatePaths]:
     try:
-        paths = state_paths(env.prefix)
+        paths = state_paths(env.prefix, in_root=not env.packages_at_root)
         lock = filelock.FileLock(str(paths.lock), timeout=timeout)
         lock.acquire()
     except filelock.Timeout:
