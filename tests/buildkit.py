@@ -137,8 +137,9 @@ def project(
     return folder
 
 
-def sdist(tree: Path, out: Path, name: str, version: str) -> Path:
-    """*tree* as ``{name}-{version}.tar.gz`` in *out*, with a PKG-INFO."""
+def sdist(tree: Path, out: Path, name: str, version: str, *, pkg_info: str = "") -> Path:
+    """*tree* as ``{name}-{version}.tar.gz`` in *out*, with a PKG-INFO (*pkg_info*:
+    more of its header lines, each ending in a newline)."""
     out.mkdir(parents=True, exist_ok=True)
     top = f"{name.replace('-', '_')}-{version}"
     path = out / f"{top}.tar.gz"
@@ -146,7 +147,7 @@ def sdist(tree: Path, out: Path, name: str, version: str) -> Path:
         for file in sorted(tree.rglob("*")):
             if file.is_file():
                 tar.add(file, arcname=f"{top}/{file.relative_to(tree).as_posix()}")
-        info = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+        info = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{pkg_info}".encode()
         member = tarfile.TarInfo(f"{top}/PKG-INFO")
         member.size = len(info)
         tar.addfile(member, io.BytesIO(info))

@@ -25,7 +25,7 @@ from wheelwise import forked_map
 from wheelwise.cli.app import cli
 from wheelwise.publish import distfiles, static, swap
 from wheelwise.publish.errors import IndexBuildError
-from wheelwise.publish.static import STATE_FILE, build_site
+from wheelwise.publish.static import STATE_FILE, STATE_FORMAT, build_site
 from wheelwise.userfiles import read_regular_exactly
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.variants.metadata import VariantMetadata
@@ -666,7 +666,15 @@ def test_corrupt_state_means_a_full_rebuild(wheels: Path, site: Path) -> None:
     (site / STATE_FILE).write_text("{not json")
     report = build_site(wheels, site)
     assert report.read == 7
-    assert json.loads((site / STATE_FILE).read_bytes())["format"] == 1
+    assert json.loads((site / STATE_FILE).read_bytes())["format"] == STATE_FORMAT
+
+
+def test_a_state_of_an_older_format_means_a_full_rebuild(wheels: Path, site: Path) -> None:
+    """Format 1 states hold sdists read without their PKG-INFO: read them again."""
+    state = json.loads((site / STATE_FILE).read_bytes())
+    state["format"] = 1
+    (site / STATE_FILE).write_text(json.dumps(state))
+    assert build_site(wheels, site).read == 7
 
 
 def test_site_is_world_readable(site: Path) -> None:

@@ -4,7 +4,8 @@ A wheel is read through :class:`~wheelwise.wheels.archive.WheelArchive`: the zip
 central directory, ``*.dist-info/METADATA`` and, for a variant wheel,
 ``*.dist-info/variant.json``; never the payload. The file itself is hashed
 (sha256) for the links. An sdist (``.tar.gz``) is listed from its name, once its
-member list shows it is one (:mod:`wheelwise.publish.filecheck`).
+member list shows it is one (:mod:`wheelwise.publish.filecheck`), with the
+``Requires-Python`` of its ``PKG-INFO``.
 
 What is read is kept in a :class:`DistFile`, a small value that the static builder
 stores in its state file, so that an unchanged file (same name, size and mtime)
@@ -20,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
     canonicalize_name,
@@ -195,7 +197,7 @@ def read_dist(path: Path, *, sha256: str | None = None) -> ReadDist:
             name, version = parse_sdist_filename(path.name)
         except (InvalidSdistFilename, InvalidVersion) as exc:
             raise NotADistribution(f"{path.name}: not an sdist filename ({exc})") from None
-        check_sdist(path)
+        pkg_info = check_sdist(path)
         dist = DistFile(
             filename=path.name,
             kind=SDIST,
@@ -204,6 +206,7 @@ def read_dist(path: Path, *, sha256: str | None = None) -> ReadDist:
             size=st.st_size,
             mtime_ns=st.st_mtime_ns,
             sha256=sha256 or sha256_file(path),
+            requires_python=sdist_requires_python(pkg_info),
         )
         return ReadDist(dist, None)
     if kind != WHEEL:
@@ -282,6 +285,20 @@ _FIELDS = frozenset({"name", "version", "requires-python"})
 def core_fields(metadata: bytes) -> dict[str, str]:
     """Name, Version and Requires-Python from the header block of a METADATA file."""
     return header_fields(metadata, _FIELDS)
+
+
+def sdist_requires_python(pkg_info: bytes | None) -> str | None:
+    """The Requires-Python of an sdist's PKG-INFO, as PyPI lists it on the sdist's
+    link; None without one, or with one that is no version specifier (an installer
+    would refuse it: better none than a wrong one)."""
+    if not pkg_info:
+        return None
+    text = core_fields(pkg_info).get("requires-python", "").strip()
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+    return text or None
 
 
 def check_core_metadata(where: str, filename: WheelFilename, metadata: bytes) -> str | None:

@@ -6,9 +6,9 @@
   folder of links into a store of files is a common layout).
 * An sdist that is not one: a ``.tar.gz`` must be a gzip'd tar whose members all
   sit under one top folder named as the file (``{name}-{version}/``), with a
-  ``PKG-INFO`` there, as the sdist format says. Only the member list is read (the
-  whole stream is inflated once, bounded against gzip bombs); nothing is
-  extracted. ``.zip`` sdists are not published at all (see
+  ``PKG-INFO`` there, as the sdist format says. Only the member list and the
+  ``PKG-INFO`` are read (the whole stream is inflated once, bounded against gzip
+  bombs); nothing is extracted. ``.zip`` sdists are not published at all (see
   :func:`~wheelwise.publish.distfiles.file_kind`).
 
 Both raise :class:`UnsafeFile`: ``index build`` fails naming the file, ``index
@@ -34,6 +34,9 @@ SDIST_SUFFIX = ".tar.gz"
 # Inflating past this many times the file's size (and past a floor) is a gzip bomb.
 MAX_SDIST_RATIO = 200
 SDIST_FLOOR_BYTES = 64 << 20
+# A PKG-INFO past this is not read (its description would be most of it): the sdist
+# is still published, without what the file says.
+MAX_PKG_INFO_BYTES = 4 << 20
 
 
 class UnsafeFile(ValueError, WheelwiseError):
@@ -93,9 +96,10 @@ def _member_problem(member: tarfile.TarInfo, top: str) -> str | None:
     return None
 
 
-def check_sdist(path: Path) -> None:
+def check_sdist(path: Path) -> bytes | None:
     """Refuse *path* (named ``{name}-{version}.tar.gz``) unless it is a gzip'd tar of
-    ``{name}-{version}/`` with a ``PKG-INFO``."""
+    ``{name}-{version}/`` with a ``PKG-INFO``; return that file (None when it is a
+    link or longer than :data:`MAX_PKG_INFO_BYTES`)."""
     filename = path.name
     top = filename.removesuffix(SDIST_SUFFIX)
     try:
@@ -104,6 +108,7 @@ def check_sdist(path: Path) -> None:
         raise UnsafeFile(f"{filename}: not an sdist filename ({exc})") from None
     fix = "publish the sdist that the build backend wrote (python -m build --sdist)"
     found_pkg_info = False
+    pkg_info: bytes | None = None
     with path.open("rb") as raw:  # OSError: the caller's (cannot read the file)
         limit = max(SDIST_FLOOR_BYTES, MAX_SDIST_RATIO * os.fstat(raw.fileno()).st_size)
         try:
@@ -115,7 +120,12 @@ def check_sdist(path: Path) -> None:
                     problem = _member_problem(member, top)
                     if problem is not None:
                         raise UnsafeFile(f"{filename}: {problem}; {fix}")
-                    found_pkg_info = found_pkg_info or member.name == f"{top}/PKG-INFO"
+                    if member.name != f"{top}/PKG-INFO" or found_pkg_info:
+                        continue
+                    found_pkg_info = True
+                    if member.isfile() and member.size <= MAX_PKG_INFO_BYTES:
+                        content = archive.extractfile(member)
+                        pkg_info = content.read() if content is not None else None
         except UnsafeFile:
             raise
         except (tarfile.TarError, OSError, EOFError, zlib.error, ValueError) as exc:
@@ -123,3 +133,4 @@ def check_sdist(path: Path) -> None:
             raise UnsafeFile(f"{filename}: not a gzip'd tar archive ({why}); {fix}") from None
     if not found_pkg_info:
         raise UnsafeFile(f"{filename}: no {top}/PKG-INFO, so not an sdist; {fix}")
+    return pkg_info

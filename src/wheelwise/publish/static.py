@@ -69,7 +69,8 @@ from wheelwise.untrusted_json import loads_json
 from wheelwise.userfiles import write_all
 
 STATE_FILE = ".wheelwise-index.json"
-STATE_FORMAT = 1
+# 2: sdists carry their PKG-INFO's Requires-Python; a state of 1 is read again.
+STATE_FORMAT = 2
 _ROOT_PAGE = (
     b"<!DOCTYPE html>\n<html>\n  <head><title>Simple index</title></head>\n  <body>\n"
     b'    <a href="simple/">simple/</a>\n  </body>\n</html>\n'
