@@ -80,3 +80,19 @@ def test_any_pkg_info_gives_a_specifier_or_none(data: bytes) -> None:
     if found is not None:
         SpecifierSet(found)
     assert sdist_requires_python(data) is None or isinstance(sdist_requires_python(data), str)
+
+
+def test_index_serve_puts_it_on_the_sdist_link(tmp_path: Path) -> None:
+    import httpx
+
+    from indexkit import uvicorn_thread
+    from wheelwise.publish.server import create_app
+
+    folder = tmp_path / "dists"
+    sdist(_tree(tmp_path), folder, "oldpy", "1.0", pkg_info="Requires-Python: >=3.9\n")
+    with uvicorn_thread(create_app(folder)) as base:
+        page = httpx.get(
+            f"{base}/simple/oldpy/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+        ).json()
+    [entry] = page["files"]
+    assert entry["requires-python"] == ">=3.9"
