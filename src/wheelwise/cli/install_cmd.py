@@ -122,6 +122,11 @@ class RichProgress:
         self.count = 0
         self.started = False
         self.totals: dict[str, int | None] = {}
+        # Bytes counted per file, and the file each worker thread is fetching: a
+        # download started again (a retry, or a wheel fetched whole after it could
+        # not be unpacked as it arrived) takes back what its last try counted.
+        self.received: dict[str, int] = {}
+        self.fetching = threading.local()
         self.lock = threading.Lock()
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -177,8 +182,17 @@ class RichProgress:
                 next(t for t in self.progress.tasks if t.id == self.task).total = None
             else:
                 self.progress.update(self.task, total=total)
+            counted = self.received.get(name, 0)
+            if counted:
+                self.progress.update(self.task, advance=-counted)
+            self.received[name] = 0
+        self.fetching.name = name
 
     def advance(self, n: int) -> None:
+        name = getattr(self.fetching, "name", None)
+        if name is not None:
+            with self.lock:
+                self.received[name] = self.received.get(name, 0) + n
         self.progress.advance(self.task, n)
 
     def finish(self, name: str) -> None:
