@@ -1,7 +1,11 @@
 """Run an install with the cache or the target on a small tmpfs, inside a user and
 mount namespace (``unshare -rm``: no privileges needed), and report as JSON.
 
-    [STREAM=1] unshare -rm python fulldisk_driver.py cache|target WORK INDEX SIZE REQUIREMENT
+    [STREAM=1] unshare -rm python fulldisk_driver.py WHERE WORK INDEX SIZE REQUIREMENT
+
+WHERE: ``cache``, ``target`` (the venv) or ``target-folder``.
+
+``target-folder``: the install goes to ``--target`` a folder on the tmpfs.
 
 The tmpfs exists only inside the namespace, so everything that looks at it
 happens here: the venv is made, hashed before and after, and the cache's
@@ -28,7 +32,11 @@ subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(small
 cache = (small if where == "cache" else Path(work)) / "cache"
 venv = (small if where == "target" else Path(work)) / "venv"
 subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-before = tree_hash(venv)
+folder = small / "target" if where == "target-folder" else None
+if folder is not None:
+    folder.mkdir()
+watched = folder or venv
+before = tree_hash(watched)
 env = {k: v for k, v in os.environ.items() if not k.startswith("WHEELWISE_")}
 env |= {"WHEELWISE_CACHE_DIR": str(cache), "NO_PROXY": "*", "COLUMNS": "300"}
 # STREAM=1: the wheel is unpacked into the cache as it downloads, as a big one is
@@ -50,6 +58,8 @@ argv = [
     "--python",
     str(venv / "bin" / "python"),
 ]
+if folder is not None:
+    argv += ["--target", str(folder)]
 result = subprocess.run(
     [*argv, "--index-url", index, requirement], capture_output=True, text=True, env=env
 )
@@ -64,7 +74,8 @@ print(
         {
             "returncode": result.returncode,
             "stderr": result.stderr,
-            "unchanged": tree_hash(venv) == before,
+            "unchanged": tree_hash(watched) == before,
+            "dot_files": sorted(p.name for p in watched.iterdir() if p.name.startswith(".")),
             "entries": entries,
             "scratch": sorted(p.name for p in scratch.iterdir()) if scratch.is_dir() else [],
         }

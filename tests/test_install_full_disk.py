@@ -114,3 +114,18 @@ def test_a_full_target_is_one_error_and_leaves_it_unchanged(
     assert found["unchanged"] is True
     assert found["entries"] == [True]  # published whole before linking
     assert found["scratch"] == []
+
+
+def test_a_full_target_folder_is_one_error_and_leaves_it_unchanged(
+    tmp_path: Path, index: str
+) -> None:
+    """``--target`` a folder on the full file system: one error line, the folder as it
+    was (empty, without a lock or journal of wheelwise's: those are in the cache)."""
+    found = drive(tmp_path, "target-folder", index)
+    assert found["returncode"] != 0
+    [line] = str(found["stderr"]).splitlines()
+    assert line.startswith("wheelwise: error: installing big-1.0-py3-none-any.whl failed: ")
+    assert "no space left on the file system of " in line
+    assert found["unchanged"] is True
+    assert found["dot_files"] == []
+    assert found["scratch"] == []

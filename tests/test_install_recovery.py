@@ -73,6 +73,8 @@ class Bench:
     stream: bool = False
     # Builds: kills land in the cache's built wheels and scratch folders too.
     building: bool = False
+    # More folders whose changes are kill points (a --target run's journal in the cache).
+    extra_roots: tuple[Path, ...] = ()
 
     def env(self) -> dict[str, str]:
         full = {
@@ -84,8 +86,10 @@ class Bench:
         full.update(KILL_STRATEGY=self.strategy)
         if self.stream:
             full.update(KILL_STREAM_UNPACK_FROM="0")
+        roots = list(self.extra_roots)
         if self.index is not None or self.building:
-            roots = [self.cache / "unpacked", self.cache / "scratch", self.cache / "built"]
+            roots += [self.cache / "unpacked", self.cache / "scratch", self.cache / "built"]
+        if roots:
             full.update(KILL_EXTRA_ROOTS=os.pathsep.join(map(str, roots)))
         return full
 
@@ -323,6 +327,42 @@ def test_killed_builds_are_recovered(tmp_path: Path) -> None:
     bench.cold_cache = True  # every run builds both
     args = bench.install_args(str(folder), str(archive))
     _kill_and_recover(bench, args, points=8, seed=8)
+
+
+@pytest.mark.slow
+def test_killed_target_installs_are_recovered_by_the_next_install(tmp_path: Path) -> None:
+    """``--target DIR`` keeps its lock and journal in the cache, not among the
+    packages: a kill at any step (the journal's writes in the cache included) is
+    undone or finished by the next install into DIR, which says so, and leaves DIR
+    as a complete run does, with nothing of wheelwise's own in it."""
+    bench = _bench(tmp_path, with_alpha=False)
+    target = bench.venv / "target"  # inside the folder the driver watches and resets
+    bench.extra_roots = (bench.cache / "environments",)
+    bench.cold_cache = True  # every run makes the journals' folder: the same steps
+    args = [*bench.install_args("alpha==1.0", "beta"), "--target", str(target)]
+    bench.reset()
+    steps = bench.count(args)
+    after = tree_hash(bench.venv)
+    wanted = os.environ.get("KILL_MATRIX_POINTS", "8")
+    count = steps if wanted == "all" else min(int(wanted), steps)
+    for step in sorted(random.Random(9).sample(range(1, steps + 1), count)):
+        bench.reset()
+        killed = bench.driven(args, step)
+        assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
+        assert not (target / LOCK_NAME).exists()
+        pending = list((bench.cache / "environments").glob("*.journal"))
+        result = bench.wheelwise(*args)
+        assert result.returncode == 0, (step, result.stderr)
+        assert tree_hash(bench.venv) == after, f"step {step} of {steps}"
+        if pending:
+            assert "an interrupted install in" in result.stderr, step
+        assert not [path.name for path in target.iterdir() if path.name.startswith(".")]
+        assert not list((bench.cache / "environments").glob("*.journal"))
+    report = os.environ.get("KILL_MATRIX_REPORT")  # docs/reliability.md's table
+    if report:
+        with open(report, "a") as out:
+            out.write(json.dumps({"args": "install --target", "steps": steps, "killed": count}))
+            out.write("\n")
 
 
 @pytest.mark.slow
