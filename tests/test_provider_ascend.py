@@ -248,16 +248,21 @@ def test_no_npu_and_no_driver_runs_nothing(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX shell scripts")
-def test_real_runner_with_a_fake_npu_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _fake_npu_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """An ``npu-smi`` shell script running *script*, the only one the provider finds."""
     if shutil.which("npu-smi") is not None:
         pytest.skip("npu-smi is installed here")
     folder = tmp_path / "bin"
     folder.mkdir()
     tool = folder / "npu-smi"
-    tool.write_text(f"#!/bin/sh\ncat '{ASCEND / 'npu-smi-info-910b3.txt'}'\n")
+    tool.write_text(f"#!/bin/sh\n{script}\n")
     tool.chmod(0o755)
     monkeypatch.setattr("wheelwise.providers.ascend.NPU_SMI_FOLDERS", (str(folder),))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX shell scripts")
+def test_real_runner_with_a_fake_npu_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_npu_smi(tmp_path, monkeypatch, f"cat '{ASCEND / 'npu-smi-info-910b3.txt'}'")
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "davinci_manager").write_text("")  # the driver's device node
     p = AscendProvider(Environment({}), pci_devices=str(pci_tree(tmp_path)))
@@ -268,14 +273,7 @@ def test_real_runner_with_a_fake_npu_smi(tmp_path: Path, monkeypatch: pytest.Mon
 
 @pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX shell scripts")
 def test_a_hanging_npu_smi_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if shutil.which("npu-smi") is not None:
-        pytest.skip("npu-smi is installed here")
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    tool = folder / "npu-smi"
-    tool.write_text("#!/bin/sh\nexec sleep 30\n")
-    tool.chmod(0o755)
-    monkeypatch.setattr("wheelwise.providers.ascend.NPU_SMI_FOLDERS", (str(folder),))
+    _fake_npu_smi(tmp_path, monkeypatch, "exec sleep 30")
     p = AscendProvider(Environment({}), pci_devices=str(pci_tree(tmp_path, NPU_A3)), timeout=0.3)
     result = run_builtin(p)
     # npu-smi gave no answer in time; the PCI id still names the family.
