@@ -26,12 +26,28 @@ def make_venv(path: Path) -> Path:
     return path / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
 
 
-def run_python(python: Path, code: str) -> subprocess.CompletedProcess[str]:
-    """Run *code* in *python*, writing bytecode as a normal run would."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+def run_python(
+    python: Path, code: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run *code* in *python*, writing bytecode as a normal run would, with *env*
+    added to this process's environment."""
+    full = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return subprocess.run(
-        [str(python), "-c", code], capture_output=True, text=True, check=False, env=env
+        [str(python), "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**full, **(env or {})},
     )
+
+
+def imported_from(python: Path, module: str, userbase: Path) -> str:
+    """Where *python* imports *module* from, with the user base *userbase*."""
+    ran = run_python(
+        python, f"import {module}; print({module}.__file__)", {"PYTHONUSERBASE": str(userbase)}
+    )
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout.strip()
 
 
 def site_packages(python: Path) -> Path:

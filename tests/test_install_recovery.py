@@ -365,6 +365,41 @@ def test_killed_target_installs_are_recovered_by_the_next_install(tmp_path: Path
             out.write("\n")
 
 
+def test_recover_target_replays_the_journal_of_a_killed_target_install(tmp_path: Path) -> None:
+    """``wheelwise recover --target DIR`` finds the journal a killed ``--target``
+    install left in the cache, and leaves DIR as before or as after that install."""
+    bench = _bench(tmp_path, with_alpha=False)
+    target = bench.venv / "target"
+    bench.extra_roots = (bench.cache / "environments",)
+    bench.cold_cache = True
+    args = [*bench.install_args("alpha==1.0", "beta"), "--target", str(target)]
+    bench.reset()
+    target.mkdir()  # made before the transaction starts, and left as pip leaves it
+    before = tree_hash(bench.venv)
+    steps = bench.count(args)
+    after = tree_hash(bench.venv)
+    journals = bench.cache / "environments"
+    for step in range(steps // 2, steps):  # the first kill that leaves a journal
+        bench.reset()
+        killed = bench.driven(args, step)
+        assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
+        if list(journals.glob("*.journal")):
+            break
+    else:
+        pytest.fail("no kill left a journal")
+    listed = bench.wheelwise("list", "--python", str(bench.python), "--target", str(target))
+    assert listed.stderr.strip().endswith(
+        f"run: wheelwise recover --python {bench.python} --target {target}"
+    ), listed.stderr
+    result = bench.wheelwise("recover", "--python", str(bench.python), "--target", str(target))
+    assert result.returncode == 0, result.stderr
+    assert "an interrupted install in" in result.stdout, result.stdout
+    assert tree_hash(bench.venv) in (before, after), f"step {step} of {steps}"
+    assert not list(journals.glob("*.journal"))
+    again = bench.wheelwise("recover", "--python", str(bench.python), "--target", str(target))
+    assert again.stdout.startswith(f"nothing to recover in {target}"), again.stdout
+
+
 @pytest.mark.slow
 def test_killed_uninstalls_are_recovered_by_the_next_run(tmp_path: Path) -> None:
     bench = _bench(tmp_path, with_alpha=True)

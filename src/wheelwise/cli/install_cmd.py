@@ -861,10 +861,13 @@ def list_cmd(
 
     env = _environment(python, target_dir, prefix_dir, user)
     if pending(env.prefix):  # listing takes no lock, so it does not recover
+        where = _location(target_dir, prefix_dir, user)
+        folder = f" {target_dir or prefix_dir}" if where in ("--target", "--prefix") else ""
+        again = f" {where}{folder}" if where else ""
         warn(
             f"an install or uninstall in {env.purelib} was interrupted and is not recovered "
             f"yet, so this list may show it half done; run: wheelwise recover --python "
-            f"{env.python}"
+            f"{env.python}{again}"
         )
     dists = list_installed(env)
     editables = [editable_location(d) for d in dists]
@@ -928,15 +931,18 @@ def uninstall(
 
 @click.command()
 @_python_option("Recover")
+@location_options("Recover")
 @input_errors
 @install_errors
-def recover(python: str | None) -> None:
+def recover(
+    python: str | None, target_dir: Path | None, prefix_dir: Path | None, user: bool
+) -> None:
     """Undo (or finish) an install or uninstall that was killed midway.
 
     Every install and uninstall does this first; this command does only that."""
     from wheelwise.install.transaction import recover as replay_journal
 
-    env = _environment(python)
+    env = _environment(python, target_dir, prefix_dir, user)
     found = replay_journal(env)
     for recovered in found:
         click.echo(recovered.describe())

@@ -32,6 +32,7 @@ __all__ = [
     "dist_info_folders",
     "editable_location",
     "find_installed",
+    "importable_installed",
     "list_installed",
     "read_name_version",
 ]
@@ -164,6 +165,16 @@ def _installed(found: DistInfo) -> InstalledDist:
 def list_installed(env: TargetEnvironment) -> list[InstalledDist]:
     """The distributions installed in *env*'s purelib and platlib, sorted by name."""
     return [_installed(found) for found in dist_info_folders(env.site_dirs)]
+
+
+def importable_installed(env: TargetEnvironment) -> list[InstalledDist]:
+    """The distributions *env*'s interpreter imports, the first of each name: those
+    of its site folders, and of the folders it also imports from
+    (:attr:`~wheelwise.environment.interpreter.TargetEnvironment.sites_before` and
+    ``sites_after``, for ``--user``), in the interpreter's order. What an install
+    counts as there, as pip counts it; only those of *env*'s own are ever changed."""
+    sites = [*env.sites_before, *env.site_dirs, *env.sites_after]
+    return [_installed(found) for found in dist_info_folders(sites)]
 
 
 def find_installed(env: TargetEnvironment, names: Iterable[str]) -> dict[str, InstalledDist]:

@@ -60,7 +60,7 @@ TIMEOUT_VARIABLE = "WHEELWISE_PYTHON_TIMEOUT"
 
 # Runs in the target interpreter: stdlib only, Python 3.8+ syntax.
 QUERY_SCRIPT = r"""
-import glob, json, os, platform, re, subprocess, sys, sysconfig
+import glob, json, os, platform, re, site, subprocess, sys, sysconfig
 
 def full_version(info):
     version = "%d.%d.%d" % (info.major, info.minor, info.micro)
@@ -143,6 +143,12 @@ def user_site_enabled():
         pass
     return False
 
+def site_packages():
+    # The site folders a normal run imports from, besides the user site (this run
+    # is isolated, but reads pyvenv.cfg as any other does).
+    found = getattr(site, "getsitepackages", None)
+    return list(found()) if found else []
+
 def user_scheme():
     # pip's --user: the preferred "user" scheme ($PYTHONUSERBASE is read whatever
     # -I says), and whether a normal run sees the user site.
@@ -171,6 +177,7 @@ print(json.dumps({
     },
     "prefix_scheme": prefix_scheme(),
     "user_scheme": user_scheme(),
+    "site_packages": site_packages(),
     "version_info": list(sys.version_info[:3]),
     "implementation": sys.implementation.name,
     "markers": markers,
@@ -334,6 +341,12 @@ class TargetEnvironment:
     info: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The query's answer it was built from: a lock's targets for another Python
     version keep this interpreter's platform (see ``environment.targets``)."""
+    sites_before: tuple[Path, ...] = ()
+    """Site folders the interpreter imports from before this target's, never changed
+    here (``--user`` in a virtual environment that sees the user site: its own)."""
+    sites_after: tuple[Path, ...] = ()
+    """Site folders it imports from after this target's, never changed here (for
+    ``--user``, the interpreter's own site-packages)."""
 
     @classmethod
     def from_python(
@@ -425,8 +438,10 @@ class TargetEnvironment:
 
     def in_user_site(self) -> TargetEnvironment:
         """This interpreter's user scheme (pip's ``--user``: ``~/.local`` on Linux,
-        or ``$PYTHONUSERBASE``), PEP 668 still applying. Raises EnvironmentQueryError
-        where the interpreter does not look there (a virtual environment, ``-s``)."""
+        or ``$PYTHONUSERBASE``), PEP 668 still applying, with the other site folders
+        the interpreter imports from as :attr:`sites_before` and :attr:`sites_after`.
+        Raises EnvironmentQueryError where the interpreter does not look there (a
+        virtual environment, ``-s``)."""
         scheme = self.info.get("user_scheme")
         if not isinstance(scheme, dict):
             raise EnvironmentQueryError(f"{self.python} gives no user install scheme (sysconfig)")
@@ -440,7 +455,21 @@ class TargetEnvironment:
                 f"--user: user site-packages are not visible in {where} ({self.python}); "
                 "install without --user"
             )
-        return self._with_scheme(scheme, Path(str(scheme["data"])), str, managed=True)
+        user = self._with_scheme(scheme, Path(str(scheme["data"])), str, managed=True)
+        # What a normal run imports besides the user site counts as installed, as
+        # pip counts it: a virtual environment's own site comes first, the base
+        # interpreter's after (site.py's order).
+        own = tuple(self.site_dirs)
+        listed = self.info.get("site_packages")
+        others = [Path(str(p)) for p in listed] if isinstance(listed, list) else []
+        in_venv = self.info.get("prefix") != self.info.get("base_prefix")
+        before = own if in_venv else ()
+        after = [p for p in (others if in_venv else [*own, *others]) if p not in before]
+        return dataclasses.replace(
+            user,
+            sites_before=before,
+            sites_after=tuple(p for p in dict.fromkeys(after) if p not in user.site_dirs),
+        )
 
     def _with_scheme(
         self,

@@ -39,7 +39,7 @@ from wheelwise.cache.scratch import LazyScratch, make_scratch
 from wheelwise.cache.stores import ContentCache
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
 from wheelwise.client.index_client import IndexFile, IndexSource, local_path
-from wheelwise.environment.installed import InstalledDist, list_installed
+from wheelwise.environment.installed import InstalledDist, importable_installed
 from wheelwise.environment.interpreter import (
     PendingEnvironment,
     TargetEnvironment,
@@ -145,13 +145,29 @@ def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str,
         if not options.break_system_packages:
             refuse_externally_managed(env, override="--break-system-packages")
         recover(env, warn=options.warn)  # what a killed run left must not count as installed
-    installed = {dist.name: dist for dist in list_installed(env)}
+    installed = {dist.name: dist for dist in importable_installed(env)}
     if options.refresh and options.system is None:
         # Once, now: every release's detection then reads the fresh cache.
         from wheelwise.providers.detect import detect_cached
 
         detect_cached(refresh=True)
     return installed
+
+
+def refuse_shadowed(plan: Plan, installed: Mapping[str, InstalledDist]) -> None:
+    """Raise InstallError where *plan* would change a distribution that sits in a
+    site folder the interpreter imports before the target's (``--user`` in a
+    virtual environment that sees the user site): the version installed would never
+    be imported. pip refuses the same."""
+    before = set(plan.environment.sites_before)
+    for package in plan.to_install:
+        dist = installed.get(package.name)
+        if dist is not None and dist.location.parent in before:
+            raise InstallError(
+                f"--user: {package.name} {dist.version} in {dist.location.parent} is "
+                "imported before the user site, so the version installed there would not "
+                f"be; install {package.name} without --user"
+            )
 
 
 def split_references(
@@ -267,6 +283,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         if options.warn is not None:
             for note in plan.notes:
                 options.warn(note)
+        refuse_shadowed(plan, installed)
         if options.dry_run:
             return InstallOutcome(env, list(plan.packages), dry_run=True)
         with make_scratch("download", options.cache_dir) as folder:
