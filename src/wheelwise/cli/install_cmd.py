@@ -722,6 +722,12 @@ def show_outcome(
     replaced = {
         dist.name: dist for dist in (outcome.report.removed if outcome.report is not None else [])
     }
+    for dist in outcome.satisfied:
+        click.echo(
+            f"already installed {dist.name} {dist.version}"
+            + (f" (variant {dist.variant})" if dist.variant else ""),
+            err=to_stderr,
+        )
     changed = 0
     for planned in outcome.plan:
         if planned.skipped:

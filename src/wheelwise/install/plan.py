@@ -45,6 +45,7 @@ from wheelwise.environment.interpreter import (
     TargetEnvironment,
     refuse_externally_managed,
 )
+from wheelwise.environment.satisfied import installed_closure
 from wheelwise.fetch.download import Fetcher
 from wheelwise.install.bytecode import compile_installed
 from wheelwise.install.fetch import Verifier, fetch
@@ -101,6 +102,9 @@ class InstallOutcome(NamedTuple):
     plan: list[PlannedPackage]
     dry_run: bool
     report: InstallReport | None = None
+    satisfied: tuple[InstalledDist, ...] = ()
+    """What satisfied every requirement, found without resolving (the plan is then
+    empty; see :mod:`wheelwise.environment.satisfied`)."""
 
     @property
     def to_install(self) -> list[PlannedPackage]:
@@ -134,6 +138,36 @@ def install_location(
                 f"{flag} {folder}: cannot make the folder ({exc.strerror or exc})"
             ) from None
     return env.in_folder(folder) if target_dir is not None else env.in_prefix(folder)
+
+
+def _may_be_satisfied(
+    options: InstallOptions,
+    references: Sequence[DirectReference],
+    variant_choice: Mapping[str, str],
+) -> bool:
+    """Whether *options* leave every installed version that fits as it is, so that
+    what is installed may answer the install alone: no direct reference, variant
+    choice, constraint, ``--upgrade`` or reinstall; not a dry run, which shows the
+    resolver's plan."""
+    return bool(options.requirements) and not (
+        references
+        or variant_choice
+        or options.constraints
+        or options.upgrade
+        or options.reinstall
+        or options.dry_run
+    )
+
+
+def _target(
+    env: TargetEnvironment, options: InstallOptions
+) -> tuple[TargetEnvironment, dict[str, InstalledDist]]:
+    """Where *options* install with *env*'s interpreter, and what is installed there
+    (see :func:`install_location` and :func:`prepare_target`)."""
+    env = install_location(
+        env, options.target_dir, options.prefix_dir, options.user, make=not options.dry_run
+    )
+    return env, prepare_target(env, options)
 
 
 def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str, InstalledDist]:
@@ -213,6 +247,15 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             if query is not None
             else TargetEnvironment.start_query(options.python or sys.executable)
         )
+        target: tuple[TargetEnvironment, dict[str, InstalledDist]] | None = None
+        if _may_be_satisfied(options, references, variant_choice):
+            # Everything may be installed already: then no index is read at all.
+            target = _target(pending.result(), options)
+            found = installed_closure(
+                requirements, target[1], target[0].markers, no_deps=options.no_deps
+            )
+            if found is not None:
+                return InstallOutcome(target[0], [], dry_run=False, satisfied=tuple(found))
         # Made only for a build or a direct reference: most installs need none.
         scratch = stack.enter_context(contextlib.closing(LazyScratch("build", options.cache_dir)))
         if references:  # their wheels: the first source, listed once they are built
@@ -222,11 +265,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         client = stack.enter_context(index_client(options, cache_root, kept))
         lookahead = stack.enter_context(Lookahead(sources, client))
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
-        env = pending.result()
-        env = install_location(
-            env, options.target_dir, options.prefix_dir, options.user, make=not options.dry_run
-        )
-        installed = prepare_target(env, options)
+        env, installed = target if target is not None else _target(pending.result(), options)
         # Small wheels stay in memory: nothing to write, and delete, on disk.
         fetcher = Fetcher(
             client.http_source,
