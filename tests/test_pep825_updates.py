@@ -10,6 +10,7 @@ Cited as the project's record of the change (``../shared/README.md``): "the
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -101,13 +102,18 @@ def test_an_installer_ignores_them_on_the_link(tmp_path: Path, given: dict[str, 
     assert installed_variant(python) == "'v3'"
 
 
-def _install_from_links(tmp_path: Path, variants: bytes | None) -> tuple[str, str]:
-    """vpkg's v3 and v4 wheels (and *variants* as ``vpkg-1.0-variants.json``, if
-    given) in a find-links folder, installed for a v4 machine with an empty index:
-    (the installed variant, stderr)."""
+def _install_from_links(
+    tmp_path: Path,
+    variants: bytes | None,
+    labels: Sequence[str] = ("v3", "v4"),
+    levels: Sequence[str] = ("v4", "v3"),
+) -> tuple[str, str]:
+    """vpkg's wheels of *labels* (and *variants* as ``vpkg-1.0-variants.json``, if
+    given) in a find-links folder, installed for a machine of *levels* with an empty
+    index: (the installed variant, stderr)."""
     folder = tmp_path / "links"
-    vpkg_wheel(folder, label="v3")
-    vpkg_wheel(folder, label="v4")
+    for label in labels:
+        vpkg_wheel(folder, label=label, properties={} if label == "null" else None)
     if variants is not None:
         (folder / "vpkg-1.0-variants.json").write_bytes(variants)
     (tmp_path / "empty").mkdir()
@@ -119,7 +125,7 @@ def _install_from_links(tmp_path: Path, variants: bytes | None) -> tuple[str, st
         "--find-links",
         str(folder),
         "vpkg",
-        levels=["v4", "v3"],
+        levels=levels,
     )
     assert code == 0, err
     return installed_variant(python), err
@@ -151,3 +157,17 @@ def test_a_wheel_the_variants_json_does_not_list_is_incompatible_with_a_warning(
     assert "vpkg-1.0-variants.json" in warning, warning
     assert "'v4'" in warning, warning
     assert "incompatible" in warning
+
+
+def test_a_null_wheel_the_variants_json_does_not_list_is_still_the_fallback(
+    tmp_path: Path,
+) -> None:
+    """PEP 825 reserves ``null`` for the variant with zero properties, "a fallback
+    variant that is always compatible": its meaning needs no listing. A machine
+    that supports neither v3 nor v4 gets the null wheel, with no warning about it."""
+    document = variants_document({"v3": level("v3"), "v4": level("v4")})
+    installed, err = _install_from_links(
+        tmp_path, document, labels=("v3", "v4", "null"), levels=("v2",)
+    )
+    assert installed == "'null'"
+    assert "does not list" not in err, err

@@ -26,6 +26,7 @@ finder listings it fetched already (:meth:`IndexFinder.versions`).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Collection, Sequence
@@ -54,6 +55,7 @@ from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.policy.hashes import file_sha256
 from wheelwise.resolve.candidates import WheelFile
 from wheelwise.resolve.formats import FormatPolicy
+from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.core_metadata import read_core_metadata
 from wheelwise.wheels.errors import WheelError, renamed
@@ -146,6 +148,15 @@ class IndexRelease:
         if self._chosen is None:
             self._chosen = self.finder.choose_source(self.version, self._listings)
         return self._chosen
+
+
+def _with_null(metadata: VariantMetadata, files: Sequence[WheelFile]) -> VariantMetadata:
+    """*metadata* with the ``null`` label where a wheel has it and the document does
+    not list it: PEP 825 reserves that label for the variant with zero properties,
+    "always compatible", so its meaning needs no listing."""
+    if NULL_LABEL in metadata.variants or not any(f.filename.is_null_variant for f in files):
+        return metadata
+    return dataclasses.replace(metadata, variants={**metadata.variants, NULL_LABEL: {}})
 
 
 class IndexFinder:
@@ -430,6 +441,7 @@ class IndexFinder:
                 self.warn(f"{exc.message}; reading each variant wheel's own variant.json instead")
             else:
                 release.variant_source = listed.url
+                metadata = _with_null(metadata, variant_files)
                 self._warn_unlisted(release, variant_files, metadata, listed.filename)
                 return metadata
         merged = self._metadata_from_wheels(release, variant_files)
