@@ -4,6 +4,7 @@ down. What the environment alone cannot answer is left to the resolver."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -109,6 +110,18 @@ def test_what_the_environment_cannot_answer_is_left_to_the_resolver(tmp_path: Pa
     (installed["dep"].location / "METADATA").unlink()
     assert installed_closure(["dep"], installed, LINUX) is None  # unreadable
     assert _names(installed_closure(["dep"], installed, LINUX, no_deps=True)) == ["dep"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_metadata_that_is_a_fifo_or_huge_is_left_to_the_resolver(tmp_path: Path) -> None:
+    fifo = _dist(tmp_path, "fifo", "1.0")
+    (fifo.location / "METADATA").unlink()
+    os.mkfifo(fifo.location / "METADATA")  # read naively, this would block for ever
+    huge = _dist(tmp_path, "huge", "1.0")
+    (huge.location / "METADATA").write_bytes(b"Name: huge\n" + b"x" * (17 << 20))
+    installed = {"fifo": fifo, "huge": huge}
+    assert installed_closure(["fifo"], installed, LINUX) is None
+    assert installed_closure(["huge"], installed, LINUX) is None
 
 
 def test_no_deps_checks_the_requirements_given_only(tmp_path: Path) -> None:

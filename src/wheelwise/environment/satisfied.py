@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelwise.environment.installed import InstalledDist
+from wheelwise.userfiles import read_regular_file
 from wheelwise.variants.markers import VARIANT_MARKERS
 from wheelwise.wheels.core_metadata import CoreMetadata, CoreMetadataError, read_core_metadata
 
@@ -38,6 +39,9 @@ __all__ = ["installed_closure"]
 _ONLY_EXTRA = re.compile(r"""; *extra *== *(["'])([A-Za-z0-9._-]+)\1 *$""")
 # A build whose variant.json names this namespace must match its dependency's version.
 _ABI_NAMESPACE = b'"abi_dependency"'
+# An installed METADATA or variant.json over this (or not a regular file: a FIFO
+# would block) is the resolver's to read, not this shortcut's.
+_MAX_BYTES = 16 << 20
 _MARKER_ERRORS = (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName)
 
 
@@ -136,7 +140,7 @@ def _fits(dist: InstalledDist, requirement: Requirement) -> bool:
         return False
     if dist.variant is not None:
         try:
-            document = (dist.location / "variant.json").read_bytes()
+            document = read_regular_file(dist.location / "variant.json", limit=_MAX_BYTES)
         except OSError:
             raise _Undecided from None
         if _ABI_NAMESPACE in document:
@@ -146,7 +150,7 @@ def _fits(dist: InstalledDist, requirement: Requirement) -> bool:
 
 def _metadata(dist: InstalledDist) -> CoreMetadata:
     try:
-        data = (dist.location / "METADATA").read_bytes()
+        data = read_regular_file(dist.location / "METADATA", limit=_MAX_BYTES)
         return read_core_metadata(data, body=False)
     except (OSError, CoreMetadataError):
         raise _Undecided from None
