@@ -26,7 +26,6 @@ finder listings it fetched already (:meth:`IndexFinder.versions`).
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Collection, Sequence
@@ -156,7 +155,7 @@ def _with_null(metadata: VariantMetadata, files: Sequence[WheelFile]) -> Variant
     "always compatible", so its meaning needs no listing."""
     if NULL_LABEL in metadata.variants or not any(f.filename.is_null_variant for f in files):
         return metadata
-    return dataclasses.replace(metadata, variants={**metadata.variants, NULL_LABEL: {}})
+    return metadata.with_variants({**metadata.variants, NULL_LABEL: {}})
 
 
 class IndexFinder:
