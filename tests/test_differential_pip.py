@@ -3,9 +3,12 @@ on real requirement sets of public projects (``data/recorded/sets.toml``), resol
 offline against a replay of the recorded part of PyPI (:mod:`recordedkit`).
 
 Both resolve each set with a dry run into a fresh virtual environment and must choose
-the same distributions and versions. Every difference is listed, with its reason, in
-``data/recorded/differences.toml``; an undocumented difference fails, and so does a
-documented one that no longer occurs (the list is kept true).
+the same distributions and versions; and wheelwise's choice, written as installed
+distributions, must meet the set from the environment alone, as an install that
+finds everything installed reads it (:mod:`wheelwise.environment.satisfied`). Every
+difference is listed, with its reason, in ``data/recorded/differences.toml``; an
+undocumented difference fails, and so does a documented one that no longer occurs
+(the list is kept true).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from packaging.utils import canonicalize_name
 from indexkit import handler_served, installer_env, uv_executable
 from installkit import make_venv
 from recordedkit import load_differences, load_sets, replay_site
+from wheelwise.environment.installed import InstalledDist
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.environment.satisfied import installed_closure
 
 SETS = load_sets()
 DIFFERENCES = load_differences()
@@ -88,12 +94,48 @@ def resolve_pip(index: str, python: Path, home: Path, requirements: list[str]) -
     return _report(_run(argv, _env(home)))
 
 
-def resolve_wheelwise(
+def report_wheelwise(
     index: str, python: Path, home: Path, requirements: list[str]
-) -> dict[str, str]:
+) -> dict[str, Any]:
+    """wheelwise's installation report of a dry run (pip's format, version 1)."""
     argv = [sys.executable, "-m", "wheelwise", "install", "--python", str(python)]
     argv += ["--index-url", index, "--dry-run", "--report", "-", "-q", *requirements]
-    return _report(_run(argv, _env(home)))
+    report: dict[str, Any] = json.loads(_run(argv, _env(home)))
+    return report
+
+
+def check_satisfied_alone(
+    report: dict[str, Any], python: Path, requirements: list[str], site: Path
+) -> None:
+    """What the resolver chose, written as installed distributions (their METADATA
+    from the report), meets the set from the environment alone
+    (:func:`~wheelwise.environment.satisfied.installed_closure`, which then spares an
+    install the index), reaching every chosen package; and without any one of them,
+    it does not."""
+    installed: dict[str, InstalledDist] = {}
+    for item in report["install"]:
+        metadata = item["metadata"]
+        name, version = canonicalize_name(metadata["name"]), metadata["version"]
+        folder = site / f"{name}-{version}.dist-info"
+        folder.mkdir(parents=True)
+        lines = ["Metadata-Version: 2.1", f"Name: {metadata['name']}", f"Version: {version}"]
+        lines += [f"Provides-Extra: {extra}" for extra in metadata.get("provides_extra", [])]
+        lines += [f"Requires-Dist: {line}" for line in metadata.get("requires_dist", [])]
+        (folder / "METADATA").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        installed[name] = InstalledDist(name, version, None, None, folder)
+    markers = TargetEnvironment.from_python(python).markers
+    found = installed_closure(requirements, installed, markers)
+    assert found is not None, "the resolution, installed, does not meet the set"
+    assert {dist.name for dist in found} == set(installed)
+    needed = [
+        name
+        for name in installed
+        if installed_closure(
+            requirements, {k: v for k, v in installed.items() if k != name}, markers
+        )
+        is None
+    ]
+    assert needed == list(installed), sorted(set(installed) - set(needed))
 
 
 def resolve_uv(index: str, python: Path, home: Path, requirements: list[str]) -> dict[str, str]:
@@ -161,7 +203,7 @@ def test_same_choice_as_pip(
     index, home = replay
     python = make_venv(tmp_path / "venv")
     requirements = list(entry["requirements"])
-    resolvers = {"pip": resolve_pip, "wheelwise": resolve_wheelwise}
+    resolvers: dict[str, Any] = {"pip": resolve_pip, "wheelwise": report_wheelwise}
     if entry.get("uv"):
         resolvers["uv"] = resolve_uv
     with concurrent.futures.ThreadPoolExecutor(len(resolvers)) as pool:
@@ -170,6 +212,9 @@ def test_same_choice_as_pip(
             for name, resolve in resolvers.items()
         }
         chosen = {name: future.result() for name, future in futures.items()}
+    report = chosen["wheelwise"]
+    chosen["wheelwise"] = _report(json.dumps(report))
+    check_satisfied_alone(report, python, requirements, tmp_path / "site")
     assert chosen["pip"], "pip chose nothing"
     check_documented(entry["name"], "pip", differences(chosen["pip"], chosen["wheelwise"]))
     if "uv" in chosen:
