@@ -189,6 +189,11 @@ def test_an_installed_graph_needs_no_index_as_with_pip(tmp_path: Path) -> None:
     assert sorted(again.stdout.splitlines()) == ["already installed alpha 1.0",
                                                  "already installed beta 1.0"]  # fmt: skip
     assert sorted(p.name for p in site.iterdir()) == before
+    verbose = _cli("install", "-v", "--python", str(python), "-i", down, "beta", cache=cache)
+    assert verbose.stdout.splitlines() == [
+        f"already installed beta 1.0 (in {site})",
+        "every requirement is met by what is installed: no index was read",
+    ], verbose.stdout
     quiet = _cli("install", "-q", "--python", str(python), "-i", down, "alpha", cache=cache)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     # pip answers the same without its index.

@@ -723,10 +723,17 @@ def show_outcome(
         dist.name: dist for dist in (outcome.report.removed if outcome.report is not None else [])
     }
     for dist in outcome.satisfied:
+        parts = [f"variant {dist.variant}"] if dist.variant else []
+        if verbose:
+            parts.append(f"in {dist.location.parent}")
         click.echo(
             f"already installed {dist.name} {dist.version}"
-            + (f" (variant {dist.variant})" if dist.variant else ""),
+            + (f" ({'; '.join(parts)})" if parts else ""),
             err=to_stderr,
+        )
+    if verbose and outcome.satisfied:
+        click.echo(
+            "every requirement is met by what is installed: no index was read", err=to_stderr
         )
     changed = 0
     for planned in outcome.plan:
