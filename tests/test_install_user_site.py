@@ -20,12 +20,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from installkit import alpha_wheel, imported_from, pip, simple_wheel
 from variantkit import wheelwise
 from wheelwise.environment.installed import list_installed
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.install.plan import InstallOptions, run_install
+from wheelwise.models.errors import EnvironmentQueryError
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX user scheme")
 
@@ -177,3 +180,34 @@ def test_the_interpreters_own_site_counts_and_is_shadowed_not_changed(
     user = env.in_user_site()
     assert [(d.name, str(d.version)) for d in list_installed(user)] == [("beta", "2.0")]
     assert {p: p.stat().st_mtime_ns for p in base_site.rglob("*")} == before
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=10,
+)
+
+
+@pytest.fixture(scope="module")
+def base_info() -> dict[str, object]:
+    return dict(TargetEnvironment.from_python(_base_python()).info)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(listed=_JSON)
+def test_any_site_packages_answer_gives_folders_or_none(
+    base_info: dict[str, object], listed: object
+) -> None:
+    """Whatever the interpreter's answer holds for ``site_packages`` (it is the target
+    interpreter's JSON), ``--user`` gets folders to read, never the user site itself,
+    and no exception."""
+    env = TargetEnvironment.from_info({**base_info, "site_packages": listed}, python=_base_python())
+    try:
+        user = env.in_user_site()
+    except EnvironmentQueryError:
+        return  # a user site this interpreter does not see: one error line, as before
+    assert all(isinstance(p, Path) for p in (*user.sites_before, *user.sites_after))
+    assert not set(user.sites_after) & set(user.site_dirs)
