@@ -30,35 +30,37 @@ from wheelwise.wheels.make import make_variant
 
 VERSION = "1.0"
 
+
+def _provider(namespace: str, requires: str, plugin_api: str) -> str:
+    """A ``[variant.providers.NAMESPACE]`` table naming a plugin."""
+    return (
+        f'[variant.providers.{namespace}]\nrequires = ["{requires}"]\nplugin-api = "{plugin_api}"\n'
+    )
+
+
 # uv 0.13.9 answers for a plugin it reimplements only when ``requires`` admits the
 # version it reimplements (0.0.1) and ``plugin-api`` names the same object.
-_NVIDIA = """\
-[variant.providers.nvidia]
-requires = ["nvidia-variant-provider>=0.0.1,<1.0.0"]
-plugin-api = "nvidia_variant_provider.plugin:NvidiaVariantPlugin"
-"""
-_X86_64 = """\
-[variant.providers.x86_64]
-requires = ["x86-64-variant-provider>=0.0.1,<1.0.0"]
-plugin-api = "x86_64_variant_provider"
-"""
+_NVIDIA = _provider(
+    "nvidia",
+    "nvidia-variant-provider>=0.0.1,<1.0.0",
+    "nvidia_variant_provider.plugin:NvidiaVariantPlugin",
+)
+_X86_64 = _provider("x86_64", "x86-64-variant-provider>=0.0.1,<1.0.0", "x86_64_variant_provider")
 # Accelerators beside NVIDIA GPUs, with the plugins that PyTorch 2.10 (intel),
 # the Huawei provider (ascend) and uv (tpu) name.
-_INTEL = """\
-[variant.providers.intel]
-requires = ["intel-variant-provider>=0.0.3,<1.0.0"]
-plugin-api = "intel_variant_provider.plugin:IntelVariantPlugin"
-"""
-_ASCEND = """\
-[variant.providers.ascend]
-requires = ["huawei-ascend-variant-provider>=0.0.1,<1.0.0"]
-plugin-api = "huawei_ascend_variant_provider.plugin:AscendVariantPlugin"
-"""
-_TPU = """\
-[variant.providers.tpu]
-requires = ["tpu-variant-provider>=0.0.1,<1.0.0"]
-plugin-api = "tpu_variant_provider.plugin:TpuVariantPlugin"
-"""
+_INTEL = _provider(
+    "intel",
+    "intel-variant-provider>=0.0.3,<1.0.0",
+    "intel_variant_provider.plugin:IntelVariantPlugin",
+)
+_ASCEND = _provider(
+    "ascend",
+    "huawei-ascend-variant-provider>=0.0.1,<1.0.0",
+    "huawei_ascend_variant_provider.plugin:AscendVariantPlugin",
+)
+_TPU = _provider(
+    "tpu", "tpu-variant-provider>=0.0.1,<1.0.0", "tpu_variant_provider.plugin:TpuVariantPlugin"
+)
 # PyTorch 2.10's tie-breaker between CUDA builds: an ahead-of-time namespace.
 _PRIORITY = """\
 [variant.providers.priority]
