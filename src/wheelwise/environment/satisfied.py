@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelwise.environment.installed import InstalledDist
+from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
 from wheelwise.userfiles import read_regular_file
 from wheelwise.variants.markers import VARIANT_MARKERS
 from wheelwise.wheels.core_metadata import CoreMetadata, CoreMetadataError, read_core_metadata
@@ -37,8 +38,6 @@ __all__ = ["installed_closure"]
 
 # A requirement whose whole marker is ``extra == "NAME"``: needed for that extra only.
 _ONLY_EXTRA = re.compile(r"""; *extra *== *(["'])([A-Za-z0-9._-]+)\1 *$""")
-# A build whose variant.json names this namespace must match its dependency's version.
-_ABI_NAMESPACE = b'"abi_dependency"'
 # An installed METADATA or variant.json over this (or not a regular file: a FIFO
 # would block) is the resolver's to read, not this shortcut's.
 _MAX_BYTES = 16 << 20
@@ -139,12 +138,18 @@ def _fits(dist: InstalledDist, requirement: Requirement) -> bool:
     if not requirement.specifier.contains(version, prereleases=True):
         return False
     if dist.variant is not None:
+        from wheelwise.variants import abi_dependency  # variant modules load for variants only
+
         try:
-            document = read_regular_file(dist.location / "variant.json", limit=_MAX_BYTES)
-        except OSError:
+            document = loads_json(
+                read_regular_file(dist.location / "variant.json", limit=_MAX_BYTES)
+            )
+        except (OSError, UntrustedDocumentError):
             raise _Undecided from None
-        if _ABI_NAMESPACE in document:
-            raise _Undecided
+        variants = document.get("variants") if isinstance(document, dict) else None
+        properties = variants.get(dist.variant) if isinstance(variants, dict) else None
+        if not isinstance(properties, dict) or abi_dependency.NAMESPACE in properties:
+            raise _Undecided  # its build must match what its dependency is now
     return True
 
 

@@ -251,11 +251,10 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
         if _may_be_satisfied(options, references, variant_choice):
             # Everything may be installed already: then no index is read at all.
             target = _target(pending.result(), options)
-            found = installed_closure(
-                requirements, target[1], target[0].markers, no_deps=options.no_deps
-            )
+            env, installed = target
+            found = installed_closure(requirements, installed, env.markers, no_deps=options.no_deps)
             if found is not None:
-                return InstallOutcome(target[0], [], dry_run=False, satisfied=tuple(found))
+                return InstallOutcome(env, [], dry_run=False, satisfied=tuple(found))
         # Made only for a build or a direct reference: most installs need none.
         scratch = stack.enter_context(contextlib.closing(LazyScratch("build", options.cache_dir)))
         if references:  # their wheels: the first source, listed once they are built
