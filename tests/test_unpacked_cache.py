@@ -158,6 +158,36 @@ def test_any_entry_json_is_read_without_a_crash(data: bytes) -> None:
         assert item.size >= 0
 
 
+SHA = "A" * 43
+
+
+@pytest.mark.parametrize(
+    ("path", "kept"),
+    [
+        ("demo/__init__.py", True),
+        ("demo/.hidden/..x/x..", True),
+        ("...", True),
+        ("a\nb", True),
+        ("../x", False),
+        ("demo/../../x", False),
+        ("demo/./x", False),
+        ("demo/..", False),
+        (".", False),
+        ("/etc/passwd", False),
+        ("demo//x", False),
+        ("demo/", False),
+        ("", False),
+        ("demo\\..\\x", False),
+        ("demo/\x00x", False),
+    ],
+)
+def test_an_entry_path_that_could_leave_the_entry_is_refused(path: str, kept: bool) -> None:
+    document = {"format": 1, "wheel": NAME, "dist_info": "demo-1.0.dist-info"}
+    document["files"] = [["demo/ok.py", SHA, 1, False, 1], [path, SHA, 1, False, 1]]
+    entry = parse_entry(json.dumps(document).encode(), Path("/nonexistent/entry"))
+    assert (entry is not None) is kept
+
+
 def test_the_size_bound_removes_the_least_recently_used_first(tmp_path: Path) -> None:
     from wheelwise.cache.cleanup import enforce_size
     from wheelwise.cache.usage import cache_usage

@@ -118,20 +118,16 @@ class EntrySource(WheelSource):
         root = Scheme("purelib" if wheel["Root-Is-Purelib"] == "true" else "platlib")
         data = self.data_dir + "/"
         record = f"{self.entry.dist_info}/RECORD"
-        taken = [
-            item
-            for item in self.entry.files
-            if not item.path.startswith(data)
-            and item.path != record
-            and "__pycache__" not in item.path.split("/")[:-1]  # installer warns: its call
-        ]
-        self._taken = {item.path for item in taken}
+        source = self.entry.file_path
         files = [
-            LinkedFile(
-                item.path, self.entry.file_path(item.path), item.executable, item.sha256, item.size
-            )
-            for item in taken
+            LinkedFile(path, source(path), executable, sha256, size)
+            for path, sha256, size, executable, _ in self.entry.files
+            if not path.startswith(data)
+            and path != record
+            # A __pycache__ folder's files: installer warns about them, its call.
+            and "/__pycache__/" not in "/" + path
         ]
+        self._taken = {file.path for file in files}
         return root, files
 
     def get_contents(self) -> Iterator[WheelContentElement]:
