@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexkit import free_port
-from installkit import alpha_wheel, make_venv, pip, simple_wheel
+from installkit import alpha_wheel, make_venv, pip, run_python, simple_wheel
 from variantkit import wheelwise
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.satisfied import installed_closure
@@ -206,3 +207,46 @@ def test_an_installed_graph_needs_no_index_as_with_pip(tmp_path: Path) -> None:
     assert "cannot connect" in missing.stderr
     upgrade = _cli("install", "-U", "--python", str(python), "-i", down, "beta", cache=cache)
     assert upgrade.returncode == 2  # --upgrade always asks
+
+
+# What resolving and installing load: an install that finds everything installed loads
+# none of it (the modules behind bench/noop.py's figure).
+RESOLVING_MODULES = (
+    "filelock",
+    "wheelwise.client.index_client",
+    "wheelwise.fetch.download",
+    "wheelwise.install.transaction",
+    "wheelwise.resolve.decide",
+    "wheelwise.resolve.lookahead",
+)
+
+
+def test_an_install_answered_by_what_is_installed_loads_no_resolver(tmp_path: Path) -> None:
+    """`packaging` is installed in this interpreter's environment: the install ends
+    there without loading the index client, the resolver or the transaction; a
+    dry run of the same (which shows the resolver's plan) loads them."""
+    code = f"""
+import dataclasses, sys
+from pathlib import Path
+from wheelwise.install.plan import InstallOptions, run_install
+options = InstallOptions(
+    requirements=["packaging"], index_url="http://127.0.0.1:{free_port()}/simple/",
+    python=Path(sys.executable), cache_dir=Path({str(tmp_path)!r}), retries=0,
+)
+outcome = run_install(options)
+print([dist.name for dist in outcome.satisfied])
+print([m for m in {RESOLVING_MODULES!r} if m in sys.modules])
+try:
+    run_install(dataclasses.replace(options, dry_run=True))
+except Exception as exc:  # the index is down: the resolver says so
+    print(type(exc).__name__)
+print([m for m in {RESOLVING_MODULES!r} if m in sys.modules])
+"""
+    result = run_python(Path(sys.executable), code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "['packaging']",
+        "[]",
+        "SourceError",
+        str(list(RESOLVING_MODULES)),
+    ]

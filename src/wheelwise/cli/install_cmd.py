@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 
     from wheelwise.environment.installed import InstalledDist
     from wheelwise.environment.interpreter import PendingEnvironment
-    from wheelwise.install.plan import InstallOptions, InstallOutcome, PlannedPackage
+    from wheelwise.install.plan import InstallOptions, InstallOutcome
     from wheelwise.install.transaction import InterruptedAfterCommit
+    from wheelwise.resolve.decide import PlannedPackage
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")

@@ -11,22 +11,23 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement
 from packaging.utils import canonicalize_name
 
-from wheelwise.cache.stores import ContentCache
 from wheelwise.cachedir import user_cache_dir
 from wheelwise.client.bounded import DEFAULT_DEADLINE
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
-from wheelwise.client.index_client import IndexClient, IndexSource
-from wheelwise.fetch.download import ProgressSink
-from wheelwise.install.link import Placement
 from wheelwise.models.errors import ResolveError
-from wheelwise.policy.retry import RetryPolicy
-from wheelwise.resolve.finder import Warn
 from wheelwise.resolve.formats import FormatPolicy
 from wheelwise.variants.markers import parse_requirement
-from wheelwise.variants.supported import SupportedProperties
 
+# The client, caches and fetcher are imported by the functions that make them: an
+# install that finds every requirement installed makes none (bench/noop.py).
 if TYPE_CHECKING:
+    from wheelwise.cache.stores import ContentCache
+    from wheelwise.client.index_client import IndexClient, IndexSource
+    from wheelwise.fetch.download import ProgressSink
+    from wheelwise.install.link import Placement
+    from wheelwise.resolve.finder import Warn
     from wheelwise.variants.metadata import VariantMetadata
+    from wheelwise.variants.supported import SupportedProperties
 
 __all__ = [
     "InstallOptions",
@@ -115,11 +116,15 @@ class InstallOptions:
 
 def placement_for(options: InstallOptions, kept: ContentCache | None) -> Placement:
     """The unpacked-wheel cache (unless ``no_cache``) and *options*' link mode."""
+    from wheelwise.install.link import Placement
+
     return Placement(kept.unpacked if kept is not None else None, options.link_mode)
 
 
 def sources_for(options: InstallOptions) -> list[IndexSource]:
     """The package sources in priority order: index, extra indexes, find-links."""
+    from wheelwise.client.index_client import IndexSource
+
     sources: list[IndexSource] = []
     if options.index_url:
         sources.append(IndexSource.index(options.index_url))
@@ -133,6 +138,8 @@ def sources_for(options: InstallOptions) -> list[IndexSource]:
 def caches_for(options: InstallOptions) -> tuple[Path, ContentCache | None]:
     """The cache root (see cache_root_of), and its wheel and metadata stores unless
     ``no_cache``."""
+    from wheelwise.cache.stores import ContentCache
+
     cache_root = cache_root_of(options)
     return cache_root, None if options.no_cache else ContentCache.at(cache_root)
 
@@ -141,6 +148,9 @@ def index_client(
     options: InstallOptions, cache_root: Path, kept: ContentCache | None
 ) -> IndexClient:
     """The client for *options*' timeouts, retries and caches (see caches_for)."""
+    from wheelwise.client.index_client import IndexClient
+    from wheelwise.policy.retry import RetryPolicy
+
     return IndexClient(
         timeout=options.timeout,
         deadline=options.request_deadline,

@@ -29,16 +29,12 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from packaging.utils import canonicalize_version, parse_sdist_filename
 
 from wheelwise import __version__
-from wheelwise.cache.built_wheels import BuiltWheels
-from wheelwise.cache.scratch import LazyScratch, make_scratch
-from wheelwise.cache.stores import ContentCache
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
-from wheelwise.client.index_client import IndexFile, IndexSource, local_path
 from wheelwise.environment.installed import InstalledDist, importable_installed
 from wheelwise.environment.interpreter import (
     PendingEnvironment,
@@ -46,9 +42,7 @@ from wheelwise.environment.interpreter import (
     refuse_externally_managed,
 )
 from wheelwise.environment.satisfied import installed_closure
-from wheelwise.fetch.download import Fetcher
-from wheelwise.install.bytecode import compile_installed
-from wheelwise.install.fetch import Verifier, fetch
+from wheelwise.install.journal import pending as journal_pending
 from wheelwise.install.options import (
     InstallOptions,
     cache_root_of,
@@ -59,25 +53,24 @@ from wheelwise.install.options import (
     sources_for,
     supported_for,
 )
-from wheelwise.install.transaction import InstallReport, install_wheels, recover
 from wheelwise.models.errors import InstallError, ResolveError
-from wheelwise.policy.hashes import trusted_hashes
-from wheelwise.resolve.decide import Plan, PlannedPackage, decide
 from wheelwise.resolve.direct import DirectReference, parse_direct
-from wheelwise.resolve.finder import BuildSource, IndexFinder
-from wheelwise.resolve.lookahead import Lookahead
 from wheelwise.resolve.variant_requirement import apply_variant_labels
-from wheelwise.sources.builder import SourceBuilder
-from wheelwise.sources.direct import prepare_references
-from wheelwise.wheels.core_metadata import read_core_metadata
-from wheelwise.wheels.errors import BuildError
+
+# What resolving and installing take is imported by the functions that do it: an
+# install that finds every requirement installed needs none of it (bench/noop.py).
+if TYPE_CHECKING:
+    from wheelwise.cache.stores import ContentCache
+    from wheelwise.client.index_client import IndexFile
+    from wheelwise.install.transaction import InstallReport
+    from wheelwise.resolve.decide import Plan, PlannedPackage
+    from wheelwise.resolve.finder import BuildSource
+    from wheelwise.sources.builder import SourceBuilder
 
 __all__ = [
     "DEFAULT_INDEX_URL",
     "InstallOptions",
     "InstallOutcome",
-    "Plan",
-    "PlannedPackage",
     "bound_cache",
     "cache_root_of",
     "caches_for",
@@ -178,7 +171,10 @@ def prepare_target(env: TargetEnvironment, options: InstallOptions) -> dict[str,
     if not options.dry_run:
         if not options.break_system_packages:
             refuse_externally_managed(env, override="--break-system-packages")
-        recover(env, warn=options.warn)  # what a killed run left must not count as installed
+        if journal_pending(env.prefix):  # what a killed run left must not count as installed
+            from wheelwise.install.transaction import recover
+
+            recover(env, warn=options.warn)
     installed = {dist.name: dist for dist in importable_installed(env)}
     if options.refresh and options.system is None:
         # Once, now: every release's detection then reads the fresh cache.
@@ -236,17 +232,12 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     VariantRequirementError), or name a source (:mod:`wheelwise.resolve.direct`)."""
     requirements, references = split_references(options.requirements, options.editables)
     requirements, variant_choice = apply_variant_labels(requirements, options.variant_choice)
-    sources = sources_for(options)
-    cache_root, kept = caches_for(options)
-    requested = requested_names(requirements)
-    with contextlib.ExitStack() as stack:
-        # The target interpreter answers while the client starts and the requested
-        # projects' listings download.
-        pending = stack.enter_context(
-            query
-            if query is not None
-            else TargetEnvironment.start_query(options.python or sys.executable)
-        )
+    # The target interpreter answers while the rest of this starts.
+    with (
+        query
+        if query is not None
+        else TargetEnvironment.start_query(options.python or sys.executable) as pending
+    ):
         target: tuple[TargetEnvironment, dict[str, InstalledDist]] | None = None
         if _may_be_satisfied(options, references, variant_choice):
             # Everything may be installed already: then no index is read at all.
@@ -255,6 +246,36 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             found = installed_closure(requirements, installed, env.markers, no_deps=options.no_deps)
             if found is not None:
                 return InstallOutcome(env, [], dry_run=False, satisfied=tuple(found))
+        return _resolve_and_install(
+            options, requirements, references, variant_choice, pending, target
+        )
+
+
+def _resolve_and_install(
+    options: InstallOptions,
+    requirements: list[str],
+    references: list[DirectReference],
+    variant_choice: Mapping[str, str],
+    pending: PendingEnvironment,
+    target: tuple[TargetEnvironment, dict[str, InstalledDist]] | None,
+) -> InstallOutcome:
+    """:func:`run_install` once what is installed does not answer it: resolve, fetch,
+    install. *target*: where it installs and what is there, if known already."""
+    from wheelwise.cache.scratch import LazyScratch, make_scratch
+    from wheelwise.client.index_client import IndexSource
+    from wheelwise.fetch.download import Fetcher
+    from wheelwise.install.bytecode import compile_installed
+    from wheelwise.install.fetch import Verifier, fetch
+    from wheelwise.install.transaction import install_wheels
+    from wheelwise.resolve.decide import decide
+    from wheelwise.resolve.finder import IndexFinder
+    from wheelwise.resolve.lookahead import Lookahead
+    from wheelwise.sources.direct import prepare_references
+
+    sources = sources_for(options)
+    cache_root, kept = caches_for(options)
+    requested = requested_names(requirements)
+    with contextlib.ExitStack() as stack:
         # Made only for a build or a direct reference: most installs need none.
         scratch = stack.enter_context(contextlib.closing(LazyScratch("build", options.cache_dir)))
         if references:  # their wheels: the first source, listed once they are built
@@ -358,6 +379,9 @@ def source_builder(
 ) -> SourceBuilder:
     """The builder of *options*' install into *env*: built files in the folder
     *scratch* gives, kept in the cache under *cache_root* with *keep*."""
+    from wheelwise.cache.built_wheels import BuiltWheels
+    from wheelwise.sources.builder import SourceBuilder
+
     return SourceBuilder(
         env,
         scratch,
@@ -403,6 +427,8 @@ def _install_build_requirements(
     try:
         run_install(nested)
     except (InstallError, ResolveError) as exc:
+        from wheelwise.wheels.errors import BuildError
+
         raise BuildError(
             f"{chain[-1]}: cannot install its build requirements ({', '.join(requirements)}): {exc}"
         ) from None
@@ -410,6 +436,9 @@ def _install_build_requirements(
 
 def _build_sdist(builder: SourceBuilder, sdist: IndexFile, archive: Path) -> Path:
     """The finder's way to build *sdist* (downloaded to *archive*)."""
+    from wheelwise.client.index_client import local_path
+    from wheelwise.policy.hashes import trusted_hashes
+
     expect = parse_sdist_filename(sdist.filename)
     origin = sdist.url
     if sdist.url.startswith("file:"):
@@ -440,6 +469,8 @@ def _versions(installed: Mapping[str, InstalledDist]) -> set[tuple[str, str]]:
 
 def metadata_json(raw: bytes) -> dict[str, Any]:
     """The JSON form of core metadata (PEP 566), as pip's report gives it."""
+    from wheelwise.wheels.core_metadata import read_core_metadata
+
     return read_core_metadata(raw).to_json()
 
 
