@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from installer.records import Hash, RecordEntry
+from installer.records import RecordEntry
 from packaging.utils import canonicalize_name
 
 from wheelwise.cache.unpacked import UnpackedWheel
@@ -34,6 +34,8 @@ class VerifiedWheel:
     version: str
     variant: str | None
     record: dict[str, RecordEntry] = field(compare=False, repr=False)
+    """Its ``RECORD``, checked to list every member; empty for a wheel unpacked in
+    the cache, whose files were checked when the entry was made."""
     opened: zipfile.ZipFile | None = field(default=None, compare=False, repr=False)
     """The wheel's zip as verify_wheel opened it (in-memory wheels), for unpacking."""
     metadata: bytes = field(default=b"", compare=False, repr=False)
@@ -56,6 +58,8 @@ class VerifiedWheel:
     def work(self) -> int:
         """How long unpacking takes, roughly: bytes written, plus a fixed cost per
         file worth ~12 KB of decompressing, hashing and writing."""
+        if isinstance(self.source, UnpackedWheel):
+            return sum(file.size + 12_500 for file in self.source.files)
         return sum((entry.size or 0) + 12_500 for entry in self.record.values())
 
 
@@ -97,12 +101,6 @@ def _verify_unpacked(entry: UnpackedWheel) -> VerifiedWheel:
     from wheelwise.variants.filenames import WheelFilename
     from wheelwise.variants.metadata import VariantMetadata
 
-    record_path = f"{entry.dist_info}/RECORD"
-    record = {
-        f.path: RecordEntry(f.path, Hash("sha256", f.sha256), f.size)
-        for f in entry.files
-        if f.path != record_path
-    }
     variant_name = f"{entry.dist_info}/variant.json"
     try:
         label = WheelFilename.parse(entry.filename).variant_label
@@ -115,7 +113,7 @@ def _verify_unpacked(entry: UnpackedWheel) -> VerifiedWheel:
             else None
         )
         return _verified(
-            entry.path, entry, label, record, None, metadata, entry.dist_info, variant_metadata
+            entry.path, entry, label, {}, None, metadata, entry.dist_info, variant_metadata
         )
     except (OSError, WheelError, VariantError, ValueError) as exc:
         raise InstallError(
