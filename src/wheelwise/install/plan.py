@@ -233,11 +233,12 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     requirements, references = split_references(options.requirements, options.editables)
     requirements, variant_choice = apply_variant_labels(requirements, options.variant_choice)
     # The target interpreter answers while the rest of this starts.
-    with (
+    pending = (
         query
         if query is not None
-        else TargetEnvironment.start_query(options.python or sys.executable) as pending
-    ):
+        else TargetEnvironment.start_query(options.python or sys.executable)
+    )
+    with pending:
         target: tuple[TargetEnvironment, dict[str, InstalledDist]] | None = None
         if _may_be_satisfied(options, references, variant_choice):
             # Everything may be installed already: then no index is read at all.
