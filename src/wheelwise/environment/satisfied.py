@@ -109,6 +109,8 @@ def _applies(text: str, environment: Mapping[str, str], extra: str) -> Requireme
     marker = requirement.marker
     if marker is None:
         return requirement
+    # packaging refuses these names today (the parse above fails); should it read
+    # them one day, their values still need the machine's answer.
     if any(name in str(marker) for name in VARIANT_MARKERS):
         raise _Undecided
     try:
