@@ -71,8 +71,9 @@ def header_value(text: str) -> str:
 
 
 class ProxyApp:
-    def __init__(self, proxy: Proxy) -> None:
+    def __init__(self, proxy: Proxy, stream_after: float) -> None:
         self.proxy = proxy
+        self.stream_after = stream_after
 
     def _machine(self, request: Request) -> Machine:
         profile = request.path_params.get("profile")
@@ -192,7 +193,7 @@ class ProxyApp:
             whole = request.method == "HEAD" or any(
                 name in request.headers for name in ("range", "if-none-match")
             )
-            progress = await _started(found, finished=whole)
+            progress = await _started(found, self.stream_after, finished=whole)
             if progress.error is not None:
                 raise progress.error
             if progress.stored is None:
@@ -229,10 +230,10 @@ _POLL_SECONDS = 0.05
 _READ_CHUNK = 1 << 20
 
 
-async def _started(growing: Growing, *, finished: bool) -> Progress:
+async def _started(growing: Growing, stream_after: float, *, finished: bool) -> Progress:
     """*growing*'s progress once it is done or has failed or, unless *finished*, once
-    it has taken :data:`STREAM_AFTER_SECONDS` and has bytes to send."""
-    stream_from = time.monotonic() + STREAM_AFTER_SECONDS
+    it has taken *stream_after* seconds and has bytes to send."""
+    stream_from = time.monotonic() + stream_after
     while True:
         progress = growing.progress()
         if progress.error is not None or progress.stored is not None:
@@ -316,9 +317,10 @@ def _guarded(
     return guarded
 
 
-def create_app(proxy: Proxy) -> Starlette:
-    """The ASGI application of *proxy*."""
-    app = ProxyApp(proxy)
+def create_app(proxy: Proxy, *, stream_after: float = STREAM_AFTER_SECONDS) -> Starlette:
+    """The ASGI application of *proxy*; a file still being built after *stream_after*
+    seconds is streamed as it grows."""
+    app = ProxyApp(proxy, stream_after)
     read = ["GET", "HEAD"]
     routes: list[Route] = []
     for prefix in ("", "/p/{profile}"):
