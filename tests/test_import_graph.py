@@ -28,6 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "untrusted_json",
             "userfiles",
             "atomic_file",
+            "kernel_copy",
             "cachedir",
             "forked_map",
             "models",

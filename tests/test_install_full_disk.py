@@ -6,7 +6,9 @@ user namespace: ``fulldisk_driver.py``) and a wheel of 4 MiB of files.
 * cache full under a wheel unpacked as it downloads (too big for memory, so it has
   nowhere else to go): one error line, nothing changed or half-published;
 * target full: one error line, the environment exactly as it was, and the cache's
-  entry whole (it was published before linking, streamed or not).
+  entry whole (it was published before linking, streamed or not);
+* ``variant make`` and ``variant strip`` into a full folder: one error line naming the
+  output, and no temporary file left.
 """
 
 from __future__ import annotations
@@ -129,3 +131,54 @@ def test_a_full_target_folder_is_one_error_and_leaves_it_unchanged(
     assert found["unchanged"] is True
     assert found["dot_files"] == []
     assert found["scratch"] == []
+
+
+@pytest.mark.parametrize("command", ["make", "strip"])
+def test_variant_tools_into_a_full_folder_are_one_error_and_leave_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    reason = _namespaces()
+    if reason is not None:
+        pytest.skip(reason)
+    members = {f"big/part{i}.bin": os.urandom(256 << 10) for i in range(4)}
+    wheel = make_wheel(tmp_path, "big-1.0-py3-none-any.whl", extra_members=members, record=True)
+    wheelwise = [sys.executable, "-m", "wheelwise", "variant"]
+    made = tmp_path / "made"
+    subprocess.run(
+        [*wheelwise, "make", "-p", "x86_64 :: level :: v3", "--label", "v3", "-o", made, wheel],
+        check=True,
+        capture_output=True,
+    )
+    args = ["make", "-p", "x86_64 :: level :: v3", str(wheel)]
+    if command == "strip":
+        args = ["strip", str(made / "big-1.0-py3-none-any-v3.whl")]
+    small = tmp_path / "small"
+    small.mkdir()
+    # The tmpfs lives in the namespace: what is left on it is listed there.
+    script = 'mount -t tmpfs -o size=256k tmpfs "$0" || exit 90; "$@"; s=$?; ls -A "$0"; exit $s'
+    result = subprocess.run(
+        [
+            "unshare",
+            "-rm",
+            "sh",
+            "-c",
+            script,
+            str(small),
+            *wheelwise,
+            *args[:1],
+            "-o",
+            str(small),
+            *args[1:],
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"wheelwise: error: {small}/big-1.0-py3-none-any"), line
+    assert line.endswith(
+        ": cannot write it (No space left on device); free some space there, or write it elsewhere"
+    ), line
+    assert result.stdout == ""  # nothing left in the folder

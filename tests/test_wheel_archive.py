@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import io
+import os
 import stat
 import struct
 import warnings
@@ -20,11 +22,13 @@ from hypothesis import strategies as st
 from wheelfactory import make_wheel, variant_doc
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.wheels import archive as archive_module
+from wheelwise.wheels import zip_copy
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.make import make_variant
 from wheelwise.wheels.record import RecordEntry, file_entry, parse_record, write_record
 from wheelwise.wheels.strip import strip_variant
+from wheelwise.wheels.zip_copy import CompressedCopyWriter
 from zipcraft import garble_member, patch_member
 
 pytestmark = pytest.mark.interp
@@ -347,8 +351,29 @@ def test_failure_midway_leaves_no_temporary_file(
         yield from real(self, name)
 
     monkeypatch.setattr(WheelArchive, "compressed_chunks", failing)
+    # Through the interpreter: no member is copied by the kernel.
+    monkeypatch.setattr(CompressedCopyWriter, "copy_verbatim", lambda *args: False)
     with pytest.raises(WheelError, match="simulated"):
         make_variant(path, out, properties=[V3])
+    assert list(out.iterdir()) == []
+
+
+def test_a_failed_copy_by_the_kernel_leaves_no_temporary_file(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, out = dirs
+    path = make_wheel(src, NAME, record=True, extra_members={"pkg/data.bin": b"d" * 5000})
+
+    def failing(source: int, target: int, offset: int, count: int) -> int:
+        os.write(target, b"partial")
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(zip_copy, "copy_range", failing)
+    with pytest.raises(OSError, match="cannot write it") as caught:
+        make_variant(path, out, properties=[V3])
+    # The error names the output (the CLI prints "FILE: REASON").
+    assert caught.value.strerror == "cannot write it (Input/output error)"
+    assert Path(caught.value.filename).parent == out
     assert list(out.iterdir()) == []
 
 

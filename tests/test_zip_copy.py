@@ -1,19 +1,27 @@
 """Rewriting a wheel copies its members compressed as they are (``wheels.zip_copy``),
 and the result is a zip that ``zipfile`` reads and whose RECORD verifies; the
-``zipfile`` path (for wheels in memory) gives the same members. Wheels whose
+``zipfile`` path (for wheels in memory) gives the same members. Members whose local
+header already is the one written go by the kernel in runs, with the same bytes as
+through the interpreter, and a wheel cut short meanwhile is refused. Wheels whose
 directory uses the ZIP64 size markers rewrite like any other, and sizes and offsets
 past 4 GiB are written in ZIP64 records (a sparse file stands in for the 4 GiB)."""
 
 from __future__ import annotations
 
+import os
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wheelfactory import make_wheel
+from wheelwise.kernel_copy import copy_range
+from wheelwise.wheels import zip_copy
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.members import MemberReader
@@ -43,6 +51,12 @@ def contents(path: Path) -> dict[str, bytes]:
 def wheel(directory: Path, members: dict[str, bytes]) -> Path:
     directory.mkdir(parents=True)
     return make_wheel(directory, NAME, extra_members=members, record=True)
+
+
+def package_wheel(root: Path, members: dict[str, bytes]) -> tuple[dict[str, bytes], Path]:
+    """The wheel in *root*/in whose package ``pkg`` holds *members*; their full names."""
+    named = {f"pkg/{name}": data for name, data in members.items()}
+    return named, wheel(root / "in", named)
 
 
 def rewritten(source: Path, target: Path, replacement: bytes) -> Path:
@@ -103,8 +117,7 @@ def test_any_wheel_rewrites_to_a_valid_zip(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     root = tmp_path_factory.mktemp("z")
-    named = {f"pkg/{name}": data for name, data in members.items()}
-    source = wheel(root / "in", named)
+    named, source = package_wheel(root, members)
     if stored:  # the same wheel with every member stored
         plain = root / "stored" / NAME
         plain.parent.mkdir()
@@ -185,3 +198,109 @@ def test_a_member_whose_zip64_size_lies_is_refused_not_a_crash(tmp_path: Path) -
         with pytest.raises(WheelError, match="the archive is damaged; re-download or rebuild"):
             rewrite_wheel(archive, tmp_path / "out" / NAME, replace={METADATA: b"Name: pkg\n"})
     assert not (tmp_path / "out" / NAME).exists()
+
+
+@contextmanager
+def interpreter_only() -> Iterator[None]:
+    """Every member copied through the interpreter (no run sent by the kernel)."""
+    with mock.patch.object(CompressedCopyWriter, "copy_verbatim", return_value=False):
+        yield
+
+
+def test_members_already_in_the_written_form_go_by_the_kernel_in_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(20)}
+    # Rewritten once, every member has the local header a rewrite writes.
+    ours = rewritten(wheel(tmp_path / "in", members), tmp_path / "ours" / NAME, b"Name: pkg\n")
+    sent: list[int] = []
+
+    def counted(source: int, target: int, offset: int, count: int) -> int:
+        sent.append(count)
+        return copy_range(source, target, offset, count)
+
+    monkeypatch.setattr(zip_copy, "copy_range", counted)
+    target = rewritten(ours, tmp_path / "again" / NAME, b"Name: pkg\nSummary: s\n")
+    # The members before and after the replaced METADATA: at most two runs.
+    assert 1 <= len(sent) <= 2
+    assert sum(sent) > sum(len(data) for data in members.values())
+    with interpreter_only():
+        slow = rewritten(ours, tmp_path / "slow" / NAME, b"Name: pkg\nSummary: s\n")
+    assert target.read_bytes() == slow.read_bytes()
+
+
+def with_extra_field(source: Path, target: Path, names: set[str], stored: set[str]) -> Path:
+    """*source* written again, the members *names* with an extra field in their local
+    header and those in *stored* stored: headers a rewrite does not write."""
+    target.parent.mkdir(parents=True)
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w") as zout:
+        for info in zin.infolist():
+            copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+            copy.external_attr = info.external_attr
+            copy.compress_type = (
+                zipfile.ZIP_STORED if info.filename in stored else info.compress_type
+            )
+            if info.filename in names:
+                copy.extra = b"\xca\xfe\x04\x00abcd"
+            zout.writestr(copy, zin.read(info))
+    return target
+
+
+def rewritten_without(source: Path, target: Path, drop: set[str]) -> bytes:
+    with WheelArchive(source) as archive:
+        rewrite_wheel(archive, target, drop=drop)
+    with WheelArchive(target) as archive:
+        archive.verify_record()
+    return target.read_bytes()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    members=st.dictionaries(MEMBER_NAMES, st.binary(max_size=3000), min_size=2, max_size=6),
+    odd=st.sets(st.integers(0, 9), max_size=4),
+    stored=st.sets(st.integers(0, 9), max_size=4),
+    dropped=st.sets(st.integers(0, 9), max_size=2),
+    twice=st.booleans(),
+)
+def test_copying_by_the_kernel_gives_the_bytes_the_interpreter_writes(
+    members: dict[str, bytes],
+    odd: set[int],
+    stored: set[int],
+    dropped: set[int],
+    twice: bool,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    root = tmp_path_factory.mktemp("v")
+    named, source = package_wheel(root, members)
+    names = sorted(named)
+    source = with_extra_field(
+        source,
+        root / "odd" / NAME,
+        {names[i % len(names)] for i in odd},
+        {names[i % len(names)] for i in stored},
+    )
+    if twice:  # a wheel a rewrite wrote: every member in its form
+        source = rewritten(source, root / "once" / NAME, b"Name: pkg\n")
+    # Members left out (as variant.json by strip) split the runs the kernel sends.
+    drop = {names[i % len(names)] for i in dropped}
+    fast = rewritten_without(source, root / "fast" / NAME, drop)
+    with interpreter_only():
+        slow = rewritten_without(source, root / "slow" / NAME, drop)
+    assert fast == slow
+    kept = {name: data for name, data in named.items() if name not in drop}
+    assert {name: contents(root / "fast" / NAME)[name] for name in kept} == kept
+    assert not drop & set(contents(root / "fast" / NAME))
+
+
+def test_a_wheel_cut_short_while_it_is_copied_is_refused_and_nothing_written(
+    tmp_path: Path,
+) -> None:
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(5)}
+    ours = rewritten(wheel(tmp_path / "in", members), tmp_path / "ours" / NAME, b"Name: pkg\n")
+    out = tmp_path / "out"
+    with WheelArchive(ours) as archive:
+        archive.check_record_sizes()  # RECORD read, as variant make does first
+        os.truncate(ours, ours.stat().st_size // 2)  # another process cuts the file
+        with pytest.raises(WheelError, match=r"cannot copy it \(the archive ends \d+ bytes before"):
+            rewrite_wheel(archive, out / NAME, replace={METADATA: b"Name: pkg\n"})
+    assert list(out.iterdir()) == []

@@ -29,6 +29,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from wheelwise.kernel_copy import copy_range
+
 if TYPE_CHECKING:
     from wheelwise.cache.unpacked import UnpackedStore
 
@@ -56,7 +58,6 @@ _NEVER = frozenset(
 )
 # This one file cannot be linked (its link count is at the maximum): copy it.
 _NOT_THIS_ONE = frozenset({errno.EMLINK})
-_COPY_CHUNK = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -128,21 +129,4 @@ class Linker:
 
 
 def _copy(source: int, target: int) -> None:
-    size = os.fstat(source).st_size
-    offset = 0
-    if hasattr(os, "sendfile") and sys.platform == "linux":
-        try:
-            while offset < size:
-                sent = os.sendfile(target, source, offset, min(_COPY_CHUNK, size - offset))
-                if sent == 0:
-                    break
-                offset += sent
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.EINVAL, errno.ENOSYS) or offset:
-                raise
-    os.lseek(source, offset, os.SEEK_SET)
-    while chunk := os.read(source, 1 << 20):
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(target, view) :]
+    copy_range(source, target, 0, os.fstat(source).st_size)

@@ -252,6 +252,7 @@ class WheelArchive:
                 raise WheelError(str(exc)) from None
         self._detached = False
         self._record: list[RecordEntry] | None = None
+        self._sizes_checked = False
         try:
             self._zip = open_zip(path)
         except FileNotFoundError:
@@ -374,6 +375,11 @@ class WheelArchive:
         needs one."""
         return self._zip.fp is not None and not isinstance(self._zip.fp, io.BytesIO)
 
+    def fileno(self) -> int:
+        """The wheel's file descriptor (an archive :attr:`on_disk`)."""
+        assert self._zip.fp is not None, "an archive in memory has no file"
+        return self._zip.fp.fileno()
+
     def compressed_chunks(self, name: str) -> Iterator[bytes]:
         """The member's bytes as the archive stores them (compressed), in chunks, its
         local header checked first. Nothing is inflated, so nothing is checked against
@@ -382,7 +388,7 @@ class WheelArchive:
 
         info = self.info(name)
         assert self._zip.fp is not None, "compressed_chunks needs an archive on disk"
-        descriptor = self._zip.fp.fileno()
+        descriptor = self.fileno()
         try:
             position = MemberReader(self._zip).data_offset(info)
         except zipfile.BadZipFile as exc:
@@ -453,9 +459,12 @@ class WheelArchive:
     def check_record_sizes(self) -> None:
         """RECORD lists every member at the size the archive gives it (as
         :meth:`check_record_listing`, and reading no member contents)."""
+        if self._sizes_checked:
+            return
         for name, entry in self.check_record_listing().items():
             if entry.size is not None and entry.size != self.info(name).file_size:
                 raise self.mismatch(name)
+        self._sizes_checked = True
 
     def verify_record(self) -> None:
         """Every member is listed in RECORD with a matching hash and size.

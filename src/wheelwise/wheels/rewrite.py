@@ -16,6 +16,7 @@ beside the target and renamed over it only when complete.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -80,9 +81,15 @@ def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> None:
             stream.flush()
             os.fsync(stream.fileno())
         temporary.replace(target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             temporary.unlink()
+        if isinstance(exc, OSError) and exc.filename is None:
+            # A failed write names no file: say which, and what to do on a full disk.
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            hint = "; free some space there, or write it elsewhere" if full else ""
+            reason = f"cannot write it ({exc.strerror or exc}){hint}"
+            raise OSError(exc.errno, reason, str(target)) from None
         raise
 
 
@@ -142,6 +149,7 @@ def rewrite_wheel(
         # The verified RECORD rows of members copied as they are stay true.
         rows = {entry.path: entry for entry in archive.record()}
         entries: list[RecordEntry] = []
+        source = archive.fileno()
         out = CompressedCopyWriter(stream)
         for name in kept:
             if name in replace:
@@ -149,7 +157,9 @@ def rewrite_wheel(
                 out.add(info, replace[name])
                 entries.append(file_entry(name, replace[name]))
             else:
-                out.copy(archive.info(name), archive.compressed_chunks(name))
+                info = archive.info(name)
+                if not out.copy_verbatim(info, source):
+                    out.copy(info, archive.compressed_chunks(name))
                 entries.append(rows[name])
         for name, data in add:
             out.add(_new_info(name, date_time), data)

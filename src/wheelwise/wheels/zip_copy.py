@@ -4,19 +4,24 @@ Rewriting a wheel changes one or two small members; inflating and deflating ever
 other one again makes a rewrite of a large wheel CPU-bound (deflate is slow on
 machine code). :class:`CompressedCopyWriter` writes each copied member's compressed
 bytes unchanged, with the CRC and sizes of its directory entry, and deflates only the
-members it is given as bytes. It writes no comments or data descriptors; a size or
-offset past 32 bits (a wheel over 4 GiB) goes into ZIP64 records, as APPNOTE 4.5.3
-and 4.3.14 say, and only then.
+members it is given as bytes. Where a source member's local header already is the one
+written here, that member and its neighbours in the source are copied by the kernel in
+one run (:meth:`CompressedCopyWriter.copy_verbatim`, the rewrite's speed trick): a
+big wheel's bytes never pass through the interpreter. It writes no comments or data
+descriptors; a size or offset past 32 bits (a wheel over 4 GiB) goes into ZIP64
+records, as APPNOTE 4.5.3 and 4.3.14 say, and only then.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import zipfile
 import zlib
 from collections.abc import Iterable
 from typing import BinaryIO
 
+from wheelwise.kernel_copy import copy_range
 from wheelwise.wheels.zip_layout import (
     CENTRAL,
     CENTRAL_SIGNATURE,
@@ -68,14 +73,29 @@ class CompressedCopyWriter:
         self._out = stream
         self._offset = 0
         self._central: list[bytes] = []
+        # Copied members not written yet: (source file, offset, length), one run of
+        # neighbours in the source, sent by the kernel before anything else is written.
+        self._run: tuple[int, int, int] | None = None
 
     def _write(self, data: bytes | memoryview) -> None:
+        if self._run is not None:
+            self._send_run()
         self._out.write(data)
         self._offset += len(data)
 
-    def _member(
+    def _send_run(self) -> None:
+        assert self._run is not None
+        source, start, length = self._run
+        self._run = None
+        self._out.flush()  # the kernel writes at the file's position, after these
+        copied = copy_range(source, self._out.fileno(), start, length)
+        if copied != length:
+            raise ValueError(f"the archive ends {length - copied} bytes before its members do")
+
+    def _headers(
         self, info: zipfile.ZipInfo, crc: int, compressed: int, size: int, flags: int
-    ) -> None:
+    ) -> tuple[bytes, bytes]:
+        """The directory entry and the local header of a member written next."""
         name, utf8 = _name(info)
         flags |= utf8
         dostime, dosdate = _dos(info.date_time)
@@ -100,12 +120,18 @@ class CompressedCopyWriter:
             0, flags, info.compress_type, dostime, dosdate, crc, cap(compressed), cap(size),
             len(name), len(central_extra), 0, 0, 0, info.external_attr, cap(self._offset),
         )  # fmt: skip
-        self._central.append(central + name + central_extra)
         header = LOCAL.pack(
             LOCAL_SIGNATURE, version, 0, flags, info.compress_type, dostime, dosdate, crc,
             *local_sizes, len(name), len(local_extra),
         )  # fmt: skip
-        self._write(header + name + local_extra)
+        return central + name + central_extra, header + name + local_extra
+
+    def _member(
+        self, info: zipfile.ZipInfo, crc: int, compressed: int, size: int, flags: int
+    ) -> None:
+        central, header = self._headers(info, crc, compressed, size, flags)
+        self._central.append(central)
+        self._write(header)
 
     @property
     def offset(self) -> int:
@@ -132,6 +158,29 @@ class CompressedCopyWriter:
             raise ValueError(f"{info.filename}: compression method {info.compress_type}")
         flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
         self._member(info, info.CRC, info.compress_size, info.file_size, flags)
+
+    def copy_verbatim(self, info: zipfile.ZipInfo, source: int) -> bool:
+        """A member of the archive open as the file *source*, copied as it is there
+        (header and compressed bytes, with its neighbours in one run, by the kernel)
+        when its local header is the one :meth:`copy` would write; False, and nothing
+        written, when it is not. *stream* must then be a file."""
+        if info.compress_type not in _VERSION:
+            return False
+        flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
+        central, header = self._headers(info, info.CRC, info.compress_size, info.file_size, flags)
+        if os.pread(source, len(header), info.header_offset) != header:
+            return False
+        self._central.append(central)
+        length = len(header) + info.compress_size
+        run = self._run
+        if run is not None and run[0] == source and run[1] + run[2] == info.header_offset:
+            self._run = (source, run[1], run[2] + length)
+        else:
+            if run is not None:
+                self._send_run()
+            self._run = (source, info.header_offset, length)
+        self._offset += length
+        return True
 
     def copy_bytes(self, chunk: bytes | memoryview) -> None:
         """Compressed bytes of the member :meth:`start_copy` began."""
