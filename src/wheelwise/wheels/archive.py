@@ -387,7 +387,6 @@ class WheelArchive:
         from wheelwise.wheels.members import MemberReader
 
         info = self.info(name)
-        assert self._zip.fp is not None, "compressed_chunks needs an archive on disk"
         descriptor = self.fileno()
         try:
             position = MemberReader(self._zip).data_offset(info)
