@@ -316,6 +316,15 @@ def test_source_distributions_only_say_so() -> None:
     with pytest.raises(NoCompatibleWheel, match=r"mixed 2.0: this command takes wheels only"):
         run(index, "mixed>=2")
     assert versions(run(index, "mixed")) == {"mixed": "1.0"}
+    # Several such releases in range: the advice once, for the newest.
+    index.sdists["mixed"] = ["2.0", "2.1", "3.0"]
+    with pytest.raises(NoCompatibleWheel) as several:
+        run(index, "mixed>=2")
+    assert str(several.value) == (
+        "no compatible wheel for mixed (source distributions are never built): mixed 3.0, "
+        "2.1, 2.0: this command takes wheels only: build one (`pip wheel --no-deps "
+        "mixed==3.0 -w wheels`), then pass --find-links wheels"
+    )
 
 
 def test_a_yanked_release_only_when_pinned() -> None:

@@ -53,7 +53,7 @@ from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK
 from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.policy.hashes import file_sha256
 from wheelwise.resolve.candidates import WheelFile
-from wheelwise.resolve.formats import FormatPolicy
+from wheelwise.resolve.formats import FormatPolicy, wheels_only_advice
 from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.core_metadata import read_core_metadata
@@ -352,10 +352,7 @@ class IndexFinder:
     def not_built_reason(self, name: NormalizedName, version: Version) -> str:
         """Why the source distributions of *name* are not built (for messages)."""
         if self.build is None:
-            return (
-                "this command takes wheels only: build one (`pip wheel --no-deps "
-                f"{name}=={version} -w wheels`), then pass --find-links wheels"
-            )
+            return wheels_only_advice(name, version)
         option = self.formats.why_not_built(canonicalize_name(name))
         return f"it is not built, as {option} is given"
 

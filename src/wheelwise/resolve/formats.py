@@ -14,10 +14,19 @@ from packaging.utils import InvalidName, canonicalize_name
 
 from wheelwise.models.errors import ResolveError
 
-__all__ = ["ALL", "NONE", "FormatPolicy", "format_names"]
+__all__ = ["ALL", "NONE", "FormatPolicy", "format_names", "wheels_only_advice"]
 
 ALL = ":all:"
 NONE = ":none:"
+
+
+def wheels_only_advice(name: str, version: object) -> str:
+    """What to do about *name* *version*, published as source only, for a command
+    that takes wheels only (``lock``, ``download`` without building)."""
+    return (
+        "this command takes wheels only: build one (`pip wheel --no-deps "
+        f"{name}=={version} -w wheels`), then pass --find-links wheels"
+    )
 
 
 def format_names(values: Iterable[str], option: str) -> frozenset[str]:

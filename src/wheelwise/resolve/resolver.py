@@ -47,6 +47,7 @@ from wheelwise.resolve.candidates import (
     WheelFile,
     identifier,
 )
+from wheelwise.resolve.formats import wheels_only_advice
 from wheelwise.resolve.selection import (
     ListedWheel,
     Selection,
@@ -730,15 +731,17 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self, name: NormalizedName, specifiers: Sequence[SpecifierSet]
     ) -> dict[Version, str]:
         """The versions in range that have source distributions only, newest first
-        (at most a few), each with what to do about it."""
+        (at most a few), with what to do about the newest: one reason, which the
+        error gives once for them all."""
         listed = getattr(self.finder, "source_only_versions", None)  # optional: a Finder's
         versions = [v for v in (listed(name) if listed else ()) if _within(v, specifiers)]
-        return {v: self._not_built(name, v) for v in sorted(versions, reverse=True)[:3]}
+        newest = sorted(versions, reverse=True)[:3]
+        return dict.fromkeys(newest, self._not_built(name, newest[0])) if newest else {}
 
     def _not_built(self, name: NormalizedName, version: Version) -> str:
         """Why *name* *version*, which has source distributions only, is not built."""
         reason = getattr(self.finder, "not_built_reason", None)  # optional: a Finder's
-        return reason(name, version) if reason else _source_only_reason(name, version)
+        return reason(name, version) if reason else wheels_only_advice(name, version)
 
     def _no_wheels(
         self,
@@ -772,13 +775,6 @@ def _listed(versions: Sequence[str]) -> str:
     shown = ", ".join(versions[:SHOWN_VERSIONS])
     more = len(versions) - SHOWN_VERSIONS
     return f"{shown} and {more} older" if more > 0 else shown
-
-
-def _source_only_reason(name: str, version: Version) -> str:
-    return (
-        "this command takes wheels only: build one (`pip wheel --no-deps "
-        f"{name}=={version} -w wheels`), then pass --find-links wheels"
-    )
 
 
 def _within(version: Version, specifiers: Iterable[SpecifierSet]) -> bool:
