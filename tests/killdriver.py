@@ -8,9 +8,9 @@ The steps are the calls a transaction makes (``os.open``, ``os.write`` and
 ``os.replace``, ``os.link``, ``os.symlink``, ``os.unlink``, ``os.rmdir``,
 ``os.fsync``), each counted twice: just before and just after it, so
 that a kill can land between creating a file and writing it. ``N = 0`` only
-counts; the count is written to COUNT_FILE at exit. ``KILL_EXTRA_ROOTS`` (paths
-joined by ``os.pathsep``) counts the steps inside those folders too (the cache's
-unpacked wheels, say). Unpacking runs in this
+counts; the count is written to COUNT_FILE when the run ends (not when killed).
+``KILL_EXTRA_ROOTS`` (paths joined by ``os.pathsep``) counts the steps inside those
+folders too (the cache's unpacked wheels, say). Unpacking runs in this
 process, one wheel after another, so that the steps come in the same order
 (``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork;
 ``KILL_STREAM_UNPACK_FROM``: wheels from that size on are unpacked as they download);
@@ -127,9 +127,10 @@ for _name, _paths in [
 
 @atexit.register
 def _report() -> None:
-    if target == 0:
-        with open(count_file, "w") as out:
-            out.write(str(steps))
+    # Also after a run that ended before its step: streamed wheels are written as the
+    # network delivers them, so two runs may take different numbers of steps.
+    with open(count_file, "w") as out:
+        out.write(str(steps))
 
 
 import wheelwise.fetch.download  # noqa: E402
