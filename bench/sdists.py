@@ -21,7 +21,10 @@ Per round, each contender in turn (the rounds rotate who goes first): a new empt
 then *cold* into a new venv (five builds), then *warm*: the same cache, another new
 venv (each keeps the wheels it built by the sdist's hash; nothing is built). Medians of
 ``--rounds`` (3) after one untimed warm-up round (``--no-warm-up`` skips it), and
-ratios.
+ratios. Right after each warm wheelwise run, the import floor is timed three times
+(``bench/import_floor.py``'s "chosen libraries": the interpreter starting and importing
+the libraries wheelwise is built on, nothing of its own), so that the time above it is
+compared with uv's in the same minutes.
 
 Usage::
 
@@ -38,12 +41,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import add_warm_up_option, clean_env, installer_paths, machine_info
-from gpu_stack import CONTENDERS, Contest, cold_and_warm, serve, timings
+from gpu_stack import CONTENDERS, Contest, Run, cold_and_warm, serve, timings
+from import_floor import LIBRARIES, code_for, timed
 from install import ensure_tools
 
 DEFAULT_FILES = Path.home() / ".cache" / "wheelwise-bench" / "sdists"
@@ -56,6 +61,20 @@ SDISTS = (
 )
 WHEELS = ("setuptools", "six")
 EXPECTED = {"docopt", "langdetect", "antlr4-python3-runtime", "pyperclip", "sgmllib3k", "six"}
+
+
+@dataclass
+class FloorContest(Contest):
+    """A :class:`Contest` that times the import floor after each warm wheelwise run."""
+
+    floors: list[float] = field(default_factory=list)
+
+    def one(self, name: str, phase: str, cache: Path) -> Run:
+        run = super().one(name, phase, cache)
+        if name == "wheelwise" and phase == "warm":
+            argv = [sys.executable, "-c", code_for(LIBRARIES)]
+            self.floors.append(statistics.median(timed(argv) for _ in range(3)))
+        return run
 
 
 def ensure_files(folder: Path) -> list[Path]:
@@ -100,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             stdout=subprocess.DEVNULL,
         )
         url, server = stack.enter_context(serve(site, tmp))
-        contest = Contest(tmp, url, uv, wheelwise, pip_version, base, requirements, expected)
+        contest = FloorContest(tmp, url, uv, wheelwise, pip_version, base, requirements, expected)
         results = cold_and_warm(contest, args.rounds, args.warm_up)
+    floor = statistics.median(contest.floors[-args.rounds :])  # the timed rounds' only
 
     def median(name: str, phase: str) -> float:
         return statistics.median(run.seconds for run in results[name][phase])
@@ -117,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
             "wheelwise/uv cold": median("wheelwise", "cold") / median("uv", "cold"),
             "wheelwise/pip warm": median("wheelwise", "warm") / median("pip", "warm"),
             "wheelwise/uv warm": median("wheelwise", "warm") / median("uv", "warm"),
+            "wheelwise above the floor/uv warm": (median("wheelwise", "warm") - floor)
+            / median("uv", "warm"),
         },
+        "import_floor_s": floor,
     }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -129,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:10} {median(name, 'cold'):8.2f} {median(name, 'warm'):8.2f} "
             f"{report['peak_rss_mb'][name]:12.0f}"
         )
+    print(f"import floor (chosen libraries): {floor:.3f} s")
     for label, value in report["ratios"].items():
         print(f"{label}: {value:.2f}x")
     return 0

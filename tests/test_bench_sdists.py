@@ -35,4 +35,6 @@ def test_smoke_run_on_two_sdists(tmp_path: Path) -> None:
         "wheelwise/uv cold",
         "wheelwise/pip warm",
         "wheelwise/uv warm",
+        "wheelwise above the floor/uv warm",
     }
+    assert 0 < report["import_floor_s"] < report["median_s"]["wheelwise"]["warm"]

@@ -26,6 +26,7 @@ from wheelwise.providers.fingerprint import (
 )
 from wheelwise.providers.intel import IntelProvider
 from wheelwise.providers.nvidia import NvidiaProvider
+from wheelwise.userconfig import CONFIG_ENV, config_path
 
 CPUINFO = """processor\t: 0
 vendor_id\t: GenuineIntel
@@ -327,3 +328,19 @@ def test_detect_imports_neither_typing_nor_dataclasses(tmp_path: Path, warm: boo
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
     assert "typing" not in imported
     assert "dataclasses" not in imported
+
+
+def test_config_path_matches_platformdirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(CONFIG_ENV, raising=False)
+    folder = platformdirs.user_config_dir("wheelwise", appauthor=False)
+    assert config_path() == Path(folder) / "config.toml"
+    if sys.platform.startswith("linux"):
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+        folder = platformdirs.user_config_dir("wheelwise", appauthor=False)
+        assert config_path() == Path(folder) / "config.toml"
+        assert config_path() == tmp_path / "xdg" / "wheelwise" / "config.toml"
+        monkeypatch.setenv("XDG_CONFIG_HOME", "  ")  # blank: the default, as platformdirs
+        folder = platformdirs.user_config_dir("wheelwise", appauthor=False)
+        assert config_path() == Path(folder) / "config.toml"
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path / "mine.toml"))
+    assert config_path() == tmp_path / "mine.toml"

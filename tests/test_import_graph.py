@@ -30,6 +30,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "atomic_file",
             "kernel_copy",
             "cachedir",
+            "userconfig",
             "forked_map",
             "models",
             "policy",

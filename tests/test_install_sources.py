@@ -114,6 +114,25 @@ def test_the_built_wheel_is_kept_by_the_sdists_hash(index: str, tmp_path: Path) 
     assert result.returncode == 0, result.stderr
     assert built[0].stat().st_mtime_ns == stamp
     assert run_python(second, "import plainsrc, cudart").returncode == 0
+    # The built wheel is kept unpacked as a downloaded one is: both environments'
+    # files are links to its entry's (the second unpacked nothing).
+    module = next(path for path in site_packages(first).rglob("*.py") if "plainsrc" in str(path))
+    twin = site_packages(second) / module.relative_to(site_packages(first))
+    assert module.stat().st_ino == twin.stat().st_ino
+    member = module.relative_to(site_packages(first))
+    kept = list((cache / "unpacked").glob(f"sha256/*/*/files/{member}"))
+    assert len(kept) == 1
+    assert kept[0].stat().st_ino == twin.stat().st_ino
+    # An installed file edited in place changes the entry too: the next install
+    # finds it changed, and unpacks the kept wheel afresh.
+    original = module.read_bytes()
+    with module.open("ab") as edit:
+        edit.write(b"# edited\n")
+    third = make_venv(tmp_path / "three")
+    result = _install(third, index, cache, "plainsrc", "--no-build-isolation")
+    assert result.returncode == 0, result.stderr
+    assert (site_packages(third) / member).read_bytes() == original
+    assert (site_packages(third) / member).stat().st_ino != module.stat().st_ino
 
 
 def test_only_binary_says_which_release_and_why(index: str, tmp_path: Path) -> None:

@@ -231,8 +231,8 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
 def _configured(table: str, key: str) -> tuple[object, str]:
     """``[TABLE] KEY`` of the user's configuration file (``$WHEELWISE_CONFIG``), or
     None; and how to name the file in a message."""
-    from wheelwise.providers.plugin_trust import config_path, display_path
     from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
+    from wheelwise.userconfig import config_path, display_path
 
     path = config_path()
     try:

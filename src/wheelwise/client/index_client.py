@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -772,11 +772,14 @@ def _tries(tries: int) -> str:
 
 def local_path(url: str) -> Path:
     """The path a ``file:`` URL names."""
-    # Imported here: urllib.request loads http.client and ssl, which no other part
-    # of an install from an HTTP index needs.
+    path = urlsplit(url).path
+    if sys.platform != "win32":  # url2pathname's whole job here, without its module
+        return Path(unquote(path))
+    # Imported here: urllib.request loads http.client and ssl (20 ms), which no
+    # other part of an install from an HTTP index needs.
     from urllib.request import url2pathname
 
-    return Path(url2pathname(urlsplit(url).path))
+    return Path(url2pathname(path))
 
 
 def verify_hashes(url: str, data: bytes, hashes: Mapping[str, str]) -> None:

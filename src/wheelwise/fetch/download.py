@@ -153,10 +153,16 @@ class DownloadItem:
         return trusted_hashes(self.hashes)
 
     def cache_hashes(self) -> dict[str, str]:
-        """The hashes the caches keep this file under (wheels, unpacked wheels):
-        its verified hashes for an ``http(s)`` URL; none for a local file, which
-        needs no keeping."""
+        """The hashes the wheel cache keeps this file under: its verified hashes for
+        an ``http(s)`` URL; none for a local file, which is on disk already."""
         return self.expected_hashes() if _is_http(self.url) else {}
+
+    def unpacked_hashes(self) -> dict[str, str]:
+        """The hashes the unpacked cache keeps this wheel under: its verified hashes,
+        whatever its URL. A local wheel (one built from an sdist, say) is linked
+        from there the next time, as a downloaded one is, instead of unpacked into
+        new files again."""
+        return self.expected_hashes()
 
 
 class _Cancelled(Exception):
@@ -303,8 +309,9 @@ class _Fetcher:
         """*item*, verified. *on_memory* hears the size of a download that goes to
         memory, before its first byte (or of the cached file that is used instead)."""
         kept = item.cache_hashes()
-        if self.unpacked is not None and kept:
-            entry = self.unpacked.lookup(kept, item.name)
+        unpacked_key = item.unpacked_hashes()
+        if self.unpacked is not None and unpacked_key:
+            entry = self.unpacked.lookup(unpacked_key, item.name)
             if entry is not None:
                 if on_memory is not None:
                     on_memory(0)

@@ -83,7 +83,7 @@ def fetch(
         item = item_of(planned.file)
         verified = dataclasses.replace(
             verified,
-            hashes=item.cache_hashes(),
+            hashes=item.unpacked_hashes(),
             origin=item.origin,
             direct_url=planned.direct_url,
         )

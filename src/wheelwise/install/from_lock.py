@@ -379,7 +379,7 @@ class _LockWheels:
                 )
             try:
                 verified = replace(
-                    verify_wheel(found), hashes=item.cache_hashes(), origin=item.origin
+                    verify_wheel(found), hashes=item.unpacked_hashes(), origin=item.origin
                 )
                 self.verified[choice.wheel.filename] = self._checked(choice, verified)
             except InstallError as exc:

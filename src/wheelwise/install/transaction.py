@@ -222,6 +222,11 @@ class _Transaction:
         store = self.placement.unpacked
         if store is None or not wheel.hashes:
             return None
+        # A wheel that reached here as a file (a local one, or built from an sdist)
+        # may have an entry from an earlier install: linked, not unpacked again.
+        found = store.lookup(wheel.hashes, wheel.path.name)
+        if found is not None:
+            return found
         try:
             return store.publish(
                 wheel.hashes, wheel.path.name, lambda folder: build_entry(wheel, folder, journal)

@@ -18,38 +18,19 @@ no plugin: metadata that maps a trusted namespace to another requirement or
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import shlex
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
+from wheelwise.userconfig import config_path, display_path
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.grammar import NAME_RE
-
-CONFIG_ENV = "WHEELWISE_CONFIG"
-
-
-def config_path() -> Path:
-    """``$WHEELWISE_CONFIG``, else ``config.toml`` in the per-user config folder."""
-    override = os.environ.get(CONFIG_ENV)
-    if override:
-        return Path(override)
-    return Path(platformdirs.user_config_dir("wheelwise", appauthor=False)) / "config.toml"
-
-
-def display_path(path: Path) -> str:
-    """*path* with the home folder written as ``~``, for messages."""
-    try:
-        return "~/" + path.relative_to(Path.home()).as_posix()
-    except (ValueError, RuntimeError):
-        return str(path)
 
 
 class PluginTrustError(VariantError):

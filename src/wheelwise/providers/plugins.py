@@ -30,7 +30,6 @@ from wheelwise.providers.plugin_trust import (
     TrustConfig,
     Trusted,
     check_object_reference,
-    display_path,
     load_trust_config,
     optional_detail,
     trust_entries,
@@ -38,6 +37,7 @@ from wheelwise.providers.plugin_trust import (
     trusted_plugin,
     untrusted_detail,
 )
+from wheelwise.userconfig import display_path
 from wheelwise.variants.metadata import ProviderInfo
 
 DEFAULT_TIMEOUT = 10.0
