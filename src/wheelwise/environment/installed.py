@@ -145,6 +145,29 @@ def dist_info_folders(
     return sorted(found.values(), key=lambda dist: dist.name)
 
 
+def missing_from_venv(python: Path, names: Collection[str]) -> bool:
+    """Whether *python* is a virtual environment's interpreter whose site-packages,
+    found by the layout ``venv`` makes (without running it), lacks a distribution of
+    one of *names* (normalized): what is installed cannot answer an install of them.
+    False whenever that cannot be told (another layout, an unreadable folder)."""
+    prefix = Path(os.path.abspath(python)).parent.parent  # noqa: PTH100 - keep the venv's link
+    if not names or not (prefix / "pyvenv.cfg").is_file():
+        return False
+    sites = [site for site in prefix.glob("lib/python3*/site-packages") if site.is_dir()]
+    if len(sites) != 1:
+        return False
+    try:  # the folders' names only: a present one is read by the check that follows
+        with os.scandir(sites[0]) as scan:
+            found = {
+                canonicalize_name(entry.name[: -len(DIST_INFO)].rsplit("-", 1)[0])
+                for entry in scan
+                if entry.name.endswith(DIST_INFO)
+            }
+    except OSError:
+        return False
+    return not set(names) <= found
+
+
 def _installed(found: DistInfo) -> InstalledDist:
     location = found.location
     try:

@@ -35,7 +35,7 @@ from packaging.utils import canonicalize_version, parse_sdist_filename
 
 from wheelwise import __version__
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
-from wheelwise.environment.installed import InstalledDist, importable_installed
+from wheelwise.environment.installed import InstalledDist, importable_installed, missing_from_venv
 from wheelwise.environment.interpreter import (
     PendingEnvironment,
     TargetEnvironment,
@@ -152,6 +152,16 @@ def _may_be_satisfied(
     )
 
 
+def _surely_missing(options: InstallOptions, requirements: Sequence[str]) -> bool:
+    """Whether a requirement is known not to be installed before the target
+    interpreter answers (a virtual environment without it): then nothing waits for
+    that answer, and it comes while the resolver's modules load."""
+    if options.target_dir or options.prefix_dir or options.user:
+        return False
+    python = Path(options.python) if options.python else Path(sys.executable)
+    return missing_from_venv(python, requested_names(requirements))
+
+
 def _target(
     env: TargetEnvironment, options: InstallOptions
 ) -> tuple[TargetEnvironment, dict[str, InstalledDist]]:
@@ -240,7 +250,9 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     )
     with pending:
         target: tuple[TargetEnvironment, dict[str, InstalledDist]] | None = None
-        if _may_be_satisfied(options, references, variant_choice):
+        if _may_be_satisfied(options, references, variant_choice) and not _surely_missing(
+            options, requirements
+        ):
             # Everything may be installed already: then no index is read at all.
             target = _target(pending.result(), options)
             env, installed = target
