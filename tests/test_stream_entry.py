@@ -11,6 +11,7 @@ import hashlib
 import http.server
 import io
 import os
+import random
 import stat
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
@@ -35,6 +36,8 @@ NAME = "pkg-1.0-py3-none-any.whl"
 MEMBERS = {
     "pkg/__init__.py": b"VALUE = 1\n",
     "pkg/data/big.bin": bytes(range(256)) * 2000,
+    # Inflates to more than one piece of output from a few KiB of input.
+    "pkg/data/zeros.bin": bytes(3 << 20),
     "pkg/empty.txt": b"",
     "pkg/tool.sh": b"#!/bin/sh\necho hi\n",
 }
@@ -367,3 +370,17 @@ def test_a_store_that_cannot_hold_it_gets_the_wheel_downloaded_whole(
     found, _, _ = _fetch(tmp_path, url, data)
     assert not isinstance(found, UnpackedWheel)
     assert os.path.isfile(tmp_path / "cache" / "scratch")
+
+
+def test_a_download_of_several_pieces_unpacks_whole(
+    tmp_path: Path, serve: Callable[..., tuple[str, dict[str, int]]]
+) -> None:
+    # Bytes that do not compress: the download is passed on in several pieces.
+    noise = random.Random(7).randbytes(3 << 20)
+    data = make_wheel({**MEMBERS, "pkg/data/noise.bin": noise})
+    assert len(data) > 3 * download._BATCH
+    url, _ = serve({NAME: data}, cut_first=frozenset({NAME}))
+    found, _, _ = _fetch(tmp_path, url, data)
+    assert isinstance(found, UnpackedWheel)
+    assert found.read("pkg/data/noise.bin", limit=4 << 20) == noise
+    assert found.read("pkg/data/zeros.bin", limit=4 << 20) == MEMBERS["pkg/data/zeros.bin"]
