@@ -47,7 +47,7 @@ from wheelwise.wheels.archive import (
     zip_member_problem,
 )
 from wheelwise.wheels.errors import WheelError, describe
-from wheelwise.wheels.members import INFLATE_ERRORS, new_inflater
+from wheelwise.wheels.members import INFLATE_ERRORS, OUT_CHUNK, new_inflater
 from wheelwise.wheels.zip_stream import LocalMembers, MemberBytes
 
 __all__ = ["MAX_DIRECTORY_BYTES", "NotStreamable", "StreamUnpacker"]
@@ -55,9 +55,6 @@ __all__ = ["MAX_DIRECTORY_BYTES", "NotStreamable", "StreamUnpacker"]
 # A central directory is ~100 bytes a member: far below this for any wheel.
 MAX_DIRECTORY_BYTES = 64 << 20
 _MEMBERS_END = "the local members end"
-# Inflated bytes per call: downloads arrive in pieces of 1 MiB (fetch.download's
-# _BATCH), and each call lets go of the interpreter lock once.
-_OUT_PIECE = 1 << 20
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 # A member's name that cannot be a file next to the others (a folder of that name,
 # a file where a folder should be): the wheel's fault, not the cache's.
@@ -223,10 +220,10 @@ class StreamUnpacker:
             if inflater is None:
                 self._write_out(member, data)
                 return
-            piece = inflater.decompress(data, _OUT_PIECE)
+            piece = inflater.decompress(data, OUT_CHUNK)
             self._write_out(member, piece)
             while tail := inflater.unconsumed_tail:
-                piece = inflater.decompress(tail, _OUT_PIECE)
+                piece = inflater.decompress(tail, OUT_CHUNK)
                 if not piece and len(inflater.unconsumed_tail) >= len(tail):
                     raise WheelError(
                         f"member {member.info.filename!r} does not inflate: the archive is damaged"

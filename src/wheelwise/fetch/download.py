@@ -88,8 +88,6 @@ _T = TypeVar("_T")
 Fetched = Path | InMemoryWheel | UnpackedWheel
 
 _CHUNK = 1 << 16
-# What a download gathers before passing it on (see _Fetcher._chunks_into).
-_BATCH = 1 << 20
 # Wheels from this size on (or of no known size) are unpacked as they download, when
 # kept unpacked: below it, a wheel fits the memory budget, and is unpacked from there.
 STREAM_UNPACK_FROM = 32 << 20
@@ -441,32 +439,15 @@ class _Fetcher:
     ) -> tuple[dict[str, str], int]:
         hashers = {name: hashlib.new(name) for name in checked_hashes(item.hashes)}
         received = 0
-        held: list[bytes] = []
-        held_bytes = 0
-
-        def pass_on() -> None:
-            # Hashed, inflated and written in pieces of _BATCH: each of those steps
-            # lets go of the interpreter lock, and per socket read (64 KiB) the
-            # threads of a big install spent more time handing it over than working.
-            data = held[0] if len(held) == 1 else b"".join(held)
-            held.clear()
-            out.write(data)
-            for hasher in hashers.values():
-                hasher.update(data)
-            if self.progress is not None:
-                self.progress.advance(len(data))
-
         for chunk in chunks:
             if self.cancel.is_set():
                 raise _Cancelled
-            held.append(chunk)
-            held_bytes += len(chunk)
+            out.write(chunk)
+            for hasher in hashers.values():
+                hasher.update(chunk)
             received += len(chunk)
-            if held_bytes >= _BATCH:
-                pass_on()
-                held_bytes = 0
-        if held:
-            pass_on()
+            if self.progress is not None:
+                self.progress.advance(len(chunk))
         return {name: h.hexdigest() for name, h in hashers.items()}, received
 
     def _copy(self, item: DownloadItem, path: Path, out: _Output) -> dict[str, str]:
