@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from urllib.request import url2pathname
@@ -25,6 +26,12 @@ def test_a_file_url_names_the_path_it_was_made_from(parts: list[str]) -> None:
     url = path.as_uri()
     assert local_path(url) == path
     assert local_path(url) == Path(url2pathname(url.removeprefix("file://")))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths")
+def test_a_name_that_is_not_utf8_comes_back_as_os_gives_it() -> None:
+    path = Path(os.fsdecode(b"/tmp/caf\xe9.whl"))  # a Latin-1 name on a UTF-8 system
+    assert local_path(path.as_uri()) == path
 
 
 def test_quoted_and_hosted_forms() -> None:

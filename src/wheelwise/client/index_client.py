@@ -774,7 +774,7 @@ def local_path(url: str) -> Path:
     """The path a ``file:`` URL names."""
     path = urlsplit(url).path
     if sys.platform != "win32":  # url2pathname's whole job here, without its module
-        return Path(unquote(path))
+        return Path(unquote(path, sys.getfilesystemencoding(), "surrogateescape"))
     # Imported here: urllib.request loads http.client and ssl (20 ms), which no
     # other part of an install from an HTTP index needs.
     from urllib.request import url2pathname
