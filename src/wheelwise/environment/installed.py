@@ -110,8 +110,13 @@ def _name_and_version(location: Path) -> tuple[str, str] | None:
     return found
 
 
+def _folder_project(folder: str) -> str:
+    """The normalized project name a ``NAME-VERSION.dist-info`` folder is named for."""
+    return canonicalize_name(folder[: -len(DIST_INFO)].rsplit("-", 1)[0])
+
+
 def _named_like(folder: str, wanted: Collection[str]) -> bool:
-    return canonicalize_name(folder[: -len(DIST_INFO)].rsplit("-", 1)[0]) in wanted
+    return _folder_project(folder) in wanted
 
 
 def dist_info_folders(
@@ -158,11 +163,7 @@ def missing_from_venv(python: Path, names: Collection[str]) -> bool:
         return False
     try:  # the folders' names only: a present one is read by the check that follows
         with os.scandir(sites[0]) as scan:
-            found = {
-                canonicalize_name(entry.name[: -len(DIST_INFO)].rsplit("-", 1)[0])
-                for entry in scan
-                if entry.name.endswith(DIST_INFO)
-            }
+            found = {_folder_project(e.name) for e in scan if e.name.endswith(DIST_INFO)}
     except OSError:
         return False
     return not set(names) <= found
