@@ -29,6 +29,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "userfiles",
             "atomic_file",
             "kernel_copy",
+            "write_back",
             "cachedir",
             "userconfig",
             "forked_map",

@@ -29,6 +29,7 @@ from wheelwise.wheels.archive import SIGNATURES, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import RecordEntry, RecordHasher, file_entry, write_record
 from wheelwise.wheels.zip_copy import CompressedCopyWriter
+from wheelwise.write_back import writing_back
 
 # Used for added members when nothing is copied (never the case for a real wheel).
 DEFAULT_DATE_TIME = (1980, 1, 1, 0, 0, 0)
@@ -77,8 +78,9 @@ def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> None:
     descriptor = os.open(temporary, flags, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as stream:
-            write(stream)
-            stream.flush()
+            with writing_back(descriptor):
+                write(stream)
+                stream.flush()
             os.fsync(stream.fileno())
         temporary.replace(target)
     except BaseException as exc:
