@@ -89,6 +89,36 @@ def test_an_error_of_the_block_stops_the_write_back(tmp_path: Path) -> None:
     assert _no_write_back_thread()
 
 
+@needs_fdatasync
+def test_a_file_system_that_cannot_write_back_so_is_no_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def unsupported(descriptor: int) -> None:
+        calls.append(descriptor)
+        raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+
+    monkeypatch.setattr(os, "fdatasync", unsupported)
+    target = tmp_path / "out" / "demo-1.0-py3-none-any.whl"
+    atomic_write(target, _slow_pieces)
+    assert calls, "the write-back was tried"
+    assert len(calls) == 1, "and given up after the first refusal"
+    assert target.read_bytes() == b"".join(bytes([i]) * 4096 for i in range(6))
+
+
+def test_without_a_thread_the_block_just_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    target = tmp_path / "out" / "demo-1.0-py3-none-any.whl"
+    atomic_write(target, _slow_pieces)
+    assert target.read_bytes() == b"".join(bytes([i]) * 4096 for i in range(6))
+
+
 def test_without_fdatasync_the_block_just_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

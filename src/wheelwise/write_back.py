@@ -8,12 +8,15 @@ written, so the last ``fsync`` waits only for the pages written since. Where
 ``fdatasync`` is missing (Windows, macOS), it does nothing.
 
 A failure of a write-back is raised when the block ends (the kernel reports it
-once per open file, so the closing ``fsync`` would not see it again).
+once per open file, so the closing ``fsync`` would not see it again). A file system
+that cannot write back this way (``EINVAL``, ``ENOTSUP``), or a thread that cannot
+start, only means the closing ``fsync`` does all the work, as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 from collections.abc import Iterator
@@ -22,6 +25,8 @@ __all__ = ["writing_back"]
 
 # Seconds between two write-backs: what the closing fsync may still wait for.
 _INTERVAL = 0.05
+# Not a failure of the file's bytes: this file system does not sync this way.
+_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS})
 
 
 @contextlib.contextmanager
@@ -40,11 +45,19 @@ def writing_back(descriptor: int) -> Iterator[None]:
             try:
                 sync(descriptor)
             except OSError as exc:
-                failures.append(exc)
+                if exc.errno not in _UNSUPPORTED:
+                    failures.append(exc)
                 return
 
     thread = threading.Thread(target=write_back, name="write-back", daemon=True)
-    thread.start()
+    try:
+        thread.start()
+        started = True
+    except RuntimeError:  # no thread to be had: the closing fsync does it all
+        started = False
+    if not started:
+        yield
+        return
     try:
         yield
     finally:
