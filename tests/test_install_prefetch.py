@@ -4,6 +4,7 @@ the requests the server saw and what got installed."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from packaging.utils import canonicalize_name
 from indexkit import demo_wheels, free_port, uvicorn_thread
 from installkit import make_venv
 from wheelfactory import make_wheel
+from wheelwise.cache.stores import ContentCache
 from wheelwise.client.index_client import IndexClient, IndexSource, SourceError
 from wheelwise.fetch.download import Fetcher
 from wheelwise.install.fetch import Verifier
@@ -460,3 +462,109 @@ def test_working_back_through_releases_fetches_their_metadata_in_parallel(
     assert _planned(outcome) == {"app": "1.2", "dep": "2"}
     assert len(overlap.paths) == len(set(overlap.paths))  # each fetched once
     assert overlap.most > 1
+
+
+# -- a cached wheel does not wait behind downloads ---------------------------------------
+
+
+class _Hold:
+    """Holds every request for *path* until :attr:`release` is set; notes every path
+    asked for."""
+
+    def __init__(self, app: object, path: str) -> None:
+        self.app = app
+        self.path = path
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+        self.paths: list[str] = []
+
+    async def __call__(self, scope: dict[str, object], receive: object, send: object) -> None:
+        if scope["type"] == "http":
+            self.paths.append(str(scope["path"]))
+        if scope["type"] == "http" and scope["path"] == self.path:
+            self.arrived.set()
+            while not self.release.is_set():
+                await asyncio.sleep(0.01)
+        await self.app(scope, receive, send)  # type: ignore[operator]
+
+
+class _Where(Verifier):
+    """A Verifier that notes which thread checked each wheel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: dict[str, str] = {}
+
+    def __call__(self, found: Any) -> Any:
+        name = found.name if hasattr(found, "name") else str(found)
+        self.threads[name] = threading.current_thread().name
+        return super().__call__(found)
+
+
+def _early_lookahead(
+    source: IndexSource, client: IndexClient, kept: ContentCache, verify: Verifier
+) -> tuple[Lookahead, IndexFinder]:
+    lookahead = Lookahead([source], client)
+    finder = IndexFinder([source], client, tags=list(sys_tags()), python_version="3.11.0")
+    fetcher = Fetcher(client.http_source, in_memory=1 << 20, cache=kept.wheels)
+    lookahead.serve(finder, fetcher=fetcher, verify=verify)
+    return lookahead, finder
+
+
+def _only_file(lookahead: Lookahead, name: str) -> Any:
+    [release] = lookahead.versions(canonicalize_name(name))
+    [file] = release.files
+    return file
+
+
+@pytest.mark.parametrize("cached", ["intact", "damaged"])
+def test_a_cached_wheel_waiting_for_a_worker_is_read_by_the_resolver_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached: str
+) -> None:
+    """The early-download workers are all busy (one, held on a slow download): the
+    resolver reads a wheel the cache holds itself rather than waiting for them. A
+    cached copy changed since is downloaded again, there too."""
+    monkeypatch.setattr(lookahead_module, "EARLY_WORKERS", 1)
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    _wheel(folder, "slow-1.0-py3-none-any.whl")
+    _wheel(folder, "quick-1.0-py3-none-any.whl", "slow")
+    hold = _Hold(create_app(folder), "/files/slow/slow-1.0-py3-none-any.whl")
+    kept = ContentCache.at(tmp_path / "c")
+    where = _Where()
+    safety = threading.Timer(20, hold.release.set)  # never hangs, even if it waits
+    safety.start()
+    try:
+        with uvicorn_thread(hold) as base, IndexClient(cache_dir=tmp_path / "http") as client:
+            source = IndexSource.index(f"{base}/simple/")
+            # An earlier run left quick in the cache.
+            lookahead, finder = _early_lookahead(source, client, kept, Verifier())
+            with lookahead:
+                lookahead.will_ask([("quick", SpecifierSet())])
+                assert lookahead.take(item_of(link_of(_only_file(lookahead, "quick")).file))
+                finder.close()
+            [copy] = (tmp_path / "c" / "wheels").rglob("quick-1.0-py3-none-any.whl")
+            if cached == "damaged":
+                data = bytearray(copy.read_bytes())
+                data[-1] ^= 0xFF
+                copy.write_bytes(bytes(data))
+            before = len(hold.paths)
+            lookahead, finder = _early_lookahead(source, client, kept, where)
+            with lookahead:
+                lookahead.will_ask([("slow", SpecifierSet())])
+                lookahead.versions(canonicalize_name("slow"))  # its follow-up has run
+                assert hold.arrived.wait(10)  # the only worker is held
+                lookahead.will_ask([("quick", SpecifierSet())])
+                file = _only_file(lookahead, "quick")
+                metadata = lookahead.core_metadata(file)
+                held_then = not hold.release.is_set()
+                hold.release.set()
+                assert lookahead.take(item_of(link_of(file).file)) is not None
+                finder.close()
+    finally:
+        safety.cancel()
+    assert b"Requires-Dist: slow\n" in metadata
+    assert held_then, "read while the download ahead of it was still held"
+    assert where.threads["quick-1.0-py3-none-any.whl"] == "MainThread"
+    fetched_again = "/files/quick/quick-1.0-py3-none-any.whl" in hold.paths[before:]
+    assert fetched_again == (cached == "damaged")

@@ -422,9 +422,23 @@ class _EarlyWheels:
 
     def verified(self, file: IndexFile) -> VerifiedWheel | None:
         """*file* opened and checked, once downloaded (waiting for it); None when it
-        was not started or did not succeed."""
+        was not started or did not succeed. One the cache holds (its size was known
+        at once) that still waits for a worker is read here, by the caller, rather
+        than after the downloads ahead of it."""
+        here: _Started | None = None
         with self._lock:
             started = self._started.get(file.url)
+            if started is not None and started.size.done() and started.wheel.cancel():
+                here = _Started(Future(), started.size)
+                here.wheel.set_running_or_notify_cancel()
+                self._started[file.url] = started = here
+        if here is not None:
+            try:
+                fetched = self._fetch(item_of(file), here.size)
+            except BaseException:  # interrupted: a later take() must not wait for it
+                here.wheel.set_result(None)
+                raise
+            here.wheel.set_result(fetched)
         found = _result(started)
         self._raise_deadline(file.url)
         return self._verified.get(file.url) if found is not None else None
