@@ -206,7 +206,9 @@ def test_members_keep_their_attributes(tmp_path: Path, variant_schema_validator:
     check_output(made, variant_schema_validator)
     with zipfile.ZipFile(made) as archive:
         infos = {info.filename: info for info in archive.infolist()}
+        # The folder entry stays, in its place, as it was.
         assert list(infos) == [
+            "pkg/",
             "pkg/run.sh",
             f"{DIST_INFO}/METADATA",
             f"{DIST_INFO}/WHEEL",
@@ -220,6 +222,7 @@ def test_members_keep_their_attributes(tmp_path: Path, variant_schema_validator:
             script.external_attr,
         )
         assert archive.read(run) == b"#!/bin/sh\necho hi\n"
+        assert (infos["pkg/"].date_time, infos["pkg/"].file_size) == ((2020, 1, 1, 0, 0, 0), 0)
         assert infos[record_name].date_time == (2017, 1, 1, 0, 0, 0)
         new = infos[f"{DIST_INFO}/variant.json"]
         # The newest copied member's time, mode 0644.

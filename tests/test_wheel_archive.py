@@ -345,10 +345,11 @@ def test_failure_midway_leaves_no_temporary_file(
     path = make_wheel(src, NAME, record=True, extra_members={"pkg/data.bin": b"d" * 5000})
     real = WheelArchive.compressed_chunks
 
-    def failing(self: WheelArchive, name: str) -> Iterator[bytes]:
+    def failing(self: WheelArchive, member: str | zipfile.ZipInfo) -> Iterator[bytes]:
+        name = member if isinstance(member, str) else member.filename
         if name == "pkg/data.bin":  # copied after other members were written
             raise WheelError("simulated read failure")
-        yield from real(self, name)
+        yield from real(self, member)
 
     monkeypatch.setattr(WheelArchive, "compressed_chunks", failing)
     # Through the interpreter: no member is copied by the kernel.

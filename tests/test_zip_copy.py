@@ -229,12 +229,82 @@ def test_members_already_in_the_written_form_go_by_the_kernel_in_runs(
     assert target.read_bytes() == slow.read_bytes()
 
 
-def with_extra_field(source: Path, target: Path, names: set[str], stored: set[str]) -> Path:
+def test_a_wheel_zipfile_wrote_goes_by_the_kernel_in_one_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folder entries, and members whose headers say version 2.0 (what most tools
+    write, stored members too), are copied as they are, so nothing splits the run."""
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(6)}
+    source = wheel(tmp_path / "in", members)
+    names = sorted(members)
+    source = with_extra_field(
+        source, tmp_path / "odd" / NAME, set(), set(names[::2]), dict.fromkeys(names, b"")
+    )
+    with zipfile.ZipFile(source) as archive:
+        assert {info.extract_version for info in archive.infolist()} == {20}
+        assert last_entry(archive) == "pkg-1.0.dist-info/RECORD"
+    sent: list[int] = []
+
+    def counted(source: int, target: int, offset: int, count: int) -> int:
+        sent.append(count)
+        return copy_range(source, target, offset, count)
+
+    monkeypatch.setattr(zip_copy, "copy_range", counted)
+    out = tmp_path / "out" / NAME
+    rewritten_without(source, out, set())
+    assert len(sent) == 1
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(out) as new:
+        before = [(i.filename, i.extract_version) for i in old.infolist()]
+        assert [(i.filename, i.extract_version) for i in new.infolist()] == before
+        # Everything up to RECORD is the source's bytes.
+        start = new.getinfo("pkg-1.0.dist-info/RECORD").header_offset
+    assert out.read_bytes()[:start] == source.read_bytes()[:start]
+
+
+def test_a_member_that_says_it_needs_a_newer_version_gets_the_one_it_needs(
+    tmp_path: Path,
+) -> None:
+    """A header that claims more than ZIP64 (4.5) is not kept: the rewrite says what
+    the member needs, in its directory entry and local header alike."""
+    source = wheel(tmp_path / "in", {"pkg/a.txt": b"a" * 500})
+    claimed = tmp_path / "claimed" / NAME
+    claimed.parent.mkdir()
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(claimed, "w") as zout:
+        for info in zin.infolist():
+            info.extract_version = 63 if info.filename == "pkg/a.txt" else info.extract_version
+            zout.writestr(info, zin.read(info))
+    with zipfile.ZipFile(claimed) as archive:
+        assert archive.getinfo("pkg/a.txt").extract_version == 63
+    out = tmp_path / "out" / NAME
+    rewritten_without(claimed, out, set())
+    with zipfile.ZipFile(out) as archive:
+        info = archive.getinfo("pkg/a.txt")
+        local = out.read_bytes()[info.header_offset + 4 : info.header_offset + 6]
+        assert (info.extract_version, int.from_bytes(local, "little")) == (20, 20)
+        assert archive.read(info) == b"a" * 500
+
+
+def last_entry(archive: zipfile.ZipFile) -> str:
+    return max(archive.infolist(), key=lambda info: info.header_offset).filename
+
+
+def with_extra_field(
+    source: Path,
+    target: Path,
+    names: set[str],
+    stored: set[str],
+    folders: dict[str, bytes] | None = None,
+) -> Path:
     """*source* written again, the members *names* with an extra field in their local
-    header and those in *stored* stored: headers a rewrite does not write."""
+    header and those in *stored* stored: headers a rewrite does not write. Before a
+    member named in *folders*, a folder entry ``NAME.d/`` holding those bytes (a
+    folder entry has none; readers ignore them)."""
     target.parent.mkdir(parents=True)
+    folders = folders or {}
     with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w") as zout:
         for info in zin.infolist():
+            if info.filename in folders:
+                zout.writestr(f"{info.filename}.d/", folders[info.filename])
             copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
             copy.external_attr = info.external_attr
             copy.compress_type = (
@@ -260,6 +330,7 @@ def rewritten_without(source: Path, target: Path, drop: set[str]) -> bytes:
     odd=st.sets(st.integers(0, 9), max_size=4),
     stored=st.sets(st.integers(0, 9), max_size=4),
     dropped=st.sets(st.integers(0, 9), max_size=2),
+    folders=st.dictionaries(st.integers(0, 9), st.binary(max_size=40), max_size=3),
     twice=st.booleans(),
 )
 def test_copying_by_the_kernel_gives_the_bytes_the_interpreter_writes(
@@ -267,6 +338,7 @@ def test_copying_by_the_kernel_gives_the_bytes_the_interpreter_writes(
     odd: set[int],
     stored: set[int],
     dropped: set[int],
+    folders: dict[int, bytes],
     twice: bool,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -278,7 +350,10 @@ def test_copying_by_the_kernel_gives_the_bytes_the_interpreter_writes(
         root / "odd" / NAME,
         {names[i % len(names)] for i in odd},
         {names[i % len(names)] for i in stored},
+        {names[i % len(names)]: data for i, data in folders.items()},
     )
+    with zipfile.ZipFile(source) as archive:
+        entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
     if twice:  # a wheel a rewrite wrote: every member in its form
         source = rewritten(source, root / "once" / NAME, b"Name: pkg\n")
     # Members left out (as variant.json by strip) split the runs the kernel sends.
@@ -290,6 +365,10 @@ def test_copying_by_the_kernel_gives_the_bytes_the_interpreter_writes(
     kept = {name: data for name, data in named.items() if name not in drop}
     assert {name: contents(root / "fast" / NAME)[name] for name in kept} == kept
     assert not drop & set(contents(root / "fast" / NAME))
+    # Folder entries stay, in their order, with their bytes.
+    with zipfile.ZipFile(root / "fast" / NAME) as archive:
+        out = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    assert [e for e in out if e[0].endswith("/")] == [e for e in entries if e[0].endswith("/")]
 
 
 def test_a_wheel_cut_short_while_it_is_copied_is_refused_and_nothing_written(

@@ -348,14 +348,26 @@ class WheelArchive:
 
     # -- reading -----------------------------------------------------------------
 
-    def iter_chunks(self, name: str) -> Iterator[bytes]:
-        """The member's bytes in chunks, never more than its declared size."""
-        info = self.info(name)
+    @property
+    def entries(self) -> list[zipfile.ZipInfo]:
+        """Every entry of the directory in archive order: the members and the folder
+        entries (which name no file and which RECORD does not list)."""
+        return self._zip.infolist()
+
+    def _entry(self, member: str | zipfile.ZipInfo) -> tuple[str, zipfile.ZipInfo]:
+        if isinstance(member, zipfile.ZipInfo):
+            return member.filename, member
+        return member, self.info(member)
+
+    def iter_chunks(self, member: str | zipfile.ZipInfo) -> Iterator[bytes]:
+        """The bytes of a member (or a folder entry of :attr:`entries`) in chunks,
+        never more than its declared size."""
+        name, info = self._entry(member)
         remaining = info.file_size
         try:
-            with self._zip.open(info) as member:
+            with self._zip.open(info) as stream:
                 while True:
-                    chunk = member.read(min(_CHUNK, remaining + 1))
+                    chunk = stream.read(min(_CHUNK, remaining + 1))
                     if not chunk:
                         return
                     remaining -= len(chunk)
@@ -380,13 +392,14 @@ class WheelArchive:
         assert self._zip.fp is not None, "an archive in memory has no file"
         return self._zip.fp.fileno()
 
-    def compressed_chunks(self, name: str) -> Iterator[bytes]:
-        """The member's bytes as the archive stores them (compressed), in chunks, its
-        local header checked first. Nothing is inflated, so nothing is checked against
-        the CRC: callers have verified the member (``verify_record``)."""
+    def compressed_chunks(self, member: str | zipfile.ZipInfo) -> Iterator[bytes]:
+        """The bytes of a member (or a folder entry of :attr:`entries`) as the archive
+        stores them (compressed), in chunks, its local header checked first. Nothing
+        is inflated, so nothing is checked against the CRC: callers have verified the
+        member (``verify_record``)."""
         from wheelwise.wheels.members import MemberReader
 
-        info = self.info(name)
+        name, info = self._entry(member)
         descriptor = self.fileno()
         try:
             position = MemberReader(self._zip).data_offset(info)

@@ -1,8 +1,9 @@
 """Write a changed copy of a wheel, reproducibly and atomically.
 
-The copy keeps every member in archive order with its original timestamp,
-compression method and attributes (extra fields and comments are not copied); a
-replaced member keeps its place and attributes and only its bytes change.
+The copy keeps every member, and every folder entry (which RECORD does not list),
+in archive order with its original timestamp, compression method and attributes
+(extra fields and comments are not copied); a replaced member keeps its place and
+attributes and only its bytes change.
 Added members get a fixed timestamp (the newest copied member's) and mode 0644,
 and go after the copied ones; ``RECORD`` is written last, with a row per member in
 archive order (sha256 for the members written anew). A wheel on disk is copied with
@@ -117,7 +118,10 @@ def rewrite_wheel(
     replace = replace or {}
     record_name = archive.dist_info_path("RECORD")
     skipped = {record_name, *(archive.dist_info_path(name) for name in SIGNATURE_FILES), *drop}
-    kept = [name for name in archive.names if name not in skipped]
+    # Folder entries stay too, in their place: a wheel's members then go to the
+    # kernel in one run (:meth:`CompressedCopyWriter.copy_verbatim`).
+    entries = [info for info in archive.entries if info.filename not in skipped]
+    kept = [info.filename for info in entries if not info.is_dir()]
     clashes = sorted({name for name, _ in add} & set(kept))
     if clashes:
         raise WheelError(f"{archive.path.name}: already has {', '.join(clashes)}")
@@ -128,11 +132,16 @@ def rewrite_wheel(
     record_info = _copied_info(archive.info(record_name))
 
     def write(stream: BinaryIO) -> None:
-        entries: list[RecordEntry] = []
+        listed: list[RecordEntry] = []
         with zipfile.ZipFile(stream, "w") as out:
-            for name in kept:
-                info = _copied_info(archive.info(name))
-                chunks: Iterable[bytes] = archive.iter_chunks(name)
+            for entry in entries:
+                name, info = entry.filename, _copied_info(entry)
+                chunks: Iterable[bytes] = archive.iter_chunks(entry)
+                if entry.is_dir():
+                    with out.open(info, "w") as folder:
+                        for chunk in chunks:
+                            folder.write(chunk)
+                    continue
                 if name in replace:
                     chunks = (replace[name],)
                     info.file_size = len(replace[name])
@@ -141,32 +150,32 @@ def rewrite_wheel(
                     for chunk in chunks:
                         hasher.update(chunk)
                         member.write(chunk)
-                entries.append(hasher.entry())
+                listed.append(hasher.entry())
             for name, data in add:
                 out.writestr(_new_info(name, date_time), data)
-                entries.append(file_entry(name, data))
-            out.writestr(record_info, write_record(entries, record_path=record_name))
+                listed.append(file_entry(name, data))
+            out.writestr(record_info, write_record(listed, record_path=record_name))
 
     def copy(stream: BinaryIO) -> None:
         # The verified RECORD rows of members copied as they are stay true.
-        rows = {entry.path: entry for entry in archive.record()}
-        entries: list[RecordEntry] = []
+        rows = {row.path: row for row in archive.record()}
+        listed: list[RecordEntry] = []
         source = archive.fileno()
         out = CompressedCopyWriter(stream)
-        for name in kept:
+        for entry in entries:
+            name = entry.filename
             if name in replace:
-                info = _copied_info(archive.info(name))
-                out.add(info, replace[name])
-                entries.append(file_entry(name, replace[name]))
-            else:
-                info = archive.info(name)
-                if not out.copy_verbatim(info, source):
-                    out.copy(info, archive.compressed_chunks(name))
-                entries.append(rows[name])
+                out.add(_copied_info(entry), replace[name])
+                listed.append(file_entry(name, replace[name]))
+                continue
+            if not out.copy_verbatim(entry, source):
+                out.copy(entry, archive.compressed_chunks(entry))
+            if not entry.is_dir():
+                listed.append(rows[name])
         for name, data in add:
             out.add(_new_info(name, date_time), data)
-            entries.append(file_entry(name, data))
-        out.add(record_info, write_record(entries, record_path=record_name))
+            listed.append(file_entry(name, data))
+        out.add(record_info, write_record(listed, record_path=record_name))
         out.close()
 
     copying = archive.on_disk

@@ -7,7 +7,9 @@ bytes unchanged, with the CRC and sizes of its directory entry, and deflates onl
 members it is given as bytes. Where a source member's local header already is the one
 written here, that member and its neighbours in the source are copied by the kernel in
 one run (:meth:`CompressedCopyWriter.copy_verbatim`, the rewrite's speed trick): a
-big wheel's bytes never pass through the interpreter. It writes no comments or data
+big wheel's bytes never pass through the interpreter. A copied member keeps the
+"version needed to extract" its source gives (up to ZIP64's), so the headers most
+tools write, 2.0 for every member, are already the ones written here. It writes no comments or data
 descriptors; a size or offset past 32 bits (a wheel over 4 GiB) goes into ZIP64
 records, as APPNOTE 4.5.3 and 4.3.14 say, and only then.
 """
@@ -59,6 +61,13 @@ def _dos(date_time: tuple[int, int, int, int, int, int]) -> tuple[int, int]:
     return (hour << 11) | (minute << 5) | (second // 2), ((year - 1980) << 9) | (month << 5) | day
 
 
+def _needed(info: zipfile.ZipInfo) -> int:
+    """The version a copied member keeps saying it needs: its own, where this writer
+    could have written it (most tools write 2.0 for every member, stored folders
+    too), so its local header stays the source's and goes in the kernel's run."""
+    return info.extract_version if info.extract_version <= _ZIP64_VERSION else 0
+
+
 def _name(info: zipfile.ZipInfo) -> tuple[bytes, int]:
     try:
         return info.filename.encode("ascii"), 0
@@ -93,13 +102,20 @@ class CompressedCopyWriter:
             raise ValueError(f"the archive ends {length - copied} bytes before its members do")
 
     def _headers(
-        self, info: zipfile.ZipInfo, crc: int, compressed: int, size: int, flags: int
+        self,
+        info: zipfile.ZipInfo,
+        crc: int,
+        compressed: int,
+        size: int,
+        flags: int,
+        needed: int = 0,
     ) -> tuple[bytes, bytes]:
-        """The directory entry and the local header of a member written next."""
+        """The directory entry and the local header of a member written next, saying
+        it needs at least version *needed* to extract."""
         name, utf8 = _name(info)
         flags |= utf8
         dostime, dosdate = _dos(info.date_time)
-        version = _VERSION[info.compress_type]
+        version = max(_VERSION[info.compress_type], needed)
         local_extra = b""
         local_sizes = (compressed, size)
         if max(compressed, size) >= ZIP64_MARKER:
@@ -126,10 +142,9 @@ class CompressedCopyWriter:
         )  # fmt: skip
         return central + name + central_extra, header + name + local_extra
 
-    def _member(
-        self, info: zipfile.ZipInfo, crc: int, compressed: int, size: int, flags: int
-    ) -> None:
-        central, header = self._headers(info, crc, compressed, size, flags)
+    def _start(self, headers: tuple[bytes, bytes]) -> None:
+        """A member's directory entry kept, its local header written."""
+        central, header = headers
         self._central.append(central)
         self._write(header)
 
@@ -157,7 +172,9 @@ class CompressedCopyWriter:
         if info.compress_type not in _VERSION:
             raise ValueError(f"{info.filename}: compression method {info.compress_type}")
         flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
-        self._member(info, info.CRC, info.compress_size, info.file_size, flags)
+        self._start(
+            self._headers(info, info.CRC, info.compress_size, info.file_size, flags, _needed(info))
+        )
 
     def copy_verbatim(self, info: zipfile.ZipInfo, source: int) -> bool:
         """A member of the archive open as the file *source*, copied as it is there
@@ -167,7 +184,9 @@ class CompressedCopyWriter:
         if info.compress_type not in _VERSION:
             return False
         flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
-        central, header = self._headers(info, info.CRC, info.compress_size, info.file_size, flags)
+        central, header = self._headers(
+            info, info.CRC, info.compress_size, info.file_size, flags, _needed(info)
+        )
         if os.pread(source, len(header), info.header_offset) != header:
             return False
         self._central.append(central)
@@ -195,7 +214,7 @@ class CompressedCopyWriter:
             body = data
         else:
             raise ValueError(f"{info.filename}: compression method {info.compress_type}")
-        self._member(info, zlib.crc32(data), len(body), len(data), 0)
+        self._start(self._headers(info, zlib.crc32(data), len(body), len(data), 0))
         self._write(body)
 
     def close(self) -> None:
