@@ -228,3 +228,66 @@ def test_proxy_mounts_are_those_httpx_makes(proxy: str, no: list[str]) -> None:
             if value is not None:
                 os.environ[name] = value
     assert ours == theirs
+
+
+BIG_BODY = os.urandom(16 << 20)
+HTTPCORE_READ = 64 << 10  # what httpcore asks a network stream for
+
+
+def big_then_small(conn: socket.socket, server: RawServer) -> None:
+    """A 16 MiB body sent as fast as the client reads it, then a small answer on the
+    same connection."""
+    while head := read_request(conn):
+        server.requests.append(head)
+        body = BIG_BODY if b" /big " in head else b"small"
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def test_a_fast_body_comes_in_bigger_pieces_and_whole(serve: Callable[..., RawServer]) -> None:
+    """Reads ask for twice what the last one got: a body the sender outruns the reader
+    with comes in pieces past httpcore's 64 KiB (fewer pieces, less interpreter work
+    per byte), every byte in order, and the connection serves the next request."""
+    server = serve(big_then_small)
+    with deadline_client(timeout=10) as client:
+        with client.stream("GET", f"{server.url}/big") as response:
+            pieces = []
+            for piece in response.iter_raw():
+                pieces.append(piece)
+                if len(pieces) == 1:
+                    server.stop.wait(0.2)  # the socket's buffer fills meanwhile
+        after = client.get(f"{server.url}/next")
+    assert b"".join(pieces) == BIG_BODY
+    assert max(map(len, pieces)) > HTTPCORE_READ
+    assert after.content == b"small"
+    assert server.connections == 1
+
+
+def body_drip(conn: socket.socket, server: RawServer) -> None:
+    """A body of 20 small pieces, each sent a moment after the last."""
+    read_request(conn)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (20 * 1000))
+    for _ in range(20):
+        if server.stop.wait(0.02):
+            return
+        conn.sendall(b"x" * 1000)
+
+
+def test_a_slow_body_is_asked_for_as_httpcore_asks(
+    serve: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sender slower than the reader: each read gets a little, so the next asks for
+    no more than httpcore does (the interpreter makes room for all that is asked)."""
+    asked: list[int] = []
+    real = socket.socket.recv
+
+    def recorded(self: socket.socket, size: int, *flags: int) -> bytes:
+        asked.append(size)
+        return real(self, size, *flags)
+
+    server = serve(body_drip)
+    with deadline_client(timeout=10) as client:
+        monkeypatch.setattr(socket.socket, "recv", recorded)
+        body = client.get(f"{server.url}/slow").content
+    assert body == b"x" * 20000
+    assert len(asked) >= 10
+    assert max(asked) == HTTPCORE_READ
