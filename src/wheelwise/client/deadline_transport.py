@@ -39,7 +39,8 @@ LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepali
 # download read 64 KiB at a time spent seconds of CPU on it. A read asks for twice
 # what the one before got, so only a fast sender's bytes come in bigger pieces; a
 # slow one's, or TLS records of 16 KiB, are asked for as before (the interpreter
-# makes room for all that is asked). The transport's speed trick (docs/benchmarks.md).
+# makes room for all that is asked). The transport's speed trick
+# (docs/benchmarks-method.md).
 READ_BYTES = 1 << 20
 
 
