@@ -9,15 +9,19 @@ import contextlib
 import os
 import socket
 import ssl
+import struct
 import threading
 from collections.abc import Callable, Iterator
 
+import httpcore
 import httpx
 import pytest
+import trustme
 from httpx._utils import get_environment_proxies  # what httpx itself does, to compare
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from wheelwise.client import deadline_transport
 from wheelwise.client.bounded import Deadline, current_deadline
 from wheelwise.client.deadline_transport import _proxy_mounts, deadline_client
 
@@ -291,3 +295,164 @@ def test_a_slow_body_is_asked_for_as_httpcore_asks(
     assert body == b"x" * 20000
     assert len(asked) >= 10
     assert max(asked) == HTTPCORE_READ
+
+
+@pytest.fixture(scope="module")
+def authority() -> trustme.CA:
+    return trustme.CA()
+
+
+def over_tls(
+    authority: trustme.CA, handler: Callable[[socket.socket, RawServer], None]
+) -> Callable[[socket.socket, RawServer], None]:
+    """*handler*, on the connection wrapped in TLS with a certificate for 127.0.0.1."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(context)
+
+    def serve(conn: socket.socket, server: RawServer) -> None:
+        with context.wrap_socket(conn, server_side=True) as tls:
+            handler(tls, server)
+
+    return serve
+
+
+def trusting(authority: trustme.CA) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    authority.configure_trust(context)
+    return context
+
+
+def https(server: RawServer) -> str:
+    return server.url.replace("http://", "https://")
+
+
+def test_tls_records_already_there_are_gathered_into_one_piece(
+    serve: Callable[..., RawServer], authority: trustme.CA
+) -> None:
+    """A TLS read gives one record (16 KiB at most): the records that have arrived
+    are passed on as one piece, every byte in order, and the connection serves the
+    next request."""
+    server = serve(over_tls(authority, big_then_small))
+    with deadline_client(verify=trusting(authority), timeout=10) as client:
+        with client.stream("GET", f"{https(server)}/big") as response:
+            pieces = []
+            for piece in response.iter_raw():
+                pieces.append(piece)
+                if len(pieces) == 1:
+                    server.stop.wait(0.2)  # records pile up meanwhile
+        after = client.get(f"{https(server)}/next")
+    assert b"".join(pieces) == BIG_BODY
+    assert max(map(len, pieces)) > 16 << 10
+    assert after.content == b"small"
+    assert server.connections == 1
+
+
+def test_gathering_never_waits_for_a_record_not_yet_sent(
+    serve: Callable[..., RawServer], authority: trustme.CA, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server sends the rest of the body only once the client has the first part
+    (or after 5 s): the first piece is that part alone, even with a long wait allowed
+    for a record that has begun to arrive."""
+    monkeypatch.setattr(deadline_transport, "GATHER_WAIT", 30.0)
+    got_first = threading.Event()
+
+    def halves(conn: socket.socket, server: RawServer) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n" + b"a" * 1000)
+        server.requests.append(b"waited" if got_first.wait(5) else b"gave up")
+        conn.sendall(b"b" * 1000)
+
+    server = serve(over_tls(authority, halves))
+    pieces = []
+    with (
+        deadline_client(verify=trusting(authority), timeout=10) as client,
+        client.stream("GET", f"{https(server)}/halves") as response,
+    ):
+        for piece in response.iter_raw():
+            pieces.append(piece)
+            got_first.set()
+    assert pieces[0] == b"a" * 1000
+    assert b"".join(pieces) == b"a" * 1000 + b"b" * 1000
+    assert server.requests == [b"waited"]
+
+
+@pytest.mark.parametrize(
+    ("reset", "error", "message"),
+    [
+        (False, httpx.RemoteProtocolError, "without sending complete"),
+        # A reset may reach the TLS layer as the end of the stream.
+        (True, httpx.TransportError, "reset|without sending complete"),
+    ],
+)
+def test_a_tls_body_cut_short_is_an_error_not_a_shorter_body(
+    serve: Callable[..., RawServer],
+    authority: trustme.CA,
+    reset: bool,
+    error: type[httpx.TransportError],
+    message: str,
+) -> None:
+    """The server promises 1 MiB and closes (or resets) the connection after part of
+    it: the records gathered before the end are passed on, and the end is httpx's
+    error."""
+
+    def cut(conn: socket.socket, server: RawServer) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (1 << 20))
+        conn.sendall(BIG_BODY[: 300 << 10])
+        if reset:  # closing with a zero linger time sends a reset
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    server = serve(over_tls(authority, cut))
+    received = bytearray()
+
+    def download(client: httpx.Client) -> None:
+        with client.stream("GET", f"{https(server)}/cut") as response:
+            for piece in response.iter_raw():
+                received.extend(piece)
+
+    with (
+        deadline_client(verify=trusting(authority), timeout=10) as client,
+        pytest.raises(error, match=message),
+    ):
+        download(client)
+    assert bytes(received) == BIG_BODY[: len(received)]
+    assert len(received) <= 300 << 10
+
+
+class _Records(httpcore.NetworkStream):
+    """A TLS stream as the transport sees it: records that have arrived, then an
+    error (a connection reset)."""
+
+    def __init__(self, records: list[bytes]) -> None:
+        self.records = records
+        self.asked: list[int] = []
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self.asked.append(max_bytes)
+        if not self.records:
+            raise httpcore.ReadError("[Errno 104] Connection reset by peer")
+        return self.records.pop(0)[:max_bytes]
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        raise AssertionError("nothing is written")
+
+    def close(self) -> None:
+        pass
+
+    def get_extra_info(self, info: str) -> object:
+        if info == "ssl_object":
+            return self  # its pending(): no decrypted bytes waiting
+        return True if info == "is_readable" else None
+
+    def pending(self) -> int:
+        return 0
+
+
+def test_an_error_met_while_gathering_comes_after_the_records_before_it() -> None:
+    """The records read before a reset are passed on; the reset is the next read's."""
+    inner = _Records([b"a" * 16384, b"b" * 16384])
+    stream = deadline_transport._Stream(inner)
+    assert stream.read(HTTPCORE_READ, 5) == b"a" * 16384 + b"b" * 16384
+    with pytest.raises(httpcore.ReadError, match="reset"):
+        stream.read(HTTPCORE_READ, 5)
+    assert inner.asked == [HTTPCORE_READ, HTTPCORE_READ - 16384, HTTPCORE_READ - 32768]
