@@ -5,7 +5,9 @@ download torch==2.14.1 --only-binary=:all: -d DIR`` (``--wheels DIR``, default
 ``~/.cache/wheelwise-bench/gpu-stack``; 29 wheels, 2.9 GB, for this interpreter's
 Python), ``wheelwise index build`` makes a static index of them, and nginx serves it
 on 127.0.0.1 (``sendfile``: the server costs the two cores next to nothing; without
-nginx, ``python -m http.server``, said in the output).
+nginx, ``python -m http.server``, said in the output). With ``--tls`` (nginx only),
+it serves HTTPS, as PyPI does, with a certificate of a new authority (``trustme``)
+that every contender trusts through ``SSL_CERT_FILE``.
 
 Contenders, each installing ``torch==2.14.1`` into a new venv made before the clock
 starts, with no byte-compilation, timed as whole processes:
@@ -28,7 +30,7 @@ size is the apparent size of the venv's ``site-packages``. Medians of ``--rounds
 
 Usage::
 
-    .venv/bin/python bench/gpu_stack.py [--rounds 3] [--wheels DIR] [--json]
+    .venv/bin/python bench/gpu_stack.py [--rounds 3] [--wheels DIR] [--tls] [--json]
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ http {{
         "~application/vnd\\.pypi\\.simple\\.(v1|latest)\\+json" index.json;
     }}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port}{tls};
         root {site};
         location /simple/ {{
             index $simple_index;
@@ -110,23 +112,41 @@ def ensure_wheels(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.whl"))
 
 
+def certificate(tmp: Path) -> tuple[str, Path]:
+    """nginx's TLS lines for a certificate of 127.0.0.1 from a new authority, and the
+    authority's certificate (for ``SSL_CERT_FILE``)."""
+    import trustme
+
+    authority = trustme.CA()
+    leaf = authority.issue_cert("127.0.0.1")
+    leaf.private_key_pem.write_to_path(str(tmp / "server.key"))
+    leaf.cert_chain_pems[0].write_to_path(str(tmp / "server.pem"))
+    authority.cert_pem.write_to_path(str(tmp / "authority.pem"))
+    lines = f" ssl;\n        ssl_certificate {tmp}/server.pem;\n"
+    lines += f"        ssl_certificate_key {tmp}/server.key"
+    return lines, tmp / "authority.pem"
+
+
 @contextlib.contextmanager
-def serve(site: Path, tmp: Path) -> Iterator[tuple[str, str]]:
-    """The index URL of *site* on 127.0.0.1, and what serves it."""
+def serve(site: Path, tmp: Path, tls: str = "") -> Iterator[tuple[str, str]]:
+    """The index URL of *site* on 127.0.0.1, and what serves it; with *tls* (nginx's
+    lines from :func:`certificate`), over HTTPS."""
     port = free_port()
     nginx = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
     if nginx is not None:
         user = "user root;" if os.geteuid() == 0 else ""
         conf = tmp / "nginx.conf"
-        conf.write_text(NGINX_CONFIG.format(tmp=tmp, site=site, port=port, user=user))
+        conf.write_text(NGINX_CONFIG.format(tmp=tmp, site=site, port=port, user=user, tls=tls))
         argv = [nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")]
-        server = "nginx"
+        server = "nginx, HTTPS" if tls else "nginx"
+    elif tls:
+        raise SystemExit("--tls needs nginx")
     else:
         argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
         argv += ["--directory", str(site)]
         server = "python -m http.server (no nginx)"
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/simple/"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}/simple/"
     try:
         wait_for(url, process)
         yield url, server
@@ -265,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         help=f"what to install from --wheels, repeatable (default {REQUIREMENT}; a smoke "
         "run: a small folder of wheels, every one of which must be installed)",
     )
+    parser.add_argument(
+        "--tls", action="store_true", help="serve the index over HTTPS (needs nginx)"
+    )
     parser.add_argument("--json", action="store_true")
     add_warm_up_option(parser)
     args = parser.parse_args(argv)
@@ -285,7 +308,13 @@ def main(argv: list[str] | None = None) -> int:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        url, server = stack.enter_context(serve(site, tmp))
+        tls = ""
+        if args.tls:
+            tls, authority = certificate(tmp)
+            # Every contender, and the wait for the server, trust the new authority.
+            os.environ["SSL_CERT_FILE"] = base["SSL_CERT_FILE"] = str(authority)
+            base["PIP_CERT"] = str(authority)
+        url, server = stack.enter_context(serve(site, tmp, tls))
         contest = Contest(
             tmp, url, uv, wheelwise, pip_version, base, args.requirement or [REQUIREMENT], expected
         )

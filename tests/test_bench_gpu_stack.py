@@ -3,6 +3,7 @@ every installer, cold and warm, with peak RSS, installed size and the ratios."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,20 @@ from installkit import alpha_wheel, simple_wheel
 pytestmark = pytest.mark.bench
 
 
-def test_smoke_run_on_two_wheels(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "tls",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.skipif(
+                shutil.which("nginx", path="/usr/sbin:/usr/local/sbin:/usr/bin") is None,
+                reason="--tls needs nginx",
+            ),
+        ),
+    ],
+)
+def test_smoke_run_on_two_wheels(tmp_path: Path, tls: bool) -> None:
     wheels = tmp_path / "wheels"
     alpha_wheel(wheels, "1.0")
     simple_wheel(wheels, "beta", "1.0")
@@ -21,10 +35,11 @@ def test_smoke_run_on_two_wheels(tmp_path: Path) -> None:
     report = run_bench(
         "gpu_stack.py",
         "--wheels", str(wheels), "--requirement", "alpha", "--requirement", "beta",
-        "--rounds", "1", "--no-warm-up",
+        "--rounds", "1", "--no-warm-up", *(["--tls"] if tls else []),
         timeout=300,
     )  # fmt: skip
     assert report["wheels"] == 2
+    assert report["server"].endswith(", HTTPS") == tls
     assert set(report["median_s"]) == {"uv", "wheelwise", "pip"}
     for phases in report["median_s"].values():
         assert phases["cold"] > 0
