@@ -87,10 +87,15 @@ def test_the_zipfile_path_gives_the_same_members(
 ) -> None:
     members = {"pkg/a.py": b"A = 1\n" * 50, "pkg/b.bin": bytes(3000)}
     source = wheel(tmp_path / "in", members)
+    # Folder entries too, one of them (oddly) holding bytes: both paths keep them.
+    folders = {"pkg/a.py": b"", "pkg/b.bin": b"odd"}
+    source = with_extra_field(source, tmp_path / "folders" / NAME, set(), set(), folders)
     copied = rewritten(source, tmp_path / "copied" / NAME, b"Name: pkg\n")
     monkeypatch.setattr(WheelArchive, "on_disk", property(lambda self: False))
     inflated = rewritten(source, tmp_path / "inflated" / NAME, b"Name: pkg\n")
     assert contents(copied).keys() == contents(inflated).keys()
+    assert {"pkg/a.py.d/", "pkg/b.bin.d/"} <= contents(copied).keys()
+    assert contents(inflated)["pkg/b.bin.d/"] == b"odd"
     record = "pkg-1.0.dist-info/RECORD"
     assert {k: v for k, v in contents(copied).items() if k != record} == {
         k: v for k, v in contents(inflated).items() if k != record

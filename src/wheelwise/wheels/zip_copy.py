@@ -9,9 +9,9 @@ written here, that member and its neighbours in the source are copied by the ker
 one run (:meth:`CompressedCopyWriter.copy_verbatim`, the rewrite's speed trick): a
 big wheel's bytes never pass through the interpreter. A copied member keeps the
 "version needed to extract" its source gives (up to ZIP64's), so the headers most
-tools write, 2.0 for every member, are already the ones written here. It writes no comments or data
-descriptors; a size or offset past 32 bits (a wheel over 4 GiB) goes into ZIP64
-records, as APPNOTE 4.5.3 and 4.3.14 say, and only then.
+tools write, 2.0 for every member, are already the ones written here. It writes no
+comments or data descriptors; a size or offset past 32 bits (a wheel over 4 GiB)
+goes into ZIP64 records, as APPNOTE 4.5.3 and 4.3.14 say, and only then.
 """
 
 from __future__ import annotations
