@@ -8,7 +8,9 @@ past 4 GiB are written in ZIP64 records (a sparse file stands in for the 4 GiB).
 
 from __future__ import annotations
 
+import errno
 import os
+import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -387,4 +389,127 @@ def test_a_wheel_cut_short_while_it_is_copied_is_refused_and_nothing_written(
         os.truncate(ours, ours.stat().st_size // 2)  # another process cuts the file
         with pytest.raises(WheelError, match=r"cannot copy it \(the archive ends \d+ bytes before"):
             rewrite_wheel(archive, out / NAME, replace={METADATA: b"Name: pkg\n"})
+    assert list(out.iterdir()) == []
+
+
+def sends_by_thread(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
+    """Each run the kernel is given from now on: (thread name, offset, length)."""
+    sent: list[tuple[str, int, int]] = []
+
+    def counted(source: int, target: int, offset: int, count: int) -> int:
+        sent.append((threading.current_thread().name, offset, count))
+        return copy_range(source, target, offset, count)
+
+    monkeypatch.setattr(zip_copy, "copy_range", counted)
+    return sent
+
+
+RECORD = "pkg-1.0.dist-info/RECORD"
+
+
+def runs_of_a_rewrite(
+    source: Path, root: Path, sent: list[tuple[str, int, int]]
+) -> list[tuple[str, int, int]]:
+    """The runs the kernel was given to rewrite *source* (dropping nothing), whose
+    bytes are checked against the rewrite through the interpreter alone."""
+    fast = rewritten_without(source, root / "fast" / NAME, set())
+    runs = list(sent)
+    with interpreter_only():
+        assert fast == rewritten_without(source, root / "slow" / NAME, set())
+    return runs
+
+
+def test_the_kernel_copies_the_members_before_the_first_change_while_they_are_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(6)}
+    ours = rewritten(wheel(tmp_path / "in", members), tmp_path / "ours" / NAME, b"Name: pkg\n")
+    with zipfile.ZipFile(ours) as archive:
+        record_at = archive.getinfo(RECORD).header_offset
+    runs = runs_of_a_rewrite(ours, tmp_path, sends_by_thread(monkeypatch))
+    # One run, from another thread: everything before RECORD (the first change).
+    assert runs == [("copy-ahead", 0, record_at)]
+    assert not [t for t in threading.enumerate() if t.name == "copy-ahead"]
+
+
+def test_what_the_members_do_not_confirm_of_the_copy_ahead_is_cut_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member in the middle whose local header is not the one written: the copy
+    ahead is kept up to it, then the rest is written as without it."""
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(6)}
+    source = wheel(tmp_path / "in", members)
+    odd = with_extra_field(source, tmp_path / "odd" / NAME, {"pkg/part3.bin"}, set())
+    with zipfile.ZipFile(odd) as archive:
+        odd_at = archive.getinfo("pkg/part3.bin").header_offset
+        record_at = archive.getinfo(RECORD).header_offset
+    runs = runs_of_a_rewrite(odd, tmp_path, sends_by_thread(monkeypatch))
+    assert runs[0] == ("copy-ahead", 0, record_at)
+    # Nothing before the odd member is sent again.
+    assert all(offset >= odd_at for _, offset, _ in runs[1:])
+
+
+def test_no_copy_ahead_when_the_first_member_is_not_copied_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = wheel(tmp_path / "in", {"pkg/a.bin": os.urandom(5000)})
+    with zipfile.ZipFile(source) as archive:
+        first = min(archive.infolist(), key=lambda info: info.header_offset).filename
+    odd = with_extra_field(source, tmp_path / "odd" / NAME, {first}, set())
+    runs = runs_of_a_rewrite(odd, tmp_path, sends_by_thread(monkeypatch))
+    assert "copy-ahead" not in {name for name, _, _ in runs}
+
+
+def test_a_copy_ahead_that_fails_is_told_on_one_line_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(3)}
+    ours = rewritten(wheel(tmp_path / "in", members), tmp_path / "ours" / NAME, b"Name: pkg\n")
+
+    def full(source: int, target: int, offset: int, count: int) -> int:
+        if threading.current_thread().name == "copy-ahead":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return copy_range(source, target, offset, count)
+
+    monkeypatch.setattr(zip_copy, "copy_range", full)
+    out = tmp_path / "out"
+    with WheelArchive(ours) as archive, pytest.raises(OSError, match="free some space") as raised:
+        rewrite_wheel(archive, out / NAME, replace={METADATA: b"Name: pkg\n"})
+    assert raised.value.filename == str(out / NAME)
+    assert list(out.iterdir()) == []
+
+
+def test_a_wheel_refused_while_the_copy_ahead_runs_is_told_as_before_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RECORD's sizes are checked while the kernel copies: a wrong one is the same
+    error as when it was checked first, and the copy is waited for."""
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(3)}
+    source = wheel(tmp_path / "in", members)
+    lying = tmp_path / "lying" / NAME
+    lying.parent.mkdir()
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(lying, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename == RECORD:
+                data = data.replace(b",20000\n", b",19999\n", 1)
+            zout.writestr(info, data)
+    waited: list[bool] = []
+    real_wait = zip_copy._CopyAhead.wait
+
+    def wait(self: zip_copy._CopyAhead) -> None:
+        real_wait(self)
+        waited.append(not self._thread.is_alive())
+
+    monkeypatch.setattr(zip_copy._CopyAhead, "wait", wait)
+    sent = sends_by_thread(monkeypatch)
+    out = tmp_path / "out"
+    with WheelArchive(lying) as archive, pytest.raises(WheelError) as raised:
+        rewrite_wheel(archive, out / NAME, drop=set())
+    assert str(raised.value).endswith(
+        "does not match its RECORD hash/size: the wheel was modified or corrupted"
+    )
+    assert sent
+    assert sent[0][0] == "copy-ahead"
+    assert waited == [True]
     assert list(out.iterdir()) == []

@@ -58,6 +58,14 @@ def _new_info(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipf
     return info
 
 
+def _unchanged_start(archive: WheelArchive, changed: Collection[str]) -> int:
+    """Where the first member of *changed* (left out or replaced) starts in *archive*:
+    the bytes before it are likely copied as they are. The last entry's start
+    when none is there."""
+    starts = [info.header_offset for info in archive.entries if info.filename in changed]
+    return min(starts, default=max((info.header_offset for info in archive.entries), default=0))
+
+
 def check_not_input(source: Path, target: Path) -> None:
     """Refuse a *target* that is the input wheel itself."""
     same = source.resolve() == target.resolve()
@@ -156,34 +164,51 @@ def rewrite_wheel(
                 listed.append(file_entry(name, data))
             out.writestr(record_info, write_record(listed, record_path=record_name))
 
+    refused: list[WheelError] = []  # RECORD's own check (copy): told as it is
+
     def copy(stream: BinaryIO) -> None:
-        # The verified RECORD rows of members copied as they are stay true.
-        rows = {row.path: row for row in archive.record()}
-        listed: list[RecordEntry] = []
         source = archive.fileno()
         out = CompressedCopyWriter(stream)
-        for entry in entries:
-            name = entry.filename
-            if name in replace:
-                out.add(_copied_info(entry), replace[name])
-                listed.append(file_entry(name, replace[name]))
-                continue
-            if not out.copy_verbatim(entry, source):
-                out.copy(entry, archive.compressed_chunks(entry))
-            if not entry.is_dir():
-                listed.append(rows[name])
-        for name, data in add:
-            out.add(_new_info(name, date_time), data)
-            listed.append(file_entry(name, data))
-        out.add(record_info, write_record(listed, record_path=record_name))
-        out.close()
+        try:
+            if entries and entries[0].filename not in replace:
+                # The kernel copies the members before the first change while they
+                # are checked (and RECORD is read).
+                out.copy_ahead(entries[0], source, _unchanged_start(archive, {*skipped, *replace}))
+            if not verified:
+                try:
+                    archive.check_record_sizes()
+                except WheelError as exc:
+                    refused.append(exc)
+                    raise
+            # The verified RECORD rows of members copied as they are stay true.
+            rows = {row.path: row for row in archive.record()}
+            listed: list[RecordEntry] = []
+            for entry in entries:
+                name = entry.filename
+                if name in replace:
+                    out.add(_copied_info(entry), replace[name])
+                    listed.append(file_entry(name, replace[name]))
+                    continue
+                if not out.copy_verbatim(entry, source):
+                    out.copy(entry, archive.compressed_chunks(entry))
+                if not entry.is_dir():
+                    listed.append(rows[name])
+            for name, data in add:
+                out.add(_new_info(name, date_time), data)
+                listed.append(file_entry(name, data))
+            out.add(record_info, write_record(listed, record_path=record_name))
+            out.close()
+        finally:
+            out.stop()
 
     copying = archive.on_disk
-    if not verified:
-        archive.check_record_sizes() if copying else archive.verify_record()
+    if not verified and not copying:
+        archive.verify_record()
     try:
         atomic_write(target, copy if copying else write)
-    except ValueError as exc:  # a member whose bytes are not what its entry says
+    except ValueError as exc:
+        if refused:
+            raise refused[0] from None  # a member whose bytes are not what its entry says
         raise WheelError(
             f"{archive.path.name}: cannot copy it ({exc}): the archive is damaged; "
             "re-download or rebuild it"

@@ -7,17 +7,21 @@ bytes unchanged, with the CRC and sizes of its directory entry, and deflates onl
 members it is given as bytes. Where a source member's local header already is the one
 written here, that member and its neighbours in the source are copied by the kernel in
 one run (:meth:`CompressedCopyWriter.copy_verbatim`, the rewrite's speed trick): a
-big wheel's bytes never pass through the interpreter. A copied member keeps the
-"version needed to extract" its source gives (up to ZIP64's), so the headers most
-tools write, 2.0 for every member, are already the ones written here. It writes no
-comments or data descriptors; a size or offset past 32 bits (a wheel over 4 GiB)
-goes into ZIP64 records, as APPNOTE 4.5.3 and 4.3.14 say, and only then.
+big wheel's bytes never pass through the interpreter. The kernel may start on the
+first run while the members are still being checked
+(:meth:`CompressedCopyWriter.copy_ahead`), so that copying and checking overlap. A
+copied member keeps the "version needed to extract" its source gives (up to ZIP64's),
+so the headers most tools write, 2.0 for every member, are already the ones written
+here. It writes no comments or data descriptors; a size or offset past 32 bits (a
+wheel over 4 GiB) goes into ZIP64 records, as APPNOTE 4.5.3 and 4.3.14 say, and only
+then.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import threading
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -85,14 +89,66 @@ class CompressedCopyWriter:
         # Copied members not written yet: (source file, offset, length), one run of
         # neighbours in the source, sent by the kernel before anything else is written.
         self._run: tuple[int, int, int] | None = None
+        self._ahead: _CopyAhead | None = None
 
     def _write(self, data: bytes | memoryview) -> None:
+        if self._ahead is not None:
+            self._settle_ahead()
         if self._run is not None:
             self._send_run()
         self._out.write(data)
         self._offset += len(data)
 
+    def copy_ahead(self, first: zipfile.ZipInfo, source: int, length: int) -> None:
+        """Before anything is written: when *first*, the first entry to be written,
+        sits at the start of the archive open as the file *source* with the local
+        header :meth:`copy_verbatim` would write, the kernel starts copying
+        *source*'s first *length* bytes (the members likely copied as they are) in
+        the background. Of those, only what the members then copied by
+        :meth:`copy_verbatim` confirm is kept; the rest is cut off before anything
+        else is written. *stream* must be a file written from its start, and
+        :meth:`stop` must follow, whatever happens."""
+        assert self._offset == 0, "copy_ahead comes first"
+        assert self._ahead is None, "one copy ahead"
+        if first.header_offset != 0 or length <= 0 or first.compress_type not in _VERSION:
+            return
+        flags = first.flag_bits & _DEFLATE_OPTIONS if first.compress_type else 0
+        _, header = self._headers(
+            first, first.CRC, first.compress_size, first.file_size, flags, _needed(first)
+        )
+        if os.pread(source, len(header), 0) != header:
+            return
+        self._out.flush()
+        self._ahead = _CopyAhead(source, self._out.fileno(), length)
+
+    def stop(self) -> None:
+        """Wait for a copy :meth:`copy_ahead` started, if one still runs (after an
+        error: what it wrote is left to the caller, who removes the file)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.wait()
+
+    def _settle_ahead(self) -> None:
+        """Keep what the copy ahead wrote that the members copied so far confirm: the
+        start of the run that begins both the source and the output."""
+        ahead, self._ahead = self._ahead, None
+        assert ahead is not None
+        copied = ahead.result()
+        run = self._run
+        confirmed = 0
+        if run is not None and run[0] == ahead.source and run[1] == 0 and self._offset == run[2]:
+            confirmed = min(copied, run[2])
+            left = run[2] - confirmed
+            self._run = (run[0], confirmed, left) if left else None
+        if confirmed != copied:
+            self._out.truncate(confirmed)
+        self._out.seek(confirmed)
+
     def _send_run(self) -> None:
+        if self._ahead is not None:
+            self._settle_ahead()
+            if self._run is None:
+                return
         assert self._run is not None
         source, start, length = self._run
         self._run = None
@@ -233,3 +289,49 @@ class CompressedCopyWriter:
             count = min(count, ZIP64_MEMBERS_MARKER)
             size, start = min(size, ZIP64_MARKER), min(start, ZIP64_MARKER)
         self._write(END.pack(END_SIGNATURE, 0, 0, count, count, size, start, 0))
+
+
+class _CopyAhead:
+    """A thread copying the first *length* bytes of the file *source* to the file
+    *target* at its position, through descriptors of its own: a caller that stops
+    waiting (interrupted) and closes either file cannot have it write elsewhere."""
+
+    def __init__(self, source: int, target: int, length: int) -> None:
+        self.source = source
+        self._source = os.dup(source)
+        try:
+            self._target = os.dup(target)
+        except OSError:
+            os.close(self._source)
+            raise
+        self._length = length
+        self._copied = 0
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._copy, name="copy-ahead", daemon=True)
+        try:
+            self._thread.start()
+        except BaseException:
+            self._close()
+            raise
+
+    def _copy(self) -> None:
+        try:
+            self._copied = copy_range(self._source, self._target, 0, self._length)
+        except BaseException as exc:  # raised by result(), in the caller's thread
+            self._error = exc
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        os.close(self._source)
+        os.close(self._target)
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> int:
+        """How many bytes it copied; raises what stopped it."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._copied
