@@ -12,6 +12,7 @@ import ssl
 import struct
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpcore
 import httpx
@@ -347,13 +348,24 @@ def test_tls_records_already_there_are_gathered_into_one_piece(
     assert server.connections == 1
 
 
+def pieces_once_told(authority: trustme.CA, url: str, got_first: threading.Event) -> list[bytes]:
+    """The pieces of *url*'s body over TLS, *got_first* set once the first is in."""
+    pieces = []
+    with (
+        deadline_client(verify=trusting(authority), timeout=10) as client,
+        client.stream("GET", url) as response,
+    ):
+        for piece in response.iter_raw():
+            pieces.append(piece)
+            got_first.set()
+    return pieces
+
+
 def test_gathering_never_waits_for_a_record_not_yet_sent(
-    serve: Callable[..., RawServer], authority: trustme.CA, monkeypatch: pytest.MonkeyPatch
+    serve: Callable[..., RawServer], authority: trustme.CA
 ) -> None:
     """The server sends the rest of the body only once the client has the first part
-    (or after 5 s): the first piece is that part alone, even with a long wait allowed
-    for a record that has begun to arrive."""
-    monkeypatch.setattr(deadline_transport, "GATHER_WAIT", 30.0)
+    (or after 5 s): the first piece is that part alone."""
     got_first = threading.Event()
 
     def halves(conn: socket.socket, server: RawServer) -> None:
@@ -363,14 +375,7 @@ def test_gathering_never_waits_for_a_record_not_yet_sent(
         conn.sendall(b"b" * 1000)
 
     server = serve(over_tls(authority, halves))
-    pieces = []
-    with (
-        deadline_client(verify=trusting(authority), timeout=10) as client,
-        client.stream("GET", f"{https(server)}/halves") as response,
-    ):
-        for piece in response.iter_raw():
-            pieces.append(piece)
-            got_first.set()
+    pieces = pieces_once_told(authority, f"{https(server)}/halves", got_first)
     assert pieces[0] == b"a" * 1000
     assert b"".join(pieces) == b"a" * 1000 + b"b" * 1000
     assert server.requests == [b"waited"]
@@ -419,19 +424,85 @@ def test_a_tls_body_cut_short_is_an_error_not_a_shorter_body(
     assert len(received) <= 300 << 10
 
 
-class _Records(httpcore.NetworkStream):
-    """A TLS stream as the transport sees it: records that have arrived, then an
-    error (a connection reset)."""
+def test_a_record_not_yet_whole_is_left_to_the_next_read(
+    serve: Callable[..., RawServer], authority: trustme.CA
+) -> None:
+    """The server sends whole records, then half of the next one, and the other half
+    only once the client has the first piece (or after 5 s): the first piece is the
+    whole records alone, and the next read completes the record begun."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(context)
+    got_first = threading.Event()
+    body = os.urandom(3 * 16384)
 
-    def __init__(self, records: list[bytes]) -> None:
+    def split_record(conn: socket.socket, server: RawServer) -> None:
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = context.wrap_bio(incoming, outgoing, server_side=True)
+
+        def flush() -> bytes:
+            data = outgoing.read()
+            conn.sendall(data)
+            return data
+
+        def until(step: Callable[[], Any]) -> Any:
+            while True:
+                try:
+                    return step()
+                except ssl.SSLWantReadError:
+                    flush()
+                    incoming.write(conn.recv(65536))
+
+        until(tls.do_handshake)
+        flush()
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += until(lambda: tls.read(65536))
+        tls.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body))
+        tls.write(body[:32768])  # two whole records
+        flush()
+        tls.write(body[32768:])  # the third, sent in two halves
+        last = outgoing.read()
+        conn.sendall(last[: len(last) // 2])
+        server.requests.append(b"waited" if got_first.wait(5) else b"gave up")
+        conn.sendall(last[len(last) // 2 :])
+
+    server = serve(split_record)
+    pieces = pieces_once_told(authority, f"{https(server)}/split", got_first)
+    assert b"".join(pieces) == body
+    assert pieces[0] == body[:32768]
+    assert server.requests == [b"waited"]
+
+
+class _ArrivedRecords(ssl.SSLSocket):
+    """A TLS socket as the transport's gathering reads it: records that have arrived
+    whole, then an error (a connection reset)."""
+
+    def __init__(self, records: list[bytes]) -> None:  # never a real socket
         self.records = records
-        self.asked: list[int] = []
+        self.timeouts: list[float | None] = []
+
+    def settimeout(self, value: float | None) -> None:
+        self.timeouts.append(value)
+
+    def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
+        if not self.records:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        record = self.records.pop(0)
+        buffer[: len(record)] = record
+        return len(record)
+
+
+class _FirstRecord(httpcore.NetworkStream):
+    """httpcore's TLS stream: the first record through its read, then *socket*."""
+
+    def __init__(self, first: bytes, socket: _ArrivedRecords) -> None:
+        self.first: list[bytes] = [first]
+        self.socket = socket
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        self.asked.append(max_bytes)
-        if not self.records:
-            raise httpcore.ReadError("[Errno 104] Connection reset by peer")
-        return self.records.pop(0)[:max_bytes]
+        if not self.first:
+            raise AssertionError("the error met while gathering comes first")
+        return self.first.pop()
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         raise AssertionError("nothing is written")
@@ -440,19 +511,14 @@ class _Records(httpcore.NetworkStream):
         pass
 
     def get_extra_info(self, info: str) -> object:
-        if info == "ssl_object":
-            return self  # its pending(): no decrypted bytes waiting
-        return True if info == "is_readable" else None
-
-    def pending(self) -> int:
-        return 0
+        return {"ssl_object": self, "socket": self.socket}.get(info)
 
 
 def test_an_error_met_while_gathering_comes_after_the_records_before_it() -> None:
     """The records read before a reset are passed on; the reset is the next read's."""
-    inner = _Records([b"a" * 16384, b"b" * 16384])
-    stream = deadline_transport._Stream(inner)
+    arrived = _ArrivedRecords([b"b" * 16384])
+    stream = deadline_transport._Stream(_FirstRecord(b"a" * 16384, arrived), tls_socket=True)
     assert stream.read(HTTPCORE_READ, 5) == b"a" * 16384 + b"b" * 16384
+    assert arrived.timeouts == [0.0]  # never waits
     with pytest.raises(httpcore.ReadError, match="reset"):
         stream.read(HTTPCORE_READ, 5)
-    assert inner.asked == [HTTPCORE_READ, HTTPCORE_READ - 16384, HTTPCORE_READ - 32768]

@@ -40,15 +40,12 @@ LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepali
 # what the one before got, so only a fast sender's bytes come in bigger pieces; a
 # slow one's are asked for as before (the interpreter makes room for all that is
 # asked). A TLS socket gives one record (16 KiB at most) a read, so the records
-# already there are gathered into the one piece. The transport's speed trick
-# (docs/benchmarks-method.md).
+# already there are decrypted into one buffer of the stream's and passed on as one
+# piece. The transport's speed trick (docs/benchmarks-method.md).
 READ_BYTES = 1 << 20
 # The most TLS records gathered into a piece: bigger pieces were slower, each one
 # memory the allocator maps afresh (page faults cost more than the pieces saved).
 GATHER_BYTES = 128 << 10
-# How long a record that has begun to arrive may take to complete while gathering
-# (at 1 MB/s a record takes 16 ms); past it, the piece goes on without it.
-GATHER_WAIT = 0.25
 
 
 def _limit(timeout: float | None, timed_out: type[httpcore.TimeoutException]) -> float | None:
@@ -72,11 +69,18 @@ def _mark(timeout: float | None, limit: float | None) -> None:
 
 
 class _Stream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream) -> None:
+    """*stream*, each operation capped by the current deadline. *tls_socket*: whether
+    *stream*'s socket does its TLS itself (not TLS inside another TLS stream), so
+    that a read may gather the records waiting on it."""
+
+    def __init__(self, stream: httpcore.NetworkStream, tls_socket: bool = False) -> None:
         self._stream = stream
         self._got = 0  # what the last read got
         self._tls = stream.get_extra_info("ssl_object")
+        sock = stream.get_extra_info("socket") if tls_socket and self._tls is not None else None
+        self._socket = sock if isinstance(sock, ssl.SSLSocket) else None
         self._error: httpcore.ReadError | None = None  # met while gathering
+        self._buffer = bytearray()  # where TLS records are gathered
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         if self._error is not None:
@@ -92,32 +96,34 @@ class _Stream(httpcore.NetworkStream):
         except httpcore.ReadTimeout:
             _mark(timeout, limit)
             raise
-        if self._tls is not None and 0 < len(data) < wanted:
-            data = self._gather(data, max_bytes, wanted, limit)
+        if self._socket is not None and 0 < len(data) < wanted:
+            data = self._gather(self._socket, data, wanted)
         self._got = len(data)
         return data
 
-    def _gather(self, first: bytes, ask: int, wanted: int, limit: float | None) -> bytes:
-        """*first* and the TLS records that have already arrived, up to *wanted*
-        bytes, each read asking for *ask*; never waits for a record that has not
-        begun to arrive. An error is kept for the next read, after these bytes."""
-        pieces, total = [first], len(first)
-        wait = GATHER_WAIT if limit is None else min(GATHER_WAIT, limit)
-        while total < wanted and (
-            self._tls.pending() or self._stream.get_extra_info("is_readable")
-        ):
+    def _gather(self, sock: ssl.SSLSocket, first: bytes, wanted: int) -> bytes:
+        """*first* and the TLS records that have already arrived whole, up to *wanted*
+        bytes, decrypted into one buffer without waiting: the socket stays
+        non-blocking until httpcore's next operation sets its timeout again, and a
+        record not yet whole is read by that operation. An error is kept for the next
+        read, after these bytes."""
+        if len(self._buffer) < wanted:
+            self._buffer = bytearray(wanted)
+        with memoryview(self._buffer) as view:
+            total = len(first)
+            view[:total] = first
             try:
-                more = self._stream.read(min(ask, wanted - total), wait)
-            except httpcore.ReadTimeout:
-                break  # the record's rest comes with the next read
-            except httpcore.ReadError as exc:
-                self._error = exc
-                break
-            if not more:
-                break
-            pieces.append(more)
-            total += len(more)
-        return b"".join(pieces)
+                sock.settimeout(0.0)
+                while total < wanted:
+                    got = sock.recv_into(view[total:wanted])
+                    if not got:
+                        break  # the end of the stream: the next read says so
+                    total += got
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                pass  # the next record has not arrived whole
+            except OSError as exc:
+                self._error = httpcore.ReadError(exc)
+            return bytes(view[:total])
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         limit = _limit(timeout, httpcore.WriteTimeout)
@@ -138,10 +144,12 @@ class _Stream(httpcore.NetworkStream):
     ) -> httpcore.NetworkStream:
         limit = _limit(timeout, httpcore.ConnectTimeout)
         try:
-            return _Stream(self._stream.start_tls(ssl_context, server_hostname, limit))
+            stream = self._stream.start_tls(ssl_context, server_hostname, limit)
         except httpcore.ConnectTimeout:
             _mark(timeout, limit)
             raise
+        # TLS over this stream's own TLS (an HTTPS proxy) is not read from its socket.
+        return _Stream(stream, tls_socket=self._tls is None)
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
