@@ -125,6 +125,8 @@ def rewrite_wheel(
     """
     replace = replace or {}
     record_name = archive.dist_info_path("RECORD")
+    if record_name not in archive:
+        archive.record()  # says the wheel has no RECORD, as a check of it would
     skipped = {record_name, *(archive.dist_info_path(name) for name in SIGNATURE_FILES), *drop}
     # Folder entries stay too, in their place: a wheel's members then go to the
     # kernel in one run (:meth:`CompressedCopyWriter.copy_verbatim`).
