@@ -123,7 +123,8 @@ class _Stream(httpcore.NetworkStream):
                 pass  # the next record has not arrived whole
             except OSError as exc:
                 self._error = httpcore.ReadError(exc)
-            return bytes(view[:total])
+            # A slow sender's read gathers nothing: its record goes on as it came.
+            return first if total == len(first) else bytes(view[:total])
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         limit = _limit(timeout, httpcore.WriteTimeout)
