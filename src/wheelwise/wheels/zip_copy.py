@@ -110,13 +110,7 @@ class CompressedCopyWriter:
         :meth:`stop` must follow, whatever happens."""
         assert self._offset == 0, "copy_ahead comes first"
         assert self._ahead is None, "one copy ahead"
-        if first.header_offset != 0 or length <= 0 or first.compress_type not in _VERSION:
-            return
-        flags = first.flag_bits & _DEFLATE_OPTIONS if first.compress_type else 0
-        _, header = self._headers(
-            first, first.CRC, first.compress_size, first.file_size, flags, _needed(first)
-        )
-        if os.pread(source, len(header), 0) != header:
+        if first.header_offset != 0 or length <= 0 or self._as_written(first, source) is None:
             return
         self._out.flush()
         self._ahead = _CopyAhead(source, self._out.fileno(), length)
@@ -237,14 +231,10 @@ class CompressedCopyWriter:
         (header and compressed bytes, with its neighbours in one run, by the kernel)
         when its local header is the one :meth:`copy` would write; False, and nothing
         written, when it is not. *stream* must then be a file."""
-        if info.compress_type not in _VERSION:
+        written = self._as_written(info, source)
+        if written is None:
             return False
-        flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
-        central, header = self._headers(
-            info, info.CRC, info.compress_size, info.file_size, flags, _needed(info)
-        )
-        if os.pread(source, len(header), info.header_offset) != header:
-            return False
+        central, header = written
         self._central.append(central)
         length = len(header) + info.compress_size
         run = self._run
@@ -256,6 +246,20 @@ class CompressedCopyWriter:
             self._run = (source, info.header_offset, length)
         self._offset += length
         return True
+
+    def _as_written(self, info: zipfile.ZipInfo, source: int) -> tuple[bytes, bytes] | None:
+        """The directory entry and local header :meth:`copy` would write for *info*,
+        written next, when the local header in the file *source* already is that
+        one; None when it is not."""
+        if info.compress_type not in _VERSION:
+            return None
+        flags = info.flag_bits & _DEFLATE_OPTIONS if info.compress_type else 0
+        central, header = self._headers(
+            info, info.CRC, info.compress_size, info.file_size, flags, _needed(info)
+        )
+        if os.pread(source, len(header), info.header_offset) != header:
+            return None
+        return central, header
 
     def copy_bytes(self, chunk: bytes | memoryview) -> None:
         """Compressed bytes of the member :meth:`start_copy` began."""
