@@ -27,6 +27,7 @@ contender's venvs and cache are deleted once its round is over. Peak RSS is the
 largest resident set of the process and any of its children (``wait4``); installed
 size is the apparent size of the venv's ``site-packages``. Medians of ``--rounds``
 (3) after one untimed warm-up round (``--no-warm-up`` skips it), and ratios.
+``--contenders uv,wheelwise`` leaves pip out (a machine with too little time for it).
 
 Usage::
 
@@ -224,12 +225,14 @@ class Contest:
         return run
 
 
-def cold_and_warm(contest: Contest, rounds: int, warm_up: bool) -> dict[str, dict[str, list[Run]]]:
-    """Per round, each contender in turn (the rounds rotate who goes first): a new
-    empty cache, a cold run, then a warm one with the same cache; the runs of the
+def cold_and_warm(
+    contest: Contest, rounds: int, warm_up: bool, contenders: tuple[str, ...] = CONTENDERS
+) -> dict[str, dict[str, list[Run]]]:
+    """Per round, each of *contenders* in turn (the rounds rotate who goes first): a
+    new empty cache, a cold run, then a warm one with the same cache; the runs of the
     timed rounds (all but the first with *warm_up*) by contender and phase."""
-    results: dict[str, dict[str, list[Run]]] = {c: {"cold": [], "warm": []} for c in CONTENDERS}
-    orders = round_orders(CONTENDERS)
+    results: dict[str, dict[str, list[Run]]] = {c: {"cold": [], "warm": []} for c in contenders}
+    orders = round_orders(contenders)
     total = rounds + (1 if warm_up else 0)
     for index in range(total):
         for name in orders[index % len(orders)]:
@@ -249,16 +252,30 @@ def timings(results: dict[str, dict[str, list[Run]]]) -> dict[str, Any]:
     phases = ("cold", "warm")
     return {
         "median_s": {
-            n: {p: statistics.median(r.seconds for r in results[n][p]) for p in phases}
-            for n in CONTENDERS
+            n: {p: statistics.median(r.seconds for r in runs[p]) for p in phases}
+            for n, runs in results.items()
         },
         "runs_s": {
-            n: {p: [round(r.seconds, 2) for r in results[n][p]] for p in phases} for n in CONTENDERS
+            n: {p: [round(r.seconds, 2) for r in runs[p]] for p in phases}
+            for n, runs in results.items()
         },
         "peak_rss_mb": {
-            n: max(r.rss_mb for p in phases for r in results[n][p]) for n in CONTENDERS
+            n: max(r.rss_mb for p in phases for r in runs[p]) for n, runs in results.items()
         },
     }
+
+
+def ratios(results: dict[str, dict[str, list[Run]]]) -> dict[str, float]:
+    """wheelwise's medians against the other contenders' in *results*."""
+
+    def median(name: str, phase: str) -> float:
+        return statistics.median(run.seconds for run in results[name][phase])
+
+    found: dict[str, float] = {}
+    for peer, phases in (("uv", ("cold", "warm")), ("pip", ("cold",))):
+        for phase in phases if peer in results else ():
+            found[f"wheelwise/{peer} {phase}"] = median("wheelwise", phase) / median(peer, phase)
+    return found
 
 
 def pyc_count(venv: Path) -> int:
@@ -288,15 +305,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tls", action="store_true", help="serve the index over HTTPS (needs nginx)"
     )
+    parser.add_argument(
+        "--contenders",
+        default=",".join(CONTENDERS),
+        help="which installers race, comma-separated (default: all three; a machine with "
+        "no time for pip's runs leaves it out, and its ratio with it)",
+    )
     parser.add_argument("--json", action="store_true")
     add_warm_up_option(parser)
     args = parser.parse_args(argv)
+    contenders = tuple(name for name in CONTENDERS if name in args.contenders.split(","))
+    if "wheelwise" not in contenders or set(args.contenders.split(",")) - set(contenders):
+        parser.error(f"--contenders: wheelwise and any of {', '.join(CONTENDERS)}")
 
     wheels = ensure_wheels(args.wheels)
     expected = {w.name.split("-")[0].replace("_", "-").lower() for w in wheels}
     wheelwise, uv = installer_paths()
     pip_version = metadata.version("pip")
-    ensure_tools(pip_version)
+    if "pip" in contenders:
+        ensure_tools(pip_version)
     base = clean_env()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
@@ -318,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         contest = Contest(
             tmp, url, uv, wheelwise, pip_version, base, args.requirement or [REQUIREMENT], expected
         )
-        results = cold_and_warm(contest, args.rounds, args.warm_up)
+        results = cold_and_warm(contest, args.rounds, args.warm_up, contenders)
         sizes = contest.sizes
 
     def median(name: str, phase: str) -> float:
@@ -332,18 +359,14 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         **timings(results),
         "installed_bytes": sizes,
-        "ratios": {
-            "wheelwise/uv cold": median("wheelwise", "cold") / median("uv", "cold"),
-            "wheelwise/uv warm": median("wheelwise", "warm") / median("uv", "warm"),
-            "wheelwise/pip cold": median("wheelwise", "cold") / median("pip", "cold"),
-        },
+        "ratios": ratios(results),
     }
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     print(f"{len(wheels)} wheels, {report['wheel_bytes'] / 1e9:.2f} GB, served by {server}")
     print(f"{'':10} {'cold s':>8} {'warm s':>8} {'peak RSS MB':>12} {'installed GB':>13}")
-    for name in CONTENDERS:
+    for name in contenders:
         print(
             f"{name:10} {median(name, 'cold'):8.2f} {median(name, 'warm'):8.2f} "
             f"{report['peak_rss_mb'][name]:12.0f} {sizes[name] / 1e9:13.2f}"

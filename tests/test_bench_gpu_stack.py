@@ -46,3 +46,16 @@ def test_smoke_run_on_two_wheels(tmp_path: Path, tls: bool) -> None:
         assert phases["warm"] > 0
     assert all(rss > 0 for rss in report["peak_rss_mb"].values())
     assert set(report["ratios"]) == {"wheelwise/uv cold", "wheelwise/uv warm", "wheelwise/pip cold"}
+
+
+def test_contenders_leave_pip_out(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    alpha_wheel(wheels, "1.0")
+    report = run_bench(
+        "gpu_stack.py",
+        "--wheels", str(wheels), "--requirement", "alpha", "--contenders", "uv,wheelwise",
+        "--rounds", "1", "--no-warm-up",
+        timeout=300,
+    )  # fmt: skip
+    assert set(report["median_s"]) == {"uv", "wheelwise"}
+    assert set(report["ratios"]) == {"wheelwise/uv cold", "wheelwise/uv warm"}
