@@ -554,3 +554,44 @@ def test_a_dripping_download_stops_at_its_deadline(
     assert time.monotonic() - started < 60  # the drip would go on for 100 s
     assert "slower than the deadline of 1 s plus 1 s per 16 KiB" in raised.value.reason
     assert "--request-deadline" in raised.value.reason
+
+
+@pytest.mark.parametrize(("machine_cores", "at_once"), [(1, 4), (8, 8), (64, 16)])
+def test_downloads_at_once_follow_the_cores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine_cores: int, at_once: int
+) -> None:
+    """One download per core (big wheels are unpacked as they arrive), never fewer than
+    4 nor more than 16: the server holds every answer until as many requests as
+    expected are in, or 2 s have passed, and counts the most it saw at once."""
+    import wheelwise.fetch.download as download
+
+    monkeypatch.setattr(download, "cores", lambda: machine_cores)
+    lock = threading.Lock()
+    all_in = threading.Event()
+    state = {"now": 0, "most": 0}
+
+    class Held(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            with lock:
+                state["now"] += 1
+                state["most"] = max(state["most"], state["now"])
+                if state["now"] >= at_once:
+                    all_in.set()
+            all_in.wait(2.0)
+            body = self.path.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            with lock:
+                state["now"] -= 1
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with handler_served(Held) as base:
+        items = [DownloadItem(f"{base}/files/p{i}-1.0-py3-none-any.whl") for i in range(20)]
+        with Fetcher(None, retry=_tries_policy(1, 0.01)) as fetcher:
+            found = fetcher.fetch_all(items, tmp_path / "dl")
+    assert len(found) == 20
+    assert state["most"] == at_once

@@ -64,6 +64,7 @@ from wheelwise.client.bounded import (
 )
 from wheelwise.client.index_client import local_path
 from wheelwise.client.lazy_http import LazyHttpClient, as_client_source
+from wheelwise.forked_map import cores
 from wheelwise.models.errors import DownloadDeadline, DownloadError, InstallError
 from wheelwise.policy.hashes import checked_hashes, trusted_hashes
 from wheelwise.policy.retry import RetryableFailure, RetryPolicy, with_retries
@@ -93,6 +94,16 @@ _CHUNK = 1 << 16
 STREAM_UNPACK_FROM = 32 << 20
 # A wheel is a zip archive: compressing it again for transfer hardly shrinks it.
 _EXPANSION = 16
+# Downloads at once: at least this many (a small wheel's download mostly waits for the
+# server), and one per core up to the most (a big wheel unpacked as it downloads keeps
+# a core busy, so on a many-core machine the biggest no longer queue behind each other).
+MIN_DOWNLOADS = 4
+MAX_DOWNLOADS = 16
+
+
+def download_workers() -> int:
+    """How many downloads :meth:`Fetcher.fetch_all` runs at once on this machine."""
+    return max(MIN_DOWNLOADS, min(MAX_DOWNLOADS, cores()))
 
 
 class ProgressSink(Protocol):
@@ -656,7 +667,7 @@ class Fetcher:
         dest_dir: str | os.PathLike[str],
         *,
         progress: ProgressSink | None = None,
-        max_workers: int = 4,
+        max_workers: int | None = None,
         require_hashes: bool = False,
         then: Callable[[Fetched], object] | None = None,
         ready: Callable[[DownloadItem], Fetched | None] | None = None,
@@ -669,7 +680,9 @@ class Fetcher:
 
         *ready*, if given, may supply an item fetched already (ahead, by this
         fetcher's rules): it is used instead of fetching it, and passed to *then*
-        like any other."""
+        like any other.
+
+        *max_workers* downloads run at once (default :func:`download_workers`)."""
         dest = Path(dest_dir)
         dest.mkdir(parents=True, exist_ok=True)
         names: dict[str, str] = {}
@@ -709,7 +722,8 @@ class Fetcher:
                 raise
 
         try:
-            with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
+            workers = download_workers() if max_workers is None else max_workers
+            with ThreadPoolExecutor(max_workers=max(1, min(workers, len(items)))) as pool:
                 # The largest first (unpacked as they download, they take the
                 # longest), so that none starts last and finishes alone.
                 order = sorted(items, key=lambda item: -(item.size or sys.maxsize))
