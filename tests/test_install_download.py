@@ -556,6 +556,38 @@ def test_a_dripping_download_stops_at_its_deadline(
     assert "--request-deadline" in raised.value.reason
 
 
+class _AtOnce:
+    """A server of small files that counts the downloads under way at once (one ends
+    before its body is sent); *hold* runs once each request is counted, before the
+    answer."""
+
+    def __init__(self, hold: Callable[[int], None]) -> None:
+        self.now = 0
+        self.most = 0
+        self.lock = threading.Lock()
+        counter = self
+
+        class Counted(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                with counter.lock:
+                    counter.now += 1
+                    counter.most = max(counter.most, counter.now)
+                    now = counter.now
+                hold(now)
+                body = self.path.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                with counter.lock:
+                    counter.now -= 1
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.handler = Counted
+
+
 @pytest.mark.parametrize(("machine_cores", "at_once"), [(1, 4), (8, 8), (64, 16)])
 def test_downloads_at_once_follow_the_cores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine_cores: int, at_once: int
@@ -566,32 +598,55 @@ def test_downloads_at_once_follow_the_cores(
     import wheelwise.fetch.download as download
 
     monkeypatch.setattr(download, "cores", lambda: machine_cores)
-    lock = threading.Lock()
     all_in = threading.Event()
-    state = {"now": 0, "most": 0}
 
-    class Held(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            with lock:
-                state["now"] += 1
-                state["most"] = max(state["most"], state["now"])
-                if state["now"] >= at_once:
-                    all_in.set()
-            all_in.wait(2.0)
-            body = self.path.encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            with lock:
-                state["now"] -= 1
+    def hold(now: int) -> None:
+        if now >= at_once:
+            all_in.set()
+        all_in.wait(2.0)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    with handler_served(Held) as base:
+    server = _AtOnce(hold)
+    with handler_served(server.handler) as base:
         items = [DownloadItem(f"{base}/files/p{i}-1.0-py3-none-any.whl") for i in range(20)]
         with Fetcher(None, retry=_tries_policy(1, 0.01)) as fetcher:
             found = fetcher.fetch_all(items, tmp_path / "dl")
     assert len(found) == 20
-    assert state["most"] == at_once
+    assert server.most == at_once
+
+
+def test_a_bound_on_downloads_holds_across_batches(tmp_path: Path) -> None:
+    """``Fetcher(downloads=1)``: two batches fetching at the same time from two threads
+    still download one file at a time."""
+    server = _AtOnce(lambda now: time.sleep(0.1))
+    with handler_served(server.handler) as base, Fetcher(None, downloads=1) as fetcher:
+
+        def batch(tag: str) -> list[Fetched]:
+            items = [DownloadItem(f"{base}/{tag}/p{i}-1.0-py3-none-any.whl") for i in range(3)]
+            return fetcher.fetch_all(items, tmp_path / tag)
+
+        results: list[list[Fetched]] = []
+        threads = [threading.Thread(target=lambda t=t: results.append(batch(t))) for t in "ab"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert [len(found) for found in results] == [3, 3]
+    assert server.most == 1
+
+
+@pytest.mark.parametrize("command", ["install", "download", "lock"])
+@pytest.mark.parametrize(
+    ("given", "env"),
+    [(["--concurrent-downloads", "0"], {}), ([], {"WHEELWISE_CONCURRENT_DOWNLOADS": "many"})],
+)
+def test_a_bad_bound_on_downloads_is_one_line(
+    command: str, given: list[str], env: dict[str, str]
+) -> None:
+    from click.testing import CliRunner
+
+    from wheelwise.cli.app import cli
+
+    result = CliRunner(env=env).invoke(cli, [command, *given, "anything"])
+    assert result.exit_code == 2
+    assert "--concurrent-downloads" in result.output
+    assert "Traceback" not in result.output

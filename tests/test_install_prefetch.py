@@ -568,3 +568,63 @@ def test_a_cached_wheel_waiting_for_a_worker_is_read_by_the_resolver_itself(
     assert where.threads["quick-1.0-py3-none-any.whl"] == "MainThread"
     fetched_again = "/files/quick/quick-1.0-py3-none-any.whl" in hold.paths[before:]
     assert fetched_again == (cached == "damaged")
+
+
+class _InFlight:
+    """Counts the wheel downloads under way at once (each answered after 0.3 s); one
+    ends as its last bytes are sent."""
+
+    def __init__(self, app: object) -> None:
+        self.app = app
+        self.now = 0
+        self.most = 0
+        self.wheels = 0
+
+    async def __call__(self, scope: dict[str, object], receive: object, send: object) -> None:
+        if scope["type"] != "http" or not str(scope["path"]).endswith(".whl"):
+            await self.app(scope, receive, send)  # type: ignore[operator]
+            return
+        self.now += 1
+        self.wheels += 1
+        self.most = max(self.most, self.now)
+        ended = False
+
+        async def counted(message: dict[str, object]) -> None:
+            nonlocal ended  # one download less before its last bytes leave
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                ended, self.now = True, self.now - 1
+            await send(message)  # type: ignore[operator]
+
+        try:
+            await asyncio.sleep(0.3)
+            await self.app(scope, receive, counted)  # type: ignore[operator]
+        finally:
+            if not ended:
+                self.now -= 1
+
+
+@pytest.mark.parametrize(("allowed", "most"), [(1, 1), (None, 4)])
+def test_concurrent_downloads_bound_every_download(
+    tmp_path: Path, allowed: int | None, most: int
+) -> None:
+    """``--concurrent-downloads`` (InstallOptions.concurrent_downloads) bounds the
+    downloads ahead of need as well as the install's own: with 1, six wheels come one
+    at a time; by default, four at once on this machine's cores (at least 4)."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    names = [f"w{i}" for i in range(6)]
+    for name in names:
+        _wheel(folder, f"{name}-1.0-py3-none-any.whl")
+    counting = _InFlight(create_app(folder))
+    with uvicorn_thread(counting) as base:
+        options = InstallOptions(
+            requirements=names,
+            index_url=f"{base}/simple/",
+            python=make_venv(tmp_path / "venv"),
+            cache_dir=tmp_path / "c",
+            concurrent_downloads=allowed,
+        )
+        outcome = run_install(options)
+    assert sorted(p.name for p in outcome.to_install) == names
+    assert counting.wheels == 6
+    assert counting.most == most

@@ -285,6 +285,7 @@ class TargetArgs:
     timeout: float
     request_deadline: float
     retries: int
+    concurrent_downloads: int | None
     no_cache: bool
     quiet: bool
     allow_provider: tuple[str, ...]
@@ -313,6 +314,7 @@ class TargetArgs:
             timeout=self.timeout,
             request_deadline=self.request_deadline,
             retries=self.retries,
+            concurrent_downloads=self.concurrent_downloads,
             no_cache=self.no_cache,
             refresh=self.refresh,
             warn=_warn,

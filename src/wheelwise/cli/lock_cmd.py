@@ -135,6 +135,7 @@ def lock(
     timeout: float,
     request_deadline: float,
     retries: int,
+    concurrent_downloads: int | None,
     no_cache: bool,
     refresh: bool,
 ) -> None:
@@ -175,6 +176,7 @@ def lock(
         timeout=timeout,
         request_deadline=request_deadline,
         retries=retries,
+        concurrent_downloads=concurrent_downloads,
         no_cache=no_cache,
         refresh=refresh,
         warn=warn,

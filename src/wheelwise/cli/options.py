@@ -131,7 +131,17 @@ def request_deadline_option(help_text: str) -> Callable[[_F], _F]:
 
 
 def network_options(func: _F) -> _F:
-    """``--timeout``, ``--request-deadline``, ``--retries`` and ``--no-cache-dir``."""
+    """``--timeout``, ``--request-deadline``, ``--retries``, ``--concurrent-downloads``
+    and ``--no-cache-dir``."""
+    func = click.option(
+        "--concurrent-downloads",
+        type=click.IntRange(min=1, max=256),
+        default=None,
+        envvar="WHEELWISE_CONCURRENT_DOWNLOADS",
+        metavar="N",
+        help="Wheels downloaded at once (default: one per core, at least 4, at most 16; "
+        "a big wheel is unpacked as it downloads) [env: WHEELWISE_CONCURRENT_DOWNLOADS].",
+    )(func)
     func = click.option(
         "--no-cache-dir",
         "--no-cache",

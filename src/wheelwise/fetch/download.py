@@ -302,9 +302,11 @@ class _Fetcher:
         deadline: float = DEFAULT_DEADLINE,
         cache: ContentStore | None = None,
         unpacked: UnpackedStore | None = None,
+        slots: threading.Semaphore | None = None,
     ) -> None:
         self.cache = cache
         self.unpacked = unpacked
+        self.slots = slots
         self.deadline = deadline
         self.budget = budget
         self.dest_dir = dest_dir
@@ -474,6 +476,13 @@ class _Fetcher:
         return digests
 
     def _http(self, item: DownloadItem, out: _Sink) -> dict[str, str]:
+        """One try at downloading *item* into *out*, once a slot is free (the
+        user's bound on downloads at once, across batches); the wait is not part of
+        its deadline."""
+        with self.slots if self.slots is not None else contextlib.nullcontext():
+            return self._http_now(item, out)
+
+    def _http_now(self, item: DownloadItem, out: _Sink) -> dict[str, str]:
         import httpx  # with the first download: see wheelwise.client.lazy_http
 
         url = item.url
@@ -603,6 +612,7 @@ class Fetcher:
         in_memory_per_file: int = 32 << 20,
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        downloads: int | None = None,
     ) -> None:
         self._own: LazyHttpClient | None = None
         if client is None:
@@ -615,6 +625,10 @@ class Fetcher:
         self.cache = cache
         self.unpacked = unpacked
         self.sleep = sleep
+        # Downloads at once, by every batch together (None: download_workers() in
+        # fetch_all, and no bound across batches).
+        self.downloads = downloads
+        self._slots = threading.BoundedSemaphore(downloads) if downloads else None
         self._total = max(0, in_memory)
         self._budget = _Budget(self._total, in_memory_per_file) if in_memory > 0 else None
 
@@ -653,6 +667,7 @@ class Fetcher:
             deadline=self.deadline,
             cache=self.cache,
             unpacked=self.unpacked if unpacked else None,
+            slots=self._slots,
         )
 
     def fetch_to(self, item: DownloadItem, dest_dir: Path) -> Path:
@@ -682,7 +697,8 @@ class Fetcher:
         fetcher's rules): it is used instead of fetching it, and passed to *then*
         like any other.
 
-        *max_workers* downloads run at once (default :func:`download_workers`)."""
+        *max_workers* downloads run at once (default: the fetcher's ``downloads``, else
+        :func:`download_workers`)."""
         dest = Path(dest_dir)
         dest.mkdir(parents=True, exist_ok=True)
         names: dict[str, str] = {}
@@ -722,7 +738,7 @@ class Fetcher:
                 raise
 
         try:
-            workers = download_workers() if max_workers is None else max_workers
+            workers = max_workers or self.downloads or download_workers()
             with ThreadPoolExecutor(max_workers=max(1, min(workers, len(items)))) as pool:
                 # The largest first (unpacked as they download, they take the
                 # longest), so that none starts last and finishes alone.

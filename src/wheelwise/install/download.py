@@ -108,6 +108,7 @@ def run_download(
             retry=client.retry,
             deadline=options.request_deadline,
             cache=kept.wheels if kept is not None else None,
+            downloads=options.concurrent_downloads,
         )
         if references:
             prepared = prepare_references(

@@ -393,6 +393,7 @@ class _LockWheels:
             cache=self.kept.wheels if self.kept is not None else None,
             unpacked=self.kept.unpacked if self.kept is not None else None,
             in_memory=self.memory_left,
+            downloads=options.concurrent_downloads,
         )
         try:
             found = fetcher.fetch_all(

@@ -77,6 +77,8 @@ class InstallOptions:
     request_deadline: float = DEFAULT_DEADLINE
     # More tries after the first, on connection errors, timeouts and 5xx answers.
     retries: int = 3
+    # Wheels downloaded at once (None: one per core, 4 to 16; see download_workers).
+    concurrent_downloads: int | None = None
     # The cache root (default: the user cache dir): wheels/, metadata/, http/, scratch/.
     cache_dir: Path | None = None
     # Neither read nor keep wheels, metadata files and pages in the cache.

@@ -307,6 +307,7 @@ def _resolve_and_install(
             cache=kept.wheels if kept is not None else None,
             unpacked=kept.unpacked if kept is not None else None,
             in_memory=IN_MEMORY_DOWNLOADS,
+            downloads=options.concurrent_downloads,
         )
         builder = source_builder(options, env, lambda: scratch.path, cache_root, kept is not None)
         direct_urls: dict[str, str] = {}

@@ -358,6 +358,8 @@ class _EarlyWheels:
         # Downloads that reached the request deadline, by URL.
         self._deadlines: dict[str, DownloadDeadline] = {}
         self._busy = 0  # downloads under way (the others wait for a worker)
+        # Never more at once than the user allows downloads in all.
+        self._workers = min(EARLY_WORKERS, fetcher.downloads or EARLY_WORKERS)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -376,7 +378,7 @@ class _EarlyWheels:
                 return None
             if item.url not in self._started:
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(EARLY_WORKERS, thread_name_prefix="download")
+                    self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="download")
                 size: Future[int | None] = Future()
                 cache = self._fetcher.cache
                 if cache is not None:  # a stat: the worker verifies it
@@ -417,7 +419,7 @@ class _EarlyWheels:
                 started is not None
                 and not started.wheel.running()
                 and not started.wheel.done()
-                and self._busy >= EARLY_WORKERS
+                and self._busy >= self._workers
             )
 
     def verified(self, file: IndexFile) -> VerifiedWheel | None:
