@@ -15,6 +15,7 @@ import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -23,16 +24,18 @@ from hypothesis import strategies as st
 
 from wheelfactory import make_wheel
 from wheelwise.kernel_copy import copy_range
-from wheelwise.wheels import zip_copy
+from wheelwise.variants.properties import VariantProperty
+from wheelwise.wheels import make, zip_copy
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.members import MemberReader
-from wheelwise.wheels.rewrite import rewrite_wheel
+from wheelwise.wheels.rewrite import rewrite_output, rewrite_wheel
 from wheelwise.wheels.zip_copy import CompressedCopyWriter
 from zipcraft import zip64_sizes
 
 NAME = "pkg-1.0-py3-none-any.whl"
 METADATA = "pkg-1.0.dist-info/METADATA"
+PROPERTY = VariantProperty.parse("x86_64 :: level :: v3")
 
 
 def compressed(path: Path, name: str) -> bytes:
@@ -323,9 +326,15 @@ def with_extra_field(
     return target
 
 
-def rewritten_without(source: Path, target: Path, drop: set[str]) -> bytes:
-    with WheelArchive(source) as archive:
-        rewrite_wheel(archive, target, drop=drop)
+def rewritten_without(source: Path, target: Path, drop: set[str], early: bool = False) -> bytes:
+    """*source* rewritten without *drop*; with *early*, into an output begun before
+    the wheel was opened (as variant make and strip write)."""
+    if early:
+        with rewrite_output(source, target) as output, WheelArchive(source) as archive:
+            rewrite_wheel(archive, target, drop=drop, output=output)
+    else:
+        with WheelArchive(source) as archive:
+            rewrite_wheel(archive, target, drop=drop)
     with WheelArchive(target) as archive:
         archive.verify_record()
     return target.read_bytes()
@@ -366,9 +375,11 @@ def test_copying_by_the_kernel_gives_the_bytes_the_interpreter_writes(
     # Members left out (as variant.json by strip) split the runs the kernel sends.
     drop = {names[i % len(names)] for i in dropped}
     fast = rewritten_without(source, root / "fast" / NAME, drop)
+    early = rewritten_without(source, root / "early" / NAME, drop, early=True)
     with interpreter_only():
         slow = rewritten_without(source, root / "slow" / NAME, drop)
     assert fast == slow
+    assert early == slow
     kept = {name: data for name, data in named.items() if name not in drop}
     assert {name: contents(root / "fast" / NAME)[name] for name in kept} == kept
     assert not drop & set(contents(root / "fast" / NAME))
@@ -389,7 +400,7 @@ def test_a_wheel_cut_short_while_it_is_copied_is_refused_and_nothing_written(
         os.truncate(ours, ours.stat().st_size // 2)  # another process cuts the file
         with pytest.raises(WheelError, match=r"cannot copy it \(the archive ends \d+ bytes before"):
             rewrite_wheel(archive, out / NAME, replace={METADATA: b"Name: pkg\n"})
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # nor the folder made for it
 
 
 def sends_by_thread(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
@@ -476,7 +487,7 @@ def test_a_copy_ahead_that_fails_is_told_on_one_line_and_nothing_is_left(
     with WheelArchive(ours) as archive, pytest.raises(OSError, match="free some space") as raised:
         rewrite_wheel(archive, out / NAME, replace={METADATA: b"Name: pkg\n"})
     assert raised.value.filename == str(out / NAME)
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # nor the folder made for it
 
 
 def test_a_wheel_refused_while_the_copy_ahead_runs_is_told_as_before_and_nothing_is_left(
@@ -512,4 +523,59 @@ def test_a_wheel_refused_while_the_copy_ahead_runs_is_told_as_before_and_nothing
     assert sent
     assert sent[0][0] == "copy-ahead"
     assert waited == [True]
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # nor the folder made for it
+
+
+def test_make_begins_its_output_before_it_opens_the_wheel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """variant make starts the kernel's copy of the whole wheel before reading it; the
+    members copied as they are keep those bytes (up to RECORD), and the output is
+    the one written without copying ahead."""
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(6)}
+    ours = rewritten(wheel(tmp_path / "in", members), tmp_path / "ours" / NAME, b"Name: pkg\n")
+    events: list[str] = []
+    real_ahead, real_open = zip_copy._CopyAhead.__init__, WheelArchive.__init__
+
+    def ahead(self: Any, source: int, target: int, length: int) -> None:
+        events.append(f"ahead {length}")
+        real_ahead(self, source, target, length)
+
+    def opened(self: Any, *args: Any, **kwargs: Any) -> None:
+        events.append("open")
+        real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(zip_copy._CopyAhead, "__init__", ahead)
+    monkeypatch.setattr(WheelArchive, "__init__", opened)
+    sent = sends_by_thread(monkeypatch)
+    made = make.make_variant(ours, tmp_path / "out", properties=[PROPERTY], label="v3")
+    assert events[:2] == [f"ahead {ours.stat().st_size}", "open"]
+    assert sent[0] == ("copy-ahead", 0, ours.stat().st_size)
+    with zipfile.ZipFile(ours) as archive:
+        record_at = archive.getinfo(RECORD).header_offset
+    # The members before RECORD were kept from it: none is sent again.
+    assert all(offset >= record_at for _, offset, _ in sent[1:])
+    with interpreter_only():
+        slow = make.make_variant(ours, tmp_path / "slow", properties=[PROPERTY], label="v3")
+    assert made.read_bytes() == slow.read_bytes()
+    # What the copy ahead wrote past RECORD's place was cut off, then written anew.
+    assert made.read_bytes()[:record_at] == ours.read_bytes()[:record_at]
+
+
+def test_a_copy_ahead_of_a_file_that_is_no_wheel_stops_soon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big file named like a wheel that is not one: the error is the usual one, the
+    copy begun ahead stops after a piece instead of copying it all, and nothing is
+    left (nor the output folder)."""
+    monkeypatch.setattr(zip_copy._CopyAhead, "PIECE", 1 << 20)
+    fake = tmp_path / NAME
+    with fake.open("wb") as file:
+        file.truncate(256 << 20)
+    sent = sends_by_thread(monkeypatch)
+    out = tmp_path / "out"
+    with pytest.raises(WheelError, match="not a valid wheel"):
+        make.make_variant(fake, out, properties=[PROPERTY], label="v3")
+    copied = sum(count for name, _, count in sent if name == "copy-ahead")
+    assert copied < 64 << 20
+    assert not out.exists()

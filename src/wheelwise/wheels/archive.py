@@ -221,6 +221,14 @@ class InMemoryWheel:
         return f"InMemoryWheel({self.name!r}, {len(self.data)} bytes)"
 
 
+def wheel_filename(name: str) -> WheelFilename:
+    """The wheel file name *name*, parsed; WheelError when it is no wheel's name."""
+    try:
+        return WheelFilename.parse(name)
+    except VariantError as exc:
+        raise WheelError(str(exc)) from None
+
+
 def open_zip(wheel: str | Path | InMemoryWheel) -> zipfile.ZipFile:
     """A :class:`zipfile.ZipFile` over a wheel file or an in-memory wheel."""
     if isinstance(wheel, InMemoryWheel):
@@ -246,10 +254,7 @@ class WheelArchive:
         if filename is not None:
             self.filename = filename
         else:
-            try:
-                self.filename = WheelFilename.parse(name if name is not None else self.path.name)
-            except VariantError as exc:
-                raise WheelError(str(exc)) from None
+            self.filename = wheel_filename(name if name is not None else self.path.name)
         self._detached = False
         self._record: list[RecordEntry] | None = None
         self._sizes_checked = False

@@ -20,9 +20,9 @@ from wheelwise.variants.labels import NULL_LABEL, hash_label, property_map, vali
 from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.variants.providers_format import metadata_bytes
-from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.archive import WheelArchive, wheel_filename
 from wheelwise.wheels.errors import WheelError
-from wheelwise.wheels.rewrite import check_not_input, rewrite_wheel
+from wheelwise.wheels.rewrite import check_not_input, rewrite_output, rewrite_wheel
 from wheelwise.wheels.validate import validate_properties
 
 VARIANT_JSON = "variant.json"
@@ -160,11 +160,22 @@ def make_variant(
         properties, label, namespaces=namespaces, project=project, source=source
     )
     data = metadata_bytes(metadata)
-    with WheelArchive(wheel) as archive:
+    filename = wheel_filename(wheel.name)
+    target = out_dir / str(filename.with_variant(label))
+    try:
+        check_not_input(wheel, target)
+    except WheelError:
+        with WheelArchive(wheel, filename=filename) as archive:
+            _check_existing(archive, label, metadata)  # which says more, where it fails
+        raise
+    # The output is begun (the kernel copying the wheel into it) before the wheel is
+    # opened: an error below leaves nothing.
+    with rewrite_output(wheel, target) as output, WheelArchive(wheel, filename=filename) as archive:
         if verify:
             archive.verify_record()  # else the rewrite checks the sizes as it copies
         _check_existing(archive, label, metadata)
-        target = out_dir / str(archive.filename.with_variant(label))
-        check_not_input(wheel, target)
         name = archive.dist_info_path(VARIANT_JSON)
-        return rewrite_wheel(archive, target, drop={name}, add=[(name, data)], verified=verify)
+        rewrite_wheel(
+            archive, target, drop={name}, add=[(name, data)], verified=verify, output=output
+        )
+    return target

@@ -22,10 +22,11 @@ import os
 import secrets
 import stat
 import zipfile
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from wheelwise.userfiles import open_regular
 from wheelwise.wheels.archive import SIGNATURES, WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import RecordEntry, RecordHasher, file_entry, write_record
@@ -80,21 +81,35 @@ def check_not_input(source: Path, target: Path) -> None:
 
 def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> None:
     """Create *target* through a temporary file in its folder; on error, leave nothing."""
+    with atomic_output(target) as stream:
+        write(stream)
+
+
+@contextlib.contextmanager
+def atomic_output(target: Path) -> Iterator[BinaryIO]:
+    """A temporary file in *target*'s folder to write *target* into, renamed over it
+    once the block ends; on error, nothing is left (nor the folders made for it)."""
+    made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.parent / f".{target.name}.{secrets.token_hex(8)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     # Mode 0666 before the umask: the same permissions as any other new file.
-    descriptor = os.open(temporary, flags, 0o666)
+    try:
+        descriptor = os.open(temporary, flags, 0o666)
+    except BaseException:
+        _remove_folders(made)
+        raise
     try:
         with os.fdopen(descriptor, "wb") as stream:
             with writing_back(descriptor):
-                write(stream)
+                yield stream
                 stream.flush()
             os.fsync(stream.fileno())
         temporary.replace(target)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             temporary.unlink()
+        _remove_folders(made)
         if isinstance(exc, OSError) and exc.filename is None:
             # A failed write names no file: say which, and what to do on a full disk.
             full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
@@ -102,6 +117,31 @@ def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> None:
             reason = f"cannot write it ({exc.strerror or exc}){hint}"
             raise OSError(exc.errno, reason, str(target)) from None
         raise
+
+
+def _remove_folders(made: list[Path]) -> None:
+    """Remove the folders in *made* (deepest first) that are still empty."""
+    for folder in made:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+@contextlib.contextmanager
+def rewrite_output(wheel: Path, target: Path) -> Iterator[CompressedCopyWriter]:
+    """The output of a rewrite of the wheel file *wheel* into *target* (written as
+    :func:`atomic_output` writes), made before the wheel is opened: the kernel starts
+    copying the whole file into it at once, unchecked, while the wheel is opened and
+    checked; :func:`rewrite_wheel` given it keeps what its members copied as they are
+    confirm (:meth:`CompressedCopyWriter.copy_ahead`). A path that is not a regular
+    file is not read here (opening the wheel says what it is)."""
+    with atomic_output(target) as stream:
+        out = CompressedCopyWriter(stream)
+        try:
+            with contextlib.suppress(OSError), open_regular(wheel) as source:
+                out.copy_ahead(None, source.fileno(), os.fstat(source.fileno()).st_size)
+            yield out
+        finally:
+            out.stop()
 
 
 def rewrite_wheel(
@@ -112,6 +152,7 @@ def rewrite_wheel(
     add: Sequence[tuple[str, bytes]] = (),
     replace: Mapping[str, bytes] | None = None,
     verified: bool = False,
+    output: CompressedCopyWriter | None = None,
 ) -> Path:
     """Write *archive* to *target* without the members *drop*, with the members named
     in *replace* holding its bytes instead (in their place, with their attributes),
@@ -122,6 +163,9 @@ def rewrite_wheel(
     copied as they are keep their RECORD rows, so RECORD must list each at its size
     (a damaged member stays as detectable as it was); members inflated and written
     again get new rows, so each must match its hash first.
+
+    *output*, from :func:`rewrite_output` for this archive's file and *target*, is
+    written into instead of a new file (the caller's block then commits it).
     """
     replace = replace or {}
     record_name = archive.dist_info_path("RECORD")
@@ -169,45 +213,53 @@ def rewrite_wheel(
     refused: list[WheelError] = []  # RECORD's own check (copy): told as it is
 
     def copy(stream: BinaryIO) -> None:
-        source = archive.fileno()
         out = CompressedCopyWriter(stream)
         try:
             if entries and entries[0].filename not in replace:
                 # The kernel copies the members before the first change while they
                 # are checked (and RECORD is read).
-                out.copy_ahead(entries[0], source, _unchanged_start(archive, {*skipped, *replace}))
-            if not verified:
-                try:
-                    archive.check_record_sizes()
-                except WheelError as exc:
-                    refused.append(exc)
-                    raise
-            # The verified RECORD rows of members copied as they are stay true.
-            rows = {row.path: row for row in archive.record()}
-            listed: list[RecordEntry] = []
-            for entry in entries:
-                name = entry.filename
-                if name in replace:
-                    out.add(_copied_info(entry), replace[name])
-                    listed.append(file_entry(name, replace[name]))
-                    continue
-                if not out.copy_verbatim(entry, source):
-                    out.copy(entry, archive.compressed_chunks(entry))
-                if not entry.is_dir():
-                    listed.append(rows[name])
-            for name, data in add:
-                out.add(_new_info(name, date_time), data)
-                listed.append(file_entry(name, data))
-            out.add(record_info, write_record(listed, record_path=record_name))
-            out.close()
+                start = _unchanged_start(archive, {*skipped, *replace})
+                out.copy_ahead(entries[0], archive.fileno(), start)
+            copy_into(out)
         finally:
             out.stop()
+
+    def copy_into(out: CompressedCopyWriter) -> None:
+        source = archive.fileno()
+        if not verified:
+            try:
+                archive.check_record_sizes()
+            except WheelError as exc:
+                refused.append(exc)
+                raise
+        # The verified RECORD rows of members copied as they are stay true.
+        rows = {row.path: row for row in archive.record()}
+        listed: list[RecordEntry] = []
+        for entry in entries:
+            name = entry.filename
+            if name in replace:
+                out.add(_copied_info(entry), replace[name])
+                listed.append(file_entry(name, replace[name]))
+                continue
+            if not out.copy_verbatim(entry, source):
+                out.copy(entry, archive.compressed_chunks(entry))
+            if not entry.is_dir():
+                listed.append(rows[name])
+        for name, data in add:
+            out.add(_new_info(name, date_time), data)
+            listed.append(file_entry(name, data))
+        out.add(record_info, write_record(listed, record_path=record_name))
+        out.close()
 
     copying = archive.on_disk
     if not verified and not copying:
         archive.verify_record()
     try:
-        atomic_write(target, copy if copying else write)
+        if output is not None:
+            assert copying, "an output made ahead is for a wheel file"
+            copy_into(output)
+        else:
+            atomic_write(target, copy if copying else write)
     except ValueError as exc:
         if refused:
             raise refused[0] from None  # a member whose bytes are not what its entry says

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.archive import WheelArchive, wheel_filename
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.make import VARIANT_JSON
-from wheelwise.wheels.rewrite import check_not_input, rewrite_wheel
+from wheelwise.wheels.rewrite import check_not_input, rewrite_output, rewrite_wheel
 
 
 def strip_variant(wheel: Path, out_dir: Path, *, verify: bool = False) -> Path:
@@ -22,16 +22,31 @@ def strip_variant(wheel: Path, out_dir: Path, *, verify: bool = False) -> Path:
     then nothing is written.
     """
     wheel, out_dir = Path(wheel), Path(out_dir)
-    with WheelArchive(wheel) as archive:
+    filename = wheel_filename(wheel.name)
+    target = out_dir / str(filename.without_variant())
+    try:
+        check_not_input(wheel, target)
+    except WheelError:
+        with WheelArchive(wheel, filename=filename) as archive:
+            _variant_json(archive)  # a wheel that is no variant wheel says so first
+        raise
+    # Begun before the wheel is opened, as variant make's (an error leaves nothing).
+    with rewrite_output(wheel, target) as output, WheelArchive(wheel, filename=filename) as archive:
         if verify:
             archive.verify_record()  # else the rewrite checks the sizes as it copies
-        name = archive.dist_info_path(VARIANT_JSON)
-        archive.variant_metadata()  # a broken variant.json is an error here too
-        if archive.filename.variant_label is None and name not in archive:
-            raise WheelError(
-                f"{wheel.name} is not a variant wheel (no variant label, no "
-                f"{name}): nothing to strip"
-            )
-        target = out_dir / str(archive.filename.without_variant())
-        check_not_input(wheel, target)
-        return rewrite_wheel(archive, target, drop={name}, verified=verify)
+        name = _variant_json(archive)
+        rewrite_wheel(archive, target, drop={name}, verified=verify, output=output)
+    return target
+
+
+def _variant_json(archive: WheelArchive) -> str:
+    """The path of *archive*'s variant.json, checked; WheelError when the archive is
+    not a variant wheel."""
+    name = archive.dist_info_path(VARIANT_JSON)
+    archive.variant_metadata()  # a broken variant.json is an error here too
+    if archive.filename.variant_label is None and name not in archive:
+        raise WheelError(
+            f"{archive.path.name} is not a variant wheel (no variant label, no "
+            f"{name}): nothing to strip"
+        )
+    return name

@@ -8,8 +8,8 @@ members it is given as bytes. Where a source member's local header already is th
 written here, that member and its neighbours in the source are copied by the kernel in
 one run (:meth:`CompressedCopyWriter.copy_verbatim`, the rewrite's speed trick): a
 big wheel's bytes never pass through the interpreter. The kernel may start on the
-first run while the members are still being checked
-(:meth:`CompressedCopyWriter.copy_ahead`), so that copying and checking overlap. A
+first run while the members are still being checked, or even before the archive is
+read (:meth:`CompressedCopyWriter.copy_ahead`), so that copying and checking overlap. A
 copied member keeps the "version needed to extract" its source gives (up to ZIP64's),
 so the headers most tools write, 2.0 for every member, are already the ones written
 here. It writes no comments or data descriptors; a size or offset past 32 bits (a
@@ -99,27 +99,35 @@ class CompressedCopyWriter:
         self._out.write(data)
         self._offset += len(data)
 
-    def copy_ahead(self, first: zipfile.ZipInfo, source: int, length: int) -> None:
+    def copy_ahead(self, first: zipfile.ZipInfo | None, source: int, length: int) -> None:
         """Before anything is written: when *first*, the first entry to be written,
         sits at the start of the archive open as the file *source* with the local
         header :meth:`copy_verbatim` would write, the kernel starts copying
         *source*'s first *length* bytes (the members likely copied as they are) in
         the background. Of those, only what the members then copied by
-        :meth:`copy_verbatim` confirm is kept; the rest is cut off before anything
-        else is written. *stream* must be a file written from its start, and
-        :meth:`stop` must follow, whatever happens."""
+        :meth:`copy_verbatim` from that file (through any descriptor of it) confirm
+        is kept; the rest is cut off before anything else is written. With *first*
+        None, the copy starts unchecked (the archive is not read yet). *stream* must
+        be a file written from its start, and :meth:`stop` must follow, whatever
+        happens."""
         assert self._offset == 0, "copy_ahead comes first"
         assert self._ahead is None, "one copy ahead"
-        if first.header_offset != 0 or length <= 0 or self._as_written(first, source) is None:
+        if length <= 0:
+            return
+        if first is not None and (
+            first.header_offset != 0 or self._as_written(first, source) is None
+        ):
             return
         self._out.flush()
         self._ahead = _CopyAhead(source, self._out.fileno(), length)
 
     def stop(self) -> None:
-        """Wait for a copy :meth:`copy_ahead` started, if one still runs (after an
-        error: what it wrote is left to the caller, who removes the file)."""
+        """End a copy :meth:`copy_ahead` started that nothing has settled yet (after
+        an error: it stops within a piece, and what it wrote is left to the caller,
+        who removes the file), and wait for it."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
+            ahead.cancel()
             ahead.wait()
 
     def _settle_ahead(self) -> None:
@@ -130,7 +138,7 @@ class CompressedCopyWriter:
         copied = ahead.result()
         run = self._run
         confirmed = 0
-        if run is not None and run[0] == ahead.source and run[1] == 0 and self._offset == run[2]:
+        if run is not None and ahead.reads(run[0]) and run[1] == 0 and self._offset == run[2]:
             confirmed = min(copied, run[2])
             left = run[2] - confirmed
             self._run = (run[0], confirmed, left) if left else None
@@ -298,10 +306,14 @@ class CompressedCopyWriter:
 class _CopyAhead:
     """A thread copying the first *length* bytes of the file *source* to the file
     *target* at its position, through descriptors of its own: a caller that stops
-    waiting (interrupted) and closes either file cannot have it write elsewhere."""
+    waiting (interrupted) and closes either file cannot have it write elsewhere. It
+    goes in pieces, so that a cancelled copy of a huge file ends soon."""
+
+    PIECE = 64 << 20
 
     def __init__(self, source: int, target: int, length: int) -> None:
-        self.source = source
+        self._file = os.fstat(source)
+        self._cancelled = threading.Event()
         self._source = os.dup(source)
         try:
             self._target = os.dup(target)
@@ -318,9 +330,21 @@ class _CopyAhead:
             self._close()
             raise
 
+    def reads(self, source: int) -> bool:
+        """Whether the open file *source* is the file this copy reads."""
+        return os.path.samestat(os.fstat(source), self._file)
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
     def _copy(self) -> None:
         try:
-            self._copied = copy_range(self._source, self._target, 0, self._length)
+            while self._copied < self._length and not self._cancelled.is_set():
+                piece = min(self.PIECE, self._length - self._copied)
+                sent = copy_range(self._source, self._target, self._copied, piece)
+                self._copied += sent
+                if sent < piece:
+                    break  # the source ends here
         except BaseException as exc:  # raised by result(), in the caller's thread
             self._error = exc
         finally:
