@@ -579,3 +579,26 @@ def test_a_copy_ahead_of_a_file_that_is_no_wheel_stops_soon(
     copied = sum(count for name, _, count in sent if name == "copy-ahead")
     assert copied < 64 << 20
     assert not out.exists()
+
+
+def test_make_on_a_full_disk_is_told_on_one_line_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy begun before the wheel is opened meets a full disk: variant make says
+    so on one line, naming the output and what to do, and leaves neither the file nor
+    the folder made for it."""
+    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(3)}
+    ours = rewritten(wheel(tmp_path / "in", members), tmp_path / "ours" / NAME, b"Name: pkg\n")
+
+    def full(source: int, target: int, offset: int, count: int) -> int:
+        if threading.current_thread().name == "copy-ahead":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return copy_range(source, target, offset, count)
+
+    monkeypatch.setattr(zip_copy, "copy_range", full)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="free some space") as raised:
+        make.make_variant(ours, out, properties=[PROPERTY], label="v3")
+    assert raised.value.filename == str(out / "pkg-1.0-py3-none-any-v3.whl")
+    assert "\n" not in str(raised.value)
+    assert not out.exists()
