@@ -650,3 +650,53 @@ def test_a_bad_bound_on_downloads_is_one_line(
     assert result.exit_code == 2
     assert "--concurrent-downloads" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_bound_on_downloads_survives_failed_tries(tmp_path: Path) -> None:
+    """``Fetcher(downloads=1)`` against a server that answers each file's first request
+    with 503 and cuts the second's body short: every try gives its slot back (or the
+    next download would wait for ever), the third try of each file succeeds, and no
+    two tries ever ran at once."""
+    tries: dict[str, int] = {}
+
+    def hold(now: int) -> None:
+        time.sleep(0.02)
+
+    server = _AtOnce(hold)
+
+    class Failing(server.handler):  # type: ignore[misc, name-defined]
+        def do_GET(self) -> None:
+            with server.lock:
+                tries[self.path] = attempt = tries.get(self.path, 0) + 1
+            if attempt == 3:
+                super().do_GET()
+                return
+            with server.lock:
+                server.now += 1
+                server.most = max(server.most, server.now)
+            hold(server.now)
+            with server.lock:
+                server.now -= 1
+            if attempt == 1:
+                self.send_error(503)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b"cut")  # then the connection closes: a short body
+            self.close_connection = True
+
+    found: list[list[Fetched]] = []
+    with handler_served(Failing) as base:
+        items = [DownloadItem(f"{base}/files/p{i}-1.0-py3-none-any.whl") for i in range(3)]
+        with Fetcher(None, downloads=1, retry=_tries_policy(3, 0.01)) as fetcher:
+            run = threading.Thread(
+                target=lambda: found.append(fetcher.fetch_all(items, tmp_path / "dl")),
+                daemon=True,
+            )
+            run.start()
+            run.join(30)
+            assert not run.is_alive(), "a download waits for a slot that no try gave back"
+    assert [len(files) for files in found] == [3]
+    assert sorted(tries.values()) == [3, 3, 3]
+    assert server.most == 1
