@@ -471,9 +471,9 @@ def test_no_copy_ahead_when_the_first_member_is_not_copied_as_it_is(
     assert "copy-ahead" not in {name for name, _, _ in runs}
 
 
-def test_a_copy_ahead_that_fails_is_told_on_one_line_and_nothing_is_left(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def copy_ahead_meets_a_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A wheel a rewrite wrote (every member copied as it is), and from now on a copy
+    ahead that fails as on a full disk."""
     members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(3)}
     ours = rewritten(wheel(tmp_path / "in", members), tmp_path / "ours" / NAME, b"Name: pkg\n")
 
@@ -483,6 +483,13 @@ def test_a_copy_ahead_that_fails_is_told_on_one_line_and_nothing_is_left(
         return copy_range(source, target, offset, count)
 
     monkeypatch.setattr(zip_copy, "copy_range", full)
+    return ours
+
+
+def test_a_copy_ahead_that_fails_is_told_on_one_line_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours = copy_ahead_meets_a_full_disk(tmp_path, monkeypatch)
     out = tmp_path / "out"
     with WheelArchive(ours) as archive, pytest.raises(OSError, match="free some space") as raised:
         rewrite_wheel(archive, out / NAME, replace={METADATA: b"Name: pkg\n"})
@@ -587,15 +594,7 @@ def test_make_on_a_full_disk_is_told_on_one_line_and_nothing_is_left(
     """The copy begun before the wheel is opened meets a full disk: variant make says
     so on one line, naming the output and what to do, and leaves neither the file nor
     the folder made for it."""
-    members = {f"pkg/part{i}.bin": os.urandom(20000) for i in range(3)}
-    ours = rewritten(wheel(tmp_path / "in", members), tmp_path / "ours" / NAME, b"Name: pkg\n")
-
-    def full(source: int, target: int, offset: int, count: int) -> int:
-        if threading.current_thread().name == "copy-ahead":
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return copy_range(source, target, offset, count)
-
-    monkeypatch.setattr(zip_copy, "copy_range", full)
+    ours = copy_ahead_meets_a_full_disk(tmp_path, monkeypatch)
     out = tmp_path / "out"
     with pytest.raises(OSError, match="free some space") as raised:
         make.make_variant(ours, out, properties=[PROPERTY], label="v3")
