@@ -20,6 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wheelfactory import make_wheel, variant_doc
+from wheelwise.fetch.verify import verify_wheel
+from wheelwise.models.errors import InstallError
 from wheelwise.variants.properties import VariantProperty
 from wheelwise.wheels import archive as archive_module
 from wheelwise.wheels import zip_copy
@@ -184,6 +186,11 @@ HOSTILE: dict[str, tuple[Builder, str]] = {
     ),
     "no-record": (_simple(record=False), f"no {RECORD}"),
     "malformed-record": (_simple(record=b"a,b\n"), "malformed"),
+    # A field past csv's limit (128 KiB): csv's own error, told as the others are.
+    "record-field-too-long": (
+        _simple(record=b"pkg/__init__.py,sha256=" + b"A" * 200_000 + b",0\n"),
+        "malformed pkg-1.0.dist-info/RECORD: field larger than field limit",
+    ),
     "record-not-utf8": (_simple(record=b"pkg/\xff.py,,\n"), "RECORD is not valid UTF-8"),
     "variant-json-not-utf8": (
         _simple([(f"{DIST_INFO}/variant.json", b'{"$schema": "\xff"}')]),
@@ -240,6 +247,27 @@ def test_reading_refuses(
     message = str(excinfo.value)
     assert expected in message
     assert NAME in message
+    assert f"{NAME}: {NAME}:" not in message  # named once
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_installing_refuses_naming_the_wheel_once(
+    case: str, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build, expected = HOSTILE[case]
+    path = build(dirs[0], monkeypatch)
+    try:
+        verify_wheel(path)
+    except InstallError as exc:
+        message = str(exc)
+    else:  # what verify_wheel leaves to unpacking (member bytes, hashes)
+        with pytest.raises(WheelError):
+            _open_and_verify(path)
+        return
+    assert message.startswith(f"refusing to install {NAME}: "), message
+    assert f"{NAME}: {NAME}:" not in message
+    assert expected in message
     assert "\n" not in message
 
 

@@ -91,7 +91,8 @@ def verify_wheel(source: Path | InMemoryWheel | UnpackedWheel) -> VerifiedWheel:
                 variant_metadata,
             )
     except WheelError as exc:
-        raise InstallError(f"refusing to install {path.name}: {exc}") from None
+        reason = str(exc).removeprefix(f"{path.name}: ")  # named once
+        raise InstallError(f"refusing to install {path.name}: {reason}") from None
 
 
 def _verify_unpacked(entry: UnpackedWheel) -> VerifiedWheel:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     # loaded by the first wheel that has a variant.json
     from wheelwise.variants.metadata import VariantMetadata
     from wheelwise.wheels.members import MemberReader
+    from wheelwise.wheels.record import RecordRow
 
 # One member above this is refused (real wheels' largest members are shared
 # libraries of a few GiB at most).
@@ -257,6 +258,7 @@ class WheelArchive:
             self.filename = wheel_filename(name if name is not None else self.path.name)
         self._detached = False
         self._record: list[RecordEntry] | None = None
+        self._record_rows: list[RecordRow] = []
         self._sizes_checked = False
         try:
             self._zip = open_zip(path)
@@ -453,13 +455,21 @@ class WheelArchive:
                 raise self._fail(f"no {name}: not a valid wheel")
             data = self.read(name)
             # Imported here: reading a wheel's metadata (index build) never loads installer.
-            from wheelwise.wheels.record import parse_record
+            from wheelwise.wheels.record import parse_record_rows, record_entries
 
             try:
-                self._record = parse_record(data, name=name)
+                rows = parse_record_rows(data, name=name)
+                self._record = record_entries(rows, name=name)
             except WheelError as exc:
                 raise self._fail(str(exc)) from None
+            self._record_rows = rows
         return list(self._record)
+
+    def record_rows(self) -> dict[str, RecordRow]:
+        """``RECORD``'s rows as they are written, by path (each checked as
+        :meth:`record` checks it): a rewrite keeps the rows of the members it copies."""
+        self.record()
+        return {row[0]: row for row in self._record_rows}
 
     def check_record_listing(self) -> dict[str, RecordEntry]:
         """RECORD and the archive list the same files, each with a strong hash
@@ -468,8 +478,9 @@ class WheelArchive:
         Reads no member contents: a caller that reads every member anyway (an
         installer) checks each one against the returned entries as it goes.
         """
+        record = self.record()  # its errors name the wheel already
         try:
-            return check_listing(self._members, self.record(), self.dist_info_path("RECORD"))
+            return check_listing(self._members, record, self.dist_info_path("RECORD"))
         except WheelError as exc:
             raise self._fail(str(exc)) from None
 
@@ -478,8 +489,9 @@ class WheelArchive:
         :meth:`check_record_listing`, and reading no member contents)."""
         if self._sizes_checked:
             return
+        members = self._members  # each listed (the listing is checked first)
         for name, entry in self.check_record_listing().items():
-            if entry.size is not None and entry.size != self.info(name).file_size:
+            if entry.size is not None and entry.size != members[name].file_size:
                 raise self.mismatch(name)
         self._sizes_checked = True
 

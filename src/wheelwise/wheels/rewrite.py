@@ -8,7 +8,8 @@ Added members get a fixed timestamp (the newest copied member's) and mode 0644,
 and go after the copied ones; ``RECORD`` is written last, with a row per member in
 archive order (sha256 for the members written anew). A wheel on disk is copied with
 its members' compressed bytes as they are (:mod:`wheelwise.wheels.zip_copy`, ZIP64
-records where a size or offset needs them), their RECORD rows kept; one in memory is
+records where a size or offset needs them), their RECORD rows kept as they were
+written; one in memory is
 inflated and deflated again through :mod:`zipfile`. Nothing in the output depends on
 the clock, so the same input gives byte-identical output. The output is written to a temporary file
 beside the target and renamed over it only when complete.
@@ -29,7 +30,13 @@ from typing import BinaryIO
 from wheelwise.userfiles import open_regular
 from wheelwise.wheels.archive import SIGNATURES, WheelArchive
 from wheelwise.wheels.errors import WheelError
-from wheelwise.wheels.record import RecordEntry, RecordHasher, file_entry, write_record
+from wheelwise.wheels.record import (
+    RecordEntry,
+    RecordHasher,
+    RecordRow,
+    file_entry,
+    write_record,
+)
 from wheelwise.wheels.zip_copy import CompressedCopyWriter
 from wheelwise.write_back import writing_back
 
@@ -232,9 +239,9 @@ def rewrite_wheel(
             except WheelError as exc:
                 refused.append(exc)
                 raise
-        # The verified RECORD rows of members copied as they are stay true.
-        rows = {row.path: row for row in archive.record()}
-        listed: list[RecordEntry] = []
+        # The verified RECORD rows of members copied as they are stay true, as written.
+        rows = archive.record_rows()
+        listed: list[RecordEntry | RecordRow] = []
         for entry in entries:
             name = entry.filename
             if name in replace:

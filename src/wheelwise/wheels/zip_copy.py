@@ -19,6 +19,7 @@ then.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import threading
@@ -60,6 +61,7 @@ def _zip64_extra(*values: int) -> bytes:
     return struct.pack(f"<HH{len(values)}Q", ZIP64_EXTRA_ID, 8 * len(values), *values)
 
 
+@functools.lru_cache(maxsize=256)  # a wheel's members share a few timestamps
 def _dos(date_time: tuple[int, int, int, int, int, int]) -> tuple[int, int]:
     year, month, day, hour, minute, second = date_time
     return (hour << 11) | (minute << 5) | (second // 2), ((year - 1980) << 9) | (month << 5) | day
@@ -174,6 +176,19 @@ class CompressedCopyWriter:
         flags |= utf8
         dostime, dosdate = _dos(info.date_time)
         version = max(_VERSION[info.compress_type], needed)
+        offset = self._offset
+        if compressed < ZIP64_MARKER and size < ZIP64_MARKER and offset < ZIP64_MARKER:
+            # Nearly every member: no ZIP64 field (a big wheel has 10,000s of them).
+            central = CENTRAL.pack(
+                CENTRAL_SIGNATURE, max(info.create_version, version), info.create_system,
+                version, 0, flags, info.compress_type, dostime, dosdate, crc, compressed, size,
+                len(name), 0, 0, 0, 0, info.external_attr, offset,
+            )  # fmt: skip
+            header = LOCAL.pack(
+                LOCAL_SIGNATURE, version, 0, flags, info.compress_type, dostime, dosdate, crc,
+                compressed, size, len(name), 0,
+            )  # fmt: skip
+            return central + name, header + name
         local_extra = b""
         local_sizes = (compressed, size)
         if max(compressed, size) >= ZIP64_MARKER:
@@ -181,7 +196,7 @@ class CompressedCopyWriter:
             local_extra = _zip64_extra(size, compressed)
             local_sizes = (ZIP64_MARKER, ZIP64_MARKER)
         # The directory entry puts in its ZIP64 field only what does not fit.
-        big = [value for value in (size, compressed, self._offset) if value >= ZIP64_MARKER]
+        big = [value for value in (size, compressed, offset) if value >= ZIP64_MARKER]
         central_extra = _zip64_extra(*big) if big else b""
         if big:
             version = max(version, _ZIP64_VERSION)
@@ -192,7 +207,7 @@ class CompressedCopyWriter:
         central = CENTRAL.pack(
             CENTRAL_SIGNATURE, max(info.create_version, version), info.create_system, version,
             0, flags, info.compress_type, dostime, dosdate, crc, cap(compressed), cap(size),
-            len(name), len(central_extra), 0, 0, 0, info.external_attr, cap(self._offset),
+            len(name), len(central_extra), 0, 0, 0, info.external_attr, cap(offset),
         )  # fmt: skip
         header = LOCAL.pack(
             LOCAL_SIGNATURE, version, 0, flags, info.compress_type, dostime, dosdate, crc,
