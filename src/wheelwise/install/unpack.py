@@ -33,7 +33,7 @@ from installer.destinations import WheelDestination
 from installer.records import Hash, RecordEntry
 from installer.scripts import Script
 from installer.sources import WheelContentElement, WheelSource
-from installer.utils import Scheme, construct_record_file, fix_shebang, parse_wheel_filename
+from installer.utils import Scheme, fix_shebang, parse_wheel_filename
 
 from wheelwise.install.journal import WriteAhead
 from wheelwise.install.link import Linker
@@ -41,7 +41,7 @@ from wheelwise.models.errors import InstallError
 from wheelwise.userfiles import write_all
 from wheelwise.wheels.archive import InMemoryWheel, dist_info_problem, open_zip
 from wheelwise.wheels.members import MemberReader
-from wheelwise.wheels.record import encode_digest
+from wheelwise.wheels.record import RecordRow, encode_digest, write_record
 
 if TYPE_CHECKING:
     from installer.scripts import LauncherKind, ScriptSection
@@ -438,6 +438,10 @@ class VerifyingWheel(WheelSource):
             yield record, _CheckedMember(data, sha256), is_executable
 
 
+def _path_key(keyed: tuple[str, RecordRow]) -> str:
+    return keyed[0]
+
+
 class _JournalingDestination(WheelDestination):
     """installer's documented :class:`~installer.destinations.WheelDestination`,
     writing every file through a :class:`Journal` with plain ``os`` calls and never
@@ -461,7 +465,7 @@ class _JournalingDestination(WheelDestination):
             for name, folder in scheme.items()
         }
         # Files placed by place_all, for RECORD.
-        self.placed: list[tuple[Scheme, RecordEntry]] = []
+        self.placed: list[tuple[Scheme, Sequence[LinkedFile]]] = []
 
     def write_script(
         self, name: str, module: str, attr: str, section: ScriptSection
@@ -496,25 +500,36 @@ class _JournalingDestination(WheelDestination):
             for path, source, executable, _, _ in members
         ]
         self.journal.link_many(placements, self.linker)
-        self.placed += [
-            (scheme, RecordEntry(member.path, Hash("sha256", member.sha256), member.size))
-            for member in members
-        ]
+        self.placed.append((scheme, members))
 
     def finalize_installation(
         self, scheme: Scheme, record_file_path: str, records: Iterable[tuple[Scheme, RecordEntry]]
     ) -> None:
-        records = [*self.placed, *records]
+        """RECORD as installer's ``construct_record_file`` writes it (rows sorted by
+        path, prefixed where their scheme is not RECORD's), the placed files' rows
+        made straight from their hashes: torch has 12,000 of them."""
 
-        def prefix_for_scheme(file_scheme: Scheme) -> str | None:
+        def prefix_for_scheme(file_scheme: Scheme) -> str:
             if file_scheme == scheme:
-                return None
+                return ""
             if os.name == "nt":
                 return os.path.abspath(self.scheme[file_scheme]) + "/"
             return os.path.relpath(self.scheme[file_scheme], start=self.scheme[scheme]) + "/"
 
-        with construct_record_file(list(records), prefix_for_scheme) as record:
-            self._write(scheme, record_file_path, record, False)
+        keyed: list[tuple[str, RecordRow]] = []
+        for placed_scheme, members in self.placed:
+            prefix = prefix_for_scheme(placed_scheme)
+            keyed += [
+                (path, (prefix + path, f"sha256={sha256}", str(size)))
+                for path, _, _, sha256, size in members
+            ]
+        keyed += [
+            (entry.path, entry.to_row(prefix_for_scheme(file_scheme) or None))
+            for file_scheme, entry in records
+        ]
+        keyed.sort(key=_path_key)  # stable, as installer's sorted()
+        record = write_record([row for _, row in keyed])
+        self._write(scheme, record_file_path, io.BytesIO(record), False)
 
     def _target(self, scheme: Scheme, path: str) -> str:
         root = self.roots[scheme]
