@@ -37,7 +37,7 @@ from wheelwise.wheels.record import (
     file_entry,
     write_record,
 )
-from wheelwise.wheels.zip_copy import CompressedCopyWriter
+from wheelwise.wheels.zip_copy import CompressedCopyWriter, Deflating
 from wheelwise.write_back import writing_back
 
 # Used for added members when nothing is copied (never the case for a real wheel).
@@ -241,21 +241,26 @@ def rewrite_wheel(
                 raise
         # The verified RECORD rows of members copied as they are stay true, as written.
         rows = archive.record_rows()
-        listed: list[RecordEntry | RecordRow] = []
+        listed: list[RecordEntry | RecordRow] = [
+            file_entry(entry.filename, replace[entry.filename])
+            if entry.filename in replace
+            else rows[entry.filename]
+            for entry in entries
+            if not entry.is_dir()
+        ]
+        listed += [file_entry(name, data) for name, data in add]
+        record = write_record(listed, record_path=record_name)
+        # Deflated while the members are copied.
+        deflated = Deflating(record) if record_info.compress_type == zipfile.ZIP_DEFLATED else None
         for entry in entries:
             name = entry.filename
             if name in replace:
                 out.add(_copied_info(entry), replace[name])
-                listed.append(file_entry(name, replace[name]))
-                continue
-            if not out.copy_verbatim(entry, source):
+            elif not out.copy_verbatim(entry, source):
                 out.copy(entry, archive.compressed_chunks(entry))
-            if not entry.is_dir():
-                listed.append(rows[name])
         for name, data in add:
             out.add(_new_info(name, date_time), data)
-            listed.append(file_entry(name, data))
-        out.add(record_info, write_record(listed, record_path=record_name))
+        out.add(record_info, record, deflated)
         out.close()
 
     copying = archive.on_disk

@@ -46,7 +46,7 @@ from wheelwise.wheels.zip_layout import (
     ZIP64_MEMBERS_MARKER,
 )
 
-__all__ = ["CompressedCopyWriter"]
+__all__ = ["CompressedCopyWriter", "Deflating"]
 
 # The version needed to read ZIP64 records.
 _ZIP64_VERSION = 45
@@ -288,11 +288,11 @@ class CompressedCopyWriter:
         """Compressed bytes of the member :meth:`start_copy` began."""
         self._write(chunk)
 
-    def add(self, info: zipfile.ZipInfo, data: bytes) -> None:
-        """A new member holding *data*, stored or deflated as *info* says."""
+    def add(self, info: zipfile.ZipInfo, data: bytes, deflated: Deflating | None = None) -> None:
+        """A new member holding *data*, stored or deflated as *info* says (by
+        *deflated*, where it was begun ahead for *data*)."""
         if info.compress_type == zipfile.ZIP_DEFLATED:
-            deflater = zlib.compressobj(_LEVEL, zlib.DEFLATED, -15)
-            body = deflater.compress(data) + deflater.flush()
+            body = (deflated if deflated is not None else Deflating(data, ahead=False)).body()
         elif info.compress_type == zipfile.ZIP_STORED:
             body = data
         else:
@@ -302,8 +302,7 @@ class CompressedCopyWriter:
 
     def close(self) -> None:
         start = self._offset
-        for entry in self._central:
-            self._write(entry)
+        self._write(b"".join(self._central))  # one write: a big wheel has 10,000s
         count, size = len(self._central), self._offset - start
         if count >= ZIP64_MEMBERS_MARKER or max(start, size) >= ZIP64_MARKER:
             record = self._offset
@@ -316,6 +315,38 @@ class CompressedCopyWriter:
             count = min(count, ZIP64_MEMBERS_MARKER)
             size, start = min(size, ZIP64_MARKER), min(start, ZIP64_MARKER)
         self._write(END.pack(END_SIGNATURE, 0, 0, count, count, size, start, 0))
+
+
+class Deflating:
+    """*data* deflated as :meth:`CompressedCopyWriter.add` writes it; with *ahead*,
+    in a thread, while the caller goes on (zlib lets go of the interpreter lock): a
+    big wheel's new RECORD is megabytes, tens of milliseconds to deflate."""
+
+    def __init__(self, data: bytes, *, ahead: bool = True) -> None:
+        self._data = data
+        self._body: bytes | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if ahead:
+            self._thread = threading.Thread(target=self._deflate, name="deflate", daemon=True)
+            self._thread.start()
+
+    def _deflate(self) -> None:
+        try:
+            deflater = zlib.compressobj(_LEVEL, zlib.DEFLATED, -15)
+            self._body = deflater.compress(self._data) + deflater.flush()
+        except BaseException as exc:  # told by body(), in the caller's thread
+            self._error = exc
+
+    def body(self) -> bytes:
+        if self._thread is not None:
+            self._thread.join()
+        elif self._body is None and self._error is None:
+            self._deflate()
+        if self._error is not None:
+            raise self._error
+        assert self._body is not None
+        return self._body
 
 
 class _CopyAhead:
