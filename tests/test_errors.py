@@ -98,7 +98,7 @@ LAYER_ERRORS = [
 ]
 # A command with its own handler, and one that has none (the top level's).
 COMMANDS = [
-    ("wheelwise.cli.variant_cmd", "read_wheel_variant", ["variant", "show", "x.whl"]),
+    ("wheelwise.wheels.variant_info", "read_wheel_variant", ["variant", "show", "x.whl"]),
     ("wheelwise.publish.server", "serve", ["index", "serve", "."]),
 ]
 CHILD = """

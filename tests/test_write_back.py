@@ -14,7 +14,7 @@ from typing import BinaryIO
 import pytest
 
 from wheelwise import write_back
-from wheelwise.wheels.rewrite import atomic_write
+from wheelwise.wheels.output import atomic_write
 from wheelwise.write_back import writing_back
 
 needs_fdatasync = pytest.mark.skipif(not hasattr(os, "fdatasync"), reason="no fdatasync here")

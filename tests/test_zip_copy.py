@@ -9,9 +9,13 @@ past 4 GiB are written in ZIP64 records (a sparse file stands in for the 4 GiB).
 from __future__ import annotations
 
 import errno
+import io
 import os
+import subprocess
+import sys
 import threading
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +33,8 @@ from wheelwise.wheels import make, zip_copy
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.members import MemberReader
-from wheelwise.wheels.rewrite import rewrite_output, rewrite_wheel
+from wheelwise.wheels.output import rewrite_output
+from wheelwise.wheels.rewrite import rewrite_wheel
 from wheelwise.wheels.zip_copy import CompressedCopyWriter
 from zipcraft import zip64_sizes
 
@@ -567,6 +572,49 @@ def test_make_begins_its_output_before_it_opens_the_wheel(
     assert made.read_bytes() == slow.read_bytes()
     # What the copy ahead wrote past RECORD's place was cut off, then written anew.
     assert made.read_bytes()[:record_at] == ours.read_bytes()[:record_at]
+
+
+def test_what_begins_the_output_imports_neither_the_zip_reader_nor_installer() -> None:
+    """variant make and strip begin their output before the modules that read the
+    wheel (and installer, with its own imports) are loaded: the copy goes on while
+    they load."""
+    script = (
+        "import sys, wheelwise.wheels.make, wheelwise.wheels.strip\n"
+        "print(sorted(m for m in ('installer', 'wheelwise.wheels.archive', "
+        "'wheelwise.wheels.rewrite', 'wheelwise.variants.metadata') if m in sys.modules))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    ).stdout
+    assert found.strip() == "[]"
+
+
+def test_a_record_deflated_ahead_is_the_one_deflated_in_place(tmp_path: Path) -> None:
+    data = os.urandom(1000) * 300
+    ahead, now = io.BytesIO(), io.BytesIO()
+    for stream, deflated in ((ahead, zip_copy.Deflating(data)), (now, None)):
+        writer = CompressedCopyWriter(stream)
+        info = zipfile.ZipInfo("pkg-1.0.dist-info/RECORD", date_time=(2020, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        writer.add(info, data, deflated)
+        writer.close()
+    assert ahead.getvalue() == now.getvalue()
+    with zipfile.ZipFile(ahead) as archive:
+        assert archive.read("pkg-1.0.dist-info/RECORD") == data
+
+
+def test_a_deflate_that_fails_in_its_thread_fails_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_memory(*args: Any) -> Any:
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(zlib, "compressobj", no_memory)
+    deflating = zip_copy.Deflating(b"x" * 100)
+    with pytest.raises(MemoryError, match="injected"):
+        deflating.body()
+    with pytest.raises(MemoryError, match="injected"):
+        zip_copy.Deflating(b"x", ahead=False).body()
 
 
 def test_a_copy_ahead_of_a_file_that_is_no_wheel_stops_soon(

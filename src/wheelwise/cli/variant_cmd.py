@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from wheelwise.cli.errors import InputError, input_errors
-from wheelwise.wheels.variant_info import read_wheel_variant
 
 
 @click.group()
@@ -22,6 +21,8 @@ def variant() -> None:
 @input_errors
 def show(wheel: Path, as_json: bool) -> None:
     """Show the variant label, properties and namespace priorities of WHEEL."""
+    from wheelwise.wheels.variant_info import read_wheel_variant
+
     info = read_wheel_variant(wheel)
     properties = [str(p) for p in info.properties]
     if as_json:

@@ -29,6 +29,7 @@ from wheelwise.userfiles import NotARegularFile, open_regular_zip
 from wheelwise.variants.errors import VariantError
 from wheelwise.variants.filenames import WheelFilename
 from wheelwise.wheels.errors import WheelError, describe
+from wheelwise.wheels.filename import wheel_filename
 from wheelwise.wheels.zip_layout import FLAG_ENCRYPTED
 
 if TYPE_CHECKING:
@@ -220,14 +221,6 @@ class InMemoryWheel:
 
     def __repr__(self) -> str:
         return f"InMemoryWheel({self.name!r}, {len(self.data)} bytes)"
-
-
-def wheel_filename(name: str) -> WheelFilename:
-    """The wheel file name *name*, parsed; WheelError when it is no wheel's name."""
-    try:
-        return WheelFilename.parse(name)
-    except VariantError as exc:
-        raise WheelError(str(exc)) from None
 
 
 def open_zip(wheel: str | Path | InMemoryWheel) -> zipfile.ZipFile:

@@ -14,16 +14,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelwise.variants.errors import InvalidLabel, InvalidMetadata, InvalidProperty
 from wheelwise.variants.labels import NULL_LABEL, hash_label, property_map, validate_label
-from wheelwise.variants.metadata import VariantMetadata
 from wheelwise.variants.properties import VariantProperty
-from wheelwise.variants.providers_format import metadata_bytes
-from wheelwise.wheels.archive import WheelArchive, wheel_filename
 from wheelwise.wheels.errors import WheelError
-from wheelwise.wheels.rewrite import check_not_input, rewrite_output, rewrite_wheel
-from wheelwise.wheels.validate import validate_properties
+from wheelwise.wheels.filename import wheel_filename
+from wheelwise.wheels.output import check_not_input, rewrite_output
+
+if TYPE_CHECKING:
+    from wheelwise.variants.metadata import VariantMetadata
+    from wheelwise.wheels.archive import WheelArchive
 
 VARIANT_JSON = "variant.json"
 
@@ -67,6 +69,8 @@ def variant_metadata(
     project's provider information (providers, static properties, feature and
     property priorities) is kept: installers need it to select the wheel.
     """
+    from wheelwise.variants.metadata import VariantMetadata
+
     properties = sorted(set(properties))
     used = sorted({prop.namespace for prop in properties})
     if namespaces is not None:
@@ -153,29 +157,43 @@ def make_variant(
     wheel, out_dir = Path(wheel), Path(out_dir)
     properties = sorted(set(properties))
     label = choose_label(properties, label, null=null)
-    if validate:
-        validate_properties(properties)
-    source = f"variant.json for {wheel.name}"
-    metadata = variant_metadata(
-        properties, label, namespaces=namespaces, project=project, source=source
-    )
-    data = metadata_bytes(metadata)
     filename = wheel_filename(wheel.name)
     target = out_dir / str(filename.with_variant(label))
+
+    def checked_metadata() -> VariantMetadata:
+        from wheelwise.wheels.validate import validate_properties
+
+        if validate:
+            validate_properties(properties)
+        source = f"variant.json for {wheel.name}"
+        return variant_metadata(
+            properties, label, namespaces=namespaces, project=project, source=source
+        )
+
     try:
         check_not_input(wheel, target)
     except WheelError:
+        from wheelwise.wheels.archive import WheelArchive
+
+        metadata = checked_metadata()
         with WheelArchive(wheel, filename=filename) as archive:
             _check_existing(archive, label, metadata)  # which says more, where it fails
         raise
     # The output is begun (the kernel copying the wheel into it) before the wheel is
-    # opened: an error below leaves nothing.
-    with rewrite_output(wheel, target) as output, WheelArchive(wheel, filename=filename) as archive:
-        if verify:
-            archive.verify_record()  # else the rewrite checks the sizes as it copies
-        _check_existing(archive, label, metadata)
-        name = archive.dist_info_path(VARIANT_JSON)
-        rewrite_wheel(
-            archive, target, drop={name}, add=[(name, data)], verified=verify, output=output
-        )
+    # opened, and before what reads it is imported: an error below leaves nothing.
+    with rewrite_output(wheel, target) as output:
+        from wheelwise.variants.providers_format import metadata_bytes
+        from wheelwise.wheels.archive import WheelArchive
+        from wheelwise.wheels.rewrite import rewrite_wheel
+
+        metadata = checked_metadata()
+        data = metadata_bytes(metadata)
+        with WheelArchive(wheel, filename=filename) as archive:
+            if verify:
+                archive.verify_record()  # else the rewrite checks the sizes as it copies
+            _check_existing(archive, label, metadata)
+            name = archive.dist_info_path(VARIANT_JSON)
+            rewrite_wheel(
+                archive, target, drop={name}, add=[(name, data)], verified=verify, output=output
+            )
     return target

@@ -29,7 +29,8 @@ from wheelwise.variants.markers import (
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.core_metadata import read_core_metadata
 from wheelwise.wheels.errors import WheelError, describe
-from wheelwise.wheels.rewrite import check_not_input, rewrite_wheel
+from wheelwise.wheels.output import check_not_input
+from wheelwise.wheels.rewrite import rewrite_wheel
 
 __all__ = ["PlainWheel", "make_plain_wheel", "plain_metadata"]
 

@@ -17,19 +17,15 @@ beside the target and renamed over it only when complete.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
-import secrets
 import stat
 import zipfile
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from wheelwise.userfiles import open_regular
 from wheelwise.wheels.archive import SIGNATURES, WheelArchive
 from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.output import atomic_write
 from wheelwise.wheels.record import (
     RecordEntry,
     RecordHasher,
@@ -38,7 +34,6 @@ from wheelwise.wheels.record import (
     write_record,
 )
 from wheelwise.wheels.zip_copy import CompressedCopyWriter, Deflating
-from wheelwise.write_back import writing_back
 
 # Used for added members when nothing is copied (never the case for a real wheel).
 DEFAULT_DATE_TIME = (1980, 1, 1, 0, 0, 0)
@@ -74,83 +69,6 @@ def _unchanged_start(archive: WheelArchive, changed: Collection[str]) -> int:
     return min(starts, default=max((info.header_offset for info in archive.entries), default=0))
 
 
-def check_not_input(source: Path, target: Path) -> None:
-    """Refuse a *target* that is the input wheel itself."""
-    same = source.resolve() == target.resolve()
-    if not same and target.exists():
-        with contextlib.suppress(OSError):
-            same = target.samefile(source)
-    if same:
-        raise WheelError(
-            f"{target}: the output would overwrite the input wheel; choose another output directory"
-        )
-
-
-def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Create *target* through a temporary file in its folder; on error, leave nothing."""
-    with atomic_output(target) as stream:
-        write(stream)
-
-
-@contextlib.contextmanager
-def atomic_output(target: Path) -> Iterator[BinaryIO]:
-    """A temporary file in *target*'s folder to write *target* into, renamed over it
-    once the block ends; on error, nothing is left (nor the folders made for it)."""
-    made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.parent / f".{target.name}.{secrets.token_hex(8)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    # Mode 0666 before the umask: the same permissions as any other new file.
-    try:
-        descriptor = os.open(temporary, flags, 0o666)
-    except BaseException:
-        _remove_folders(made)
-        raise
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            with writing_back(descriptor):
-                yield stream
-                stream.flush()
-            os.fsync(stream.fileno())
-        temporary.replace(target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        _remove_folders(made)
-        if isinstance(exc, OSError) and exc.filename is None:
-            # A failed write names no file: say which, and what to do on a full disk.
-            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-            hint = "; free some space there, or write it elsewhere" if full else ""
-            reason = f"cannot write it ({exc.strerror or exc}){hint}"
-            raise OSError(exc.errno, reason, str(target)) from None
-        raise
-
-
-def _remove_folders(made: list[Path]) -> None:
-    """Remove the folders in *made* (deepest first) that are still empty."""
-    for folder in made:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-
-
-@contextlib.contextmanager
-def rewrite_output(wheel: Path, target: Path) -> Iterator[CompressedCopyWriter]:
-    """The output of a rewrite of the wheel file *wheel* into *target* (written as
-    :func:`atomic_output` writes), made before the wheel is opened: the kernel starts
-    copying the whole file into it at once, unchecked, while the wheel is opened and
-    checked; :func:`rewrite_wheel` given it keeps what its members copied as they are
-    confirm (:meth:`CompressedCopyWriter.copy_ahead`). A path that is not a regular
-    file is not read here (opening the wheel says what it is)."""
-    with atomic_output(target) as stream:
-        out = CompressedCopyWriter(stream)
-        try:
-            with contextlib.suppress(OSError), open_regular(wheel) as source:
-                out.copy_ahead(None, source.fileno(), os.fstat(source.fileno()).st_size)
-            yield out
-        finally:
-            out.stop()
-
-
 def rewrite_wheel(
     archive: WheelArchive,
     target: Path,
@@ -171,8 +89,9 @@ def rewrite_wheel(
     (a damaged member stays as detectable as it was); members inflated and written
     again get new rows, so each must match its hash first.
 
-    *output*, from :func:`rewrite_output` for this archive's file and *target*, is
-    written into instead of a new file (the caller's block then commits it).
+    *output*, from :func:`~wheelwise.wheels.output.rewrite_output` for this
+    archive's file and *target*, is written into instead of a new file (the
+    caller's block then commits it).
     """
     replace = replace or {}
     record_name = archive.dist_info_path("RECORD")

@@ -7,11 +7,15 @@ label from the filename; the output is reproducible and written atomically.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wheelwise.wheels.archive import WheelArchive, wheel_filename
 from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.filename import wheel_filename
 from wheelwise.wheels.make import VARIANT_JSON
-from wheelwise.wheels.rewrite import check_not_input, rewrite_output, rewrite_wheel
+from wheelwise.wheels.output import check_not_input, rewrite_output
+
+if TYPE_CHECKING:
+    from wheelwise.wheels.archive import WheelArchive
 
 
 def strip_variant(wheel: Path, out_dir: Path, *, verify: bool = False) -> Path:
@@ -27,15 +31,22 @@ def strip_variant(wheel: Path, out_dir: Path, *, verify: bool = False) -> Path:
     try:
         check_not_input(wheel, target)
     except WheelError:
+        from wheelwise.wheels.archive import WheelArchive
+
         with WheelArchive(wheel, filename=filename) as archive:
             _variant_json(archive)  # a wheel that is no variant wheel says so first
         raise
     # Begun before the wheel is opened, as variant make's (an error leaves nothing).
-    with rewrite_output(wheel, target) as output, WheelArchive(wheel, filename=filename) as archive:
-        if verify:
-            archive.verify_record()  # else the rewrite checks the sizes as it copies
-        name = _variant_json(archive)
-        rewrite_wheel(archive, target, drop={name}, verified=verify, output=output)
+    with rewrite_output(wheel, target) as output:
+        # Imported while the kernel copies.
+        from wheelwise.wheels.archive import WheelArchive
+        from wheelwise.wheels.rewrite import rewrite_wheel
+
+        with WheelArchive(wheel, filename=filename) as archive:
+            if verify:
+                archive.verify_record()  # else the rewrite checks the sizes as it copies
+            name = _variant_json(archive)
+            rewrite_wheel(archive, target, drop={name}, verified=verify, output=output)
     return target
 
 
