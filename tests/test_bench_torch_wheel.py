@@ -22,9 +22,10 @@ def test_smoke_run_on_a_small_wheel(tmp_path: Path) -> None:
     report = run_bench(
         "torch_wheel.py", "--wheel", str(wheel), "--rounds", "1", "--rate", "4", timeout=300
     )
-    assert set(report["median_seconds"]) == {"cp", "read", "make", "strip"}
+    assert set(report["median_seconds"]) == {"cp", "cp+sync", "read", "make", "strip"}
     assert all(seconds > 0 for seconds in report["median_seconds"].values())
     assert report["make_over_cp_read"] > 0
+    assert report["make_over_synced_cp_read"] > 0
     proxy = report["proxy"]
     assert proxy["pip_succeeded"], proxy
     assert proxy["same_bytes_as_stored"]
