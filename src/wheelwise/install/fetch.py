@@ -16,10 +16,12 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from wheelwise.cache.unpacked import UnpackedStore
 from wheelwise.fetch.consistency import check_variant_consistency
 from wheelwise.fetch.core_metadata import check_core_metadata
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher, ProgressSink
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
+from wheelwise.install.unpack_ahead import UnpackAhead
 from wheelwise.models.errors import DownloadError
 from wheelwise.resolve.decide import Plan
 from wheelwise.resolve.lookahead import item_of
@@ -54,11 +56,14 @@ def fetch(
     ready: Callable[[DownloadItem], Fetched | None] | None = None,
     progress: ProgressSink | None = None,
     require_hashes: bool = False,
+    unpack_into: UnpackedStore | None = None,
 ) -> list[VerifiedWheel]:
     """The wheels *plan* installs, verified, in its order. Those not in memory are
     written into *folder*. *ready* may give a wheel fetched ahead (see
     :meth:`Fetcher.fetch_all`). With *require_hashes*, a wheel whose source gives
-    no sha256 (or stronger) hash is refused before anything is fetched."""
+    no sha256 (or stronger) hash is refused before anything is fetched. With
+    *unpack_into*, a wheel fetched whole may come back as its entry there, unpacked
+    while other wheels downloaded (:mod:`wheelwise.install.unpack_ahead`)."""
     wanted = plan.to_install
     if require_hashes:
         for planned in wanted:
@@ -68,17 +73,33 @@ def fetch(
                     "the source gives no sha256 (or stronger) hash for it, and "
                     "--require-hashes is on",
                 )
-    found = fetcher.fetch_all(
-        [item_of(planned.file) for planned in wanted],
-        folder,
-        progress=progress,
-        require_hashes=require_hashes,
-        then=verify,
-        ready=ready,
-    )
+    items = [item_of(planned.file) for planned in wanted]
+    ahead = UnpackAhead(unpack_into) if unpack_into is not None else None
+    then: Callable[[Fetched], object] = verify
+    if ahead is not None:
+        hashes = {item.name: item.unpacked_hashes() for item in items}
+
+        def then(wheel: Fetched) -> None:
+            name = wheel.name if isinstance(wheel, Path) else wheel.path.name
+            ahead.submit(wheel, verify(wheel), hashes.get(name, {}))
+
+    try:
+        found = fetcher.fetch_all(
+            items,
+            folder,
+            progress=progress,
+            require_hashes=require_hashes,
+            then=then,
+            ready=ready,
+        )
+    finally:
+        if ahead is not None:  # no thread left running: the installer may fork
+            ahead.finish()
     wheels = []
     for planned, wheel in zip(wanted, found, strict=True):
         verified = verify(wheel)
+        if ahead is not None:
+            verified = ahead.unpacked(wheel, verified)
         # The hashes that keep it unpacked in the cache, and what errors call it.
         item = item_of(planned.file)
         verified = dataclasses.replace(

@@ -369,6 +369,7 @@ def _resolve_and_install(
                     ready=lookahead.take,
                     progress=options.progress,
                     require_hashes=options.require_hashes,
+                    unpack_into=kept.unpacked if kept is not None else None,
                 )
             finally:
                 lookahead.close()  # no thread left running: the installer may fork
