@@ -14,6 +14,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -23,10 +24,13 @@ from installkit import make_venv
 from wheelfactory import make_wheel
 from wheelwise.cache.unpacked import UnpackedStore, UnpackedWheel, verify_entry
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
+from wheelwise.install import from_lock as from_lock_module
 from wheelwise.install import transaction as transaction_module
 from wheelwise.install import unpack_ahead
+from wheelwise.install.from_lock import run_lock_install
 from wheelwise.install.plan import InstallOptions, InstallOutcome, run_install
 from wheelwise.install.unpack_ahead import UnpackAhead
+from wheelwise.lock import Package, PyLock, Wheel, read_pylock, write_pylock
 from wheelwise.models.errors import InstallError
 from wheelwise.publish.server import create_app
 from wheelwise.resolve.lookahead import SMALL_WHEEL
@@ -255,7 +259,7 @@ class _SlowWheel:
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """top needs two, three and slow (small wheels, downloaded whole; slow's takes two
     seconds to come); bad's member fails its RECORD."""
     folder = tmp_path_factory.mktemp("ahead-index")
@@ -285,10 +289,18 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert slow.stat().st_size > SMALL_WHEEL
     _wheel(folder, "bad", files=2, bad=True)
     with uvicorn_thread(_SlowWheel(create_app(folder))) as base:
-        yield f"{base}/simple/"
+        yield base, folder
 
 
-def _spy_on_the_transaction(monkeypatch: pytest.MonkeyPatch) -> list[VerifiedWheel]:
+@pytest.fixture
+def index(site: tuple[str, Path]) -> str:
+    return f"{site[0]}/simple/"
+
+
+def _spy_on_the_transaction(
+    monkeypatch: pytest.MonkeyPatch, caller: ModuleType = transaction_module
+) -> list[VerifiedWheel]:
+    """The wheels given to ``install_wheels`` (as *caller* calls it) from now on."""
     given: list[VerifiedWheel] = []
     real = transaction_module.install_wheels
 
@@ -296,7 +308,7 @@ def _spy_on_the_transaction(monkeypatch: pytest.MonkeyPatch) -> list[VerifiedWhe
         given.extend(wheels)
         return real(env, wheels, **kwargs)
 
-    monkeypatch.setattr(transaction_module, "install_wheels", install_wheels)
+    monkeypatch.setattr(caller, "install_wheels", install_wheels)
     return given
 
 
@@ -347,3 +359,33 @@ def test_a_wheel_that_fails_ahead_fails_the_install_as_before(
     assert not (site / "slow").exists()
     assert list((tmp_path / "cache" / "unpacked").rglob("bad/*.py")) == []
     assert not any((tmp_path / "cache" / "scratch").iterdir())
+
+
+def test_installing_a_lock_hands_the_transaction_entries_unpacked_while_it_downloaded(
+    site: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, folder = site
+    packages = []
+    for name in ("two", "three", "slow"):
+        path = folder / f"{name}-1.0-py3-none-any.whl"
+        data = path.read_bytes()
+        wheel = Wheel(
+            url=f"{base}/files/{name}/{path.name}",
+            size=len(data),
+            hashes={"sha256": hashlib.sha256(data).hexdigest()},
+        )
+        packages.append(Package(name=name, version="1.0", wheels=(wheel,)))
+    lock_path = tmp_path / "pylock.toml"
+    lock_path.write_text(write_pylock(PyLock(created_by="wheelwise", packages=tuple(packages))))
+    given = _spy_on_the_transaction(monkeypatch, from_lock_module)
+    python = make_venv(tmp_path / "venv")
+    options = InstallOptions(python=python, cache_dir=tmp_path / "cache")
+    done = run_lock_install(read_pylock(lock_path.read_bytes()), lock_path, options)
+    assert done.outcome.report is not None
+    assert sorted(d.name for d in done.outcome.report.installed) == ["slow", "three", "two"]
+    sources = {w.name: type(w.source).__name__ for w in given if w.name != "slow"}
+    assert sources == {"two": "UnpackedWheel", "three": "UnpackedWheel"}
+    site_packages = next((tmp_path / "venv").glob("lib/python*/site-packages"))
+    entry = next((tmp_path / "cache" / "unpacked").rglob("two/m19.py"))
+    assert (site_packages / "two" / "m19.py").samefile(entry)
+    assert _ahead_threads() == []

@@ -48,6 +48,7 @@ from wheelwise.install.plan import (
     supported_for,
 )
 from wheelwise.install.transaction import InstallReport, install_wheels
+from wheelwise.install.unpack_ahead import UnpackAhead
 from wheelwise.lock import LockError, PyLock, Wheel
 from wheelwise.models.errors import DownloadError, InstallError
 from wheelwise.policy.retry import RetryPolicy
@@ -359,6 +360,9 @@ class _LockWheels:
 
     def _download(self, missing: Mapping[str, LockedChoice]) -> None:
         options = self.options
+        # Whole wheels unpacked into the cache while the others download.
+        ahead = UnpackAhead(self.kept.unpacked) if self.kept is not None else None
+        whole: dict[str, Fetched] = {}
 
         def check(found: Fetched) -> None:
             choice = missing[found.name]
@@ -381,9 +385,13 @@ class _LockWheels:
                 verified = replace(
                     verify_wheel(found), hashes=item.unpacked_hashes(), origin=item.origin
                 )
-                self.verified[choice.wheel.filename] = self._checked(choice, verified)
+                checked = self._checked(choice, verified)
             except InstallError as exc:
                 raise DownloadError(item.url, str(exc)) from None
+            self.verified[choice.wheel.filename] = checked
+            if ahead is not None:
+                whole[choice.wheel.filename] = found
+                ahead.submit(found, checked, checked.hashes)
 
         items = [self._item(choice) for choice in missing.values()]
         fetcher = Fetcher(
@@ -404,6 +412,12 @@ class _LockWheels:
             if choice is None:  # pragma: no cover - every item is one of the choices
                 raise
             raise InstallError(f"{self._where(choice)} at {exc.url}: {exc.reason}") from None
+        finally:
+            if ahead is not None:  # no thread left running: the installer may fork
+                ahead.finish()
+        if ahead is not None:
+            for filename, wheel in whole.items():
+                self.verified[filename] = ahead.unpacked(wheel, self.verified[filename])
         self.memory_left -= sum(len(f.data) for f in found if isinstance(f, InMemoryWheel))
 
     def _checked(self, choice: LockedChoice, wheel: VerifiedWheel) -> VerifiedWheel:
