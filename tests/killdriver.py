@@ -13,7 +13,8 @@ counts; the count is written to COUNT_FILE when the run ends (not when killed).
 folders too (the cache's unpacked wheels, say). Unpacking runs in this
 process, one wheel after another, so that the steps come in the same order
 (``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork;
-``KILL_STREAM_UNPACK_FROM``: wheels from that size on are unpacked as they download);
+``KILL_STREAM_UNPACK_FROM``: wheels from that size on are unpacked as they download;
+``KILL_UNPACK_AHEAD``: the others are unpacked into the cache before the transaction);
 the files of a wheel kept unpacked in the cache are placed by threads, as a big
 wheel's are, so the step a kill lands on is among theirs, in any order.
 """
@@ -150,5 +151,22 @@ if "KILL_STREAM_UNPACK_FROM" in os.environ:
 
     wheelwise.fetch.download.STREAM_UNPACK_FROM = int(os.environ["KILL_STREAM_UNPACK_FROM"])
     wheelwise.install.plan.IN_MEMORY_DOWNLOADS = 0
+# KILL_UNPACK_AHEAD=1: every wheel fetched whole is unpacked into the cache by the
+# background thread, at once, and the fetch waits for it, so kills land there too.
+if os.environ.get("KILL_UNPACK_AHEAD"):
+    import time
+
+    import wheelwise.install.unpack_ahead
+
+    ahead = wheelwise.install.unpack_ahead
+    ahead.GRACE = 0.0
+    _finish = ahead.UnpackAhead.finish
+
+    def _drained_finish(self: Any) -> None:
+        while self.pending:
+            time.sleep(0.001)
+        _finish(self)
+
+    ahead.UnpackAhead.finish = _drained_finish  # type: ignore[method-assign]
 sys.argv = ["wheelwise", *arguments]
 runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)

@@ -71,6 +71,8 @@ class Bench:
     cold_cache: bool = False
     # Unpack wheels into the cache as they download (see killdriver.py).
     stream: bool = False
+    # Unpack whole wheels into the cache before the transaction (see killdriver.py).
+    ahead: bool = False
     # Builds: kills land in the cache's built wheels and scratch folders too.
     building: bool = False
     # More folders whose changes are kill points (a --target run's journal in the cache).
@@ -86,6 +88,8 @@ class Bench:
         full.update(KILL_STRATEGY=self.strategy)
         if self.stream:
             full.update(KILL_STREAM_UNPACK_FROM="0")
+        if self.ahead:
+            full.update(KILL_UNPACK_AHEAD="1")
         roots = list(self.extra_roots)
         if self.index is not None or self.building:
             roots += [self.cache / "unpacked", self.cache / "scratch", self.cache / "built"]
@@ -274,6 +278,7 @@ def _kill_and_recover(
         row = {"args": args[0], "strategy": bench.strategy, "steps": steps, "killed": len(chosen)}
         row |= {"not_reached": not_reached}
         row |= {"index": bench.index is not None, "cold": bench.cold_cache, "stream": bench.stream}
+        row |= {"ahead": bench.ahead}
         row |= {"building": bench.building}
         row |= {"recoveries_killed": recoveries_killed, "recoveries_tried": recoveries_tried}
         with open(report, "a") as out:
@@ -302,26 +307,29 @@ def test_killed_forked_installs_are_recovered_by_the_next_run(tmp_path: Path) ->
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("cold", "stream"),
-    [(True, False), (True, True), (False, False)],
-    ids=["publishing", "streaming", "linking"],
+    ("cold", "stream", "ahead"),
+    [(True, False, False), (True, True, False), (True, False, True), (False, False, False)],
+    ids=["publishing", "streaming", "ahead", "linking"],
 )
 def test_killed_installs_through_the_unpacked_cache_are_recovered(
-    tmp_path: Path, cold: bool, stream: bool
+    tmp_path: Path, cold: bool, stream: bool, ahead: bool
 ) -> None:
     """Wheels from an index with hashes: unpacked into the cache (cold: killed while
     an entry is built or published, too; streaming: while it is unpacked as the
-    wheel downloads), then hard-linked into the environment."""
+    wheel downloads; ahead: while the background thread unpacks it before the
+    transaction), then hard-linked into the environment."""
     bench = _bench(tmp_path, with_alpha=True)
     with wheelwise_serve(bench.wheels) as base:
         bench.index = f"{base}/simple/"
         bench.cold_cache = cold
         bench.stream = stream
+        bench.ahead = ahead
         args = bench.install_args("alpha==2.0", "beta")
         if not cold:  # every entry there before the counting run
             bench.reset()
             assert bench.wheelwise(*args).returncode == 0
-        _kill_and_recover(bench, args, points=8, seed=(7 if stream else 5) if cold else 6)
+        seed = (7 if stream else 8 if ahead else 5) if cold else 6
+        _kill_and_recover(bench, args, points=8, seed=seed)
     assert list((bench.cache / "unpacked").rglob("entry.json"))
     # Streamed wheels were never written whole; the others are kept as files too.
     assert bool(list(bench.cache.rglob("*.whl"))) == (not stream)
