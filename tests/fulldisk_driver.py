@@ -1,7 +1,7 @@
 """Run an install with the cache or the target on a small tmpfs, inside a user and
 mount namespace (``unshare -rm``: no privileges needed), and report as JSON.
 
-    [STREAM=1] unshare -rm python fulldisk_driver.py WHERE WORK INDEX SIZE REQUIREMENT
+    [STREAM=1 | AHEAD=1] unshare -rm python fulldisk_driver.py WHERE WORK INDEX SIZE REQUIREMENT
 
 WHERE: ``cache``, ``target`` (the venv) or ``target-folder``.
 
@@ -42,6 +42,16 @@ env |= {"WHEELWISE_CACHE_DIR": str(cache), "NO_PROXY": "*", "COLUMNS": "300"}
 # STREAM=1: the wheel is unpacked into the cache as it downloads, as a big one is
 # (nor does it fit the memory budget).
 launcher = ["-m", "wheelwise"]
+# AHEAD=1: it is unpacked into the cache by the background thread before the
+# transaction (tests/aheadkit.py).
+if os.environ.get("AHEAD") == "1":
+    launcher = [
+        "-c",
+        f"import runpy, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        "import aheadkit; aheadkit.unpack_ahead_at_once(); "
+        "sys.argv = ['wheelwise', *sys.argv[1:]]; "
+        "runpy.run_module('wheelwise', run_name='__main__', alter_sys=True)",
+    ]
 if os.environ.get("STREAM") == "1":
     launcher = [
         "-c",

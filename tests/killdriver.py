@@ -154,19 +154,8 @@ if "KILL_STREAM_UNPACK_FROM" in os.environ:
 # KILL_UNPACK_AHEAD=1: every wheel fetched whole is unpacked into the cache by the
 # background thread, at once, and the fetch waits for it, so kills land there too.
 if os.environ.get("KILL_UNPACK_AHEAD"):
-    import time
+    from aheadkit import unpack_ahead_at_once
 
-    import wheelwise.install.unpack_ahead
-
-    ahead = wheelwise.install.unpack_ahead
-    ahead.GRACE = 0.0
-    _finish = ahead.UnpackAhead.finish
-
-    def _drained_finish(self: Any) -> None:
-        while self.pending:
-            time.sleep(0.001)
-        _finish(self)
-
-    ahead.UnpackAhead.finish = _drained_finish  # type: ignore[method-assign]
+    unpack_ahead_at_once()
 sys.argv = ["wheelwise", *arguments]
 runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)

@@ -61,22 +61,29 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"{base}/simple/"
 
 
-def drive(tmp_path: Path, where: str, index: str, *, stream: bool = False) -> dict[str, object]:
+def drive(
+    tmp_path: Path, where: str, index: str, *, stream: bool = False, ahead: bool = False
+) -> dict[str, object]:
     result = subprocess.run(
         ["unshare", "-rm", sys.executable, str(DRIVER), where, str(tmp_path), index, "3m", "big"],
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
-        env={**os.environ, "STREAM": "1" if stream else "0"},
+        env={**os.environ, "STREAM": "1" if stream else "0", "AHEAD": "1" if ahead else "0"},
     )
     assert result.returncode == 0, result.stderr
     found: dict[str, object] = json.loads(result.stdout)
     return found
 
 
-def test_a_full_cache_installs_straight_into_the_environment(tmp_path: Path, index: str) -> None:
-    found = drive(tmp_path, "cache", index)
+@pytest.mark.parametrize("ahead", [False, True], ids=["in-transaction", "ahead"])
+def test_a_full_cache_installs_straight_into_the_environment(
+    tmp_path: Path, index: str, ahead: bool
+) -> None:
+    """ahead: the cache fills while the background thread unpacks the wheel before
+    the transaction; the transaction then tries, and warns, as always."""
+    found = drive(tmp_path, "cache", index, ahead=ahead)
     assert found["returncode"] == 0, found["stderr"]
     [line] = str(found["stderr"]).splitlines()
     assert line.startswith("wheelwise: warning: cannot keep wheels unpacked in the cache ")
