@@ -1,6 +1,6 @@
 """For the drivers of the kill matrix and the full-disk tests: every wheel fetched
 whole is unpacked into the cache by the background thread of
-:mod:`wheelwise.install.unpack_ahead` at once, and the fetch waits for it, so that
+:class:`wheelwise.install.fetch.UnpackAhead` at once, and the fetch waits for it, so that
 what happens there (kills, a full disk) happens on every run rather than only when
 a download outlasts the others."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 
 def unpack_ahead_at_once() -> None:
-    import wheelwise.install.unpack_ahead as ahead
+    import wheelwise.install.fetch as ahead
 
     ahead.GRACE = 0.0
     finish = ahead.UnpackAhead.finish

@@ -1,4 +1,4 @@
-"""Small wheels unpacked into the cache while downloads go on (install/unpack_ahead.py).
+"""Small wheels unpacked into the cache while downloads go on (`UnpackAhead`).
 
 Real wheels, a real unpacked store on disk, and, for the whole install, a real index
 on 127.0.0.1 and a real venv. The one seam is a store that holds its first publish
@@ -24,12 +24,12 @@ from installkit import make_venv
 from wheelfactory import make_wheel
 from wheelwise.cache.unpacked import UnpackedStore, UnpackedWheel, verify_entry
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
+from wheelwise.install import fetch as fetch_module
 from wheelwise.install import from_lock as from_lock_module
 from wheelwise.install import transaction as transaction_module
-from wheelwise.install import unpack_ahead
+from wheelwise.install.fetch import UnpackAhead
 from wheelwise.install.from_lock import run_lock_install
 from wheelwise.install.plan import InstallOptions, InstallOutcome, run_install
-from wheelwise.install.unpack_ahead import UnpackAhead
 from wheelwise.lock import Package, PyLock, Wheel, read_pylock, write_pylock
 from wheelwise.models.errors import InstallError
 from wheelwise.publish.server import create_app
@@ -128,7 +128,7 @@ def test_downloads_that_all_end_at_once_begin_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A small set is fetched while resolving: the fetch ends as its wheels are given.
-    monkeypatch.setattr(unpack_ahead, "GRACE", 1.0)
+    monkeypatch.setattr(fetch_module, "GRACE", 1.0)
     wheel = _wheel(tmp_path, "quick", files=30)
     verified = verify_wheel(wheel)
     ahead = UnpackAhead(_store(tmp_path))

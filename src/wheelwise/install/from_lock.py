@@ -37,6 +37,7 @@ from wheelwise.fetch.consistency import check_variant_consistency
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.install.bytecode import compile_installed
+from wheelwise.install.fetch import UnpackAhead
 from wheelwise.install.plan import (
     IN_MEMORY_DOWNLOADS,
     InstallOptions,
@@ -48,7 +49,6 @@ from wheelwise.install.plan import (
     supported_for,
 )
 from wheelwise.install.transaction import InstallReport, install_wheels
-from wheelwise.install.unpack_ahead import UnpackAhead
 from wheelwise.lock import LockError, PyLock, Wheel
 from wheelwise.models.errors import DownloadError, InstallError
 from wheelwise.policy.retry import RetryPolicy
