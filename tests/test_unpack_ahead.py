@@ -140,6 +140,22 @@ def test_downloads_that_all_end_at_once_begin_nothing(
     assert not (tmp_path / "cache").exists()  # not even a scratch folder was made
 
 
+def test_no_thread_to_be_had_leaves_every_wheel_to_the_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    wheel = _wheel(tmp_path, "nothread")
+    verified = verify_wheel(wheel)
+    ahead = UnpackAhead(_store(tmp_path))
+    ahead.submit(wheel, verified, _hashes(wheel))  # no error for the download thread
+    assert ahead.pending == 0
+    ahead.finish()
+    assert ahead.unpacked(wheel, verified) is verified
+
+
 def test_a_member_that_fails_its_record_is_left_to_the_transaction(tmp_path: Path) -> None:
     wheel = _wheel(tmp_path, "broken", files=2, bad=True)
     verified = verify_wheel(wheel)

@@ -180,8 +180,14 @@ class UnpackAhead:
                 self._first_queued = time.monotonic()
             self._queue.append((fetched, wheel, hashes))
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="unpack-ahead", daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._run, name="unpack-ahead", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # no thread to be had: the transaction does it all
+                    self._stopping = True
+                    self._queue.clear()
+                    return
+                self._thread = thread
             self._lock.notify()
 
     def finish(self) -> None:
