@@ -13,7 +13,7 @@ Small wheels are unpacked into the cache while the big ones still download
 downloads (:mod:`wheelwise.cache.stream_entry`); a small one arrives whole, in memory
 or in a file, and was otherwise unpacked only by the transaction, after the last
 download. On a GPU stack the last download is the biggest wheel's, unpacked by one
-thread alone while the other cores wait; the small wheels (sympy's 6,000 files, say)
+thread alone while the other cores wait; the small wheels (sympy's 1,570 files, say)
 then queued behind it. :class:`UnpackAhead` gives them one background thread: each
 whole wheel is unpacked into its cache entry as soon as it is verified, the one with
 the most to write first, and the transaction links it like any other entry.
