@@ -39,8 +39,6 @@ from wheelwise.fetch.consistency import check_variant_consistency
 from wheelwise.fetch.core_metadata import check_core_metadata
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher, ProgressSink
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
-from wheelwise.install.cache_entry import build_entry
-from wheelwise.install.unpack import Journal
 from wheelwise.models.errors import DownloadError
 from wheelwise.resolve.decide import Plan
 from wheelwise.resolve.lookahead import item_of
@@ -151,7 +149,12 @@ class UnpackAhead:
     module's docstring). Thread-safe; :meth:`finish` must follow."""
 
     def __init__(self, store: UnpackedStore) -> None:
+        # Here, not at the top: a dry run imports this module, and never unpacks.
+        from wheelwise.install.cache_entry import build_entry
+        from wheelwise.install.unpack import Journal
+
         self.store = store
+        self._build_entry = build_entry
         self._queue: list[tuple[Fetched, VerifiedWheel, Mapping[str, str]]] = []
         self._first_queued = 0.0  # when the queue last went from empty to not
         self._done: dict[Fetched, UnpackedWheel] = {}
@@ -232,7 +235,7 @@ class UnpackAhead:
             fetched, wheel, hashes = job
 
             def build(folder: Path, wheel: VerifiedWheel = wheel) -> tuple[list[EntryFile], str]:
-                return build_entry(wheel, folder, self._journal)
+                return self._build_entry(wheel, folder, self._journal)
 
             try:
                 name = wheel.path.name
