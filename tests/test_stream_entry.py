@@ -13,6 +13,8 @@ import io
 import os
 import random
 import stat
+import threading
+import time
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 
 from fuzzkit import bounded, damaged
 from indexkit import handler_served
+from wheelwise.cache import stream_entry
 from wheelwise.cache.stream_entry import NotStreamable, StreamUnpacker
 from wheelwise.cache.unpacked import UnpackedStore, UnpackedWheel
 from wheelwise.cache.wheel_cache import ContentStore
@@ -218,6 +221,86 @@ def test_a_truncated_wheel_is_refused(tmp_path: Path) -> None:
     data = make_wheel()
     with pytest.raises(WheelError, match=r"truncated|not a valid wheel"):
         unpack(data[: len(data) // 2], tmp_path / "entry")
+
+
+# -- small members, written by threads of their own ----------------------------------
+
+
+def _writer_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("stream-writer")]
+
+
+def _many_small_members() -> dict[str, bytes]:
+    """Many small files in many folders, as torch has, and two large ones."""
+    noise = random.Random(3)
+    members = {
+        f"pkg/sub{i % 17}/deeper{i % 5}/m{i}.py": noise.randbytes(noise.randrange(0, 9000))
+        for i in range(400)
+    }
+    members["pkg/large.bin"] = noise.randbytes(stream_entry.SMALL_MEMBER + 4096)
+    members["pkg/sub3/large-zeros.bin"] = bytes(3 * stream_entry.SMALL_MEMBER)
+    return members
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_many_small_members_are_written_whole_and_no_writer_is_left(
+    tmp_path: Path, method: int
+) -> None:
+    members = _many_small_members()
+    data = make_wheel(members, method=method)
+    folder = tmp_path / "entry"
+    files, _ = unpack(data, folder, [len(data) // 3, len(data) // 2])
+    assert not _writer_threads()  # the installer forks next: no thread may be left
+    by_path = {item.path: item for item in files}
+    for path, content in members.items():
+        written = folder.joinpath(*path.split("/"))
+        assert written.read_bytes() == content
+        assert by_path[path].sha256 == _digest(content)
+        assert by_path[path].mtime_ns == written.stat().st_mtime_ns
+
+
+def test_a_download_stopped_midway_waits_for_its_writers(tmp_path: Path) -> None:
+    """close() returns once nothing writes into the folder any more: the store
+    deletes it next, and a late file would be left behind."""
+    data = make_wheel(_many_small_members())
+    folder = tmp_path / "entry"
+    unpacker = StreamUnpacker(folder, NAME)
+    unpacker.write(data[: len(data) // 2])
+    unpacker.close()
+    assert not _writer_threads()
+    written = sorted(str(path) for path in folder.rglob("*"))
+    assert written  # some were written before the stop
+    time.sleep(0.1)
+    assert sorted(str(path) for path in folder.rglob("*")) == written
+
+
+def test_the_writers_hold_a_bounded_amount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the writers are stalled (a slow disk), the stream waits instead of
+    holding every member in memory; once they go on, the wheel is whole."""
+    monkeypatch.setattr(stream_entry, "_WRITER_BYTES", 64 << 10)
+    go = threading.Event()
+    written = stream_entry.write_all
+
+    def stalled(descriptor: int, data: bytes | memoryview) -> None:
+        go.wait(10)
+        written(descriptor, data)
+
+    monkeypatch.setattr(stream_entry, "write_all", stalled)
+    members = {f"pkg/m{i}.bin": bytes([i]) * 8000 for i in range(200)}  # 1.6 MB, 7 batches
+    data = make_wheel(members, method=zipfile.ZIP_STORED)
+    unpacker = StreamUnpacker(tmp_path / "entry", NAME)
+    fed = threading.Thread(target=unpacker.write, args=(data,))
+    fed.start()
+    fed.join(0.5)
+    assert fed.is_alive()  # waiting for room, not holding the whole wheel
+    writers = unpacker._writers
+    assert writers is not None
+    assert writers._held <= (64 << 10) + stream_entry._BATCH_BYTES
+    go.set()
+    fed.join(10)
+    files, _ = unpacker.finish()
+    unpacker.close()
+    assert {item.path for item in files} >= set(members)
 
 
 # -- through the Fetcher, from a server -----------------------------------------------

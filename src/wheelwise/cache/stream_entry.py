@@ -17,6 +17,11 @@ directory gets (:mod:`wheelwise.wheels.archive`):
   (:func:`~wheelwise.wheels.archive.check_listing`), and every member written
   matches its entry.
 
+Small members are written by :class:`_FileWriters`, a few threads of their own:
+in a wheel of many small files (torch's 12,261), creating each file costs more
+than inflating it, and one thread doing both would make that wheel's stream the
+last to end. Large members are written as they inflate, by the caller's thread.
+
 Executable bits, which only the directory gives, are set then. Content problems
 are kept until :meth:`~StreamUnpacker.finish` (a download cut or changed on the way
 is told as such by the caller's hash check first), and raised as
@@ -28,13 +33,16 @@ first member, a directory past :data:`MAX_DIRECTORY_BYTES`) raises
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import io
 import os
 import stat
+import threading
 import zipfile
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from wheelwise.cache.unpacked import EntryFile
@@ -59,6 +67,18 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0
 # A member's name that cannot be a file next to the others (a folder of that name,
 # a file where a folder should be): the wheel's fault, not the cache's.
 _CLASHES = (errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG)
+# Members up to this size are held whole and written by _FileWriters.
+SMALL_MEMBER = 1 << 20
+# Compressed bytes given to one inflate call: what it cannot inflate within
+# OUT_CHUNK is copied into its unconsumed tail, and a network read of 1 MiB fed
+# whole would be copied again and again.
+_INFLATE_INPUT = 64 << 10
+# Threads writing small members, per stream; and the bytes they may hold at once.
+WRITERS = 2
+_WRITER_BYTES = 16 << 20
+# A batch handed to one of them: this many bytes or files, whichever comes first.
+_BATCH_BYTES = 256 << 10
+_BATCH_FILES = 32
 
 
 class NotStreamable(Exception):
@@ -76,6 +96,98 @@ class _Member:
     digest: hashlib._Hash = field(default_factory=hashlib.sha256)
     size: int = 0
     mtime_ns: int = 0
+    held: list[bytes] | None = None  # a small member's bytes, until _FileWriters takes them
+
+
+def _clash(member: _Member) -> WheelError:
+    return WheelError(f"member {member.info.filename!r} clashes with another member")
+
+
+_Small = tuple[_Member, str, list[bytes], int]  # the member, its file, its bytes, their size
+
+
+class _FileWriters:
+    """Writes small members, each whole, in :data:`WRITERS` threads: hashes the
+    bytes, creates the file, writes, closes. Members go in batches (one hand-over
+    per member would cost more than it saves), and at most :data:`_WRITER_BYTES`
+    are held (:meth:`write` waits). The first failure is kept and raised by the
+    next :meth:`write` or by :meth:`wait`; later members are then skipped."""
+
+    def __init__(self) -> None:
+        # A folder's files all go to one thread: two creating files in one folder
+        # spin on its lock.
+        self._threads = [
+            ThreadPoolExecutor(1, thread_name_prefix="stream-writer") for _ in range(WRITERS)
+        ]
+        self._batches: list[list[_Small]] = [[] for _ in range(WRITERS)]
+        self._batch_bytes = [0] * WRITERS
+        self._room = threading.Condition()
+        self._held = 0
+        self._failure: BaseException | None = None
+
+    def write(self, member: _Member, target: str, data: list[bytes], size: int) -> None:
+        with self._room:
+            self._raise()
+        which = hash(os.path.dirname(target)) % WRITERS  # noqa: PTH120
+        self._batches[which].append((member, target, data, size))
+        self._batch_bytes[which] += size
+        if self._batch_bytes[which] >= _BATCH_BYTES or len(self._batches[which]) >= _BATCH_FILES:
+            self._hand_over(which)
+
+    def _hand_over(self, which: int) -> None:
+        batch, size = self._batches[which], self._batch_bytes[which]
+        if not batch:
+            return
+        self._batches[which], self._batch_bytes[which] = [], 0
+        with self._room:
+            while self._held and self._held + size > _WRITER_BYTES and self._failure is None:
+                self._room.wait()
+            self._raise()
+            self._held += size
+        self._threads[which].submit(self._write, batch, size)
+
+    def _write(self, batch: list[_Small], size: int) -> None:
+        try:
+            for member, target, data, _ in batch:
+                if self._failure is not None:
+                    break
+                for piece in data:
+                    member.digest.update(piece)
+                try:
+                    fd = os.open(target, _CREATE_FLAGS, 0o666)
+                except OSError as exc:
+                    if exc.errno not in _CLASHES:
+                        raise  # the folder's file system: full, read-only...
+                    raise _clash(member) from None
+                try:
+                    for piece in data:
+                        write_all(fd, piece)
+                    member.mtime_ns = os.fstat(fd).st_mtime_ns
+                finally:
+                    os.close(fd)
+        except BaseException as exc:  # kept for the stream's thread
+            with self._room:
+                if self._failure is None:
+                    self._failure = exc
+        finally:
+            with self._room:
+                self._held -= size
+                self._room.notify_all()
+
+    def _raise(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def wait(self) -> None:
+        """Every member given is written (or failed); raises the first failure."""
+        try:
+            for which in range(WRITERS):
+                self._hand_over(which)
+        finally:
+            for thread in self._threads:
+                thread.shutdown(wait=True)
+        with self._room:
+            self._raise()
 
 
 class _Tail(io.RawIOBase):
@@ -129,6 +241,7 @@ class StreamUnpacker:
         self._folders: set[str] = set()
         self._tail = bytearray()
         self._failure: WheelError | None = None
+        self._writers: _FileWriters | None = None
         os.mkdir(self.root)  # noqa: PTH102
 
     # -- the bytes, as they arrive --------------------------------------------------
@@ -183,15 +296,18 @@ class StreamUnpacker:
             return
         self._names.add(name)
         parent, _, _ = name.rpartition("/")
-        try:
-            if parent:
-                self._make_folder(parent)
-            fd = os.open(self._target(name), _CREATE_FLAGS, 0o666)
-        except OSError as exc:
-            if exc.errno not in _CLASHES:
-                raise  # the folder's file system: full, read-only...
-            raise WheelError(f"member {name!r} clashes with another member") from None
-        self._current = _Member(info, name, fd)
+        if parent:
+            self._make_folder(parent)
+        self._current = member = _Member(info, name)
+        if info.file_size <= SMALL_MEMBER:
+            member.held = []  # written whole once it ends, by _FileWriters
+        else:
+            try:
+                member.fd = os.open(self._target(name), _CREATE_FLAGS, 0o666)
+            except OSError as exc:
+                if exc.errno not in _CLASHES:
+                    raise  # the folder's file system: full, read-only...
+                raise _clash(member) from None
         if info.compress_type == zipfile.ZIP_DEFLATED:
             self._current.inflater = new_inflater()
 
@@ -220,15 +336,18 @@ class StreamUnpacker:
             if inflater is None:
                 self._write_out(member, data)
                 return
-            piece = inflater.decompress(data, OUT_CHUNK)
-            self._write_out(member, piece)
-            while tail := inflater.unconsumed_tail:
-                piece = inflater.decompress(tail, OUT_CHUNK)
-                if not piece and len(inflater.unconsumed_tail) >= len(tail):
-                    raise WheelError(
-                        f"member {member.info.filename!r} does not inflate: the archive is damaged"
-                    )
+            view = memoryview(data)
+            for start in range(0, len(view), _INFLATE_INPUT):
+                piece = inflater.decompress(view[start : start + _INFLATE_INPUT], OUT_CHUNK)
                 self._write_out(member, piece)
+                while tail := inflater.unconsumed_tail:
+                    piece = inflater.decompress(tail, OUT_CHUNK)
+                    if not piece and len(inflater.unconsumed_tail) >= len(tail):
+                        raise WheelError(
+                            f"member {member.info.filename!r} does not inflate: the archive "
+                            "is damaged"
+                        )
+                    self._write_out(member, piece)
         except INFLATE_ERRORS as exc:
             raise WheelError(
                 f"cannot read member {member.info.filename!r} ({describe(exc)}): the archive "
@@ -244,6 +363,9 @@ class StreamUnpacker:
                 f"member {member.info.filename!r} holds more than the {member.info.file_size} "
                 "bytes its header says"
             )
+        if member.held is not None:
+            member.held.append(data if isinstance(data, bytes) else bytes(data))
+            return
         member.digest.update(data)
         write_all(member.fd, data)
 
@@ -270,10 +392,16 @@ class StreamUnpacker:
                     f"member {member.info.filename!r} is {member.size} bytes, its header "
                     f"says {member.info.file_size}"
                 )
-            member.mtime_ns = os.fstat(member.fd).st_mtime_ns
-            os.close(member.fd)
-            member.fd = -1
             member.inflater = None
+            if member.held is not None:
+                if self._writers is None:
+                    self._writers = _FileWriters()
+                held, member.held = member.held, None
+                self._writers.write(member, self._target(member.path), held, member.size)
+            else:
+                member.mtime_ns = os.fstat(member.fd).st_mtime_ns
+                os.close(member.fd)
+                member.fd = -1
         self._written.append(member)
         self._current = None
 
@@ -282,9 +410,17 @@ class StreamUnpacker:
             os.close(self._current.fd)
             self._current.fd = -1
 
+    def _wait_for_writers(self) -> None:
+        writers, self._writers = self._writers, None
+        if writers is not None:
+            writers.wait()
+
     def close(self) -> None:
-        """Release what a download stopped midway holds open (its folder stays)."""
+        """Release what a download stopped midway holds open, once no thread
+        writes into its folder any more (the folder stays)."""
         self._close_current()
+        with contextlib.suppress(Exception):  # the download has failed already
+            self._wait_for_writers()
 
     # -- once every byte has arrived and the file's hash is checked -----------------
 
@@ -292,6 +428,10 @@ class StreamUnpacker:
         """What was written, and the ``.dist-info`` folder's name, once every check
         has passed (see the module's docstring); raises WheelError, or
         NotStreamable."""
+        try:
+            self._wait_for_writers()
+        except WheelError as exc:
+            self._fail(exc)
         if self._failure is not None:
             raise self._failure
         if self._members.stopped is None:
