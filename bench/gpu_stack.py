@@ -23,7 +23,13 @@ wheelwise hard-link by default. Per round, each contender in turn (the rounds
 rotate who goes first): a new empty cache, then *cold* into a new venv, then
 *warm*: the same cache, another new venv. ``os.sync()`` before every timed run.
 After each run the venv must hold the 29 distributions and no ``.pyc`` file. A
-contender's venvs and cache are deleted once its round is over. Peak RSS is the
+contender's venvs and cache are deleted once its round is over, and ``--settle``
+seconds (65) pass before the next cold run: on ext4 without a journal (this
+machine's disk), an inode freed in the last 60 seconds (longer until its table
+block is written) is skipped when a new file is made, one lookup each, and a cold
+run just after deleting another's 30,000 files paid several seconds for it, more
+or less by chance (docs/benchmarks-method.md, "This machine's disk"); with a
+journal, ext4 skips nothing. ``--settle 0`` measures that case. Peak RSS is the
 largest resident set of the process and any of its children (``wait4``); installed
 size is the apparent size of the venv's ``site-packages``. Medians of ``--rounds``
 (3) after one untimed warm-up round (``--no-warm-up`` skips it), and ratios.
@@ -156,6 +162,10 @@ def serve(site: Path, tmp: Path, tls: str = "") -> Iterator[tuple[str, str]]:
         process.wait()
 
 
+# Seconds after a contender's files are deleted before the next cold run.
+SETTLE = 65.0
+
+
 @dataclass
 class Run:
     seconds: float
@@ -226,11 +236,16 @@ class Contest:
 
 
 def cold_and_warm(
-    contest: Contest, rounds: int, warm_up: bool, contenders: tuple[str, ...] = CONTENDERS
+    contest: Contest,
+    rounds: int,
+    warm_up: bool,
+    contenders: tuple[str, ...] = CONTENDERS,
+    settle: float = 0.0,
 ) -> dict[str, dict[str, list[Run]]]:
     """Per round, each of *contenders* in turn (the rounds rotate who goes first): a
     new empty cache, a cold run, then a warm one with the same cache; the runs of the
-    timed rounds (all but the first with *warm_up*) by contender and phase."""
+    timed rounds (all but the first with *warm_up*) by contender and phase. After a
+    contender's files are deleted, *settle* seconds pass before the next cold run."""
     results: dict[str, dict[str, list[Run]]] = {c: {"cold": [], "warm": []} for c in contenders}
     orders = round_orders(contenders)
     total = rounds + (1 if warm_up else 0)
@@ -244,6 +259,8 @@ def cold_and_warm(
                 results[name]["warm"].append(warm)
             for leftover in [cache, *contest.tmp.glob(f"venv-{name}-*")]:
                 shutil.rmtree(leftover, ignore_errors=True)
+            os.sync()  # the freed inodes' table blocks written: then 60 s is enough
+            time.sleep(settle)
     return results
 
 
@@ -311,6 +328,14 @@ def main(argv: list[str] | None = None) -> int:
         help="which installers race, comma-separated (default: all three; a machine with "
         "no time for pip's runs leaves it out, and its ratio with it)",
     )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=SETTLE,
+        metavar="SECONDS",
+        help=f"pause after deleting a contender's files, before the next cold run "
+        f"(default {SETTLE:g}; see the module's docstring)",
+    )
     parser.add_argument("--json", action="store_true")
     add_warm_up_option(parser)
     args = parser.parse_args(argv)
@@ -345,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         contest = Contest(
             tmp, url, uv, wheelwise, pip_version, base, args.requirement or [REQUIREMENT], expected
         )
-        results = cold_and_warm(contest, args.rounds, args.warm_up, contenders)
+        results = cold_and_warm(contest, args.rounds, args.warm_up, contenders, args.settle)
         sizes = contest.sizes
 
     def median(name: str, phase: str) -> float:
@@ -357,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         "wheels": len(wheels),
         "wheel_bytes": sum(w.stat().st_size for w in wheels),
         "rounds": args.rounds,
+        "settle_s": args.settle,
         **timings(results),
         "installed_bytes": sizes,
         "ratios": ratios(results),

@@ -35,7 +35,7 @@ def test_smoke_run_on_two_wheels(tmp_path: Path, tls: bool) -> None:
     report = run_bench(
         "gpu_stack.py",
         "--wheels", str(wheels), "--requirement", "alpha", "--requirement", "beta",
-        "--rounds", "1", "--no-warm-up", *(["--tls"] if tls else []),
+        "--rounds", "1", "--no-warm-up", "--settle", "0", *(["--tls"] if tls else []),
         timeout=300,
     )  # fmt: skip
     assert report["wheels"] == 2
@@ -54,8 +54,9 @@ def test_contenders_leave_pip_out(tmp_path: Path) -> None:
     report = run_bench(
         "gpu_stack.py",
         "--wheels", str(wheels), "--requirement", "alpha", "--contenders", "uv,wheelwise",
-        "--rounds", "1", "--no-warm-up",
+        "--rounds", "1", "--no-warm-up", "--settle", "0.2",
         timeout=300,
     )  # fmt: skip
     assert set(report["median_s"]) == {"uv", "wheelwise"}
+    assert report["settle_s"] == 0.2
     assert set(report["ratios"]) == {"wheelwise/uv cold", "wheelwise/uv warm"}
