@@ -106,6 +106,10 @@ def _clash(member: _Member) -> WheelError:
 _Small = tuple[_Member, str, list[bytes], int]  # the member, its file, its bytes, their size
 
 
+class _Discarded(Exception):
+    """The stream stopped: what the writers still hold is not written."""
+
+
 class _FileWriters:
     """Writes small members, each whole, in :data:`WRITERS` threads: hashes the
     bytes, creates the file, writes, closes. Members go in batches (one hand-over
@@ -178,11 +182,17 @@ class _FileWriters:
         if self._failure is not None:
             raise self._failure
 
-    def wait(self) -> None:
-        """Every member given is written (or failed); raises the first failure."""
+    def wait(self, *, discard: bool = False) -> None:
+        """Every member given is written (or failed); raises the first failure.
+        With *discard*, what is not being written yet is dropped instead."""
         try:
             for which in range(WRITERS):
-                self._hand_over(which)
+                if discard:
+                    self._batches[which] = []
+                    with self._room:
+                        self._failure = self._failure or _Discarded()
+                else:
+                    self._hand_over(which)
         finally:
             for thread in self._threads:
                 thread.shutdown(wait=True)
@@ -410,17 +420,17 @@ class StreamUnpacker:
             os.close(self._current.fd)
             self._current.fd = -1
 
-    def _wait_for_writers(self) -> None:
+    def _wait_for_writers(self, *, discard: bool = False) -> None:
         writers, self._writers = self._writers, None
         if writers is not None:
-            writers.wait()
+            writers.wait(discard=discard)
 
     def close(self) -> None:
         """Release what a download stopped midway holds open, once no thread
         writes into its folder any more (the folder stays)."""
         self._close_current()
         with contextlib.suppress(Exception):  # the download has failed already
-            self._wait_for_writers()
+            self._wait_for_writers(discard=True)
 
     # -- once every byte has arrived and the file's hash is checked -----------------
 
