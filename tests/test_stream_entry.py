@@ -33,6 +33,7 @@ from wheelwise.fetch import download
 from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.models.errors import DownloadError, InstallError
 from wheelwise.policy.retry import RetryPolicy
+from wheelwise.userfiles import write_all
 from wheelwise.wheels.errors import WheelError
 
 NAME = "pkg-1.0-py3-none-any.whl"
@@ -279,7 +280,7 @@ def test_the_writers_hold_a_bounded_amount(tmp_path: Path, monkeypatch: pytest.M
     holding every member in memory; once they go on, the wheel is whole."""
     monkeypatch.setattr(stream_entry, "_WRITER_BYTES", 64 << 10)
     go = threading.Event()
-    written = stream_entry.write_all
+    written = write_all
 
     def stalled(descriptor: int, data: bytes | memoryview) -> None:
         go.wait(10)
