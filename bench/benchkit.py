@@ -15,6 +15,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# Where bench/gpu_stack.py keeps the torch CUDA stack's wheels (fetched once).
+GPU_STACK_WHEELS = Path.home() / ".cache" / "wheelwise-bench" / "gpu-stack"
+
+
+def torch_wheel(folder: Path) -> Path:
+    """The torch 2.14.1 wheel for this interpreter in *folder*; exits when there is none."""
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    found = sorted(folder.glob(f"torch-2.14.1-{tag}-*.whl"))
+    if not found:
+        raise SystemExit(
+            f"no torch 2.14.1 wheel for {tag} in {folder}: run pip download "
+            f"torch==2.14.1 --only-binary=:all: --no-deps -d {folder}"
+        )
+    return found[0]
+
 
 def cpu_model() -> str:
     cpuinfo = Path("/proc/cpuinfo")

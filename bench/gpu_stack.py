@@ -60,6 +60,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import (
+    GPU_STACK_WHEELS,
     add_warm_up_option,
     clean_env,
     free_port,
@@ -69,7 +70,6 @@ from benchkit import (
 )
 from install import ensure_tools, installed, make_venv, site_packages, venv_python, wait_for
 
-DEFAULT_WHEELS = Path.home() / ".cache" / "wheelwise-bench" / "gpu-stack"
 REQUIREMENT = "torch==2.14.1"
 CONTENDERS = ("uv", "wheelwise", "pip")
 
@@ -312,7 +312,7 @@ def apparent_size(folder: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS)
+    parser.add_argument("--wheels", type=Path, default=GPU_STACK_WHEELS)
     parser.add_argument(
         "--requirement",
         action="append",

@@ -36,10 +36,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchkit import machine_info
+from benchkit import GPU_STACK_WHEELS, machine_info, torch_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_WHEELS = Path.home() / ".cache" / "wheelwise-bench" / "gpu-stack"
 PIECE = 1 << 20
 
 # One run, in a process of its own: argv = tree, wheel, output folder.
@@ -77,13 +76,6 @@ def one_run(tree: Path, wheel: Path, output: Path) -> dict[str, float]:
     return result
 
 
-def default_wheel() -> Path:
-    found = sorted(DEFAULT_WHEELS.glob("torch-*.whl"))
-    if not found:
-        raise SystemExit(f"no torch wheel in {DEFAULT_WHEELS}: run bench/gpu_stack.py, or --wheel")
-    return found[-1]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path)
@@ -92,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=65.0, metavar="SECONDS")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    wheel = args.wheel or default_wheel()
+    wheel = args.wheel or torch_wheel(GPU_STACK_WHEELS)
     trees = [tree.resolve() for tree in args.tree or [ROOT / "src"]]
     runs: dict[str, list[dict[str, float]]] = {str(tree): [] for tree in trees}
     with tempfile.TemporaryDirectory(prefix="wheelwise-stream-") as tmp:

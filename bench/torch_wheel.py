@@ -52,24 +52,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import variant_house
-from benchkit import clean_env, free_port, machine_info, round_orders
+from benchkit import (
+    GPU_STACK_WHEELS,
+    clean_env,
+    free_port,
+    machine_info,
+    round_orders,
+    torch_wheel,
+)
 from install import wait_for
 
-DEFAULT_WHEELS = Path.home() / ".cache" / "wheelwise-bench" / "gpu-stack"
 PROPERTY = "nvidia :: cuda_version_lower_bound :: 13.0"
 LABEL = "cu130"
 STEPS = ("cp", "cp+sync", "read", "make", "strip")
-
-
-def torch_wheel(folder: Path) -> Path:
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    found = sorted(folder.glob(f"torch-2.14.1-{tag}-*.whl"))
-    if not found:
-        raise SystemExit(
-            f"no torch 2.14.1 wheel for {tag} in {folder}: run pip download "
-            f"torch==2.14.1 --only-binary=:all: --no-deps -d {folder}"
-        )
-    return found[0]
 
 
 def wheelwise(*args: str) -> list[str]:
@@ -180,7 +175,7 @@ def _sha256(path: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS)
+    parser.add_argument("--wheels", type=Path, default=GPU_STACK_WHEELS)
     parser.add_argument("--wheel", type=Path, help="this wheel instead of torch's")
     parser.add_argument("--rate", type=float, default=20.0, help="upstream MB/s")
     parser.add_argument("--skip-proxy", action="store_true")
