@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,16 @@ def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
+
+
+@pytest.fixture
+def no_new_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting a thread fails, as where the process is at its thread limit."""
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
 
 
 # Property tests run without per-example deadlines (CI machines are small and shared);

@@ -140,13 +140,8 @@ def test_downloads_that_all_end_at_once_begin_nothing(
     assert not (tmp_path / "cache").exists()  # not even a scratch folder was made
 
 
-def test_no_thread_to_be_had_leaves_every_wheel_to_the_transaction(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def refuse(self: threading.Thread) -> None:
-        raise RuntimeError("can't start new thread")
-
-    monkeypatch.setattr(threading.Thread, "start", refuse)
+@pytest.mark.usefixtures("no_new_threads")
+def test_no_thread_to_be_had_leaves_every_wheel_to_the_transaction(tmp_path: Path) -> None:
     wheel = _wheel(tmp_path, "nothread")
     verified = verify_wheel(wheel)
     ahead = UnpackAhead(_store(tmp_path))

@@ -107,13 +107,8 @@ def test_a_file_system_that_cannot_write_back_so_is_no_failure(
     assert target.read_bytes() == b"".join(bytes([i]) * 4096 for i in range(6))
 
 
-def test_without_a_thread_the_block_just_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def no_thread(self: threading.Thread) -> None:
-        raise RuntimeError("can't start new thread")
-
-    monkeypatch.setattr(threading.Thread, "start", no_thread)
+@pytest.mark.usefixtures("no_new_threads")
+def test_without_a_thread_the_block_just_runs(tmp_path: Path) -> None:
     target = tmp_path / "out" / "demo-1.0-py3-none-any.whl"
     atomic_write(target, _slow_pieces)
     assert target.read_bytes() == b"".join(bytes([i]) * 4096 for i in range(6))
