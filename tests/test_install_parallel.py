@@ -14,6 +14,7 @@ import sys
 import time
 import zipfile
 from base64 import urlsafe_b64encode
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -282,3 +283,24 @@ def test_ctrl_c_while_unpacking_rolls_everything_back(
     assert process.returncode != 0
     assert "KeyboardInterrupt" in stderr
     assert tree_hash(env.prefix) == before
+
+
+def test_wheels_placed_side_by_side_place_their_files_in_one_thread_each(
+    tmp_path: Path, strategy: str
+) -> None:
+    """Each worker has a core: a placement inside it uses no threads of its own; a
+    wheel placed alone may."""
+    from wheelwise.install import unpack
+
+    def task(index: int) -> Callable[[Journal], None]:
+        def run(journal: Journal) -> None:
+            # Written to a file: a forked worker's memory does not come back.
+            (tmp_path / f"task{index}").write_text(str(journal.placing_threads))
+
+        return run
+
+    journal = Journal()
+    parallel.run_tasks([task(0), task(1), task(2)], [3, 2, 1], journal)
+    seen = {(tmp_path / f"task{index}").read_text() for index in range(3)}
+    assert seen == {"1" if strategy != "serial" else str(unpack._LINK_THREADS)}
+    assert journal.placing_threads == unpack._LINK_THREADS

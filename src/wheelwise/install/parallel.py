@@ -69,10 +69,15 @@ def run_tasks(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -
     if strategy == "serial":
         for task in tasks:
             task(journal)
-    elif strategy == "fork":
-        _forked(tasks, weights, journal)
-    else:
-        _threaded(tasks, weights, journal)
+        return
+    threads, journal.placing_threads = journal.placing_threads, 1
+    try:
+        if strategy == "fork":
+            _forked(tasks, weights, journal)
+        else:
+            _threaded(tasks, weights, journal)
+    finally:
+        journal.placing_threads = threads
 
 
 def _raise_first(failures: dict[int, BaseException]) -> None:
@@ -140,6 +145,7 @@ class _ReportingJournal(Journal):
 
     def __init__(self, pipe: int, flag: mmap.mmap, notes: _Notes, parent: Journal) -> None:
         super().__init__(parent.wal)  # the parent's open journal file, inherited
+        self.placing_threads = parent.placing_threads
         self._pipe = pipe
         self._flag = flag
         self._notes = notes

@@ -62,7 +62,8 @@ INSTALLER_METADATA = {"INSTALLER": b"wheelwise\n"}
 _WHOLE_MEMBER = 4 << 20
 _CHUNK = 1 << 20
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-# Placing the files of an unpacked wheel: threads from this many files on.
+# Placing the files of an unpacked wheel: threads from this many files on (while
+# it is the only wheel being placed: see Journal.placing_threads).
 _THREADED_LINKS = 512
 _LINK_THREADS = 4
 # Folders of one depth made by threads from this many on: a thread costs about as much
@@ -89,6 +90,10 @@ class Journal:
         self._known_dirs: set[str] = set()
         self._on_cancel: list[Callable[[], None]] = []
         self.warnings: list[str] = []
+        self.placing_threads = _LINK_THREADS
+        """Threads one :meth:`link_many` may use. 1 while wheels are placed side by
+        side (:func:`~wheelwise.install.parallel.run_tasks`): each worker has a core
+        already, and more threads only contend for it and for the folders' locks."""
 
     def cancel(self) -> None:
         """Make every later :meth:`create` raise :class:`Cancelled` (and tell whoever
@@ -193,7 +198,7 @@ class Journal:
         few threads (a link or a clone is a system call that releases the GIL)."""
         if self.is_cancelled():
             raise Cancelled
-        workers = _LINK_THREADS if len(placements) >= _THREADED_LINKS else 1
+        workers = self.placing_threads if len(placements) >= _THREADED_LINKS else 1
         self._ensure_dirs({os.path.dirname(target) for target, _, _ in placements}, workers)
         if self.wal is not None:
             self.wal.note_many("file", [target for target, _, _ in placements])
