@@ -616,3 +616,26 @@ def test_a_sync_with_nothing_to_do_downloads_nothing(house: House, tmp_path: Pat
     assert house.files.asked == []
     assert tree_hash(python.parent.parent) == before
     assert installed_build(python, "vtorch") == "'cu130'"
+
+
+@pytest.mark.slow
+def test_a_changed_unpacked_entry_is_made_again(house: House, tmp_path: Path) -> None:
+    """A file of a wheel kept unpacked, edited in place through an environment that
+    links it: the next install from the lock finds the change, drops the entry,
+    fetches the wheel again and installs it unchanged."""
+    lock = write_lock(tmp_path / "project", [house.package("alpha", "1.0")])
+    first = make_venv(tmp_path / "one")
+    assert install_lock(tmp_path, first, lock, "cpu").returncode == 0
+    [edited] = list((tmp_path / "one").rglob("site-packages/alpha/*.py"))
+    [cached] = list((tmp_path / "cache" / "unpacked").rglob(f"alpha/{edited.name}"))
+    assert edited.samefile(cached)
+    with edited.open("a") as stream:
+        stream.write("# edited\n")
+    second = make_venv(tmp_path / "two")
+    result = install_lock(tmp_path, second, lock, "cpu")
+    assert result.returncode == 0, result.stderr
+    [fresh] = list((tmp_path / "two").rglob(f"site-packages/alpha/{edited.name}"))
+    assert b"# edited" not in fresh.read_bytes()
+    assert b"# edited" in edited.read_bytes()
+    assert not fresh.samefile(edited)
+    assert installed(second) == {"alpha": None}

@@ -17,6 +17,7 @@ from wheelwise.cache.unpacked import (
     ENTRY_FILE,
     EntryFile,
     UnpackedStore,
+    changed_entries,
     parse_entry,
     verify_entry,
 )
@@ -208,3 +209,34 @@ def test_the_size_bound_removes_the_least_recently_used_first(tmp_path: Path) ->
     assert sum(item.bytes for item in cache_usage(tmp_path)) <= total - 1
     enforce_size(tmp_path, 0)
     assert not any(folder.exists() for folder in folders)
+
+
+@pytest.mark.parametrize("change", ["size", "time", "gone"])
+@pytest.mark.parametrize("strategy", ["serial", "fork"])
+def test_an_unchecked_lookup_leaves_the_comparison_to_changed_entries(
+    tmp_path: Path, change: str, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import wheelwise.forked_map
+
+    monkeypatch.setattr(wheelwise.forked_map, "STRATEGY", strategy)
+    store = store_at(tmp_path)
+    # Enough files for several runs of them, the changed one in the last.
+    many = {f"demo/m{index:04}.py": b"X = 1\n" for index in range(600)}
+    other = store.publish({"sha256": "1" * 64}, "other-1.0-py3-none-any.whl", builder(MEMBERS))
+    entry = store.publish(HASHES, NAME, builder({**MEMBERS, **many}))
+    member = Path(entry.file_path("demo/m0599.py"))
+    if change == "size":
+        member.write_bytes(b"X = 22\n")
+    elif change == "time":
+        os.utime(member, ns=(0, 0))
+    else:
+        member.unlink()
+    found = store.lookup(HASHES, NAME, check=False)
+    assert found is not None
+    assert not found.checked
+    assert found.folder.exists()
+    assert [e.filename for e in changed_entries([other, found])] == [NAME]
+    assert changed_entries([other]) == []
+    # A checked lookup still compares, and removes what changed.
+    assert store.lookup(HASHES, NAME) is None
+    assert not entry.folder.exists()

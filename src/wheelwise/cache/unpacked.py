@@ -16,11 +16,12 @@ an entry renames it out first, for the same reason.
 
 Installs place an entry's files with hard links (or clones, copies, symbolic
 links: :mod:`wheelwise.install.link`), so a file edited in place in an
-environment is also changed here. :meth:`UnpackedStore.lookup` therefore checks
-every file's size and modification time against ``entry.json`` (a ``stat`` each,
-no reading) and removes an entry that does not match: the wheel is fetched and
-unpacked again. :func:`verify_entry` re-hashes every file (``wheelwise cache
-verify``).
+environment is also changed here. Before an entry's files are placed, every file's
+size and modification time are compared with ``entry.json`` (a ``stat`` each, no
+reading): by :meth:`UnpackedStore.lookup`, or, for a lookup told not to,
+by :func:`changed_entries` later, for all the entries of an install at once. An
+entry that does not match is removed: the wheel is fetched and unpacked again.
+:func:`verify_entry` re-hashes every file (``wheelwise cache verify``).
 
 Nothing here raises for a cache that cannot be read or written: a lookup answers
 None, and :meth:`UnpackedStore.publish` raises OSError for its caller to install
@@ -30,6 +31,7 @@ without the cache.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -37,7 +39,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -52,6 +54,7 @@ __all__ = [
     "EntryFile",
     "UnpackedStore",
     "UnpackedWheel",
+    "changed_entries",
     "entry_matches",
     "verify_entry",
 ]
@@ -89,6 +92,9 @@ class UnpackedWheel:
     """The wheel's file name."""
     dist_info: str
     files: tuple[EntryFile, ...] = field(compare=False)
+    checked: bool = field(default=True, compare=False)
+    """Whether its files were found as they were made (False: not compared yet;
+    see :func:`changed_entries`)."""
     _root: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -175,7 +181,12 @@ def _entry_json(filename: str, dist_info: str, files: list[EntryFile]) -> bytes:
 
 def entry_matches(entry: UnpackedWheel) -> bool:
     """Every file is there, a regular file with the size and time it was made with."""
-    for item in entry.files:
+    return _files_match(entry, 0, len(entry.files))
+
+
+def _files_match(entry: UnpackedWheel, start: int, stop: int) -> bool:
+    """:func:`entry_matches` for *entry*'s files from *start* to *stop*."""
+    for item in entry.files[start:stop]:
         try:
             found = os.lstat(entry.file_path(item.path))
         except OSError:
@@ -187,6 +198,29 @@ def entry_matches(entry: UnpackedWheel) -> bool:
         ):
             return False
     return True
+
+
+# Files one worker of changed_entries compares per item of work.
+_FILES_PER_CHECK = 256
+
+
+def changed_entries(entries: Sequence[UnpackedWheel]) -> list[UnpackedWheel]:
+    """Those of *entries* not found as they were made (:func:`entry_matches`).
+
+    An install's entries hold tens of thousands of files, a ``stat`` each; compared
+    in runs of files over the cores (:func:`~wheelwise.forked_map.forked_map`),
+    after resolving rather than among its threads, which made each ``stat`` wait
+    for the interpreter lock."""
+    from wheelwise.forked_map import forked_map
+
+    runs = [
+        (index, start, min(start + _FILES_PER_CHECK, len(entry.files)))
+        for index, entry in enumerate(entries)
+        for start in range(0, len(entry.files), _FILES_PER_CHECK)
+    ]
+    matched = forked_map(lambda run: _files_match(entries[run[0]], run[1], run[2]), runs)
+    changed = {index for (index, _, _), ok in zip(runs, matched, strict=True) if not ok}
+    return [entries[index] for index in sorted(changed)]
 
 
 # Writes a wheel's members under the folder it is given; what it wrote, and the
@@ -211,15 +245,22 @@ class UnpackedStore:
         algorithm, digest = key
         return self.folder / algorithm / digest[:2] / digest
 
-    def lookup(self, hashes: Mapping[str, str], filename: str) -> UnpackedWheel | None:
+    def lookup(
+        self, hashes: Mapping[str, str], filename: str, *, check: bool = True
+    ) -> UnpackedWheel | None:
         """The entry for the wheel *filename* with *hashes*, every file as it was
         made (sizes and times); None when there is none. A damaged or changed entry
-        is removed."""
+        is removed. Without *check*, its files are not compared (``checked`` is
+        False): the caller does that before using them (:func:`changed_entries`)."""
         folder = self.path_for(hashes)
         if folder is None or not folder.is_dir():
             return None
         entry = self.read_entry(folder)
-        if entry is None or entry.filename != filename or not entry_matches(entry):
+        if entry is not None and not check:
+            entry = dataclasses.replace(entry, checked=False)
+        elif entry is not None and not entry_matches(entry):
+            entry = None
+        if entry is None or entry.filename != filename:
             _log.debug("%s is damaged or was changed: removed from the cache", folder)
             self.remove(folder)
             return None

@@ -324,7 +324,8 @@ class _Fetcher:
         kept = item.cache_hashes()
         unpacked_key = item.unpacked_hashes()
         if self.unpacked is not None and unpacked_key:
-            entry = self.unpacked.lookup(unpacked_key, item.name)
+            # Its files are compared later, for the whole install at once.
+            entry = self.unpacked.lookup(unpacked_key, item.name, check=False)
             if entry is not None:
                 if on_memory is not None:
                     on_memory(0)
@@ -654,7 +655,8 @@ class Fetcher:
         does not fit there is not fetched). *tries* caps the tries of each file below
         the retry policy's (one, for a download that is only a guess). With
         *unpacked* (and an unpacked store), a wheel unpacked in the cache is
-        answered with its entry."""
+        answered with its entry, its files not yet compared with what they were
+        (:func:`~wheelwise.cache.unpacked.changed_entries`)."""
         retry = self.retry if tries is None else self.retry._replace(retries=max(0, tries - 1))
         return _Fetcher(
             dest_dir,

@@ -50,7 +50,7 @@ from wheelwise.install.plan import (
 )
 from wheelwise.install.transaction import InstallReport, install_wheels
 from wheelwise.lock import LockError, PyLock, Wheel
-from wheelwise.models.errors import DownloadError, InstallError
+from wheelwise.models.errors import ChangedCacheEntries, DownloadError, InstallError
 from wheelwise.policy.retry import RetryPolicy
 from wheelwise.resolve.decide import PlannedPackage
 from wheelwise.resolve.lock_selection import LockedChoice, LockTarget, select_from_lock
@@ -142,14 +142,22 @@ def run_lock_install(
             return LockInstallOutcome(outcome, removals, selection.groups)
         report = InstallReport()
         if wanted or removals:
-            report = install_wheels(
-                env,
-                wheels.fetch(wanted),
-                remove=[dist.name for dist in removals],
-                break_system_packages=options.break_system_packages,
-                warn=warn,
-                placement=placement_for(options, kept),
-            )
+
+            def installed_from(fetched: list[VerifiedWheel]) -> InstallReport:
+                return install_wheels(
+                    env,
+                    fetched,
+                    remove=[dist.name for dist in removals],
+                    break_system_packages=options.break_system_packages,
+                    warn=warn,
+                    placement=placement_for(options, kept),
+                )
+
+            try:
+                report = installed_from(wheels.fetch(wanted))
+            except ChangedCacheEntries as exc:  # those entries are gone: fetched again
+                wheels.forget(exc.filenames)
+                report = installed_from(wheels.fetch(wanted))
     compile_installed(env, report.installed, options)
     bound_cache(options, kept, cache_root_of(options))
     outcome = InstallOutcome(env, plan, dry_run=False, report=report)
@@ -333,6 +341,11 @@ class _LockWheels:
 
     def metadata(self, choices: Sequence[LockedChoice]) -> list[bytes]:
         return [wheel.metadata for wheel in self.fetch(choices)]
+
+    def forget(self, filenames: Sequence[str]) -> None:
+        """Fetch these wheels again when next asked for them."""
+        for filename in filenames:
+            self.verified.pop(filename, None)
 
     def fetch(self, choices: Sequence[LockedChoice]) -> list[VerifiedWheel]:
         """*choices*' wheels, verified, downloading those not yet here."""

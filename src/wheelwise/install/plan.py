@@ -53,7 +53,7 @@ from wheelwise.install.options import (
     sources_for,
     supported_for,
 )
-from wheelwise.models.errors import InstallError, ResolveError
+from wheelwise.models.errors import ChangedCacheEntries, InstallError, ResolveError
 from wheelwise.resolve.direct import DirectReference, parse_direct
 from wheelwise.resolve.variant_requirement import apply_variant_labels
 
@@ -62,6 +62,8 @@ from wheelwise.resolve.variant_requirement import apply_variant_labels
 if TYPE_CHECKING:
     from wheelwise.cache.stores import ContentCache
     from wheelwise.client.index_client import IndexFile
+    from wheelwise.fetch.download import DownloadItem, Fetched
+    from wheelwise.fetch.verify import VerifiedWheel
     from wheelwise.install.transaction import InstallReport
     from wheelwise.resolve.decide import Plan, PlannedPackage
     from wheelwise.resolve.finder import BuildSource
@@ -360,26 +362,38 @@ def _resolve_and_install(
         if options.dry_run:
             return InstallOutcome(env, list(plan.packages), dry_run=True)
         with make_scratch("download", options.cache_dir) as folder:
-            try:
-                wheels = fetch(
+
+            def fetched(
+                ready: Callable[[DownloadItem], Fetched | None] | None,
+            ) -> list[VerifiedWheel]:
+                return fetch(
                     plan,
                     fetcher,
                     Path(folder),
                     verify,
-                    ready=lookahead.take,
+                    ready=ready,
                     progress=options.progress,
                     require_hashes=options.require_hashes,
                     unpack_into=kept.unpacked if kept is not None else None,
                 )
+
+            def installed_from(wheels: list[VerifiedWheel]) -> InstallReport:
+                return install_wheels(
+                    env,
+                    wheels,
+                    break_system_packages=options.break_system_packages,
+                    warn=options.warn,
+                    placement=placement_for(options, kept),
+                )
+
+            try:
+                wheels = fetched(lookahead.take)
             finally:
                 lookahead.close()  # no thread left running: the installer may fork
-            report = install_wheels(
-                env,
-                wheels,
-                break_system_packages=options.break_system_packages,
-                warn=options.warn,
-                placement=placement_for(options, kept),
-            )
+            try:
+                report = installed_from(wheels)
+            except ChangedCacheEntries:  # those entries are gone: their wheels again
+                report = installed_from(fetched(None))
     compile_installed(env, report.installed, options)
     bound_cache(options, kept, cache_root)
     return InstallOutcome(env, list(plan.packages), dry_run=False, report=report)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 import filelock
 from packaging.utils import canonicalize_name
 
-from wheelwise.cache.unpacked import UnpackedWheel
+from wheelwise.cache.unpacked import UnpackedWheel, changed_entries
 from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
@@ -69,7 +69,7 @@ from wheelwise.install.unpack import (
     install_source,
     unpack_wheel,
 )
-from wheelwise.models.errors import InstallError, LockTimeoutError
+from wheelwise.models.errors import ChangedCacheEntries, InstallError, LockTimeoutError
 from wheelwise.wheels.archive import InMemoryWheel
 from wheelwise.wheels.errors import WheelError, describe
 from wheelwise.wheels.record import parse_record
@@ -330,6 +330,27 @@ def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[Veri
     return list(checked.values())
 
 
+def _refuse_changed_entries(wheels: Sequence[VerifiedWheel], placement: Placement | None) -> None:
+    """Before anything changes: the cache entries among *wheels* not compared with
+    what they were made with yet are, and any that differ are removed from the
+    cache and refused (:class:`ChangedCacheEntries`: fetched again, they install)."""
+    unchecked = [
+        wheel.source
+        for wheel in wheels
+        if isinstance(wheel.source, UnpackedWheel) and not wheel.source.checked
+    ]
+    changed = changed_entries(unchecked)
+    if not changed:
+        return
+    store = placement.unpacked if placement is not None else None
+    for entry in changed:
+        if store is not None:
+            store.remove(entry.folder)
+        else:
+            shutil.rmtree(entry.folder, ignore_errors=True)
+    raise ChangedCacheEntries([entry.filename for entry in changed])
+
+
 def _locked(env: TargetEnvironment, timeout: float) -> tuple[filelock.BaseFileLock, StatePaths]:
     try:
         paths = state_paths(env.prefix, in_root=not env.packages_at_root)
@@ -518,6 +539,7 @@ def install_wheels(
     """
     _check_managed(env, break_system_packages)
     checked = _verify(wheels)
+    _refuse_changed_entries(checked, placement)
     if warn is not None and placement is not None:
         note = _cross_device(env, placement)
         if note is not None:

@@ -19,6 +19,20 @@ class InstallError(WheelwiseError):
     """
 
 
+class ChangedCacheEntries(InstallError):
+    """Wheels kept unpacked in the cache had files changed since they were made (a
+    file edited in place through a hard link); their entries were removed before
+    anything was installed, so fetching those wheels again and retrying succeeds."""
+
+    def __init__(self, filenames: list[str]) -> None:
+        self.filenames = filenames
+        super().__init__(
+            f"the cache's unpacked copy of {', '.join(filenames)} changed after it was "
+            "made (a file edited in place through a hard link?); it was removed from the "
+            "cache and nothing was installed: run the command again"
+        )
+
+
 class DownloadError(InstallError):
     """A file could not be downloaded, or its contents did not match the expected hash."""
 
