@@ -60,8 +60,10 @@ class Bench:
     def reset(self) -> None:
         shutil.rmtree(self.venv)
         shutil.copytree(self.pristine, self.venv, symlinks=True)
-        if self.cold_cache:
+        if self.cold_cache or self.pristine_cache is not None:
             shutil.rmtree(self.cache, ignore_errors=True)
+        if self.pristine_cache is not None:
+            shutil.copytree(self.pristine_cache, self.cache, symlinks=True)
 
     strategy: str = "serial"
     # An index on 127.0.0.1 (hashes: wheels go through the unpacked cache) instead
@@ -75,6 +77,8 @@ class Bench:
     ahead: bool = False
     # Builds: kills land in the cache's built wheels and scratch folders too.
     building: bool = False
+    # The cache every run starts with (copied, modification times kept).
+    pristine_cache: Path | None = None
     # More folders whose changes are kill points (a --target run's journal in the cache).
     extra_roots: tuple[Path, ...] = ()
 
@@ -165,13 +169,20 @@ def _purelib(venv: Path) -> Path:
     return next(venv.glob("lib/python*/site-packages"))
 
 
-def _check_unpacked(cache: Path, step: int) -> None:
-    """Every entry in the unpacked cache is whole (published whole, or not at all)."""
+def _check_unpacked(cache: Path, step: int, pristine: Path | None = None) -> None:
+    """Every entry in the unpacked cache is whole (published whole, or not at all);
+    or, where the run began with a changed one (*pristine*: the cache it began
+    with), that one still as it was, entry and files."""
     store = UnpackedStore(cache / "unpacked", cache / "scratch")
     for folder in store.entries():
         entry = store.read_entry(folder)
         assert entry is not None, f"a half-published entry {folder} (step {step})"
-        assert verify_entry(entry) == [], f"{folder} (step {step})"
+        problems = verify_entry(entry)
+        if problems and pristine is not None:
+            before = pristine / folder.relative_to(cache)
+            assert tree_hash(folder) == tree_hash(before), f"{folder} (step {step})"
+            continue
+        assert problems == [], f"{folder} (step {step})"
 
 
 def _check_built(cache: Path, step: int) -> None:
@@ -234,7 +245,7 @@ def _kill_and_recover(
         else:
             assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
         assert list(bench.temp.iterdir()) == [], f"scratch left in the temp dir (step {step})"
-        _check_unpacked(bench.cache, step)
+        _check_unpacked(bench.cache, step, bench.pristine_cache)
         _check_built(bench.cache, step)
         pending = journal.exists()
         if index % 3 == 2 and pending:
@@ -333,6 +344,27 @@ def test_killed_installs_through_the_unpacked_cache_are_recovered(
     assert list((bench.cache / "unpacked").rglob("entry.json"))
     # Streamed wheels were never written whole; the others are kept as files too.
     assert bool(list(bench.cache.rglob("*.whl"))) == (not stream)
+
+
+@pytest.mark.slow
+def test_killed_installs_that_find_a_changed_entry_are_recovered(tmp_path: Path) -> None:
+    """Every run starts with alpha's cache entry changed (a file edited in place
+    through a hard link): killed while the entry is removed, the wheel unpacked and
+    published again, or while linking."""
+    bench = _bench(tmp_path, with_alpha=True)
+    with wheelwise_serve(bench.wheels) as base:
+        bench.index = f"{base}/simple/"
+        args = bench.install_args("alpha==2.0", "beta")
+        bench.reset()
+        assert bench.wheelwise(*args).returncode == 0
+        [edited] = (bench.cache / "unpacked").rglob("alpha/__init__.py")
+        with edited.open("a") as stream:
+            stream.write("# edited in place\n")
+        bench.pristine_cache = tmp_path / "pristine-cache"
+        shutil.copytree(bench.cache, bench.pristine_cache, symlinks=True)
+        _kill_and_recover(bench, args, points=8, seed=9)
+    [fresh] = (bench.cache / "unpacked").rglob("alpha/__init__.py")
+    assert b"# edited in place" not in fresh.read_bytes()
 
 
 @pytest.mark.slow
