@@ -33,6 +33,10 @@ journal, ext4 skips nothing. ``--settle 0`` measures that case. Peak RSS is the
 largest resident set of the process and any of its children (``wait4``); installed
 size is the apparent size of the venv's ``site-packages``. Medians of ``--rounds``
 (3) after one untimed warm-up round (``--no-warm-up`` skips it), and ratios.
+Right after each warm wheelwise run, the import floor is timed three times
+(``bench/import_floor.py``'s "chosen libraries": the interpreter starting and importing
+the libraries wheelwise is built on, nothing of its own), so that the warm time above it
+is compared with uv's in the same minutes.
 ``--contenders uv,wheelwise`` leaves pip out (a machine with too little time for it).
 
 Usage::
@@ -68,6 +72,7 @@ from benchkit import (
     machine_info,
     round_orders,
 )
+from import_floor import floor_seconds
 from install import ensure_tools, installed, make_venv, site_packages, venv_python, wait_for
 
 REQUIREMENT = "torch==2.14.1"
@@ -190,7 +195,8 @@ def measured(argv: list[str], env: dict[str, str], log: Path, where: str) -> Run
 class Contest:
     """uv, wheelwise and pip installing *requirements* from the index at *url*, each
     into a new venv under *tmp*; after each run the venv must hold *expected* (and
-    pip) and no ``.pyc`` file. ``sizes`` gets each contender's installed size."""
+    pip) and no ``.pyc`` file. ``sizes`` gets each contender's installed size;
+    ``floors`` the import floor timed right after each warm wheelwise run."""
 
     tmp: Path
     url: str
@@ -201,6 +207,7 @@ class Contest:
     requirements: list[str]
     expected: set[str]
     sizes: dict[str, int] = field(default_factory=dict)
+    floors: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.counter = iter(range(10**6))
@@ -232,7 +239,13 @@ class Contest:
         if pyc_count(venv) != before:
             raise SystemExit(f"{where} byte-compiled files")
         self.sizes.setdefault(name, apparent_size(site_packages(venv)))
+        if name == "wheelwise" and phase == "warm":
+            self.floors.append(floor_seconds())
         return run
+
+    def floor(self, rounds: int) -> float:
+        """The median import floor of the last *rounds* rounds (the timed ones)."""
+        return statistics.median(self.floors[-rounds:])
 
 
 def cold_and_warm(
@@ -282,8 +295,9 @@ def timings(results: dict[str, dict[str, list[Run]]]) -> dict[str, Any]:
     }
 
 
-def ratios(results: dict[str, dict[str, list[Run]]]) -> dict[str, float]:
-    """wheelwise's medians against the other contenders' in *results*."""
+def ratios(results: dict[str, dict[str, list[Run]]], floor: float) -> dict[str, float]:
+    """wheelwise's medians against the other contenders' in *results*; warm, also its
+    time above the import floor *floor* against uv's whole time."""
 
     def median(name: str, phase: str) -> float:
         return statistics.median(run.seconds for run in results[name][phase])
@@ -292,6 +306,10 @@ def ratios(results: dict[str, dict[str, list[Run]]]) -> dict[str, float]:
     for peer, phases in (("uv", ("cold", "warm")), ("pip", ("cold",))):
         for phase in phases if peer in results else ():
             found[f"wheelwise/{peer} {phase}"] = median("wheelwise", phase) / median(peer, phase)
+    if "uv" in results:
+        found["wheelwise above the floor/uv warm"] = (median("wheelwise", "warm") - floor) / median(
+            "uv", "warm"
+        )
     return found
 
 
@@ -372,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         results = cold_and_warm(contest, args.rounds, args.warm_up, contenders, args.settle)
         sizes = contest.sizes
+        floor = contest.floor(args.rounds)
 
     def median(name: str, phase: str) -> float:
         return statistics.median(run.seconds for run in results[name][phase])
@@ -385,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         "settle_s": args.settle,
         **timings(results),
         "installed_bytes": sizes,
-        "ratios": ratios(results),
+        "import_floor_s": floor,
+        "ratios": ratios(results, floor),
     }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -397,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:10} {median(name, 'cold'):8.2f} {median(name, 'warm'):8.2f} "
             f"{report['peak_rss_mb'][name]:12.0f} {sizes[name] / 1e9:13.2f}"
         )
+    print(f"import floor (chosen libraries): {floor:.3f} s")
     for label, value in report["ratios"].items():
         print(f"{label}: {value:.2f}x")
     return 0

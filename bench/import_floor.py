@@ -68,6 +68,14 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def floor_seconds(runs: int = 3) -> float:
+    """The floor now, for a benchmark to report beside its ratios: the median of *runs*
+    starts of this interpreter importing the chosen libraries (and nothing of
+    wheelwise's own), each a new process timed whole."""
+    argv = [sys.executable, "-c", code_for(LIBRARIES)]
+    return statistics.median(timed(argv) for _ in range(runs))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)

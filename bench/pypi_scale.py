@@ -48,7 +48,11 @@ the installers' bytecode), each round runs every set and mode with the installer
 the next of all their orders; medians of ``--runs``. After every install (timed or
 not) the venv must hold exactly the distributions, at the versions, that the set
 resolves to in the generated data (so the installers agree with each other), no new
-``.pyc`` file, and the server must have answered no 404: else the script stops.
+``.pyc`` file, and the server must have answered no 404: else the script stops. Right
+after each timed wheelwise install, the import floor is timed three times
+(``bench/import_floor.py``'s "chosen libraries": the interpreter starting and importing
+the libraries wheelwise is built on, nothing of its own): the ratios "above the floor"
+compare wheelwise's time above it with uv's whole time.
 
 Usage::
 
@@ -89,6 +93,7 @@ from benchkit import (
     machine_info,
     run_timed,
 )
+from import_floor import floor_seconds
 from scale_index import SETS, plan, resolve
 
 HERE = Path(__file__).resolve().parent
@@ -98,7 +103,9 @@ AIMS = [  # (mode, ratio, at most)
     ("cold", "wheelwise/pip", 0.5),
     ("cold", "wheelwise/uv", 2.0),
     ("warm", "wheelwise/uv", 1.5),
+    ("warm", "wheelwise above the floor/uv", 1.5),
 ]
+RATIOS = ("wheelwise/pip", "wheelwise/uv", "wheelwise above the floor/uv", "uv/pip")
 
 
 def canonical(name: str) -> str:
@@ -199,9 +206,11 @@ def show(value: float | None, suffix: str = "x") -> str:
 
 
 def ratio_cells(ratios: dict[str, float | None]) -> str:
-    return "".join(
-        f" {show(ratios[key]):>8}" for key in ("wheelwise/pip", "wheelwise/uv", "uv/pip")
-    )
+    return "".join(f" {show(ratios[key]):>8}" for key in RATIOS)
+
+
+def above(seconds: float | None, floor: float | None) -> float | None:
+    return seconds - floor if seconds is not None and floor is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -336,11 +345,14 @@ def main(argv: list[str] | None = None) -> int:
         # Each round takes the next of all the orders of the installers, so that each
         # runs right after each other one equally often.
         orders = list(itertools.permutations(names))
+        floors: list[float] = []
         for round_ in range(args.runs):
             for set_name in sets:
                 for mode in MODES:
                     for name in orders[round_ % len(orders)]:
                         elapsed, traffic = run(name, set_name, mode)
+                        if name == "wheelwise":
+                            floors.append(floor_seconds())
                         times[set_name][mode][name].append(elapsed)
                         requests[set_name][mode][name].append(traffic)
         total_s = time.perf_counter() - started
@@ -349,19 +361,22 @@ def main(argv: list[str] | None = None) -> int:
         s: {m: {n: statistics.median(v) for n, v in by.items()} for m, by in modes.items()}
         for s, modes in times.items()
     }
+    floor = statistics.median(floors) if floors else None
     ratios: dict[str, dict[str, dict[str, float | None]]] = {}
     for set_name, modes in medians.items():
         ratios[set_name] = {}
         for mode, by in modes.items():
+            above_floor = above(by.get("wheelwise"), floor)
             ratios[set_name][mode] = {
                 "wheelwise/pip": ratio(by.get("wheelwise"), by.get("pip")),
                 "wheelwise/uv": ratio(by.get("wheelwise"), by.get("uv")),
+                "wheelwise above the floor/uv": ratio(above_floor, by.get("uv")),
                 "uv/pip": ratio(by.get("uv"), by.get("pip")),
             }
     overall: dict[str, dict[str, float | None]] = {}
     for mode in MODES:
         overall[mode] = {}
-        for key in ("wheelwise/pip", "wheelwise/uv", "uv/pip"):
+        for key in RATIOS:
             values = [v for r in ratios.values() if (v := r[mode][key]) is not None]
             overall[mode][key] = statistics.median(values) if values else None
     aims: list[dict[str, Any]] = []
@@ -402,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         "median_s": medians,
         "times_s": times,
         "requests": requests,
+        "import_floor_s": floor,
         "ratios": ratios,
         "overall": overall,
         "aims": aims,
@@ -425,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         + f"interleaved; {total_s:.0f} s in all"
     )
     header = f"{'set':<16} {'mode':<5}" + "".join(f" {n + ' s':>12}" for n in names)
-    header += f" {'ww/pip':>8} {'ww/uv':>8} {'uv/pip':>8}"
+    header += f" {'ww/pip':>8} {'ww/uv':>8} {'above/uv':>8} {'uv/pip':>8}"
     print(header)
     for set_name in sets:
         for mode in MODES:
@@ -439,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
             + " " * 13 * len(names)
             + ratio_cells(overall[mode])
         )
+    print(f"import floor (chosen libraries): {show(floor, ' s')}; above/uv: wheelwise above it")
     for aim in aims:
         verdict = {True: "holds", False: "does not hold", None: "not measured"}[aim["holds"]]
         print(

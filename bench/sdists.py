@@ -41,14 +41,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import add_warm_up_option, clean_env, installer_paths, machine_info
-from gpu_stack import CONTENDERS, Contest, Run, cold_and_warm, serve, timings
-from import_floor import LIBRARIES, code_for, timed
+from gpu_stack import CONTENDERS, Contest, cold_and_warm, serve, timings
 from install import ensure_tools
 
 DEFAULT_FILES = Path.home() / ".cache" / "wheelwise-bench" / "sdists"
@@ -61,20 +59,6 @@ SDISTS = (
 )
 WHEELS = ("setuptools", "six")
 EXPECTED = {"docopt", "langdetect", "antlr4-python3-runtime", "pyperclip", "sgmllib3k", "six"}
-
-
-@dataclass
-class FloorContest(Contest):
-    """A :class:`Contest` that times the import floor after each warm wheelwise run."""
-
-    floors: list[float] = field(default_factory=list)
-
-    def one(self, name: str, phase: str, cache: Path) -> Run:
-        run = super().one(name, phase, cache)
-        if name == "wheelwise" and phase == "warm":
-            argv = [sys.executable, "-c", code_for(LIBRARIES)]
-            self.floors.append(statistics.median(timed(argv) for _ in range(3)))
-        return run
 
 
 def ensure_files(folder: Path) -> list[Path]:
@@ -119,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             stdout=subprocess.DEVNULL,
         )
         url, server = stack.enter_context(serve(site, tmp))
-        contest = FloorContest(tmp, url, uv, wheelwise, pip_version, base, requirements, expected)
+        contest = Contest(tmp, url, uv, wheelwise, pip_version, base, requirements, expected)
         results = cold_and_warm(contest, args.rounds, args.warm_up)
-    floor = statistics.median(contest.floors[-args.rounds :])  # the timed rounds' only
+    floor = contest.floor(args.rounds)
 
     def median(name: str, phase: str) -> float:
         return statistics.median(run.seconds for run in results[name][phase])

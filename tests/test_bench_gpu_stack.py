@@ -45,7 +45,16 @@ def test_smoke_run_on_two_wheels(tmp_path: Path, tls: bool) -> None:
         assert phases["cold"] > 0
         assert phases["warm"] > 0
     assert all(rss > 0 for rss in report["peak_rss_mb"].values())
-    assert set(report["ratios"]) == {"wheelwise/uv cold", "wheelwise/uv warm", "wheelwise/pip cold"}
+    assert set(report["ratios"]) == {
+        "wheelwise/uv cold",
+        "wheelwise/uv warm",
+        "wheelwise/pip cold",
+        "wheelwise above the floor/uv warm",
+    }
+    floor = report["import_floor_s"]
+    assert 0 < floor < report["median_s"]["wheelwise"]["warm"]
+    above = (report["median_s"]["wheelwise"]["warm"] - floor) / report["median_s"]["uv"]["warm"]
+    assert report["ratios"]["wheelwise above the floor/uv warm"] == pytest.approx(above)
 
 
 def test_contenders_leave_pip_out(tmp_path: Path) -> None:
@@ -59,4 +68,8 @@ def test_contenders_leave_pip_out(tmp_path: Path) -> None:
     )  # fmt: skip
     assert set(report["median_s"]) == {"uv", "wheelwise"}
     assert report["settle_s"] == 0.2
-    assert set(report["ratios"]) == {"wheelwise/uv cold", "wheelwise/uv warm"}
+    assert set(report["ratios"]) == {
+        "wheelwise/uv cold",
+        "wheelwise/uv warm",
+        "wheelwise above the floor/uv warm",
+    }

@@ -35,5 +35,15 @@ def test_smoke_run_of_the_variant_set() -> None:
         CHOOSERS, "cu130"
     )
     assert len({builds[name]["fakesimd"] for name in CHOOSERS}) == 1
-    assert set(report["ratios"]) >= {"wheelwise/uv", "wheelwise-markers/uv", "uv/pip"}
-    assert set(report["aims"]) == {"wheelwise/uv <= 1.0x"}
+    assert set(report["ratios"]) >= {
+        "wheelwise/uv",
+        "wheelwise-markers/uv",
+        "uv/pip",
+        "wheelwise above the floor/uv",
+        "wheelwise-markers above the floor/uv",
+    }
+    floor = report["import_floor_s"]
+    assert 0 < floor < report["median_s"]["wheelwise"]
+    above = (report["median_s"]["wheelwise"] - floor) / report["median_s"]["uv"]
+    assert report["ratios"]["wheelwise above the floor/uv"] == pytest.approx(above)
+    assert set(report["aims"]) == {"wheelwise/uv <= 1.0x", "wheelwise above the floor/uv <= 1.5x"}

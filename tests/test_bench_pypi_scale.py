@@ -47,5 +47,15 @@ def test_smoke_run_reports_every_installer() -> None:
     newest = report["expected"]["boto3"]
     assert Version(backtracked["scale-botocore"]) < Version("1.30")
     assert Version(backtracked["scale-boto3"]) < Version(newest["scale-boto3"])
-    assert {aim["ratio"] for aim in report["aims"]} == {"wheelwise/pip", "wheelwise/uv"}
+    assert {aim["ratio"] for aim in report["aims"]} == {
+        "wheelwise/pip",
+        "wheelwise/uv",
+        "wheelwise above the floor/uv",
+    }
     assert all(aim["overall"] is not None for aim in report["aims"])
+    floor = report["import_floor_s"]
+    medians = report["median_s"]["ordinary"]["warm"]
+    assert 0 < floor < medians["wheelwise"]
+    assert report["ratios"]["ordinary"]["warm"]["wheelwise above the floor/uv"] == pytest.approx(
+        (medians["wheelwise"] - floor) / medians["uv"]
+    )
