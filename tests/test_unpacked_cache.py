@@ -237,6 +237,14 @@ def test_an_unchecked_lookup_leaves_the_comparison_to_changed_entries(
     assert found.folder.exists()
     assert [e.filename for e in changed_entries([other, found])] == [NAME]
     assert changed_entries([other]) == []
+    # Built, or compared by a lookup, an entry is checked; read from entry.json, not.
+    assert entry.checked
+    looked_up = store.lookup({"sha256": "1" * 64}, "other-1.0-py3-none-any.whl")
+    assert looked_up is not None
+    assert looked_up.checked
+    read = store.read_entry(entry.folder)
+    assert read is not None
+    assert not read.checked
     # A checked lookup still compares, and removes what changed.
     assert store.lookup(HASHES, NAME) is None
     assert not entry.folder.exists()

@@ -92,9 +92,10 @@ class UnpackedWheel:
     """The wheel's file name."""
     dist_info: str
     files: tuple[EntryFile, ...] = field(compare=False)
-    checked: bool = field(default=True, compare=False)
-    """Whether its files were found as they were made (False: not compared yet;
-    see :func:`changed_entries`)."""
+    checked: bool = field(default=False, compare=False)
+    """Whether its files are known to be as they were made: just built, or compared
+    by :meth:`UnpackedStore.lookup` (False: read from ``entry.json`` only; see
+    :func:`changed_entries`)."""
     _root: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -256,10 +257,8 @@ class UnpackedStore:
         if folder is None or not folder.is_dir():
             return None
         entry = self.read_entry(folder)
-        if entry is not None and not check:
-            entry = dataclasses.replace(entry, checked=False)
-        elif entry is not None and not entry_matches(entry):
-            entry = None
+        if entry is not None and check:
+            entry = dataclasses.replace(entry, checked=True) if entry_matches(entry) else None
         if entry is None or entry.filename != filename:
             _log.debug("%s is damaged or was changed: removed from the cache", folder)
             self.remove(folder)
@@ -279,7 +278,7 @@ class UnpackedStore:
         work = new_scratch_folder("unpack", self.scratch)
         try:
             files, dist_info = build(work / FILES)
-            entry = UnpackedWheel(folder, filename, dist_info, tuple(files))
+            entry = UnpackedWheel(folder, filename, dist_info, tuple(files), checked=True)
             (work / ENTRY_FILE).write_bytes(_entry_json(filename, dist_info, files))
             folder.parent.mkdir(parents=True, exist_ok=True)
             try:
