@@ -13,6 +13,7 @@ counts; the count is written to COUNT_FILE when the run ends (not when killed).
 folders too (the cache's unpacked wheels, say). Unpacking runs in this
 process, one wheel after another, so that the steps come in the same order
 (``KILL_STRATEGY=fork``: in forked workers too, which count on from the fork;
+``KILL_HEAD_START=1``: in a head start's worker too, likewise;
 ``KILL_STREAM_UNPACK_FROM``: wheels from that size on are unpacked as they download;
 ``KILL_UNPACK_AHEAD``: the others are unpacked into the cache before the transaction);
 the files of a wheel kept unpacked in the cache are placed by threads, as a big
@@ -135,10 +136,18 @@ def _report() -> None:
 
 
 import wheelwise.fetch.download  # noqa: E402
+import wheelwise.install.head_start  # noqa: E402
 import wheelwise.install.parallel  # noqa: E402
 import wheelwise.install.unpack  # noqa: E402
 
 wheelwise.install.parallel.STRATEGY = os.environ.get("KILL_STRATEGY", "serial")
+# KILL_HEAD_START=1: the first wheel pinned that is kept unpacked, and not installed,
+# is placed ahead by the head start's worker (counting on from its fork), however
+# small; else never, so that every step is this process's.
+if os.environ.get("KILL_HEAD_START"):
+    wheelwise.install.head_start.MIN_ENTRY_BYTES = 0
+else:
+    wheelwise.install.head_start.SWITCH = "off"
 # Every unpacked wheel of two files (or folders of one depth) or more is placed by
 # several threads, as a big one is: a kill lands wherever they are.
 wheelwise.install.unpack._THREADED_LINKS = 2

@@ -51,7 +51,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"__main__"}),
 )
 FOUNDATIONS = LAYERS[0]
-MAX_INSTALL_MODULES = 14
+MAX_INSTALL_MODULES = 15
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

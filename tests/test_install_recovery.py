@@ -81,6 +81,8 @@ class Bench:
     pristine_cache: Path | None = None
     # More folders whose changes are kill points (a --target run's journal in the cache).
     extra_roots: tuple[Path, ...] = ()
+    # A head start places the first wheel pinned while the rest resolves (killdriver.py).
+    head_start: bool = False
 
     def env(self) -> dict[str, str]:
         full = {
@@ -94,6 +96,8 @@ class Bench:
             full.update(KILL_STREAM_UNPACK_FROM="0")
         if self.ahead:
             full.update(KILL_UNPACK_AHEAD="1")
+        if self.head_start:
+            full.update(KILL_HEAD_START="1")
         roots = list(self.extra_roots)
         if self.index is not None or self.building:
             roots += [self.cache / "unpacked", self.cache / "scratch", self.cache / "built"]
@@ -220,7 +224,7 @@ def _kill_and_recover(
     count = steps if wanted == "all" else min(int(wanted), steps)
     chosen = sorted(random.Random(seed).sample(range(1, steps + 1), count))
     journal = bench.venv / ".wheelwise-journal"
-    recoveries_killed = recoveries_tried = not_reached = 0
+    recoveries_killed = recoveries_tried = not_reached = made_again = 0
     for index, step in enumerate(chosen):
         bench.reset()
         killed = bench.driven(args, step)
@@ -231,6 +235,13 @@ def _kill_and_recover(
             assert tree_hash(bench.venv) == after, f"step {step} of {steps}"
             assert not journal.exists()
             not_reached += 1
+            continue
+        if bench.head_start and killed.returncode == 0:
+            # The head start's worker was killed (or this process ended before the
+            # step): rolled back, then installed the usual way, whole.
+            assert tree_hash(bench.venv) == after, f"step {step} of {steps}"
+            assert not journal.exists()
+            made_again += 1
             continue
         if bench.strategy == "fork" and killed.returncode == 2:  # a worker was killed
             assert "a worker process unpacking wheels died" in killed.stderr
@@ -289,7 +300,7 @@ def _kill_and_recover(
         row = {"args": args[0], "strategy": bench.strategy, "steps": steps, "killed": len(chosen)}
         row |= {"not_reached": not_reached}
         row |= {"index": bench.index is not None, "cold": bench.cold_cache, "stream": bench.stream}
-        row |= {"ahead": bench.ahead}
+        row |= {"ahead": bench.ahead, "head_start": bench.head_start, "made_again": made_again}
         row |= {"building": bench.building}
         row |= {"recoveries_killed": recoveries_killed, "recoveries_tried": recoveries_tried}
         with open(report, "a") as out:
@@ -344,6 +355,23 @@ def test_killed_installs_through_the_unpacked_cache_are_recovered(
     assert list((bench.cache / "unpacked").rglob("entry.json"))
     # Streamed wheels were never written whole; the others are kept as files too.
     assert bool(list(bench.cache.rglob("*.whl"))) == (not stream)
+
+
+@pytest.mark.slow
+def test_killed_installs_with_a_head_start_are_recovered(tmp_path: Path) -> None:
+    """beta (not installed, its entry in the cache) placed ahead by the head start's
+    worker while alpha resolves and is upgraded: this process or the worker killed
+    at any step (the worker dies with this process)."""
+    bench = _bench(tmp_path, with_alpha=True)
+    with wheelwise_serve(bench.wheels) as base:
+        bench.index = f"{base}/simple/"
+        bench.head_start = True
+        args = bench.install_args("alpha==2.0", "beta")
+        bench.reset()
+        assert bench.wheelwise(*args).returncode == 0  # every entry there
+        bench.pristine_cache = tmp_path / "pristine-cache"
+        shutil.copytree(bench.cache, bench.pristine_cache, symlinks=True)
+        _kill_and_recover(bench, args, points=8, seed=10)
 
 
 @pytest.mark.slow

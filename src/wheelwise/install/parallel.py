@@ -38,7 +38,18 @@ from wheelwise.forked_map import (
 from wheelwise.install.unpack import Cancelled, Journal
 from wheelwise.models.errors import InstallError
 
-__all__ = ["Task", "run_tasks"]
+__all__ = [
+    "DIR",
+    "ERROR",
+    "FILE",
+    "WARNING",
+    "Notes",
+    "ReportingJournal",
+    "Task",
+    "receive",
+    "run_tasks",
+    "send",
+]
 
 Task = Callable[[Journal], None]
 
@@ -48,7 +59,8 @@ THREADS = 4
 # "auto", or "fork" / "threads" / "serial" to force a strategy (tests use this).
 STRATEGY = "auto"
 
-_FILE, _DIR, _ERROR, _WARNING = b"F", b"D", b"E", b"W"
+# What a child reports: a file or folder it created, its failure, a warning.
+FILE, DIR, ERROR, WARNING = b"F", b"D", b"E", b"W"
 # Shared memory for a child's notes: ~40,000 paths (allocated as it is used).
 _NOTES_SIZE = 4 << 20
 _LENGTH = struct.Struct("<Q")
@@ -103,7 +115,7 @@ def _threaded(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -
     _raise_first(failures)
 
 
-class _Notes:
+class Notes:
     """What a child created, in memory shared with the parent: a length, then
     entries (a kind byte, the path, a NUL). An entry is written before the length
     that covers it, so the parent reads only whole entries, even of a child killed
@@ -131,7 +143,7 @@ class _Notes:
         body = self.memory[_LENGTH.size : _LENGTH.size + length]
         for entry in body.split(b"\0")[:-1]:
             path = os.fsdecode(entry[1:])
-            if entry[:1] == _FILE:
+            if entry[:1] == FILE:
                 journal.note_file(path)
             else:
                 journal.note_dir(path)
@@ -140,10 +152,10 @@ class _Notes:
         self.memory.close()
 
 
-class _ReportingJournal(Journal):
+class ReportingJournal(Journal):
     """A child's journal: every creation is noted for the parent at once."""
 
-    def __init__(self, pipe: int, flag: mmap.mmap, notes: _Notes, parent: Journal) -> None:
+    def __init__(self, pipe: int, flag: mmap.mmap, notes: Notes, parent: Journal) -> None:
         super().__init__(parent.wal)  # the parent's open journal file, inherited
         self.placing_threads = parent.placing_threads
         self._pipe = pipe
@@ -154,18 +166,18 @@ class _ReportingJournal(Journal):
         return self._flag[0] != 0
 
     def note_file(self, path: str) -> None:
-        if not self._notes.add(_FILE, path):
-            _send(self._pipe, _FILE + os.fsencode(path))
+        if not self._notes.add(FILE, path):
+            send(self._pipe, FILE + os.fsencode(path))
 
     def note_dir(self, path: str) -> None:
-        if not self._notes.add(_DIR, path):
-            _send(self._pipe, _DIR + os.fsencode(path))
+        if not self._notes.add(DIR, path):
+            send(self._pipe, DIR + os.fsencode(path))
 
     def note_warning(self, message: str) -> None:
-        _send(self._pipe, _WARNING + message.encode("utf-8", "replace"))
+        send(self._pipe, WARNING + message.encode("utf-8", "replace"))
 
 
-def _send(pipe: int, message: bytes) -> None:
+def send(pipe: int, message: bytes) -> None:
     data = message + b"\0"
     while data:
         data = data[os.write(pipe, data) :]
@@ -190,10 +202,10 @@ def _work(
 
 
 def _child(
-    tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap, notes: _Notes, parent: Journal
+    tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap, notes: Notes, parent: Journal
 ) -> int:
     try:
-        failure = _work(tasks, queue, flag, _ReportingJournal(pipe, flag, notes, parent))
+        failure = _work(tasks, queue, flag, ReportingJournal(pipe, flag, notes, parent))
     except BaseException as exc:  # interrupted: the parent says so
         flag[0] = 1
         failure = (-1, exc)
@@ -201,7 +213,7 @@ def _child(
         return 0
     index, error = failure
     message = str(error) if isinstance(error, InstallError) else f"{type(error).__name__}: {error}"
-    _send(pipe, _ERROR + f"{index}\t{message}".encode("utf-8", "replace"))
+    send(pipe, ERROR + f"{index}\t{message}".encode("utf-8", "replace"))
     return 1
 
 
@@ -225,18 +237,26 @@ class _Reader(threading.Thread):
 
     # Not `_handle`: Python 3.13's Thread keeps its own `_handle` on the instance.
     def _on_message(self, message: bytes) -> None:
-        kind, body = message[:1], message[1:]
-        if kind == _FILE:
-            self.journal.note_file(os.fsdecode(body))
-        elif kind == _DIR:
-            self.journal.note_dir(os.fsdecode(body))
-        elif kind == _WARNING:
-            self.journal.note_warning(body.decode("utf-8", "replace"))
-        elif kind == _ERROR:
-            index, _, text = body.decode("utf-8", "replace").partition("\t")
+        error = receive(message, self.journal)
+        if error is not None:
+            index, _, text = error.partition("\t")
             self.failure = (int(index), text)
             self.flag[0] = 1
             self.journal.cancel()
+
+
+def receive(message: bytes, journal: Journal) -> str | None:
+    """A child's report into *journal*; the text of an ``ERROR`` report, else None."""
+    kind, body = message[:1], message[1:]
+    if kind == FILE:
+        journal.note_file(os.fsdecode(body))
+    elif kind == DIR:
+        journal.note_dir(os.fsdecode(body))
+    elif kind == WARNING:
+        journal.note_warning(body.decode("utf-8", "replace"))
+    elif kind == ERROR:
+        return body.decode("utf-8", "replace")
+    return None
 
 
 def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> None:
@@ -248,11 +268,11 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
     journal.when_cancelled(lambda: stop(flag))
     if journal.is_cancelled():
         stop(flag)
-    children: list[tuple[int, _Reader, _Notes]] = []
+    children: list[tuple[int, _Reader, Notes]] = []
     failures: dict[int, BaseException] = {}
     try:
         for _ in range(min(cores(), len(tasks)) - 1):
-            notes = _Notes()
+            notes = Notes()
             read_end, write_end = os.pipe()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child; coverage does not follow forks

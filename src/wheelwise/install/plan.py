@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from wheelwise.client.index_client import IndexFile
     from wheelwise.fetch.download import DownloadItem, Fetched
     from wheelwise.fetch.verify import VerifiedWheel
+    from wheelwise.install.head_start import HeadStart
     from wheelwise.install.transaction import InstallReport
     from wheelwise.resolve.decide import Plan, PlannedPackage
     from wheelwise.resolve.finder import BuildSource
@@ -281,6 +282,7 @@ def _resolve_and_install(
     from wheelwise.fetch.download import Fetcher
     from wheelwise.install.bytecode import compile_installed
     from wheelwise.install.fetch import Verifier, fetch
+    from wheelwise.install.head_start import HeadStartFailed
     from wheelwise.install.transaction import install_wheels
     from wheelwise.resolve.decide import decide
     from wheelwise.resolve.finder import IndexFinder
@@ -298,6 +300,8 @@ def _resolve_and_install(
             local.mkdir()
             sources = [IndexSource.find_links(local), *sources]
         client = stack.enter_context(index_client(options, cache_root, kept))
+        # Its worker is forked before any thread starts (see head_start).
+        head = _head_start(options, kept, stack)
         lookahead = stack.enter_context(Lookahead(sources, client))
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env, installed = target if target is not None else _target(pending.result(), options)
@@ -336,7 +340,13 @@ def _resolve_and_install(
         # Each candidate the resolver pins starts downloading (a dry run downloads
         # nothing), and each wheel is checked as soon as it is complete.
         if not options.dry_run:
-            lookahead.serve(finder, fetcher=fetcher, verify=verify, installed=_versions(installed))
+            lookahead.serve(
+                finder,
+                fetcher=fetcher,
+                verify=verify,
+                installed=_versions(installed),
+                pinned=_offer_to(head, env, installed, options),
+            )
         else:
             lookahead.serve(finder)
         plan = decide(
@@ -377,13 +387,16 @@ def _resolve_and_install(
                     unpack_into=kept.unpacked if kept is not None else None,
                 )
 
-            def installed_from(wheels: list[VerifiedWheel]) -> InstallReport:
+            def installed_from(
+                wheels: list[VerifiedWheel], head_start: HeadStart | None = None
+            ) -> InstallReport:
                 return install_wheels(
                     env,
                     wheels,
                     break_system_packages=options.break_system_packages,
                     warn=options.warn,
                     placement=placement_for(options, kept),
+                    head_start=head_start,
                 )
 
             try:
@@ -391,12 +404,48 @@ def _resolve_and_install(
             finally:
                 lookahead.close()  # no thread left running: the installer may fork
             try:
+                report = installed_from(wheels, head)
+            except HeadStartFailed:  # rolled back: made again the usual way, which tells why
                 report = installed_from(wheels)
             except ChangedCacheEntries:  # those entries are gone: their wheels again
                 report = installed_from(fetched(None))
     compile_installed(env, report.installed, options)
     bound_cache(options, kept, cache_root)
     return InstallOutcome(env, list(plan.packages), dry_run=False, report=report)
+
+
+def _head_start(
+    options: InstallOptions, kept: ContentCache | None, stack: contextlib.ExitStack
+) -> HeadStart | None:
+    """A head start for an install into an environment (not a dry run, nor a
+    folder given by ``--target``, ``--prefix`` or ``--user``) through the unpacked
+    cache; closed with *stack*."""
+    from wheelwise.install.head_start import HeadStart
+
+    plain = not (options.target_dir or options.prefix_dir or options.user)
+    if options.dry_run or kept is None or not plain:
+        return None
+    head = HeadStart(placement_for(options, kept))
+    stack.callback(head.close)
+    return head
+
+
+def _offer_to(
+    head: HeadStart | None,
+    env: TargetEnvironment,
+    installed: Mapping[str, InstalledDist],
+    options: InstallOptions,
+) -> Callable[[IndexFile], None] | None:
+    """What tells *head* of each wheel the resolver pins."""
+    if head is None:
+        return None
+    return functools.partial(
+        head.offer,
+        env=env,
+        installed=installed,
+        warn=options.warn,
+        break_system_packages=options.break_system_packages,
+    )
 
 
 def source_builder(

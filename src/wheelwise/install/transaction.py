@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import filelock
 from packaging.utils import canonicalize_name
@@ -83,11 +83,28 @@ __all__ = [
     "INSTALLER_NAME",
     "LOCK_NAME",
     "InstallReport",
+    "OpenTransaction",
     "Placement",
+    "PlacingAhead",
     "install_wheels",
+    "open_transaction",
+    "place_cached",
     "recover",
     "uninstall",
 ]
+
+
+class PlacingAhead(Protocol):
+    """What :func:`install_wheels` asks of a head start
+    (:class:`~wheelwise.install.head_start.HeadStart`)."""
+
+    def adopt(self, wheels: list[VerifiedWheel]) -> VerifiedWheel | None: ...
+    def hand_over(self) -> OpenTransaction: ...
+    def cancel(self) -> None: ...
+    def join(self, journal: Journal) -> None: ...
+    def stop(self, journal: Journal, *, finish: bool = False) -> None: ...
+    def abandon(self) -> None: ...
+
 
 INSTALLER_NAME = "wheelwise"
 BACKUP_PREFIX = ".wheelwise-backup-"
@@ -441,14 +458,21 @@ def _run(
     body: _Body,
     warn: Warn | None,
     placement: Placement | None = None,
+    opened: OpenTransaction | None = None,
 ) -> InstallReport:
-    lock, paths = _locked(env, lock_timeout)
+    """*body* in a transaction: *opened* (begun already), else one begun here."""
+    if opened is not None:
+        lock, transaction = opened.lock, opened.transaction
+    else:
+        lock, paths = _locked(env, lock_timeout)
     try:
-        transaction = _Transaction(env, placement)
+        if opened is None:
+            transaction = _Transaction(env, placement)
         with _interrupts_deferred(transaction.interrupt):
             try:
-                _recover(env, warn)
-                transaction.begin(paths.journal, "uninstall" if not body.wheels else "install")
+                if opened is None:
+                    _recover(env, warn)
+                    transaction.begin(paths.journal, "uninstall" if not body.wheels else "install")
                 report = body(transaction)
                 if transaction.interrupted:  # Ctrl-C after the last file: still undone
                     raise KeyboardInterrupt
@@ -480,16 +504,37 @@ def _run(
 
 class _Body:
     def __init__(
-        self, env: TargetEnvironment, wheels: Sequence[VerifiedWheel], remove: Sequence[str]
+        self,
+        env: TargetEnvironment,
+        wheels: Sequence[VerifiedWheel],
+        remove: Sequence[str],
+        ahead: tuple[PlacingAhead, VerifiedWheel] | None = None,
     ) -> None:
         self.env = env
         self.wheels = wheels
         self.remove = remove
+        # A wheel of *wheels* a head start is placing already, and that head start.
+        self.ahead = ahead
 
     def __call__(self, transaction: _Transaction) -> InstallReport:
+        if self.ahead is None:
+            return self._changes(transaction)
+        head, _ = self.ahead
+        transaction.journal.when_cancelled(head.cancel)
+        try:
+            return self._changes(transaction)
+        except BaseException:
+            head.stop(transaction.journal)  # before the rollback: nothing placed after it
+            raise
+
+    def _changes(self, transaction: _Transaction) -> InstallReport:
         installed: list[InstalledDist] = []
         removed: list[InstalledDist] = []
-        present = find_installed(self.env, [*self.remove, *(wheel.name for wheel in self.wheels)])
+        # The wheel placed ahead was not installed (a head start needs that): what
+        # is there by its name is its own files, arriving.
+        ahead = self.ahead[1] if self.ahead is not None else None
+        replaced = [wheel.name for wheel in self.wheels if wheel is not ahead]
+        present = find_installed(self.env, [*self.remove, *replaced])
         for name in self.remove:
             dist = present.get(canonicalize_name(name))
             if dist is None:
@@ -503,7 +548,9 @@ class _Body:
             if old is not None and old not in removed:
                 transaction.remove(old)
                 removed.append(old)
-        transaction.install_all(self.wheels)
+        transaction.install_all([wheel for wheel in self.wheels if wheel is not ahead])
+        if self.ahead is not None:
+            self.ahead[0].join(transaction.journal)
         # What was written is known: only where each .dist-info folder went is looked
         # up, rather than every new METADATA read back.
         folders = _folders_named(self.env, {wheel.dist_info for wheel in self.wheels})
@@ -526,6 +573,7 @@ def install_wheels(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     warn: Warn | None = None,
     placement: Placement | None = None,
+    head_start: PlacingAhead | None = None,
 ) -> InstallReport:
     """Install *wheels* into *env* (replacing installed versions), removing *remove*.
 
@@ -535,16 +583,90 @@ def install_wheels(
     to *lock_timeout* seconds for another run to finish (:class:`LockTimeoutError`).
     What an interrupted earlier run left is recovered first, and told to *warn*.
     *placement*: the unpacked-wheel cache and the link mode (default: none, each
-    wheel unpacked straight into *env*).
+    wheel unpacked straight into *env*). *head_start*: one that may be placing one
+    of *wheels* already, in a transaction it began (:mod:`~wheelwise.install.head_start`);
+    taken over, or abandoned when that wheel is not among them.
     """
-    _check_managed(env, break_system_packages)
-    checked = _verify(wheels)
-    _refuse_changed_entries(checked, placement)
-    if warn is not None and placement is not None:
-        note = _cross_device(env, placement)
-        if note is not None:
-            warn(note)
-    return _run(env, lock_timeout, _Body(env, checked, remove), warn, placement)
+    try:
+        _check_managed(env, break_system_packages)
+        checked = _verify(wheels)
+        ahead = head_start.adopt(checked) if head_start is not None else None
+        # Its entry too, while it is placed: a changed one is rolled back with it.
+        _refuse_changed_entries(checked, placement)
+        if warn is not None and placement is not None:
+            note = _cross_device(env, placement)
+            if note is not None:
+                warn(note)
+    except BaseException:
+        if head_start is not None:
+            head_start.abandon()
+        raise
+    if ahead is None or head_start is None:
+        return _run(env, lock_timeout, _Body(env, checked, remove), warn, placement)
+    body = _Body(env, checked, remove, (head_start, ahead))
+    return _run(env, lock_timeout, body, warn, placement, head_start.hand_over())
+
+
+@dataclass(frozen=True)
+class OpenTransaction:
+    """An install transaction begun before its wheels are known: its lock held,
+    its journal written (see :func:`open_transaction`)."""
+
+    lock: filelock.BaseFileLock
+    transaction: _Transaction
+
+    def abandon(self) -> None:
+        """Undo what was done in it (whoever did it has stopped) and let the lock go."""
+        try:
+            problems = self.transaction.rollback()
+        finally:
+            self.lock.release()
+        if problems:
+            raise InstallError(
+                "rolling back an install that was started ahead failed: "
+                + "; ".join(problems)
+                + "; fix that, then run `wheelwise recover`"
+            )
+
+
+def open_transaction(
+    env: TargetEnvironment,
+    placement: Placement,
+    warn: Warn | None,
+    *,
+    break_system_packages: bool = False,
+) -> OpenTransaction | None:
+    """An install transaction into *env* begun now, as :func:`install_wheels` begins
+    one (a killed run's journal replayed, then its own written), for a head start.
+    None when the lock is held by another run or *env* refuses installs: the
+    install itself waits, or says why, later."""
+    try:
+        _check_managed(env, break_system_packages)
+        lock, paths = _locked(env, 0)
+    except (InstallError, LockTimeoutError):
+        return None
+    interrupted: list[bool] = []
+    try:
+        transaction = _Transaction(env, placement)
+        with _interrupts_deferred(lambda: interrupted.append(True)):
+            _recover(env, warn)
+            transaction.begin(paths.journal, "install")
+    except BaseException:
+        lock.release()
+        raise
+    opened = OpenTransaction(lock, transaction)
+    if interrupted:
+        opened.abandon()
+        raise KeyboardInterrupt
+    return opened
+
+
+def place_cached(
+    env: TargetEnvironment, placement: Placement, wheel: VerifiedWheel, journal: Journal
+) -> None:
+    """Place *wheel* (one unpacked in the cache) into *env* through *journal*, as a
+    transaction places each of its wheels (a head start's worker does this)."""
+    _Transaction(env, placement)._install_one(wheel, journal)
 
 
 def _cross_device(env: TargetEnvironment, placement: Placement) -> str | None:

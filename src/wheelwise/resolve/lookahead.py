@@ -90,6 +90,7 @@ class Lookahead:
         self._listings = ListingPrefetcher(sources, client)
         self._client = client
         self._finder: IndexFinder | None = None
+        self._on_pinned: Callable[[IndexFile], None] | None = None
         self._wheels: _EarlyWheels | None = None
         # METADATA answered from what was fetched ahead, by URL.
         self._metadata: dict[str, bytes] = {}
@@ -113,11 +114,13 @@ class Lookahead:
         fetcher: Fetcher | None = None,
         verify: Verify | None = None,
         installed: Collection[tuple[str, str]] = (),
+        pinned: Callable[[IndexFile], None] | None = None,
     ) -> None:
         """Answer for *finder* from now on. With *fetcher* and *verify*, pinned wheels
         are downloaded early, but not those of an *installed* (name, version): most
-        likely kept."""
+        likely kept. *pinned* hears of each wheel the resolver pins (in its thread)."""
         self._finder = finder
+        self._on_pinned = pinned
         if fetcher is not None and verify is not None:
             self._wheels = _EarlyWheels(fetcher, verify, set(installed))
 
@@ -205,6 +208,8 @@ class Lookahead:
         """The resolver pinned the release *file* belongs to, and *file* is the wheel it
         would install: it starts downloading (unless the finder has it already)."""
         index_file = _index_file(file)
+        if self._on_pinned is not None:
+            self._on_pinned(index_file)
         if (
             self._wheels is not None
             and index_file.kind == WHEEL  # an sdist is built when its metadata is asked for

@@ -1,0 +1,308 @@
+"""A head start: the biggest wheel of a warm install placed while the rest resolves.
+
+Placing a wheel kept unpacked in the cache is a system call per file and folder:
+torch's 12,000 files take longer than resolving its 28 dependencies. The resolver
+pins the requested project first, so its wheel is known long before the plan is
+whole. A :class:`HeadStart` forks a standby worker before the install starts any
+thread (a fork must not inherit a lock held elsewhere), which waits. When the
+resolver pins a wheel whose cache entry is big (:data:`MIN_ENTRY_BYTES` of
+``entry.json``, some 500 files) and that is not installed yet, the install's
+transaction is begun there and then (lock, recovery, journal:
+:func:`~wheelwise.install.transaction.open_transaction`) and the worker places that
+wheel through it, on another core, journaling each step as the transaction's own
+workers do (:mod:`wheelwise.install.parallel`), after comparing the entry's files
+with what they were made with.
+
+Once the plan is known, :func:`~wheelwise.install.transaction.install_wheels`
+takes the head start over when the plan installs that very wheel, and installs the
+others meanwhile; otherwise (resolution went elsewhere, failed, or was
+interrupted) the worker is stopped and what it placed is rolled back before the
+install goes on as usual. A head start that fails is rolled back with the whole
+transaction (:class:`HeadStartFailed`); the install is then made again without
+one, which succeeds or says why. A kill at any moment leaves the journal, which the
+next run replays as for any install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import pickle
+import signal
+from collections.abc import Collection
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from wheelwise.cache.unpacked import ENTRY_FILE, UnpackedWheel
+from wheelwise.client.index_file import WHEEL, IndexFile
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
+from wheelwise.forked_map import can_fork, describe_status, reap, stop, stop_on_ctrl_c
+from wheelwise.install.journal import WriteAhead
+from wheelwise.install.link import Placement
+from wheelwise.install.parallel import ERROR, Notes, ReportingJournal, receive, send
+from wheelwise.install.transaction import (
+    OpenTransaction,
+    Warn,
+    open_transaction,
+    place_cached,
+)
+from wheelwise.install.unpack import Cancelled, Journal
+from wheelwise.models.errors import InstallError
+
+__all__ = ["HeadStart", "HeadStartFailed"]
+
+# "auto", or "off": never (the kill tests keep every step in one process's order).
+SWITCH = "auto"
+# An entry whose entry.json is at least this big (some 500 files) is worth it.
+MIN_ENTRY_BYTES = 64 << 10
+
+# What the worker reports besides parallel's kinds: it declined (the entry is not
+# as it was made), it started placing, it placed every file.
+_DECLINED, _STARTED, _DONE = b"N", b"S", b"K"
+
+
+class HeadStartFailed(InstallError):
+    """The wheel placed ahead could not be placed; the transaction was rolled back."""
+
+
+class HeadStart:
+    """One install's head start (see the module's docstring): made before any
+    thread starts, offered each pinned wheel, then taken over or abandoned by
+    :func:`~wheelwise.install.transaction.install_wheels`. :meth:`close` (always)
+    abandons what is not taken over and leaves no worker behind."""
+
+    def __init__(self, placement: Placement) -> None:
+        self.placement = placement
+        self.opened: OpenTransaction | None = None
+        self._pid: int | None = None  # the worker, until it is waited for
+        self._entry: tuple[Path, str] | None = None  # the entry offered, and its wheel
+        self._reports: list[bytes] = []  # read from the worker, not yet journaled
+        self._unread = b""
+        self._ended = False  # the worker closed its end: every report is read
+        self._interrupted = False  # Ctrl-C came while waiting for the worker
+        self._status: int | None = None
+        self._command = self._pipe = -1
+        if SWITCH == "off" or placement.unpacked is None or not can_fork():
+            return
+        self._flag = mmap.mmap(-1, 1)
+        self._notes = Notes()
+        commands, self._command = os.pipe()
+        self._pipe, reports = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the worker; coverage does not follow forks
+            code = 1
+            try:
+                _die_with(parent)
+                os.close(self._command)
+                os.close(self._pipe)
+                stop_on_ctrl_c(self._flag)
+                code = _standby(commands, reports, self._flag, self._notes, placement)
+            finally:
+                os._exit(code)
+        os.close(commands)
+        os.close(reports)
+        self._pid = pid
+
+    # -- while resolving -----------------------------------------------------------
+
+    def offer(
+        self,
+        file: IndexFile,
+        env: TargetEnvironment,
+        installed: Collection[str],
+        *,
+        warn: Warn | None = None,
+        break_system_packages: bool = False,
+    ) -> None:
+        """The resolver pinned *file*: place it ahead if it is the first wheel worth
+        it (its cache entry big, its project not among *installed* in *env*)."""
+        store = self.placement.unpacked
+        if self._pid is None or self._entry is not None or store is None:
+            return
+        wheel = file.wheel
+        if file.kind != WHEEL or wheel is None or canonicalize_name(wheel.name) in installed:
+            return
+        folder = store.path_for(file.hashes)
+        if folder is None:
+            return
+        try:
+            if (folder / ENTRY_FILE).stat().st_size < MIN_ENTRY_BYTES:
+                return
+        except OSError:
+            return
+        self._entry = (folder, file.filename)  # offered once, whatever comes of it
+        self.opened = open_transaction(
+            env, self.placement, warn, break_system_packages=break_system_packages
+        )
+        if self.opened is None:
+            return
+        assert self.opened.transaction.wal is not None
+        command = (env, str(folder), file.filename, str(self.opened.transaction.wal.path))
+        try:
+            _write_all(self._command, pickle.dumps(command))
+        finally:
+            self._close_command()
+
+    # -- once the plan is known ------------------------------------------------------
+
+    def adopt(self, wheels: list[VerifiedWheel]) -> VerifiedWheel | None:
+        """The one of *wheels* being placed ahead, once its worker has compared the
+        entry's files and started; else None, the head start abandoned."""
+        if self.opened is not None and self._entry is not None:
+            for wheel in wheels:
+                source = wheel.source
+                if not isinstance(source, UnpackedWheel):
+                    continue
+                if (source.folder, source.filename) == self._entry and self._started():
+                    return wheel
+        self.abandon()
+        return None
+
+    def hand_over(self) -> OpenTransaction:
+        """The transaction, for the install that took the head start over (which
+        commits it or rolls it back, and lets its lock go)."""
+        opened, self.opened = self.opened, None
+        assert opened is not None
+        return opened
+
+    def cancel(self) -> None:
+        """Ctrl-C: the worker stops at its next file."""
+        if self._pid is not None:
+            stop(self._flag)
+
+    def join(self, journal: Journal) -> None:
+        """Wait for the worker to end, its steps noted in *journal*. Raises
+        HeadStartFailed unless it placed every file."""
+        self.stop(journal, finish=True)
+        if _DONE not in self._reports:
+            assert self._entry is not None
+            error = next((r[1:] for r in self._reports if r[:1] == ERROR), None)
+            why = (
+                error.decode("utf-8", "replace")
+                if error is not None
+                else describe_status(self._status or 0)
+            )
+            raise HeadStartFailed(f"placing {self._entry[1]} ahead failed ({why})")
+
+    def stop(self, journal: Journal, *, finish: bool = False) -> None:
+        """Stop the worker (with *finish*: let it end), wait for it, and note every
+        step it took in *journal*. Idempotent; Ctrl-C meanwhile is only noted."""
+        if self._pid is None:
+            return
+        if not finish:
+            stop(self._flag)
+        self._close_command()
+        while not self._ended:
+            try:
+                self._read()
+            except KeyboardInterrupt:
+                self._interrupted = True
+                stop(self._flag)
+        for report in self._reports:
+            receive(report, journal)
+        self._status, stopped = reap(self._pid, self._flag)
+        self._interrupted = self._interrupted or stopped
+        self._pid = None
+        self._notes.replay(journal)
+
+    def abandon(self) -> None:
+        """Stop the worker, undo what it placed and let the lock go; Ctrl-C that
+        came meanwhile is raised once that is done."""
+        opened, self.opened = self.opened, None
+        try:
+            self.stop(opened.transaction.journal if opened is not None else Journal())
+        finally:
+            if opened is not None:
+                opened.abandon()
+        if self._interrupted:
+            self._interrupted = False
+            raise KeyboardInterrupt
+
+    def close(self) -> None:
+        """:meth:`abandon` what was not taken over; free what the worker shared."""
+        try:
+            self.abandon()
+        finally:
+            if self._pipe >= 0:
+                os.close(self._pipe)
+                self._pipe = -1
+                self._flag.close()
+                self._notes.close()
+
+    # -- the worker's reports ----------------------------------------------------------
+
+    def _close_command(self) -> None:
+        if self._command >= 0:
+            os.close(self._command)
+            self._command = -1
+
+    def _started(self) -> bool:
+        """Whether the worker started placing (waiting for its first word)."""
+        while True:
+            for report in self._reports:
+                if report[:1] in (_STARTED, _DECLINED, ERROR):
+                    return report[:1] == _STARTED
+            if self._ended:
+                return False
+            self._read()
+
+    def _read(self) -> None:
+        chunk = os.read(self._pipe, 1 << 16)
+        if not chunk:
+            self._ended = True
+            return
+        *whole, self._unread = (self._unread + chunk).split(b"\0")
+        self._reports += whole
+
+
+def _die_with(parent: int) -> None:  # pragma: no cover - runs in the worker
+    """Have the kernel kill this worker when *parent* dies. The worker does not hold
+    the environment's lock (it was forked before it was taken): killed with the
+    install, it must not go on placing files while the next run recovers."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before that was set
+        os._exit(1)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _standby(
+    commands: int, reports: int, flag: mmap.mmap, notes: Notes, placement: Placement
+) -> int:  # pragma: no cover - runs in the worker
+    """The worker: waits for a command, then places its wheel; the exit status."""
+    with os.fdopen(commands, "rb") as stream:
+        data = stream.read()
+    if not data:
+        return 0
+    env, folder, filename, journal_path = pickle.loads(data)
+    assert placement.unpacked is not None
+    try:
+        entry = placement.unpacked.read_entry(Path(folder))
+        if entry is None or entry.filename != filename:
+            send(reports, _DECLINED)  # the install finds what is wrong, as usual
+            return 0
+        wheel = verify_wheel(entry)
+        wal = WriteAhead(Path(journal_path), os.open(journal_path, os.O_WRONLY | os.O_APPEND))
+        journal = ReportingJournal(reports, flag, notes, Journal(wal))
+        send(reports, _STARTED)
+        place_cached(env, placement, wheel, journal)
+    except Cancelled:
+        return 0
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, InstallError) else f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(OSError):
+            send(reports, ERROR + message.encode("utf-8", "replace"))
+        return 1
+    send(reports, _DONE)
+    return 0

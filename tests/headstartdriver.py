@@ -1,0 +1,68 @@
+"""Run ``python -m wheelwise ARGS`` with a head start for any wheel kept unpacked
+(not only big ones), each step of it written to ``HEAD_START_LOG``: ``offered
+NAME``, ``opened``, ``adopted NAME`` or ``abandoned``, ``failed`` (a head start that
+failed, then the install made again). ``HEAD_START_FAIL=1``: the worker's placing
+fails once it has placed the wheel's files."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from typing import Any
+
+import wheelwise.install.head_start as head
+from wheelwise.models.errors import InstallError
+
+head.MIN_ENTRY_BYTES = 0
+log = os.environ["HEAD_START_LOG"]
+
+
+def note(line: str) -> None:
+    with open(log, "a") as out:
+        out.write(line + "\n")
+
+
+offer, open_transaction, adopt = head.HeadStart.offer, head.open_transaction, head.HeadStart.adopt
+join, place_cached = head.HeadStart.join, head.place_cached
+
+
+def logged_offer(self: Any, file: Any, *args: Any, **kwargs: Any) -> None:
+    if self._entry is None:
+        note(f"offered {file.filename}")
+    offer(self, file, *args, **kwargs)
+
+
+def logged_open(*args: Any, **kwargs: Any) -> Any:
+    opened = open_transaction(*args, **kwargs)
+    note("opened" if opened is not None else "not opened")
+    return opened
+
+
+def logged_adopt(self: Any, wheels: Any) -> Any:
+    found = adopt(self, wheels)
+    note(f"adopted {found.path.name}" if found is not None else "abandoned")
+    return found
+
+
+def logged_join(self: Any, journal: Any) -> None:
+    try:
+        join(self, journal)
+    except head.HeadStartFailed:
+        note("failed")
+        raise
+
+
+def failing_place(*args: Any, **kwargs: Any) -> None:
+    place_cached(*args, **kwargs)
+    raise InstallError("the disk is on fire")
+
+
+head.HeadStart.offer = logged_offer  # type: ignore[method-assign]
+head.open_transaction = logged_open
+head.HeadStart.adopt = logged_adopt  # type: ignore[method-assign]
+head.HeadStart.join = logged_join  # type: ignore[method-assign]
+if os.environ.get("HEAD_START_FAIL"):
+    head.place_cached = failing_place
+sys.argv = ["wheelwise", *sys.argv[1:]]
+runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)
