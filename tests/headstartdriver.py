@@ -23,8 +23,14 @@ def note(line: str) -> None:
         out.write(line + "\n")
 
 
-offer, open_transaction, adopt = head.HeadStart.offer, head.open_transaction, head.HeadStart.adopt
-join, place_cached = head.HeadStart.join, head.place_cached
+# The module's own names for what it imported: replaced below, as it looks them up.
+names = vars(head)
+offer, open_transaction, adopt = (
+    head.HeadStart.offer,
+    names["open_transaction"],
+    head.HeadStart.adopt,
+)
+join, place_cached = head.HeadStart.join, names["place_cached"]
 
 
 def logged_offer(self: Any, file: Any, *args: Any, **kwargs: Any) -> None:
@@ -59,10 +65,10 @@ def failing_place(*args: Any, **kwargs: Any) -> None:
 
 
 head.HeadStart.offer = logged_offer  # type: ignore[method-assign]
-head.open_transaction = logged_open
+names["open_transaction"] = logged_open
 head.HeadStart.adopt = logged_adopt  # type: ignore[method-assign]
 head.HeadStart.join = logged_join  # type: ignore[method-assign]
 if os.environ.get("HEAD_START_FAIL"):
-    head.place_cached = failing_place
+    names["place_cached"] = failing_place
 sys.argv = ["wheelwise", *sys.argv[1:]]
 runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)

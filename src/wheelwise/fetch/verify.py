@@ -100,19 +100,19 @@ def _verify_unpacked(entry: UnpackedWheel) -> VerifiedWheel:
     sizes and times when it was found); its metadata read from its files."""
     from wheelwise.variants.errors import VariantError
     from wheelwise.variants.filenames import WheelFilename
-    from wheelwise.variants.metadata import VariantMetadata
 
     variant_name = f"{entry.dist_info}/variant.json"
     try:
         label = WheelFilename.parse(entry.filename).variant_label
         metadata = entry.read(f"{entry.dist_info}/METADATA")
-        variant_metadata = (
-            VariantMetadata.from_json(
+        variant_metadata = None
+        if any(f.path == variant_name for f in entry.files):
+            # Loaded only for a variant wheel: most installs have none.
+            from wheelwise.variants.metadata import VariantMetadata
+
+            variant_metadata = VariantMetadata.from_json(
                 entry.read(variant_name), source=f"{entry.filename}!{variant_name}"
             )
-            if any(f.path == variant_name for f in entry.files)
-            else None
-        )
         return _verified(
             entry.path, entry, label, {}, None, metadata, entry.dist_info, variant_metadata
         )

@@ -295,6 +295,9 @@ def _standby(
         wheel = verify_wheel(entry)
         wal = WriteAhead(Path(journal_path), os.open(journal_path, os.O_WRONLY | os.O_APPEND))
         journal = ReportingJournal(reports, flag, notes, Journal(wal))
+        # The install resolves, then places the others, on the other cores: threads
+        # here would only hand the interpreter lock to and fro, a futex per link.
+        journal.placing_threads = 1
         send(reports, _STARTED)
         place_cached(env, placement, wheel, journal)
     except Cancelled:

@@ -14,13 +14,15 @@ from __future__ import annotations
 import functools
 import os
 import stat
-import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import IO, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from wheelwise.wheels.errors import WheelError, describe
+
+if TYPE_CHECKING:
+    import tarfile
 
 __all__ = [
     "MAX_MEMBERS",
@@ -68,6 +70,8 @@ def unpack_source(archive: Path, dest: Path) -> Path:
             f"{archive}: not a source archive (expected one of {', '.join(SOURCE_SUFFIXES)})"
         )
     dest.mkdir(parents=True, exist_ok=True)
+    import tarfile  # here: an install that builds nothing never loads it
+
     try:
         if name.endswith(".zip"):
             _unzip(archive, dest)
@@ -110,6 +114,8 @@ def _zip_members(zf: zipfile.ZipFile) -> Iterator[_Member]:
 
 
 def _untar(archive: Path, dest: Path) -> None:
+    import tarfile
+
     with tarfile.open(archive, "r:*") as tar:
         _extract(_tar_members(tar), archive, dest)
 
