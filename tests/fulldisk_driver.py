@@ -60,6 +60,33 @@ if os.environ.get("STREAM") == "1":
         "sys.argv = ['wheelwise', *sys.argv[1:]]; "
         "runpy.run_module('wheelwise', run_name='__main__', alter_sys=True)",
     ]
+# HEAD_START=1: the cache warmed first by an install into another venv (off the
+# tmpfs), then the wheel placed by a head start (tests/headstartdriver.py, its log
+# in WORK/head-start.log).
+if os.environ.get("HEAD_START") == "1":
+    warm = Path(work) / "warm"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(warm)], check=True)
+    warmed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wheelwise",
+            "install",
+            "-q",
+            "--python",
+            str(warm / "bin" / "python"),
+            "--index-url",
+            index,
+            requirement,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert warmed.returncode == 0, warmed.stderr
+    launcher = [str(Path(__file__).with_name("headstartdriver.py"))]
+    env["HEAD_START_LOG"] = str(Path(work) / "head-start.log")
 argv = [
     sys.executable,
     *launcher,

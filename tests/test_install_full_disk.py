@@ -62,15 +62,22 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def drive(
-    tmp_path: Path, where: str, index: str, *, stream: bool = False, ahead: bool = False
+    tmp_path: Path,
+    where: str,
+    index: str,
+    *,
+    stream: bool = False,
+    ahead: bool = False,
+    head_start: bool = False,
 ) -> dict[str, object]:
+    flags = {"STREAM": stream, "AHEAD": ahead, "HEAD_START": head_start}
     result = subprocess.run(
         ["unshare", "-rm", sys.executable, str(DRIVER), where, str(tmp_path), index, "3m", "big"],
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
-        env={**os.environ, "STREAM": "1" if stream else "0", "AHEAD": "1" if ahead else "0"},
+        env={**os.environ, **{name: "1" if on else "0" for name, on in flags.items()}},
     )
     assert result.returncode == 0, result.stderr
     found: dict[str, object] = json.loads(result.stdout)
@@ -123,6 +130,28 @@ def test_a_full_target_is_one_error_and_leaves_it_unchanged(
     assert found["unchanged"] is True
     assert found["entries"] == [True]  # published whole before linking
     assert found["scratch"] == []
+
+
+def test_a_full_target_under_a_head_start_is_one_error_and_leaves_it_unchanged(
+    tmp_path: Path, index: str
+) -> None:
+    """The wheel's entry in the cache (on another file system: copied, not linked),
+    placed ahead by a head start that runs out of space: rolled back, then the
+    install made again the usual way, which runs out of space too and says so once."""
+    found = drive(tmp_path, "target", index, head_start=True)
+    assert found["returncode"] != 0
+    [line] = str(found["stderr"]).splitlines()
+    assert line.startswith("wheelwise: error: installing big-1.0-py3-none-any.whl failed: ")
+    assert "no space left on the file system of " in line
+    assert found["unchanged"] is True
+    assert found["entries"] == [True]
+    log = (tmp_path / "head-start.log").read_text().splitlines()
+    assert log == [
+        "offered big-1.0-py3-none-any.whl",
+        "opened",
+        "adopted big-1.0-py3-none-any.whl",
+        "failed",
+    ]
 
 
 def test_a_full_target_folder_is_one_error_and_leaves_it_unchanged(
