@@ -1,5 +1,6 @@
 """Run ``python -m wheelwise ARGS`` with a head start for any wheel kept unpacked
-(not only big ones), each step of it written to ``HEAD_START_LOG``: ``offered
+(not only big ones, nor only for projects that had one; ``HEAD_START_REAL=1``: as
+an install decides), each step of it written to ``HEAD_START_LOG``: ``offered
 NAME``, ``opened``, ``adopted NAME`` or ``abandoned``, ``failed`` (a head start that
 failed, then the install made again). ``HEAD_START_FAIL=1``: the worker's placing
 fails once it has placed the wheel's files."""
@@ -14,7 +15,9 @@ from typing import Any
 import wheelwise.install.head_start as head
 from wheelwise.models.errors import InstallError
 
-head.MIN_ENTRY_BYTES = 0
+if not os.environ.get("HEAD_START_REAL"):
+    head.MIN_ENTRY_BYTES = 0
+    vars(head)["likely"] = lambda store, requested: True
 log = os.environ["HEAD_START_LOG"]
 
 
@@ -34,7 +37,7 @@ join, place_cached = head.HeadStart.join, names["place_cached"]
 
 
 def logged_offer(self: Any, file: Any, *args: Any, **kwargs: Any) -> None:
-    if self._entry is None:
+    if self._pid is not None and self._entry is None:  # a worker waits for its first
         note(f"offered {file.filename}")
     offer(self, file, *args, **kwargs)
 
@@ -46,8 +49,10 @@ def logged_open(*args: Any, **kwargs: Any) -> Any:
 
 
 def logged_adopt(self: Any, wheels: Any) -> Any:
+    began = self.opened is not None
     found = adopt(self, wheels)
-    note(f"adopted {found.path.name}" if found is not None else "abandoned")
+    if began:
+        note(f"adopted {found.path.name}" if found is not None else "abandoned")
     return found
 
 

@@ -135,17 +135,21 @@ def _report() -> None:
         out.write(str(steps))
 
 
+import wheelwise.cache.unpacked  # noqa: E402
 import wheelwise.fetch.download  # noqa: E402
 import wheelwise.install.head_start  # noqa: E402
 import wheelwise.install.parallel  # noqa: E402
 import wheelwise.install.unpack  # noqa: E402
 
 wheelwise.install.parallel.STRATEGY = os.environ.get("KILL_STRATEGY", "serial")
+# Every entry published is noted as one of many files is, so kills land on the note.
+wheelwise.cache.unpacked.MANY_FILES = 1
 # KILL_HEAD_START=1: the first wheel pinned that is kept unpacked, and not installed,
 # is placed ahead by the head start's worker (counting on from its fork), however
 # small; else never, so that every step is this process's.
 if os.environ.get("KILL_HEAD_START"):
     wheelwise.install.head_start.MIN_ENTRY_BYTES = 0
+    vars(wheelwise.install.head_start)["likely"] = lambda store, requested: True
 else:
     wheelwise.install.head_start.SWITCH = "off"
 # Every unpacked wheel of two files (or folders of one depth) or more is placed by

@@ -30,6 +30,13 @@ DRIVER = Path(__file__).with_name("headstartdriver.py")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     wheels = tmp_path_factory.mktemp("wheels")
     alpha_wheel(wheels, "1.0")
+    # many: 1,200 files, as a big wheel has (torch: 12,000).
+    make_wheel(
+        wheels,
+        "many-1.0-py3-none-any.whl",
+        extra_members={f"many/m{i}.py": b"" for i in range(1200)},
+        record=True,
+    )
     # gamma needs a project the index lacks: resolving fails after gamma is pinned.
     make_wheel(
         wheels,
@@ -43,7 +50,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def driven(
-    tmp_path: Path, cache: Path, *args: str, fail: bool = False
+    tmp_path: Path, cache: Path, *args: str, fail: bool = False, real: bool = False
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     log = tmp_path / "head-start.log"
     log.unlink(missing_ok=True)
@@ -55,6 +62,8 @@ def driven(
     env.update(WHEELWISE_CACHE_DIR=str(cache), NO_PROXY="*", HEAD_START_LOG=str(log))
     if fail:
         env["HEAD_START_FAIL"] = "1"
+    if real:
+        env["HEAD_START_REAL"] = "1"
     result = subprocess.run(
         [sys.executable, str(DRIVER), *args],
         capture_output=True,
@@ -204,3 +213,32 @@ def test_an_installed_project_gets_no_head_start(tmp_path: Path, index: str) -> 
     again, log = driven(tmp_path, cache, *install_args(python, index, "--reinstall", "alpha==1.0"))
     assert again.returncode == 0, again.stderr
     assert "opened" not in log
+
+
+def test_a_project_with_many_files_gets_a_head_start_once_its_entry_is_kept(
+    tmp_path: Path, index: str
+) -> None:
+    """As installs decide (no test hooks): a wheel of 1,200 files, once its entry is
+    in the cache, is placed ahead when its project is asked for; alpha's few
+    files never are."""
+    cache = tmp_path / "cache"
+    first = make_venv(tmp_path / "first")
+    result, log = driven(tmp_path, cache, *install_args(first, index, "many", "alpha"), real=True)
+    assert result.returncode == 0, result.stderr
+    assert log == []  # nothing in the cache yet: no worker
+    assert sorted(p.name for p in (cache / "unpacked" / "many-files").iterdir()) == ["many"]
+    python = make_venv(tmp_path / "venv")
+    result, log = driven(tmp_path, cache, *install_args(python, index, "many", "alpha"), real=True)
+    assert result.returncode == 0, result.stderr
+    # alpha may be offered first (pinned first), and is turned down: few files.
+    assert log[-3:] == [
+        "offered many-1.0-py3-none-any.whl",
+        "opened",
+        "adopted many-1.0-py3-none-any.whl",
+    ]
+    assert len(list((site_packages(python) / "many").glob("m*.py"))) == 1200
+    # Asked for alone, alpha gets no worker at all.
+    other = make_venv(tmp_path / "other")
+    result, log = driven(tmp_path, cache, *install_args(other, index, "alpha==1.0"), real=True)
+    assert result.returncode == 0, result.stderr
+    assert log == []

@@ -248,3 +248,30 @@ def test_an_unchecked_lookup_leaves_the_comparison_to_changed_entries(
     # A checked lookup still compares, and removes what changed.
     assert store.lookup(HASHES, NAME) is None
     assert not entry.folder.exists()
+
+
+def test_a_project_with_many_files_is_noted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import wheelwise.cache.unpacked as unpacked
+
+    store = store_at(tmp_path)
+    assert store.with_many_files({"demo"}) == set()
+    monkeypatch.setattr(unpacked, "MANY_FILES", 3)
+    store.publish(HASHES, NAME, builder(MEMBERS))  # two files: not noted
+    assert store.with_many_files({"demo"}) == set()
+    other = {"sha256": hashlib.sha256(b"another").hexdigest()}
+    many = {**MEMBERS, "demo/more.py": b""}
+    store.publish(other, "Demo_Pkg-1.0-py3-none-any.whl", builder(many))
+    assert store.with_many_files({"demo-pkg", "demo", "../demo-pkg", ""}) == {"demo-pkg"}
+    # Not an entry: the store's entries are its hash folders only.
+    assert all(folder.parent.parent.name == "sha256" for folder in store.entries())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_any_file_name_gives_a_safe_project_name_or_none(filename: str) -> None:
+    from wheelwise.cache.unpacked import _project_of
+
+    name = _project_of(filename)
+    assert name is None or (name and "/" not in name and ".." not in name and name == name.lower())

@@ -39,7 +39,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -64,6 +64,12 @@ _log = logging.getLogger(__name__)
 ENTRY_FILE = "entry.json"
 FILES = "files"
 FORMAT = 1
+# A project with an entry of this many files or more is noted (an empty file named
+# after it in this folder), so that an install can tell at once whether one of its
+# wheels may be worth placing ahead (install.head_start).
+MANY_FILES = 1000
+MANY_FILES_FOLDER = "many-files"
+_PROJECT = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 # An entry.json is a few hundred bytes per file: far below this for any wheel.
 _ENTRY_LIMIT = 64 << 20
 _CHUNK = 1 << 20
@@ -291,7 +297,24 @@ class UnpackedStore:
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
+        if len(files) >= MANY_FILES:
+            self._note_many_files(filename)
         return entry
+
+    def _note_many_files(self, filename: str) -> None:
+        name = _project_of(filename)
+        if name is None:
+            return
+        folder = self.folder / MANY_FILES_FOLDER
+        with contextlib.suppress(OSError):  # a hint only
+            folder.mkdir(exist_ok=True)
+            (folder / name).touch()
+
+    def with_many_files(self, names: Iterable[str]) -> set[str]:
+        """Those of *names* (canonical project names) that have had an entry of
+        :data:`MANY_FILES` files or more here."""
+        folder = self.folder / MANY_FILES_FOLDER
+        return {name for name in names if _PROJECT.match(name) and (folder / name).exists()}
 
     def remove(self, folder: Path) -> None:
         """Take the entry at *folder* out (renamed away first, then deleted)."""
@@ -318,6 +341,12 @@ class UnpackedStore:
         except OSError:
             return None
         return parse_entry(data, folder) if len(data) <= _ENTRY_LIMIT else None
+
+
+def _project_of(filename: str) -> str | None:
+    """The canonical project name a wheel's file name starts with, if it is one."""
+    name = re.sub(r"[-_.]+", "-", filename.split("-", 1)[0]).lower()
+    return name if _PROJECT.match(name) else None
 
 
 def _folders(parent: Path) -> list[Path]:

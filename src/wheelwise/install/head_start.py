@@ -3,15 +3,17 @@
 Placing a wheel kept unpacked in the cache is a system call per file and folder:
 torch's 12,000 files take longer than resolving its 28 dependencies. The resolver
 pins the requested project first, so its wheel is known long before the plan is
-whole. A :class:`HeadStart` forks a standby worker before the install starts any
-thread (a fork must not inherit a lock held elsewhere), which waits. When the
-resolver pins a wheel whose cache entry is big (:data:`MIN_ENTRY_BYTES` of
-``entry.json``, some 500 files) and that is not installed yet, the install's
-transaction is begun there and then (lock, recovery, journal:
+whole. When one of the requested projects has had an entry of many files in the
+cache (:meth:`~wheelwise.cache.unpacked.UnpackedStore.with_many_files`), a
+:class:`HeadStart` forks a standby worker before the install starts any thread (a
+fork must not inherit a lock held elsewhere), which waits. When the resolver pins
+a wheel whose cache entry is big (:data:`MIN_ENTRY_BYTES` of ``entry.json``, some
+700 files) and that is not installed yet, the install's transaction is begun there
+and then (lock, recovery, journal:
 :func:`~wheelwise.install.transaction.open_transaction`) and the worker places that
 wheel through it, on another core, journaling each step as the transaction's own
-workers do (:mod:`wheelwise.install.parallel`), after comparing the entry's files
-with what they were made with.
+workers do (:mod:`wheelwise.install.parallel`). The install compares that entry's
+files with what they were made with while the worker places them.
 
 Once the plan is known, :func:`~wheelwise.install.transaction.install_wheels`
 takes the head start over when the plan installs that very wheel, and installs the
@@ -35,7 +37,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from wheelwise.cache.unpacked import ENTRY_FILE, UnpackedWheel
+from wheelwise.cache.unpacked import ENTRY_FILE, UnpackedStore, UnpackedWheel
 from wheelwise.client.index_file import WHEEL, IndexFile
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
@@ -56,7 +58,7 @@ __all__ = ["HeadStart", "HeadStartFailed"]
 
 # "auto", or "off": never (the kill tests keep every step in one process's order).
 SWITCH = "auto"
-# An entry whose entry.json is at least this big (some 500 files) is worth it.
+# An entry whose entry.json is at least this big (some 700 files) is worth it.
 MIN_ENTRY_BYTES = 64 << 10
 
 # What the worker reports besides parallel's kinds: it declined (the entry is not
@@ -74,7 +76,7 @@ class HeadStart:
     :func:`~wheelwise.install.transaction.install_wheels`. :meth:`close` (always)
     abandons what is not taken over and leaves no worker behind."""
 
-    def __init__(self, placement: Placement) -> None:
+    def __init__(self, placement: Placement, requested: Collection[str]) -> None:
         self.placement = placement
         self.opened: OpenTransaction | None = None
         self._pid: int | None = None  # the worker, until it is waited for
@@ -85,7 +87,8 @@ class HeadStart:
         self._interrupted = False  # Ctrl-C came while waiting for the worker
         self._status: int | None = None
         self._command = self._pipe = -1
-        if SWITCH == "off" or placement.unpacked is None or not can_fork():
+        store = placement.unpacked
+        if SWITCH == "off" or store is None or not likely(store, requested) or not can_fork():
             return
         self._flag = mmap.mmap(-1, 1)
         self._notes = Notes()
@@ -96,11 +99,10 @@ class HeadStart:
         if pid == 0:  # pragma: no cover - the worker; coverage does not follow forks
             code = 1
             try:
-                _die_with(parent)
                 os.close(self._command)
                 os.close(self._pipe)
                 stop_on_ctrl_c(self._flag)
-                code = _standby(commands, reports, self._flag, self._notes, placement)
+                code = _standby(commands, reports, self._flag, self._notes, placement, parent)
             finally:
                 os._exit(code)
         os.close(commands)
@@ -259,6 +261,13 @@ class HeadStart:
         self._reports += whole
 
 
+def likely(store: UnpackedStore, requested: Collection[str]) -> bool:
+    """Whether a head start may come for an install of *requested* (canonical
+    names): one of them has had a big entry in *store*. A worker costs the install
+    its fork, and every page it writes while the worker waits (some 30 ms in all)."""
+    return bool(store.with_many_files(requested))
+
+
 def _die_with(parent: int) -> None:  # pragma: no cover - runs in the worker
     """Have the kernel kill this worker when *parent* dies. The worker does not hold
     the environment's lock (it was forked before it was taken): killed with the
@@ -278,13 +287,15 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _standby(
-    commands: int, reports: int, flag: mmap.mmap, notes: Notes, placement: Placement
+    commands: int, reports: int, flag: mmap.mmap, notes: Notes, placement: Placement, parent: int
 ) -> int:  # pragma: no cover - runs in the worker
-    """The worker: waits for a command, then places its wheel; the exit status."""
+    """The worker: waits for a command (none: the install ended, or died), then
+    places its wheel; the exit status."""
     with os.fdopen(commands, "rb") as stream:
         data = stream.read()
     if not data:
         return 0
+    _die_with(parent)
     env, folder, filename, journal_path = pickle.loads(data)
     assert placement.unpacked is not None
     try:

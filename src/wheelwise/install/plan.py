@@ -301,7 +301,7 @@ def _resolve_and_install(
             sources = [IndexSource.find_links(local), *sources]
         client = stack.enter_context(index_client(options, cache_root, kept))
         # Its worker is forked before any thread starts (see head_start).
-        head = _head_start(options, kept, stack)
+        head = _head_start(options, kept, requested, stack)
         lookahead = stack.enter_context(Lookahead(sources, client))
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env, installed = target if target is not None else _target(pending.result(), options)
@@ -415,7 +415,10 @@ def _resolve_and_install(
 
 
 def _head_start(
-    options: InstallOptions, kept: ContentCache | None, stack: contextlib.ExitStack
+    options: InstallOptions,
+    kept: ContentCache | None,
+    requested: set[str],
+    stack: contextlib.ExitStack,
 ) -> HeadStart | None:
     """A head start for an install into an environment (not a dry run, nor a
     folder given by ``--target``, ``--prefix`` or ``--user``) through the unpacked
@@ -425,7 +428,7 @@ def _head_start(
     plain = not (options.target_dir or options.prefix_dir or options.user)
     if options.dry_run or kept is None or not plain:
         return None
-    head = HeadStart(placement_for(options, kept))
+    head = HeadStart(placement_for(options, kept), requested)
     stack.callback(head.close)
     return head
 
