@@ -304,3 +304,32 @@ def test_wheels_placed_side_by_side_place_their_files_in_one_thread_each(
     seen = {(tmp_path / f"task{index}").read_text() for index in range(3)}
     assert seen == {"1" if strategy != "serial" else str(unpack._LINK_THREADS)}
     assert journal.placing_threads == unpack._LINK_THREADS
+
+
+@pytest.mark.parametrize("room", [True, False], ids=["shared", "piped"])
+def test_a_child_notes_many_files_at_once(monkeypatch: pytest.MonkeyPatch, room: bool) -> None:
+    """A placed wheel's files noted in one go: in the shared notes when they fit,
+    else each down the pipe; the parent learns of every one either way."""
+    import mmap
+
+    from wheelwise.install.unpack import Journal
+
+    if not room:
+        monkeypatch.setattr(parallel, "_NOTES_SIZE", 24)
+    notes = parallel.Notes()
+    flag = mmap.mmap(-1, 1)
+    read_end, write_end = os.pipe()
+    child = parallel.ReportingJournal(write_end, flag, notes, Journal())
+    paths = ["/env/site/pkg/a.py", "/env/site/pkg/b.py"]
+    child.note_files(paths)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as stream:
+        piped = stream.read()
+    parent = Journal()
+    for message in piped.split(b"\0")[:-1]:
+        parallel.receive(message, parent)
+    notes.replay(parent)
+    assert parent.files == paths
+    assert bool(piped) is not room
+    notes.close()
+    flag.close()

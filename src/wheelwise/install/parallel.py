@@ -128,11 +128,16 @@ class Notes:
 
     def add(self, kind: bytes, path: str) -> bool:
         """In the child: note *path*; False when there is no room left."""
-        entry = kind + os.fsencode(path) + b"\0"
-        end = self._used + len(entry)
+        return self.add_many(kind, [path])
+
+    def add_many(self, kind: bytes, paths: Sequence[str]) -> bool:
+        """In the child: note each of *paths*, in one write; False (none noted)
+        when there is no room left for all."""
+        entries = b"".join([kind + os.fsencode(path) + b"\0" for path in paths])
+        end = self._used + len(entries)
         if end > _NOTES_SIZE:
             return False
-        self.memory[self._used : end] = entry
+        self.memory[self._used : end] = entries
         _LENGTH.pack_into(self.memory, 0, end - _LENGTH.size)
         self._used = end
         return True
@@ -168,6 +173,11 @@ class ReportingJournal(Journal):
     def note_file(self, path: str) -> None:
         if not self._notes.add(FILE, path):
             send(self._pipe, FILE + os.fsencode(path))
+
+    def note_files(self, paths: Sequence[str]) -> None:
+        if not self._notes.add_many(FILE, paths):
+            for path in paths:
+                self.note_file(path)
 
     def note_dir(self, path: str) -> None:
         if not self._notes.add(DIR, path):

@@ -111,6 +111,10 @@ class Journal:
     def note_file(self, path: str) -> None:
         self.files.append(path)
 
+    def note_files(self, paths: Sequence[str]) -> None:
+        """``note_file`` for each of *paths*, at once."""
+        self.files.extend(paths)
+
     def note_dir(self, path: str) -> None:
         self.dirs.append(path)
 
@@ -230,8 +234,7 @@ class Journal:
             for thread in threads:
                 thread.join()
         for done in made:
-            for target in done:
-                self.note_file(target)
+            self.note_files(done)
         for failure in failures:
             if failure is None:
                 continue
