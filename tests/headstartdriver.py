@@ -3,7 +3,8 @@
 an install decides), each step of it written to ``HEAD_START_LOG``: ``offered
 NAME``, ``opened``, ``adopted NAME`` or ``abandoned``, ``failed`` (a head start that
 failed, then the install made again). ``HEAD_START_FAIL=1``: the worker's placing
-fails once it has placed the wheel's files."""
+fails once it has placed the wheel's files; ``HEAD_START_NO_FORK=1``: the worker
+cannot be forked."""
 
 from __future__ import annotations
 
@@ -73,6 +74,14 @@ head.HeadStart.offer = logged_offer  # type: ignore[method-assign]
 names["open_transaction"] = logged_open
 head.HeadStart.adopt = logged_adopt  # type: ignore[method-assign]
 head.HeadStart.join = logged_join  # type: ignore[method-assign]
+if os.environ.get("HEAD_START_NO_FORK"):  # the first fork (the worker's) fails
+    fork = os.fork
+
+    def failing_fork_once() -> int:
+        os.fork = fork
+        raise OSError(11, "Resource temporarily unavailable")
+
+    os.fork = failing_fork_once
 if os.environ.get("HEAD_START_FAIL"):
     names["place_cached"] = failing_place
 sys.argv = ["wheelwise", *sys.argv[1:]]

@@ -50,7 +50,12 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def driven(
-    tmp_path: Path, cache: Path, *args: str, fail: bool = False, real: bool = False
+    tmp_path: Path,
+    cache: Path,
+    *args: str,
+    fail: bool = False,
+    real: bool = False,
+    no_fork: bool = False,
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     log = tmp_path / "head-start.log"
     log.unlink(missing_ok=True)
@@ -64,6 +69,8 @@ def driven(
         env["HEAD_START_FAIL"] = "1"
     if real:
         env["HEAD_START_REAL"] = "1"
+    if no_fork:
+        env["HEAD_START_NO_FORK"] = "1"
     result = subprocess.run(
         [sys.executable, str(DRIVER), *args],
         capture_output=True,
@@ -242,3 +249,14 @@ def test_a_project_with_many_files_gets_a_head_start_once_its_entry_is_kept(
     result, log = driven(tmp_path, cache, *install_args(other, index, "alpha==1.0"), real=True)
     assert result.returncode == 0, result.stderr
     assert log == []
+
+
+def test_no_worker_to_fork_is_no_head_start(tmp_path: Path, index: str) -> None:
+    cache = tmp_path / "cache"
+    warm_cache(tmp_path, index, cache, "alpha==1.0")
+    python = make_venv(tmp_path / "venv")
+    result, log = driven(tmp_path, cache, *install_args(python, index, "alpha==1.0"), no_fork=True)
+    assert result.returncode == 0, result.stderr
+    assert log == []
+    ran = run_python(python, "import alpha; print(alpha.VERSION)")
+    assert ran.stdout.strip() == "1.0", ran.stderr

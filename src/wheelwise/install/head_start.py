@@ -95,7 +95,15 @@ class HeadStart:
         commands, self._command = os.pipe()
         self._pipe, reports = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to spare: the install goes on without a worker
+            for fd in (commands, self._command, self._pipe, reports):
+                os.close(fd)
+            self._command = self._pipe = -1
+            self._flag.close()
+            self._notes.close()
+            return
         if pid == 0:  # pragma: no cover - the worker; coverage does not follow forks
             code = 1
             try:
