@@ -95,6 +95,17 @@ def warm_cache(tmp_path: Path, index: str, cache: Path, requirement: str) -> Non
     assert "opened" not in log
 
 
+def alpha_again(tmp_path: Path, index: str, **flags: bool) -> tuple[Path, Path, list[str]]:
+    """alpha 1.0 installed into a new venv through the driver (*flags*), its entry in
+    the cache already: the venv's interpreter, the cache, the head start's log."""
+    cache = tmp_path / "cache"
+    warm_cache(tmp_path, index, cache, "alpha==1.0")
+    python = make_venv(tmp_path / "venv")
+    result, log = driven(tmp_path, cache, *install_args(python, index, "alpha==1.0"), **flags)
+    assert result.returncode == 0, result.stderr
+    return python, cache, log
+
+
 def assert_clean(venv: Path) -> None:
     """No journal, no backup folder left behind."""
     leftovers = [p.name for p in venv.rglob(".wheelwise-*") if p.name != LOCK_NAME]
@@ -102,11 +113,7 @@ def assert_clean(venv: Path) -> None:
 
 
 def test_the_plan_takes_the_head_start_over(tmp_path: Path, index: str) -> None:
-    cache = tmp_path / "cache"
-    warm_cache(tmp_path, index, cache, "alpha==1.0")
-    python = make_venv(tmp_path / "venv")
-    result, log = driven(tmp_path, cache, *install_args(python, index, "alpha==1.0"))
-    assert result.returncode == 0, result.stderr
+    python, cache, log = alpha_again(tmp_path, index)
     assert log == [
         "offered alpha-1.0-py3-none-any.whl",
         "opened",
@@ -172,11 +179,7 @@ def test_a_resolution_failing_after_the_head_start_changes_nothing(
 
 
 def test_a_failed_head_start_is_rolled_back_and_installed_again(tmp_path: Path, index: str) -> None:
-    cache = tmp_path / "cache"
-    warm_cache(tmp_path, index, cache, "alpha==1.0")
-    python = make_venv(tmp_path / "venv")
-    result, log = driven(tmp_path, cache, *install_args(python, index, "alpha==1.0"), fail=True)
-    assert result.returncode == 0, result.stderr
+    python, _, log = alpha_again(tmp_path, index, fail=True)
     assert log == [
         "offered alpha-1.0-py3-none-any.whl",
         "opened",
@@ -252,11 +255,7 @@ def test_a_project_with_many_files_gets_a_head_start_once_its_entry_is_kept(
 
 
 def test_no_worker_to_fork_is_no_head_start(tmp_path: Path, index: str) -> None:
-    cache = tmp_path / "cache"
-    warm_cache(tmp_path, index, cache, "alpha==1.0")
-    python = make_venv(tmp_path / "venv")
-    result, log = driven(tmp_path, cache, *install_args(python, index, "alpha==1.0"), no_fork=True)
-    assert result.returncode == 0, result.stderr
+    python, _, log = alpha_again(tmp_path, index, no_fork=True)
     assert log == []
     ran = run_python(python, "import alpha; print(alpha.VERSION)")
     assert ran.stdout.strip() == "1.0", ran.stderr
