@@ -61,8 +61,8 @@ SWITCH = "auto"
 # An entry whose entry.json is at least this big (some 700 files) is worth it.
 MIN_ENTRY_BYTES = 64 << 10
 
-# What the worker reports besides parallel's kinds: it declined (the entry is not
-# as it was made), it started placing, it placed every file.
+# What the worker reports besides parallel's kinds: it declined (the entry is gone,
+# or not that wheel's), it started placing, it placed every file.
 _DECLINED, _STARTED, _DONE = b"N", b"S", b"K"
 
 
@@ -160,8 +160,8 @@ class HeadStart:
     # -- once the plan is known ------------------------------------------------------
 
     def adopt(self, wheels: list[VerifiedWheel]) -> VerifiedWheel | None:
-        """The one of *wheels* being placed ahead, once its worker has compared the
-        entry's files and started; else None, the head start abandoned."""
+        """The one of *wheels* being placed ahead, once its worker has read the
+        entry and started; else None, the head start abandoned."""
         if self.opened is not None and self._entry is not None:
             for wheel in wheels:
                 source = wheel.source
