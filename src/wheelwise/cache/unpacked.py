@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from packaging.utils import canonicalize_name
+
 from wheelwise.cache.scratch import new_scratch_folder
 from wheelwise.cache.wheel_cache import content_key
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
@@ -345,7 +347,7 @@ class UnpackedStore:
 
 def _project_of(filename: str) -> str | None:
     """The canonical project name a wheel's file name starts with, if it is one."""
-    name = re.sub(r"[-_.]+", "-", filename.split("-", 1)[0]).lower()
+    name = canonicalize_name(filename.split("-", 1)[0])
     return name if _PROJECT.match(name) else None
 
 

@@ -53,6 +53,7 @@ from wheelwise.install.transaction import (
 )
 from wheelwise.install.unpack import Cancelled, Journal
 from wheelwise.models.errors import InstallError
+from wheelwise.userfiles import write_all
 
 __all__ = ["HeadStart", "HeadStartFailed"]
 
@@ -153,7 +154,7 @@ class HeadStart:
         assert self.opened.transaction.wal is not None
         command = (env, str(folder), file.filename, str(self.opened.transaction.wal.path))
         try:
-            _write_all(self._command, pickle.dumps(command))
+            write_all(self._command, pickle.dumps(command))
         finally:
             self._close_command()
 
@@ -286,12 +287,6 @@ def _die_with(parent: int) -> None:  # pragma: no cover - runs in the worker
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
     if os.getppid() != parent:  # it died before that was set
         os._exit(1)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _standby(

@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import filelock
 from packaging.utils import canonicalize_name
@@ -73,9 +73,6 @@ from wheelwise.models.errors import ChangedCacheEntries, InstallError, LockTimeo
 from wheelwise.wheels.archive import InMemoryWheel
 from wheelwise.wheels.errors import WheelError, describe
 from wheelwise.wheels.record import parse_record
-
-if TYPE_CHECKING:
-    pass
 
 Warn = Callable[[str], None]
 
