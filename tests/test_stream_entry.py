@@ -74,12 +74,14 @@ def make_wheel(
     descriptors: bool = False,
     folders: bool = False,
     symlink: str | None = None,
+    project: str = "pkg",
 ) -> bytes:
     """A wheel of *members* with its METADATA, WHEEL and RECORD (*record* may change
     its rows: path -> row)."""
-    dist_info = "pkg-1.0.dist-info"
+    dist_info = f"{project}-1.0.dist-info"
     files = dict(members)
-    files[f"{dist_info}/METADATA"] = b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"
+    metadata = f"Metadata-Version: 2.1\nName: {project}\nVersion: 1.0\n"
+    files[f"{dist_info}/METADATA"] = metadata.encode()
     files[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     rows = {path: f"{path},sha256={_digest(data)},{len(data)}" for path, data in files.items()}
     rows[f"{dist_info}/RECORD"] = f"{dist_info}/RECORD,,"
@@ -395,6 +397,55 @@ def test_a_wheel_is_unpacked_as_it_downloads_and_never_written_whole(
     assert not wheels.folder.exists() or not any(p.is_file() for p in wheels.folder.rglob("*"))
     assert hits == {NAME: 1}
     assert _no_scratch(store)
+
+
+class _SlowHandler(_Handler):
+    """Sends each file in two halves, a moment apart, and notes how many files it
+    was sending at once."""
+
+    lock = threading.Lock()
+    sending = 0
+    most = 0
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        body = self.files[self.path.rsplit("/", 1)[-1]]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with cls.lock:
+            cls.sending += 1
+            cls.most = max(cls.most, cls.sending)
+        try:
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            time.sleep(0.3)
+            self.wfile.write(body[len(body) // 2 :])
+        finally:
+            with cls.lock:
+                cls.sending -= 1
+
+
+def test_wheels_unpacked_as_they_download_are_bounded_by_the_cores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each keeps a core busy: more at once than cores only share them.
+    monkeypatch.setattr(download, "unpacking_downloads", lambda: 2)
+    wheels = {f"p{i}-1.0-py3-none-any.whl": make_wheel(project=f"p{i}") for i in range(5)}
+    handler: type[_SlowHandler] = type(
+        "Handler", (_SlowHandler,), {"files": wheels, "lock": threading.Lock()}
+    )
+    cache = tmp_path / "cache"
+    store = UnpackedStore(cache / "unpacked", cache / "scratch")
+    with handler_served(handler) as url:
+        items = [
+            DownloadItem(f"{url}/files/{name}", {"sha256": hashlib.sha256(data).hexdigest()})
+            for name, data in wheels.items()
+        ]
+        with Fetcher(unpacked=store, cache=ContentStore(cache / "wheels"), downloads=5) as fetcher:
+            found = fetcher.fetch_all(items, tmp_path / "downloads")
+    assert all(isinstance(entry, UnpackedWheel) for entry in found)
+    assert handler.most == 2
 
 
 def test_a_download_cut_midway_is_tried_again_from_a_new_folder(

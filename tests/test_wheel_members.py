@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wheelwise.wheels.members import OUT_CHUNK, MemberReader
+from wheelwise.wheels.members import INFLATE_ERRORS, OUT_CHUNK, MemberReader, new_inflater
 
 COMPRESSIONS = [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]
 
@@ -237,3 +237,11 @@ def test_any_member_bytes_stream_to_their_size_or_a_bad_zip_error(
         except zipfile.BadZipFile:
             return
     assert len(out) == declared
+
+
+def test_members_are_inflated_by_isa_l_which_refuses_what_zlib_refuses() -> None:
+    from isal import isal_zlib  # a dependency: the inflater of wheel members
+
+    assert isinstance(new_inflater(), type(isal_zlib.decompressobj(-15)))
+    with pytest.raises(INFLATE_ERRORS):
+        new_inflater().decompress(b"\xff" * 64)

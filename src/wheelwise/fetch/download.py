@@ -106,6 +106,13 @@ def download_workers() -> int:
     return max(MIN_DOWNLOADS, min(MAX_DOWNLOADS, cores()))
 
 
+def unpacking_downloads() -> int:
+    """How many downloads are unpacked as they arrive at once: one per core (each
+    keeps one busy inflating, hashing and writing; more only hand the interpreter
+    lock to and fro), at least two."""
+    return max(2, min(MAX_DOWNLOADS, cores()))
+
+
 class ProgressSink(Protocol):
     """Receives download progress; calls come from worker threads.
 
@@ -303,10 +310,12 @@ class _Fetcher:
         cache: ContentStore | None = None,
         unpacked: UnpackedStore | None = None,
         slots: threading.Semaphore | None = None,
+        unpacking: threading.Semaphore | None = None,
     ) -> None:
         self.cache = cache
         self.unpacked = unpacked
         self.slots = slots
+        self.unpacking = unpacking
         self.deadline = deadline
         self.budget = budget
         self.dest_dir = dest_dir
@@ -342,7 +351,8 @@ class _Fetcher:
                 return cached
         if self._streams(item, kept):
             try:
-                entry = self._fetch_unpacked(item, kept)
+                with self.unpacking if self.unpacking is not None else contextlib.nullcontext():
+                    entry = self._fetch_unpacked(item, kept)
             except (NotStreamable, OSError) as exc:  # fetched whole, as any other
                 _log.debug("%s is not unpacked as it downloads: %s", item.name, exc)
             else:
@@ -630,6 +640,7 @@ class Fetcher:
         # fetch_all, and no bound across batches).
         self.downloads = downloads
         self._slots = threading.BoundedSemaphore(downloads) if downloads else None
+        self._unpacking = threading.BoundedSemaphore(unpacking_downloads())
         self._total = max(0, in_memory)
         self._budget = _Budget(self._total, in_memory_per_file) if in_memory > 0 else None
 
@@ -670,6 +681,7 @@ class Fetcher:
             cache=self.cache,
             unpacked=self.unpacked if unpacked else None,
             slots=self._slots,
+            unpacking=self._unpacking,
         )
 
     def fetch_to(self, item: DownloadItem, dest_dir: Path) -> Path:

@@ -14,8 +14,8 @@ Anything else (encrypted, other compressions) returns None: read it with
 
 :meth:`MemberReader.stream` reads a large member the same way, in chunks
 (:class:`InflatingReader`): ``pread`` of the compressed bytes, inflated by
-zlib-ng where it is installed (about 1.6 times as fast as zlib on the shared
-libraries of GPU wheels), else zlib.
+ISA-L (:mod:`isal`) where it is installed (about 1.9 times as fast as zlib on the
+shared libraries of GPU wheels, 1.3 times zlib-ng), else zlib.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ __all__ = ["INFLATE_ERRORS", "OUT_CHUNK", "InflatingReader", "MemberReader", "ne
 
 def _inflater_module() -> ModuleType:
     try:
-        from zlib_ng import zlib_ng
+        from isal import isal_zlib
     except ImportError:  # no wheel of it for this platform: zlib does the same, slower
         return zlib
-    module: ModuleType = zlib_ng
+    module: ModuleType = isal_zlib
     return module
 
 
@@ -51,7 +51,7 @@ OUT_CHUNK = 1 << 17
 
 
 def new_inflater() -> zlib._Decompress:
-    """A decompressor of a deflated member's raw stream (zlib-ng where installed);
+    """A decompressor of a deflated member's raw stream (ISA-L's where installed);
     its errors are :data:`INFLATE_ERRORS`."""
     inflater: zlib._Decompress = _INFLATE.decompressobj(-15)
     return inflater
@@ -88,11 +88,11 @@ class MemberReader:
         if info.compress_type == zipfile.ZIP_STORED:
             data = bytes(raw)
         else:
-            inflater = zlib.decompressobj(-15)
+            inflater = new_inflater()
             try:
                 # One byte over the announced size: enough to catch a member that lies.
                 data = inflater.decompress(raw, info.file_size + 1)
-            except zlib.error as exc:
+            except INFLATE_ERRORS as exc:
                 raise zipfile.BadZipFile(f"{self._name}: {info.filename!r}: {exc}") from None
         if len(data) != info.file_size:
             raise zipfile.BadZipFile(
