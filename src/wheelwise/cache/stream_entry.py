@@ -55,7 +55,7 @@ from wheelwise.wheels.archive import (
     zip_member_problem,
 )
 from wheelwise.wheels.errors import WheelError, describe
-from wheelwise.wheels.members import INFLATE_ERRORS, OUT_CHUNK, new_inflater
+from wheelwise.wheels.members import INFLATE_ERRORS, new_inflater
 from wheelwise.wheels.zip_stream import LocalMembers, MemberBytes
 
 __all__ = ["MAX_DIRECTORY_BYTES", "NotStreamable", "StreamUnpacker"]
@@ -69,10 +69,13 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0
 _CLASHES = (errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG)
 # Members up to this size are held whole and written by _FileWriters.
 SMALL_MEMBER = 1 << 20
-# Compressed bytes given to one inflate call: what it cannot inflate within
-# OUT_CHUNK is copied into its unconsumed tail, and a network read of 1 MiB fed
-# whole would be copied again and again.
-_INFLATE_INPUT = 64 << 10
+# Compressed bytes given to one inflate call, and the most it gives back: what it
+# cannot inflate within _INFLATE_OUTPUT is copied into its unconsumed tail, so a
+# network read of 1 MiB fed whole would be copied again and again. Pieces of
+# 256/512 KiB, not 64/128 KiB: each piece hands the interpreter lock to and fro
+# several times (inflate, hash, write), and the unpacking threads queue for it.
+_INFLATE_INPUT = 256 << 10
+_INFLATE_OUTPUT = 512 << 10
 # Threads writing small members, per stream; and the bytes they may hold at once.
 WRITERS = 2
 _WRITER_BYTES = 16 << 20
@@ -348,10 +351,10 @@ class StreamUnpacker:
                 return
             view = memoryview(data)
             for start in range(0, len(view), _INFLATE_INPUT):
-                piece = inflater.decompress(view[start : start + _INFLATE_INPUT], OUT_CHUNK)
+                piece = inflater.decompress(view[start : start + _INFLATE_INPUT], _INFLATE_OUTPUT)
                 self._write_out(member, piece)
                 while tail := inflater.unconsumed_tail:
-                    piece = inflater.decompress(tail, OUT_CHUNK)
+                    piece = inflater.decompress(tail, _INFLATE_OUTPUT)
                     if not piece and len(inflater.unconsumed_tail) >= len(tail):
                         raise WheelError(
                             f"member {member.info.filename!r} does not inflate: the archive "
