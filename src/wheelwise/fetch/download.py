@@ -636,10 +636,10 @@ class Fetcher:
         self.cache = cache
         self.unpacked = unpacked
         self.sleep = sleep
-        # Downloads at once, by every batch together (None: download_workers() in
-        # fetch_all, and no bound across batches).
+        # Downloads at once, by every batch together (None: download_workers()); the
+        # downloads fetched ahead of need count against it as well as the install's.
         self.downloads = downloads
-        self._slots = threading.BoundedSemaphore(downloads) if downloads else None
+        self._slots = threading.BoundedSemaphore(downloads or download_workers())
         self._unpacking = threading.BoundedSemaphore(unpacking_downloads())
         self._total = max(0, in_memory)
         self._budget = _Budget(self._total, in_memory_per_file) if in_memory > 0 else None
