@@ -13,6 +13,7 @@ import io
 import os
 import random
 import stat
+import sys
 import threading
 import time
 import zipfile
@@ -446,6 +447,35 @@ def test_wheels_unpacked_as_they_download_are_bounded_by_the_cores(
             found = fetcher.fetch_all(items, tmp_path / "downloads")
     assert all(isinstance(entry, UnpackedWheel) for entry in found)
     assert handler.most == 2
+
+
+def test_the_switch_interval_is_short_while_wheels_unpack_as_they_download(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    serve: Callable[..., tuple[str, dict[str, int]]],
+) -> None:
+    """The interpreter hands its lock over every HANDOVER_INTERVAL while a wheel
+    streams into the store, and its own interval comes back after, a failed download
+    included."""
+    seen: list[float] = []
+    write = StreamUnpacker.write
+
+    def noting(self: StreamUnpacker, data: bytes) -> None:
+        seen.append(sys.getswitchinterval())
+        write(self, data)
+
+    monkeypatch.setattr(StreamUnpacker, "write", noting)
+    before = sys.getswitchinterval()
+    data = make_wheel()
+    url, _ = serve({NAME: data})
+    found, _, _ = _fetch(tmp_path / "a", url, data)
+    assert isinstance(found, UnpackedWheel)
+    assert seen
+    assert set(seen) == {download.HANDOVER_INTERVAL}
+    assert sys.getswitchinterval() == before
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        _fetch(tmp_path / "b", url, data, sha256=hashlib.sha256(b"other").hexdigest())
+    assert sys.getswitchinterval() == before
 
 
 def test_a_download_cut_midway_is_tried_again_from_a_new_folder(
