@@ -29,4 +29,8 @@ def test_smoke_run_on_a_small_wheel(tmp_path: Path) -> None:
     assert report["wheel"] == wheel.name
     assert report["files"][src] >= len(members)
     assert len(report["runs_wall_s"][src]) == 2
-    assert all(seconds > 0 for seconds in report["median_s"][src].values())
+    medians = report["median_s"][src]
+    # CPU times come in clock ticks (os.times): a small wheel's system time may read 0.
+    assert medians["wall"] > 0
+    assert medians["user"] >= 0
+    assert medians["sys"] >= 0
