@@ -632,3 +632,48 @@ def test_concurrent_downloads_bound_every_download(
         assert under_way[1] == most
     else:  # some at once, never more than the bound (all six where it allows as many)
         assert 2 <= under_way[1] <= most
+
+
+def test_batches_at_once_share_the_fetchers_download_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two batches downloading at the same time (the downloads ahead of need and the
+    install's own) together stay within the fetcher's ``downloads``: each batch's
+    pool alone would allow as many, so only a bound they share keeps the sum there."""
+    lock = threading.Lock()
+    under_way = [0, 0]  # now, most
+    request = download._Fetcher._http_now
+
+    def counted(self: download._Fetcher, item: DownloadItem, out: Any) -> dict[str, str]:
+        with lock:
+            under_way[0] += 1
+            under_way[1] = max(under_way)
+        try:
+            return request(self, item, out)
+        finally:
+            with lock:
+                under_way[0] -= 1
+
+    monkeypatch.setattr(download._Fetcher, "_http_now", counted)
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    names = [f"b{i}-1.0-py3-none-any.whl" for i in range(6)]
+    for name in names:
+        _wheel(folder, name)
+    slow = _SlowWheels(create_app(folder))
+    with uvicorn_thread(slow) as base, Fetcher(downloads=2) as fetcher:
+        halves = [names[:3], names[3:]]
+        results: list[list[object]] = [[], []]
+
+        def fetch_half(index: int) -> None:
+            items = [DownloadItem(f"{base}/files/{n.split('-')[0]}/{n}") for n in halves[index]]
+            results[index] = list(fetcher.fetch_all(items, tmp_path / f"out{index}"))
+
+        threads = [threading.Thread(target=fetch_half, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert [len(found) for found in results] == [3, 3]
+    assert slow.wheels == 6
+    assert under_way[1] == 2
