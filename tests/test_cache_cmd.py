@@ -181,18 +181,31 @@ def test_max_cache_size_bounds_the_cache_after_an_install(tmp_path: Path) -> Non
         assert ran.stdout.strip() == "1.0", ran.stderr
         bad = wheelwise([*args, "--max-cache-size", "lots", "alpha"], cache)
     assert bad.returncode == 2
-    assert "--max-cache-size 'lots': give a size such as 500M or 20G" in bad.stderr
+    assert "--max-cache-size (WHEELWISE_MAX_CACHE_SIZE) 'lots': give a size such as" in bad.stderr
 
 
-def test_a_bad_configured_max_size_is_one_error_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("[20]", "[cache] max-size must be a size such as"),
+        ("-5", "[cache] max-size = '-5': give a size such as 500M or 20G"),
+        ('"9' + "9" * 5000 + '"', "[cache] max-size = '999"),
+    ],
+)
+def test_a_bad_configured_max_size_is_one_error_line(
+    tmp_path: Path, value: str, message: str
+) -> None:
+    """Named where it was set (the file and the key), however long or odd it is."""
     config = tmp_path / "config.toml"
-    config.write_text("[cache]\nmax-size = [20]\n")
+    config.write_text(f"[cache]\nmax-size = {value}\n")
     python = make_venv(tmp_path / "venv")
     args = ["install", "-q", "--python", str(python), "--index-url", str(tmp_path), "alpha"]
     result = wheelwise(args, tmp_path / "cache", {"WHEELWISE_CONFIG": str(config)})
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
-    assert "[cache] max-size must be a size such as" in line
+    assert message in line
+    assert "config.toml" in line
+    assert len(line) < 300
 
 
 def test_built_wheels_are_kept_whole_cleaned_by_name_and_pruned(tmp_path: Path) -> None:

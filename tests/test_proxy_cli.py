@@ -7,10 +7,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuhouse import demo_house
 from indexkit import uvicorn_thread
 from variantkit import wheelwise
+from wheelwise.cli.errors import InputError
 from wheelwise.cli.options import parse_size
 from wheelwise.proxy.run import ProxyOptions, build_app
 from wheelwise.publish.static import build_site
@@ -52,6 +55,23 @@ def test_a_profile_given_twice_is_refused(tmp_path: Path) -> None:
 )
 def test_sizes(text: str, size: int) -> None:
     assert parse_size(text) == size
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=30) | st.from_regex(r"\A[0-9٠-٩]{1,6000}[kKmMgGtT]?\Z"))
+def test_any_size_text_is_bytes_or_one_input_error(text: str) -> None:
+    """Whatever is given (non-ASCII digits, thousands of them): a byte count, or the
+    one-line input error that names the option; never another exception."""
+    try:
+        size = parse_size(text)
+    except InputError as exc:
+        message = str(exc)
+        assert message.startswith("--max-cache-size ")
+        assert "\n" not in message
+        assert len(message) < 200
+    else:
+        assert 0 <= size < 1 << 107
+        assert text.strip()[:1].isascii()
 
 
 def test_a_static_site_on_disk_is_an_upstream(tmp_path: Path) -> None:

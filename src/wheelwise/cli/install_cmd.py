@@ -267,7 +267,7 @@ def configured_max_cache_size() -> int | None:
         return None
     if not isinstance(size, str | int) or isinstance(size, bool):
         raise InputError(f'{where}: [cache] max-size must be a size such as "20G"')
-    return parse_size(str(size))
+    return parse_size(str(size), f"{where}: [cache] max-size =")
 
 
 @dataclass(frozen=True)
@@ -323,7 +323,7 @@ class TargetArgs:
             compile_bytecode=self.compile_bytecode,
             link_mode=self.link_mode or configured_link_mode(),
             max_cache_size=(
-                parse_size(self.max_cache_size)
+                parse_size(self.max_cache_size, "--max-cache-size (WHEELWISE_MAX_CACHE_SIZE)")
                 if self.max_cache_size is not None
                 else configured_max_cache_size()
             ),

@@ -33,16 +33,20 @@ def _check_trust(
 
 
 REFRESH_HELP = "Detect the machine again instead of using the cache."
-_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
+# At most 20 digits: a byte count no disk reaches, and far below the length at which
+# int() refuses a string (4300 digits) with an error of its own.
+_SIZE = re.compile(r"([0-9]{1,20})\s*([kmgt]?)i?b?", re.IGNORECASE | re.ASCII)
 
 
-def parse_size(text: str) -> int:
-    """``500M``, ``20G``, ``1048576``: bytes (``--max-cache-size``)."""
+def parse_size(text: str, source: str = "--max-cache-size") -> int:
+    """``500M``, ``20G``, ``1048576``: bytes. *source*: where *text* was given
+    (an option, a variable or a configuration key), for the error."""
     from wheelwise.cli.errors import InputError
 
     match = _SIZE.fullmatch(text.strip())
     if match is None:
-        raise InputError(f"--max-cache-size {text!r}: give a size such as 500M or 20G")
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise InputError(f"{source} {shown!r}: give a size such as 500M or 20G")
     number, unit = int(match.group(1)), match.group(2).lower()
     return number << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[unit]
 
