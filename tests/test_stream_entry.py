@@ -231,7 +231,13 @@ def test_a_truncated_wheel_is_refused(tmp_path: Path) -> None:
 
 
 def _writer_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("stream-writer")]
+    """The small members' writers and the large members' thread still running."""
+    names = ("stream-writer", "stream-large")
+    return [t for t in threading.enumerate() if t.name.startswith(names)]
+
+
+def _open_files() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
 
 
 def _many_small_members() -> dict[str, bytes]:
@@ -305,6 +311,140 @@ def test_the_writers_hold_a_bounded_amount(tmp_path: Path, monkeypatch: pytest.M
     files, _ = unpacker.finish()
     unpacker.close()
     assert {item.path for item in files} >= set(members)
+
+
+# -- large members, hashed and written by a thread of their own ------------------------
+
+
+def _large_members() -> dict[str, bytes]:
+    noise = random.Random(5)
+    return {
+        "pkg/a.bin": noise.randbytes(3 * stream_entry.SMALL_MEMBER),
+        "pkg/small.py": b"X = 1\n",
+        "pkg/b/zeros.bin": bytes(5 * stream_entry.SMALL_MEMBER),
+        "pkg/c.bin": noise.randbytes(stream_entry.SMALL_MEMBER + 1),
+    }
+
+
+def test_large_members_wait_for_their_writer_instead_of_piling_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the large members' writes are stalled (a slow disk), the stream waits
+    with at most _LARGE_PIECES pieces handed over; once they go on, every member is
+    whole, its hash and time those of the file written."""
+    go = threading.Event()
+    written = write_all
+
+    def stalled(descriptor: int, data: bytes | memoryview) -> None:
+        go.wait(10)
+        written(descriptor, data)
+
+    monkeypatch.setattr(stream_entry, "write_all", stalled)
+    members = _large_members()
+    data = make_wheel(members)
+    folder = tmp_path / "entry"
+    unpacker = StreamUnpacker(folder, NAME)
+    fed = threading.Thread(target=unpacker.write, args=(data,))
+    fed.start()
+    fed.join(0.5)
+    assert fed.is_alive()  # waiting for room, not holding the member's pieces
+    large = unpacker._large
+    assert large is not None
+    assert large._pieces.qsize() <= stream_entry._LARGE_PIECES
+    go.set()
+    fed.join(10)
+    files, _ = unpacker.finish()
+    unpacker.close()
+    assert not _writer_threads()
+    by_path = {item.path: item for item in files}
+    for path, content in members.items():
+        on_disk = folder.joinpath(*path.split("/"))
+        assert on_disk.read_bytes() == content
+        assert by_path[path].sha256 == _digest(content)
+        assert by_path[path].mtime_ns == on_disk.stat().st_mtime_ns
+
+
+def _failing_writes(
+    monkeypatch: pytest.MonkeyPatch, at: int, first: threading.Event | None = None
+) -> None:
+    """The large members' writes fail with ENOSPC from the *at*-th on (after *first*
+    is set, if given)."""
+    written = write_all
+    calls = [0]
+
+    def full(descriptor: int, data: bytes | memoryview) -> None:
+        calls[0] += 1
+        if calls[0] >= at:
+            if first is not None:
+                first.wait(10)
+            raise OSError(28, "No space left on device")
+        written(descriptor, data)
+
+    monkeypatch.setattr(stream_entry, "write_all", full)
+
+
+def test_a_full_disk_while_writing_a_large_member_stops_the_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The large members' thread fails (ENOSPC) while the stream goes on: a later
+    write() raises that OSError; once closed, no file is left open, no thread runs."""
+    _failing_writes(monkeypatch, at=3)
+    data = make_wheel(_large_members(), method=zipfile.ZIP_STORED)
+    before = _open_files()
+    unpacker = StreamUnpacker(tmp_path / "entry", NAME)
+
+    def feed() -> None:
+        for piece in _pieces(data, list(range(0, len(data), 64 << 10))):
+            unpacker.write(piece)
+
+    with pytest.raises(OSError, match="No space left") as raised:
+        feed()
+    assert raised.value.errno == 28
+    unpacker.close()
+    assert not _writer_threads()
+    assert _open_files() <= before
+
+
+def test_a_full_disk_on_the_last_large_member_is_raised_by_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every byte fed, the large members' thread still writing when it fails: finish()
+    raises the OSError (not a wheel error), and every file is closed."""
+    fed = threading.Event()
+    _failing_writes(monkeypatch, at=2, first=fed)
+    data = make_wheel(_large_members(), method=zipfile.ZIP_STORED)
+    before = _open_files()
+    unpacker = StreamUnpacker(tmp_path / "entry", NAME)
+    unpacker.write(data)  # three large members: fewer pieces than the thread may hold
+    fed.set()
+    with pytest.raises(OSError, match="No space left") as raised:
+        unpacker.finish()
+    assert raised.value.errno == 28
+    unpacker.close()
+    assert not _writer_threads()
+    assert _open_files() <= before
+
+
+def test_a_large_member_longer_than_its_header_closes_its_file(tmp_path: Path) -> None:
+    """A member whose data runs past its header's size is refused while the large
+    members' thread may still be writing it: its file is closed once that thread
+    stops, never under it."""
+    members = _large_members()
+    data = bytearray(make_wheel(members, method=zipfile.ZIP_STORED))
+    # The local header's uncompressed size of pkg/a.bin, one MiB smaller: the stored
+    # data (as long as the compressed size says) then holds more than it.
+    offset = data.index(b"pkg/a.bin") - 30
+    size = int.from_bytes(data[offset + 22 : offset + 26], "little")
+    data[offset + 22 : offset + 26] = (size - (1 << 20)).to_bytes(4, "little")
+    before = _open_files()
+    unpacker = StreamUnpacker(tmp_path / "entry", NAME)
+    for piece in _pieces(bytes(data), list(range(0, len(data), 256 << 10))):
+        unpacker.write(piece)
+    with pytest.raises(WheelError, match="holds more than"):
+        unpacker.finish()
+    unpacker.close()
+    assert not _writer_threads()
+    assert _open_files() <= before
 
 
 # -- through the Fetcher, from a server -----------------------------------------------

@@ -38,6 +38,7 @@ import errno
 import hashlib
 import io
 import os
+import queue
 import stat
 import threading
 import zipfile
@@ -82,6 +83,9 @@ _WRITER_BYTES = 16 << 20
 # A batch handed to one of them: this many bytes or files, whichever comes first.
 _BATCH_BYTES = 256 << 10
 _BATCH_FILES = 32
+# Pieces of large members the large members' thread may hold at once (each at most
+# _INFLATE_OUTPUT, or a stored member's piece as it arrived).
+_LARGE_PIECES = 8
 
 
 class NotStreamable(Exception):
@@ -203,6 +207,63 @@ class _FileWriters:
             self._raise()
 
 
+# A piece for _LargeWriter: the member and its next bytes (None: the member ends).
+_Piece = tuple[_Member, bytes | memoryview | None]
+
+
+class _LargeWriter:
+    """Hashes and writes the pieces of large members, in the order given, in one
+    thread: :meth:`write` a piece, :meth:`end` a member (its time read, its file
+    closed). At most :data:`_LARGE_PIECES` pieces wait (:meth:`write` waits). The
+    first failure is kept and raised by the next :meth:`write` or :meth:`end` or by
+    :meth:`wait`; later pieces are then dropped, and every file given is closed."""
+
+    def __init__(self) -> None:
+        self._pieces: queue.Queue[_Piece | None] = queue.Queue(_LARGE_PIECES)  # None: stop
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="stream-large", daemon=True)
+        self._thread.start()
+
+    def write(self, member: _Member, data: bytes | memoryview) -> None:
+        self._raise()
+        self._pieces.put((member, data))
+
+    def end(self, member: _Member) -> None:
+        self._raise()
+        self._pieces.put((member, None))
+
+    def _run(self) -> None:
+        while (item := self._pieces.get()) is not None:
+            member, data = item
+            try:
+                if data is None:
+                    if self._failure is None:
+                        member.mtime_ns = os.fstat(member.fd).st_mtime_ns
+                elif self._failure is None:
+                    member.digest.update(data)
+                    write_all(member.fd, data)
+            except BaseException as exc:  # kept for the stream's thread
+                self._failure = exc
+            finally:
+                if data is None:
+                    os.close(member.fd)
+                    member.fd = -1
+
+    def _raise(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def wait(self, *, discard: bool = False) -> None:
+        """Every piece given is written (or failed); raises the first failure. With
+        *discard*, what is not written yet is dropped instead. A member given
+        pieces but no :meth:`end` keeps its file open (the caller closes it)."""
+        if discard and self._failure is None:
+            self._failure = _Discarded()
+        self._pieces.put(None)
+        self._thread.join()
+        self._raise()
+
+
 class _Tail(io.RawIOBase):
     """A file of *size* bytes of which only the last ones, from *start*, are kept:
     enough for :class:`zipfile.ZipFile` to read its directory. Bytes before *start*
@@ -255,6 +316,7 @@ class StreamUnpacker:
         self._tail = bytearray()
         self._failure: WheelError | None = None
         self._writers: _FileWriters | None = None
+        self._large: _LargeWriter | None = None
         os.mkdir(self.root)  # noqa: PTH102
 
     # -- the bytes, as they arrive --------------------------------------------------
@@ -287,6 +349,11 @@ class StreamUnpacker:
             self._fail(exc)
 
     def _fail(self, error: WheelError) -> None:
+        # The current member's file is closed once no thread writes into it.
+        large, self._large = self._large, None
+        if large is not None:
+            with contextlib.suppress(Exception):  # the stream has failed already
+                large.wait(discard=True)
         self._close_current()
         self._failure = error
 
@@ -379,8 +446,15 @@ class StreamUnpacker:
         if member.held is not None:
             member.held.append(data if isinstance(data, bytes) else bytes(data))
             return
-        member.digest.update(data)
-        write_all(member.fd, data)
+        # Another thread writes it later: a piece must not change meanwhile.
+        if isinstance(data, memoryview) and not isinstance(data.obj, bytes):
+            data = bytes(data)
+        self._large_writer().write(member, data)
+
+    def _large_writer(self) -> _LargeWriter:
+        if self._large is None:
+            self._large = _LargeWriter()
+        return self._large
 
     def _end_member(self) -> None:
         """The member last begun has all its bytes: check and close it."""
@@ -412,9 +486,7 @@ class StreamUnpacker:
                 held, member.held = member.held, None
                 self._writers.write(member, self._target(member.path), held, member.size)
             else:
-                member.mtime_ns = os.fstat(member.fd).st_mtime_ns
-                os.close(member.fd)
-                member.fd = -1
+                self._large_writer().end(member)
         self._written.append(member)
         self._current = None
 
@@ -425,15 +497,20 @@ class StreamUnpacker:
 
     def _wait_for_writers(self, *, discard: bool = False) -> None:
         writers, self._writers = self._writers, None
-        if writers is not None:
-            writers.wait(discard=discard)
+        large, self._large = self._large, None
+        try:
+            if large is not None:
+                large.wait(discard=discard)
+        finally:
+            if writers is not None:
+                writers.wait(discard=discard)
 
     def close(self) -> None:
         """Release what a download stopped midway holds open, once no thread
         writes into its folder any more (the folder stays)."""
-        self._close_current()
         with contextlib.suppress(Exception):  # the download has failed already
             self._wait_for_writers(discard=True)
+        self._close_current()
 
     # -- once every byte has arrived and the file's hash is checked -----------------
 
