@@ -28,7 +28,7 @@ from fuzzkit import bounded, damaged
 from indexkit import handler_served
 from wheelwise.cache import stream_entry
 from wheelwise.cache.stream_entry import NotStreamable, StreamUnpacker
-from wheelwise.cache.unpacked import UnpackedStore, UnpackedWheel
+from wheelwise.cache.unpacked import EntryFile, UnpackedStore, UnpackedWheel
 from wheelwise.cache.wheel_cache import ContentStore
 from wheelwise.fetch import download
 from wheelwise.fetch.download import DownloadItem, Fetcher
@@ -332,6 +332,7 @@ def test_large_members_wait_for_their_writer_instead_of_piling_up(
     """While the large members' writes are stalled (a slow disk), the stream waits
     with at most _LARGE_PIECES pieces handed over; once they go on, every member is
     whole, its hash and time those of the file written."""
+    monkeypatch.setattr(stream_entry, "cores", lambda: 4)  # a core to spare
     go = threading.Event()
     written = write_all
 
@@ -388,6 +389,7 @@ def test_a_full_disk_while_writing_a_large_member_stops_the_stream(
 ) -> None:
     """The large members' thread fails (ENOSPC) while the stream goes on: a later
     write() raises that OSError; once closed, no file is left open, no thread runs."""
+    monkeypatch.setattr(stream_entry, "cores", lambda: 4)  # a core to spare
     _failing_writes(monkeypatch, at=3)
     data = make_wheel(_large_members(), method=zipfile.ZIP_STORED)
     before = _open_files()
@@ -410,6 +412,7 @@ def test_a_full_disk_on_the_last_large_member_is_raised_by_finish(
 ) -> None:
     """Every byte fed, the large members' thread still writing when it fails: finish()
     raises the OSError (not a wheel error), and every file is closed."""
+    monkeypatch.setattr(stream_entry, "cores", lambda: 4)  # a core to spare
     fed = threading.Event()
     _failing_writes(monkeypatch, at=2, first=fed)
     data = make_wheel(_large_members(), method=zipfile.ZIP_STORED)
@@ -425,10 +428,13 @@ def test_a_full_disk_on_the_last_large_member_is_raised_by_finish(
     assert _open_files() <= before
 
 
-def test_a_large_member_longer_than_its_header_closes_its_file(tmp_path: Path) -> None:
+def test_a_large_member_longer_than_its_header_closes_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A member whose data runs past its header's size is refused while the large
     members' thread may still be writing it: its file is closed once that thread
     stops, never under it."""
+    monkeypatch.setattr(stream_entry, "cores", lambda: 4)  # a core to spare
     members = _large_members()
     data = bytearray(make_wheel(members, method=zipfile.ZIP_STORED))
     # The local header's uncompressed size of pkg/a.bin, one MiB smaller: the stored
@@ -445,6 +451,36 @@ def test_a_large_member_longer_than_its_header_closes_its_file(tmp_path: Path) -
     unpacker.close()
     assert not _writer_threads()
     assert _open_files() <= before
+
+
+def test_large_members_are_handed_over_only_while_a_core_is_spare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On two cores, two streams at once write their large members themselves (each
+    keeps a core busy already); a stream alone hands them to a thread. Either way
+    the entry is the same."""
+    monkeypatch.setattr(stream_entry, "cores", lambda: 2)
+    members = _large_members()
+    data = make_wheel(members)
+    alone = StreamUnpacker(tmp_path / "alone", NAME)
+    busy = StreamUnpacker(tmp_path / "busy", NAME)
+    busy.write(data)  # two streams take bytes: no core to spare
+    assert busy._large is None
+    busy_files, _ = busy.finish()  # its members ended: it no longer counts
+    busy.close()
+    alone.write(data)
+    assert alone._large is not None
+    alone_files, _ = alone.finish()
+    alone.close()
+    assert not _writer_threads()
+
+    def kept(files: list[EntryFile]) -> list[tuple[str, str, int, bool]]:
+        return [(f.path, f.sha256, f.size, f.executable) for f in files]
+
+    assert kept(busy_files) == kept(alone_files)
+    for folder in ("alone", "busy"):
+        for path, content in members.items():
+            assert tmp_path.joinpath(folder, *path.split("/")).read_bytes() == content
 
 
 # -- through the Fetcher, from a server -----------------------------------------------

@@ -20,7 +20,13 @@ directory gets (:mod:`wheelwise.wheels.archive`):
 Small members are written by :class:`_FileWriters`, a few threads of their own:
 in a wheel of many small files (torch's 12,261), creating each file costs more
 than inflating it, and one thread doing both would make that wheel's stream the
-last to end. Large members are written as they inflate, by the caller's thread.
+last to end. Large members are inflated by the caller's thread and, while the
+process has a core to spare for it (:func:`_core_to_spare`), hashed and written,
+piece by piece in order, by one thread of their own (:class:`_LargeWriter`): the
+stream of a big wheel then keeps two cores busy, not one (on many cores, and at the
+end of any cold install, torch's stream is what the install waits for last). Else
+the caller's thread hashes and writes them too: with every core busy, handing
+pieces over only adds switches.
 
 Executable bits, which only the directory gives, are set then. Content problems
 are kept until :meth:`~StreamUnpacker.finish` (a download cut or changed on the way
@@ -47,6 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from wheelwise.cache.unpacked import EntryFile
+from wheelwise.forked_map import cores
 from wheelwise.userfiles import open_regular, write_all
 from wheelwise.wheels.archive import (
     MAX_METADATA_BYTES,
@@ -104,6 +111,7 @@ class _Member:
     size: int = 0
     mtime_ns: int = 0
     held: list[bytes] | None = None  # a small member's bytes, until _FileWriters takes them
+    handed_over: bool = False  # a large member hashed and written by _LargeWriter
 
 
 def _clash(member: _Member) -> WheelError:
@@ -205,6 +213,30 @@ class _FileWriters:
                 thread.shutdown(wait=True)
         with self._room:
             self._raise()
+
+
+# Streams taking bytes in this process now (StreamUnpacker, from its start until its
+# members end or it stops).
+_streams_lock = threading.Lock()
+_streams_now = 0
+
+
+def _stream_started() -> None:
+    global _streams_now
+    with _streams_lock:
+        _streams_now += 1
+
+
+def _stream_ended() -> None:
+    global _streams_now
+    with _streams_lock:
+        _streams_now -= 1
+
+
+def _core_to_spare() -> bool:
+    """Whether every stream of this process could keep two cores busy: its own
+    thread inflating, a :class:`_LargeWriter` hashing and writing."""
+    return 2 * _streams_now <= cores()
 
 
 # A piece for _LargeWriter: the member and its next bytes (None: the member ends).
@@ -318,6 +350,13 @@ class StreamUnpacker:
         self._writers: _FileWriters | None = None
         self._large: _LargeWriter | None = None
         os.mkdir(self.root)  # noqa: PTH102
+        self._counted = True
+        _stream_started()
+
+    def _stop_counting(self) -> None:
+        if self._counted:
+            self._counted = False
+            _stream_ended()
 
     # -- the bytes, as they arrive --------------------------------------------------
 
@@ -340,6 +379,7 @@ class StreamUnpacker:
                     self._begin_member(found)
             if self._members.stopped is not None:
                 self._end_member()
+                self._stop_counting()
                 if self._members.stopped != _MEMBERS_END:
                     raise NotStreamable(self._members.stopped)
                 if not self._written:
@@ -349,6 +389,7 @@ class StreamUnpacker:
             self._fail(exc)
 
     def _fail(self, error: WheelError) -> None:
+        self._stop_counting()
         # The current member's file is closed once no thread writes into it.
         large, self._large = self._large, None
         if large is not None:
@@ -382,6 +423,7 @@ class StreamUnpacker:
         if info.file_size <= SMALL_MEMBER:
             member.held = []  # written whole once it ends, by _FileWriters
         else:
+            member.handed_over = _core_to_spare()
             try:
                 member.fd = os.open(self._target(name), _CREATE_FLAGS, 0o666)
             except OSError as exc:
@@ -446,6 +488,10 @@ class StreamUnpacker:
         if member.held is not None:
             member.held.append(data if isinstance(data, bytes) else bytes(data))
             return
+        if not member.handed_over:
+            member.digest.update(data)
+            write_all(member.fd, data)
+            return
         # Another thread writes it later: a piece must not change meanwhile.
         if isinstance(data, memoryview) and not isinstance(data.obj, bytes):
             data = bytes(data)
@@ -485,8 +531,12 @@ class StreamUnpacker:
                     self._writers = _FileWriters()
                 held, member.held = member.held, None
                 self._writers.write(member, self._target(member.path), held, member.size)
-            else:
+            elif member.handed_over:
                 self._large_writer().end(member)
+            else:
+                member.mtime_ns = os.fstat(member.fd).st_mtime_ns
+                os.close(member.fd)
+                member.fd = -1
         self._written.append(member)
         self._current = None
 
@@ -508,6 +558,7 @@ class StreamUnpacker:
     def close(self) -> None:
         """Release what a download stopped midway holds open, once no thread
         writes into its folder any more (the folder stays)."""
+        self._stop_counting()
         with contextlib.suppress(Exception):  # the download has failed already
             self._wait_for_writers(discard=True)
         self._close_current()
@@ -518,6 +569,7 @@ class StreamUnpacker:
         """What was written, and the ``.dist-info`` folder's name, once every check
         has passed (see the module's docstring); raises WheelError, or
         NotStreamable."""
+        self._stop_counting()
         try:
             self._wait_for_writers()
         except WheelError as exc:
