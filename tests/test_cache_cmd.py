@@ -124,6 +124,11 @@ def test_clean_by_name_removes_only_that_project(tmp_path: Path) -> None:
     assert ran.stdout.strip() == "1.0", ran.stderr
     _fill(tmp_path, cache, "alpha")
     assert len(_kept(cache, "unpacked")) == 2
+    # A name the cache holds nothing of (misspelt, say) is said so, and exits 0 as uv.
+    missed = wheelwise(["cache", "clean", "alpah"], cache)
+    assert missed.returncode == 0, missed.stderr
+    assert missed.stdout.startswith("no cache entries found for alpah in ")
+    assert len(_kept(cache, "unpacked")) == 2
 
 
 def test_clean_keeps_journals_and_live_scratch(tmp_path: Path) -> None:

@@ -126,6 +126,9 @@ def cache_clean(names: tuple[str, ...]) -> None:
 
     root = _root()
     removed = clean(root, names)
+    if names and not removed.files:  # as uv says it: a misspelt name is seen
+        click.echo(f"no cache entries found for {', '.join(names)} in {root}")
+        return
     click.echo(f"removed {removed.files} files ({_size(removed.bytes)}) from {root}")
 
 
