@@ -460,6 +460,7 @@ def test_large_members_are_handed_over_only_while_a_core_is_spare(
     keeps a core busy already); a stream alone hands them to a thread. Either way
     the entry is the same."""
     monkeypatch.setattr(stream_entry, "cores", lambda: 2)
+    monkeypatch.setattr(stream_entry, "_streams_now", 0)  # none left by another test
     members = _large_members()
     data = make_wheel(members)
     alone = StreamUnpacker(tmp_path / "alone", NAME)
