@@ -586,18 +586,11 @@ class _SlowWheels:
         await self.app(scope, receive, send)  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("allowed", [1, None])
-def test_concurrent_downloads_bound_every_download(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allowed: int | None
-) -> None:
-    """``--concurrent-downloads`` (InstallOptions.concurrent_downloads) bounds the
-    downloads ahead of need as well as the install's own: with 1, six wheels come one
-    at a time; by default, the machine's bound (download_workers(), at least 4) holds
-    for both together. Counted in the client, as requests under way (the server would
-    also count one the client has dropped while the server still waits)."""
-    most = allowed or min(6, download_workers())
+def _count_downloads_under_way(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """[now, most]: the downloads under way, counted in the client as requests (the
+    server would also count one the client has dropped while the server still waits)."""
     lock = threading.Lock()
-    under_way = [0, 0]  # now, most
+    under_way = [0, 0]
     request = download._Fetcher._http_now
 
     def counted(self: download._Fetcher, item: DownloadItem, out: Any) -> dict[str, str]:
@@ -611,6 +604,20 @@ def test_concurrent_downloads_bound_every_download(
                 under_way[0] -= 1
 
     monkeypatch.setattr(download._Fetcher, "_http_now", counted)
+    return under_way
+
+
+@pytest.mark.parametrize("allowed", [1, None])
+def test_concurrent_downloads_bound_every_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allowed: int | None
+) -> None:
+    """``--concurrent-downloads`` (InstallOptions.concurrent_downloads) bounds the
+    downloads ahead of need as well as the install's own: with 1, six wheels come one
+    at a time; by default, the machine's bound (download_workers(), at least 4) holds
+    for both together. Counted in the client, as requests under way (the server would
+    also count one the client has dropped while the server still waits)."""
+    most = allowed or min(6, download_workers())
+    under_way = _count_downloads_under_way(monkeypatch)
     folder = tmp_path / "wheels"
     folder.mkdir()
     names = [f"w{i}" for i in range(6)]
@@ -640,21 +647,7 @@ def test_batches_at_once_share_the_fetchers_download_bound(
     """Two batches downloading at the same time (the downloads ahead of need and the
     install's own) together stay within the fetcher's ``downloads``: each batch's
     pool alone would allow as many, so only a bound they share keeps the sum there."""
-    lock = threading.Lock()
-    under_way = [0, 0]  # now, most
-    request = download._Fetcher._http_now
-
-    def counted(self: download._Fetcher, item: DownloadItem, out: Any) -> dict[str, str]:
-        with lock:
-            under_way[0] += 1
-            under_way[1] = max(under_way)
-        try:
-            return request(self, item, out)
-        finally:
-            with lock:
-                under_way[0] -= 1
-
-    monkeypatch.setattr(download._Fetcher, "_http_now", counted)
+    under_way = _count_downloads_under_way(monkeypatch)
     folder = tmp_path / "wheels"
     folder.mkdir()
     names = [f"b{i}-1.0-py3-none-any.whl" for i in range(6)]

@@ -240,6 +240,13 @@ def _open_files() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
+def _closed_cleanly(unpacker: StreamUnpacker, before: set[str]) -> None:
+    """close(): no writer thread left running, no file left open since *before*."""
+    unpacker.close()
+    assert not _writer_threads()
+    assert _open_files() <= before
+
+
 def _many_small_members() -> dict[str, bytes]:
     """Many small files in many folders, as torch has, and two large ones."""
     noise = random.Random(3)
@@ -402,9 +409,7 @@ def test_a_full_disk_while_writing_a_large_member_stops_the_stream(
     with pytest.raises(OSError, match="No space left") as raised:
         feed()
     assert raised.value.errno == 28
-    unpacker.close()
-    assert not _writer_threads()
-    assert _open_files() <= before
+    _closed_cleanly(unpacker, before)
 
 
 def test_a_full_disk_on_the_last_large_member_is_raised_by_finish(
@@ -423,9 +428,7 @@ def test_a_full_disk_on_the_last_large_member_is_raised_by_finish(
     with pytest.raises(OSError, match="No space left") as raised:
         unpacker.finish()
     assert raised.value.errno == 28
-    unpacker.close()
-    assert not _writer_threads()
-    assert _open_files() <= before
+    _closed_cleanly(unpacker, before)
 
 
 def test_a_large_member_longer_than_its_header_closes_its_file(
@@ -448,9 +451,7 @@ def test_a_large_member_longer_than_its_header_closes_its_file(
         unpacker.write(piece)
     with pytest.raises(WheelError, match="holds more than"):
         unpacker.finish()
-    unpacker.close()
-    assert not _writer_threads()
-    assert _open_files() <= before
+    _closed_cleanly(unpacker, before)
 
 
 def test_large_members_are_handed_over_only_while_a_core_is_spare(

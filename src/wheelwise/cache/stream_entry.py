@@ -221,22 +221,16 @@ _streams_lock = threading.Lock()
 _streams_now = 0
 
 
-def _stream_started() -> None:
+def _count_streams(change: int) -> None:
     global _streams_now
     with _streams_lock:
-        _streams_now += 1
+        _streams_now += change
 
 
-def _stream_ended() -> None:
-    global _streams_now
-    with _streams_lock:
-        _streams_now -= 1
-
-
-def _core_to_spare() -> bool:
+def _core_to_spare(machine_cores: int) -> bool:
     """Whether every stream of this process could keep two cores busy: its own
     thread inflating, a :class:`_LargeWriter` hashing and writing."""
-    return 2 * _streams_now <= cores()
+    return 2 * _streams_now <= machine_cores
 
 
 # A piece for _LargeWriter: the member and its next bytes (None: the member ends).
@@ -350,13 +344,14 @@ class StreamUnpacker:
         self._writers: _FileWriters | None = None
         self._large: _LargeWriter | None = None
         os.mkdir(self.root)  # noqa: PTH102
+        self._cores = cores()
         self._counted = True
-        _stream_started()
+        _count_streams(+1)
 
     def _stop_counting(self) -> None:
         if self._counted:
             self._counted = False
-            _stream_ended()
+            _count_streams(-1)
 
     # -- the bytes, as they arrive --------------------------------------------------
 
@@ -391,10 +386,8 @@ class StreamUnpacker:
     def _fail(self, error: WheelError) -> None:
         self._stop_counting()
         # The current member's file is closed once no thread writes into it.
-        large, self._large = self._large, None
-        if large is not None:
-            with contextlib.suppress(Exception):  # the stream has failed already
-                large.wait(discard=True)
+        with contextlib.suppress(Exception):  # the stream has failed already
+            self._stop_large(discard=True)
         self._close_current()
         self._failure = error
 
@@ -423,7 +416,7 @@ class StreamUnpacker:
         if info.file_size <= SMALL_MEMBER:
             member.held = []  # written whole once it ends, by _FileWriters
         else:
-            member.handed_over = _core_to_spare()
+            member.handed_over = _core_to_spare(self._cores)
             try:
                 member.fd = os.open(self._target(name), _CREATE_FLAGS, 0o666)
             except OSError as exc:
@@ -545,12 +538,15 @@ class StreamUnpacker:
             os.close(self._current.fd)
             self._current.fd = -1
 
+    def _stop_large(self, *, discard: bool) -> None:
+        large, self._large = self._large, None
+        if large is not None:
+            large.wait(discard=discard)
+
     def _wait_for_writers(self, *, discard: bool = False) -> None:
         writers, self._writers = self._writers, None
-        large, self._large = self._large, None
         try:
-            if large is not None:
-                large.wait(discard=discard)
+            self._stop_large(discard=discard)
         finally:
             if writers is not None:
                 writers.wait(discard=discard)
