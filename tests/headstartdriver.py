@@ -1,8 +1,9 @@
 """Run ``python -m wheelwise ARGS`` with a head start for any wheel kept unpacked
 (not only big ones, nor only for projects that had one; ``HEAD_START_REAL=1``: as
 an install decides), each step of it written to ``HEAD_START_LOG``: ``offered
-NAME``, ``opened``, ``adopted NAME`` or ``abandoned``, ``failed`` (a head start that
-failed, then the install made again). ``HEAD_START_FAIL=1``: the worker's placing
+NAME``, ``opened``, ``adopted NAME`` or ``abandoned``, ``compared beside the worker``
+(the cache entries compared with a core left to the worker), ``failed`` (a head
+start that failed, then the install made again). ``HEAD_START_FAIL=1``: the worker's placing
 fails once it has placed the wheel's files; ``HEAD_START_NO_FORK=1``: the worker
 cannot be forked."""
 
@@ -14,6 +15,7 @@ import sys
 from typing import Any
 
 import wheelwise.install.head_start as head
+import wheelwise.install.transaction as transaction
 from wheelwise.models.errors import InstallError
 
 if not os.environ.get("HEAD_START_REAL"):
@@ -35,6 +37,7 @@ offer, open_transaction, adopt = (
     head.HeadStart.adopt,
 )
 join, place_cached = head.HeadStart.join, names["place_cached"]
+changed_entries = vars(transaction)["changed_entries"]
 
 
 def logged_offer(self: Any, file: Any, *args: Any, **kwargs: Any) -> None:
@@ -65,6 +68,12 @@ def logged_join(self: Any, journal: Any) -> None:
         raise
 
 
+def logged_changed_entries(entries: Any, *, busy: int = 0) -> Any:
+    if busy:
+        note("compared beside the worker")
+    return changed_entries(entries, busy=busy)
+
+
 def failing_place(*args: Any, **kwargs: Any) -> None:
     place_cached(*args, **kwargs)
     raise InstallError("the disk is on fire")
@@ -74,6 +83,7 @@ head.HeadStart.offer = logged_offer  # type: ignore[method-assign]
 names["open_transaction"] = logged_open
 head.HeadStart.adopt = logged_adopt  # type: ignore[method-assign]
 head.HeadStart.join = logged_join  # type: ignore[method-assign]
+vars(transaction)["changed_entries"] = logged_changed_entries
 if os.environ.get("HEAD_START_NO_FORK"):  # the first fork (the worker's) fails
     fork = os.fork
 

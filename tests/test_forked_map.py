@@ -130,6 +130,25 @@ def test_few_items_or_other_threads_mean_a_plain_map(monkeypatch: pytest.MonkeyP
     assert set(many) == {parent}
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="forks only on Linux")
+@pytest.mark.parametrize(("machine", "busy", "processes"), [(2, 1, 1), (3, 1, 2), (4, 2, 2)])
+def test_cores_kept_busy_by_the_caller_get_no_child(
+    monkeypatch: pytest.MonkeyPatch, machine: int, busy: int, processes: int
+) -> None:
+    monkeypatch.setattr(fm, "cores", lambda: machine)
+    parent = os.getpid()
+
+    def function(item: int) -> int:
+        if os.getpid() == parent:
+            time.sleep(0.005)  # the children, if any, take their share meanwhile
+        return os.getpid()
+
+    pids = forked_map(function, list(range(fm.MIN_ITEMS * 4)), busy=busy)
+    assert len(set(pids)) == processes
+    assert parent in pids
+    assert no_child_left()
+
+
 def test_the_queue_refuses_more_than_its_pipe_holds() -> None:
     with pytest.raises(ValueError, match="more than"):
         fm.new_queue(range(fm.MAX_QUEUED + 1))

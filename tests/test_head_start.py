@@ -118,6 +118,7 @@ def test_the_plan_takes_the_head_start_over(tmp_path: Path, index: str) -> None:
         "offered alpha-1.0-py3-none-any.whl",
         "opened",
         "adopted alpha-1.0-py3-none-any.whl",
+        "compared beside the worker",
     ]
     ran = run_python(python, "import alpha; print(alpha.VERSION)")
     assert ran.stdout.strip() == "1.0", ran.stderr
@@ -184,6 +185,7 @@ def test_a_failed_head_start_is_rolled_back_and_installed_again(tmp_path: Path, 
         "offered alpha-1.0-py3-none-any.whl",
         "opened",
         "adopted alpha-1.0-py3-none-any.whl",
+        "compared beside the worker",
         "failed",
     ]
     ran = run_python(python, "import alpha; print(alpha.VERSION)")
@@ -241,10 +243,11 @@ def test_a_project_with_many_files_gets_a_head_start_once_its_entry_is_kept(
     result, log = driven(tmp_path, cache, *install_args(python, index, "many", "alpha"), real=True)
     assert result.returncode == 0, result.stderr
     # alpha may be offered first (pinned first), and is turned down: few files.
-    assert log[-3:] == [
+    assert log[-4:] == [
         "offered many-1.0-py3-none-any.whl",
         "opened",
         "adopted many-1.0-py3-none-any.whl",
+        "compared beside the worker",
     ]
     assert len(list((site_packages(python) / "many").glob("m*.py"))) == 1200
     # Asked for alone, alpha gets no worker at all.

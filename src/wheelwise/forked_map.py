@@ -77,14 +77,19 @@ def can_fork() -> bool:
     return sys.platform == "linux" and threading.active_count() == 1 and cores() > 1
 
 
-def forked_map(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+def forked_map(function: Callable[[T], R], items: Sequence[T], *, busy: int = 0) -> list[R]:
     """``[function(item) for item in items]``, over several processes where that
     pays. An exception is raised once every worker has stopped: the one of the
-    first item that failed (items after it may have run meanwhile)."""
-    if STRATEGY == "serial" or (STRATEGY == "auto" and (len(items) < MIN_ITEMS or not can_fork())):
+    first item that failed (items after it may have run meanwhile). *busy*: cores
+    the caller keeps busy meanwhile (a process it started): no child is forked for
+    them, and none at all when that leaves only this process's core."""
+    spare = cores() - busy
+    if STRATEGY == "serial" or (
+        STRATEGY == "auto" and (len(items) < MIN_ITEMS or spare < 2 or not can_fork())
+    ):
         return [function(item) for item in items]
     batches = _batches(len(items))
-    outs = _results_files(min(cores(), len(batches)) - 1)
+    outs = _results_files(max(1, min(spare, len(batches)) - 1))
     if outs is None:  # no temporary folder to hand results back through
         return [function(item) for item in items]
     return _forked(function, items, batches, outs)

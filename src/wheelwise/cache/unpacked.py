@@ -213,13 +213,13 @@ def _files_match(entry: UnpackedWheel, start: int, stop: int) -> bool:
 _FILES_PER_CHECK = 256
 
 
-def changed_entries(entries: Sequence[UnpackedWheel]) -> list[UnpackedWheel]:
+def changed_entries(entries: Sequence[UnpackedWheel], *, busy: int = 0) -> list[UnpackedWheel]:
     """Those of *entries* not found as they were made (:func:`entry_matches`).
 
     An install's entries hold tens of thousands of files, a ``stat`` each; compared
-    in runs of files over the cores (:func:`~wheelwise.forked_map.forked_map`),
-    after resolving rather than among its threads, which made each ``stat`` wait
-    for the interpreter lock."""
+    in runs of files over the cores (:func:`~wheelwise.forked_map.forked_map`; *busy*:
+    cores kept busy by other work meanwhile), after resolving rather than among its
+    threads, which made each ``stat`` wait for the interpreter lock."""
     from wheelwise.forked_map import forked_map
 
     runs = [
@@ -227,7 +227,7 @@ def changed_entries(entries: Sequence[UnpackedWheel]) -> list[UnpackedWheel]:
         for index, entry in enumerate(entries)
         for start in range(0, len(entry.files), _FILES_PER_CHECK)
     ]
-    matched = forked_map(lambda run: _files_match(entries[run[0]], run[1], run[2]), runs)
+    matched = forked_map(lambda run: _files_match(entries[run[0]], run[1], run[2]), runs, busy=busy)
     changed = {index for (index, _, _), ok in zip(runs, matched, strict=True) if not ok}
     return [entries[index] for index in sorted(changed)]
 

@@ -344,16 +344,19 @@ def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[Veri
     return list(checked.values())
 
 
-def _refuse_changed_entries(wheels: Sequence[VerifiedWheel], placement: Placement | None) -> None:
+def _refuse_changed_entries(
+    wheels: Sequence[VerifiedWheel], placement: Placement | None, *, busy: int = 0
+) -> None:
     """Before anything changes: the cache entries among *wheels* not compared with
-    what they were made with yet are, and any that differ are removed from the
-    cache and refused (:class:`ChangedCacheEntries`: fetched again, they install)."""
+    what they were made with yet are (on the cores but *busy* of them), and any that
+    differ are removed from the cache and refused (:class:`ChangedCacheEntries`:
+    fetched again, they install)."""
     unchecked = [
         wheel.source
         for wheel in wheels
         if isinstance(wheel.source, UnpackedWheel) and not wheel.source.checked
     ]
-    changed = changed_entries(unchecked)
+    changed = changed_entries(unchecked, busy=busy)
     if not changed:
         return
     store = placement.unpacked if placement is not None else None
@@ -588,8 +591,9 @@ def install_wheels(
         _check_managed(env, break_system_packages)
         checked = _verify(wheels)
         ahead = head_start.adopt(checked) if head_start is not None else None
-        # Its entry too, while it is placed: a changed one is rolled back with it.
-        _refuse_changed_entries(checked, placement)
+        # Its entry too, while it is placed: a changed one is rolled back with it. Its
+        # worker keeps a core busy meanwhile.
+        _refuse_changed_entries(checked, placement, busy=int(ahead is not None))
         if warn is not None and placement is not None:
             note = _cross_device(env, placement)
             if note is not None:
