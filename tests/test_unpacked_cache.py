@@ -7,18 +7,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from wheelwise import forked_map as fm
+from wheelwise.cache import unpacked
 from wheelwise.cache.unpacked import (
     ENTRY_FILE,
     EntryFile,
     UnpackedStore,
     changed_entries,
     parse_entry,
+    verify_entries,
     verify_entry,
 )
 
@@ -122,6 +126,42 @@ def test_verify_finds_a_change_that_keeps_size_and_time(tmp_path: Path) -> None:
     os.utime(member, ns=(info.st_atime_ns, info.st_mtime_ns))
     assert store.lookup(HASHES, NAME) is not None  # sizes and times only
     assert verify_entry(entry) == ["demo/__init__.py: changed since it was unpacked"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forks only on Linux")
+def test_entries_are_verified_in_runs_over_several_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs of a few files each, checked by forked workers, give each entry's
+    problems in its files' order, as the entry checked alone does."""
+    monkeypatch.setattr(fm, "STRATEGY", "fork")
+    monkeypatch.setattr(fm, "cores", lambda: 3)
+    monkeypatch.setattr(unpacked, "_VERIFY_FILES", 3)
+    monkeypatch.setattr(unpacked, "_VERIFY_BYTES", 40)
+    store = store_at(tmp_path)
+    entries = []
+    for number in range(3):
+        members = {f"demo/m{i:02}.py": bytes([65 + i]) * (number * 7 + i) for i in range(20)}
+        members[f"demo/big{number}.bin"] = b"x" * 100  # a run of its own
+        digest = hashlib.sha256(f"wheel {number}".encode()).hexdigest()
+        entries.append(store.publish({"sha256": digest}, NAME, builder(members)))
+    changed = entries[1]
+    # m18's run is bigger than m01's (runs go out biggest first): told in file order.
+    for name in ("demo/m18.py", "demo/m01.py"):
+        member = Path(changed.file_path(name))
+        member.write_bytes(member.read_bytes().lower())
+    Path(entries[2].file_path("demo/m09.py")).unlink()
+    found = verify_entries(entries)
+    assert found == [
+        [],
+        [
+            "demo/m01.py: changed since it was unpacked",
+            "demo/m18.py: changed since it was unpacked",
+        ],
+        ["demo/m09.py: No such file or directory"],
+    ]
+    monkeypatch.setattr(fm, "STRATEGY", "serial")
+    assert found == [verify_entry(entry) for entry in entries]
 
 
 ROW = st.lists(

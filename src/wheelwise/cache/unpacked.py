@@ -58,6 +58,7 @@ __all__ = [
     "UnpackedWheel",
     "changed_entries",
     "entry_matches",
+    "verify_entries",
     "verify_entry",
 ]
 
@@ -358,13 +359,56 @@ def _folders(parent: Path) -> list[Path]:
         return []
 
 
+# One item of work of verify_entries: files of one entry, up to this many bytes (a
+# bigger file alone) or this many files.
+_VERIFY_BYTES = 64 << 20
+_VERIFY_FILES = 256
+
+
 def verify_entry(entry: UnpackedWheel) -> list[str]:
     """What differs between *entry*'s files and what they held when it was made
     (every file is read and hashed); empty when nothing does."""
+    return _files_verified(entry, 0, len(entry.files))
+
+
+def verify_entries(entries: Sequence[UnpackedWheel]) -> list[list[str]]:
+    """:func:`verify_entry` of each of *entries*, in runs of files over the cores
+    (:func:`~wheelwise.forked_map.forked_map`), the biggest runs first so that no
+    core is left alone with one at the end: the cache of the torch stack holds
+    5.5 GB."""
+    from wheelwise.forked_map import forked_map
+
+    runs: list[tuple[int, int, int, int]] = []  # bytes, entry, first file, after last
+    for index, entry in enumerate(entries):
+        start = size = 0
+        for position, item in enumerate(entry.files):
+            if position > start and (
+                size + item.size > _VERIFY_BYTES or position - start >= _VERIFY_FILES
+            ):
+                runs.append((size, index, start, position))
+                start, size = position, 0
+            size += item.size
+        if start < len(entry.files):
+            runs.append((size, index, start, len(entry.files)))
+    runs.sort(reverse=True)
+    found = forked_map(lambda run: _files_verified(entries[run[1]], run[2], run[3]), runs)
+    problems: list[list[str]] = [[] for _ in entries]
+    for (_, index, _, _), some in sorted(zip(runs, found, strict=True), key=_entry_order):
+        problems[index] += some
+    return problems
+
+
+def _entry_order(run: tuple[tuple[int, int, int, int], list[str]]) -> tuple[int, int]:
+    (_, index, start, _), _ = run
+    return index, start
+
+
+def _files_verified(entry: UnpackedWheel, start: int, stop: int) -> list[str]:
+    """:func:`verify_entry` for *entry*'s files from *start* to *stop*."""
     from wheelwise.wheels.record import encode_digest  # loads installer: only here
 
     problems: list[str] = []
-    for item in entry.files:
+    for item in entry.files[start:stop]:
         path = entry.file_path(item.path)
         digest = hashlib.sha256()
         size = 0

@@ -82,19 +82,21 @@ def cache_verify(remove: bool) -> None:
     unpacks the wheel again when they differ; only this finds a change that kept
     both."""
     from wheelwise.cache.stores import ContentCache
-    from wheelwise.cache.unpacked import verify_entry
+    from wheelwise.cache.unpacked import verify_entries
 
     store = ContentCache.at(_root()).unpacked
-    checked = files = damaged = 0
-    for folder in store.entries():
-        checked += 1
-        entry = store.read_entry(folder)
+    found = [(folder, store.read_entry(folder)) for folder in store.entries()]
+    readable = [entry for _, entry in found if entry is not None]
+    verified = iter(verify_entries(readable))
+    checked = len(found)
+    files = sum(len(entry.files) for entry in readable)
+    damaged = 0
+    for folder, entry in found:
         if entry is None:
             problems = ["no readable entry.json"]
             name = folder.name
         else:
-            files += len(entry.files)
-            problems = verify_entry(entry)
+            problems = next(verified)
             name = entry.filename
         if not problems:
             continue
