@@ -920,6 +920,13 @@ def list_cmd(
 @location_options("Uninstall")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print nothing on success, as pip and uv do (the question without --yes, "
+    "errors and warnings still show).",
+)
+@click.option(
     "--break-system-packages",
     is_flag=True,
     help="Uninstall from an externally managed environment (PEP 668) anyway.",
@@ -933,6 +940,7 @@ def uninstall(
     prefix_dir: Path | None,
     user: bool,
     yes: bool,
+    quiet: bool,
     break_system_packages: bool,
 ) -> None:
     """Uninstall distributions NAME... (all or nothing)."""
@@ -942,7 +950,8 @@ def uninstall(
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
         raise InputError("nothing uninstalled")
     for name in remove(env, list(names), break_system_packages=break_system_packages, warn=_warn):
-        click.echo(f"uninstalled {name}")
+        if not quiet:
+            click.echo(f"uninstalled {name}")
 
 
 @click.command()
