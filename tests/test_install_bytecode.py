@@ -5,6 +5,7 @@ warning, not a failed install. Real venvs, real installs from a find-links folde
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import importlib.util
 import marshal
 import os
@@ -16,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from installkit import WHEEL, make_venv, pip, site_packages
 from variantkit import wheelwise
@@ -244,3 +247,29 @@ def test_a_run_killed_while_compiling_leaves_whole_bytecode_and_nothing_to_recov
     removed = wheelwise(["uninstall", "-y", "--python", str(python), "many"], tmp_path / "cache")
     assert removed.returncode == 0, removed.stderr
     assert not (site / "many").exists()
+
+
+_NAME = st.lists(st.sampled_from(["a", "b", ".", "pyc", "cpython-311", "1"]), max_size=9).map(
+    "".join
+)
+
+
+@settings(max_examples=500, deadline=None)
+@example(names={"a.c.pyc", "a.c.pyc.12", "a.pyc", "ab.c.pyc", "a.c.pyo", "a..pyc"}, stem="a")
+@given(
+    st.sets(_NAME.filter(lambda name: name not in ("", ".", "..")), max_size=6), _NAME.filter(bool)
+)
+def test_a_modules_bytecode_is_found_by_name_as_glob_finds_it(
+    tmp_path_factory: pytest.TempPathFactory, names: set[str], stem: str
+) -> None:
+    """What an uninstall removes with STEM.py: ``STEM.*.pyc`` and ``STEM.*.pyc.*``,
+    as glob's patterns say, and nothing else of the folder."""
+    from wheelwise.install.transaction import _Listings
+
+    cache = tmp_path_factory.mktemp("pycache")
+    for name in names:
+        (cache / name).write_bytes(b"")
+    expected = set(fnmatch.filter(names, f"{stem}.*.pyc")) | set(
+        fnmatch.filter(names, f"{stem}.*.pyc.*")
+    )
+    assert set(_Listings().bytecode_of(str(cache), stem)) == expected

@@ -744,3 +744,68 @@ def test_reading_any_journal_never_fails(pieces: list[bytes], cut: bool) -> None
     header, records = read
     assert isinstance(header, dict)
     assert all(record and all(isinstance(v, str) for v in record) for record in records)
+
+
+# Paths of the parts that decide containment: names, ".", "..", doubled slashes.
+_PATH = st.lists(st.sampled_from(["a", "b", "ab", "/", ".", ".."]), max_size=8).map("".join)
+
+
+def _parts(path: str) -> tuple[bool, list[str]]:
+    normal = os.path.normpath(path)
+    return os.path.isabs(normal), [p for p in normal.split(os.sep) if p not in ("", ".")]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX paths")
+@settings(max_examples=2000, deadline=None)
+@given(_PATH.filter(bool), _PATH.filter(bool))
+def test_a_path_is_inside_a_root_only_when_the_roots_parts_begin_it(path: str, root: str) -> None:
+    """What journal replay and uninstall rely on: never inside when a part differs,
+    and inside wherever os.path.commonpath says so."""
+    from wheelwise.install.journal import is_inside
+
+    inside = is_inside(path, root)
+    (absolute, parts), (root_absolute, root_parts) = _parts(path), _parts(root)
+    if inside:
+        assert absolute == root_absolute
+        assert parts[: len(root_parts)] == root_parts
+    base = os.path.normpath(root)
+    try:
+        common = os.path.commonpath([os.path.normpath(path), base]) == base
+    except ValueError:
+        common = False
+    if common:
+        assert inside
+
+
+def test_pruning_removes_the_emptied_folders_once_each_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    from wheelwise.install import journal
+
+    root = tmp_path / "site"
+    for folder in ("pkg/sub/deep", "pkg/other", "kept/sub"):
+        (root / folder).mkdir(parents=True)
+    (root / "kept" / "stays.txt").write_text("")
+    originals = [
+        str(root / "pkg" / "sub" / "deep" / "a.py"),
+        str(root / "pkg" / "sub" / "b.py"),
+        str(root / "pkg" / "other" / "c.py"),
+        str(root / "kept" / "sub" / "d.py"),
+        str(root / "kept" / "e.py"),
+    ]
+    calls: list[str] = []
+    rmdir = os.rmdir
+
+    def counted(path: str) -> None:
+        calls.append(path)
+        rmdir(path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "rmdir", counted)
+        journal.prune(originals, [str(root)])
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+        "kept",
+        "kept/stays.txt",
+    ]
+    assert len(calls) == len(set(calls))  # each folder tried once
+    assert str(root) not in calls  # never the root itself

@@ -30,7 +30,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
@@ -47,6 +47,7 @@ __all__ = [
     "StatePaths",
     "WriteAhead",
     "candidate_paths",
+    "inside_any",
     "is_inside",
     "pending",
     "recover_pending",
@@ -150,7 +151,14 @@ class WriteAhead:
     def note_many(self, kind: str, paths: Sequence[str]) -> None:
         """``note(kind, path)`` for each of *paths*, in few writes (each of whole
         lines, so that O_APPEND still keeps every line whole)."""
-        lines = [("[" + _quote(kind) + ", " + _quote(path) + "]\n") for path in paths]
+        self._write_lines([("[" + _quote(kind) + ", " + _quote(path) + "]\n") for path in paths])
+
+    def note_rows(self, kind: str, rows: Sequence[Sequence[str]]) -> None:
+        """``note(kind, *row)`` for each of *rows*, in few writes."""
+        prefix = "[" + _quote(kind) + ", "
+        self._write_lines([prefix + ", ".join(map(_quote, row)) + "]\n" for row in rows])
+
+    def _write_lines(self, lines: list[str]) -> None:
         batch: list[str] = []
         size = 0
         for line in lines:
@@ -246,7 +254,8 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
         and any(is_inside(backup, root) for root in roots)
     ):
         backup = None
-    records = [r for r in records if all(any(is_inside(p, t) for t in roots) for p in r[1:])]
+    inside = inside_any(roots)
+    records = [r for r in records if all(inside(p) for p in r[1:])]
     committed = any(record[0] == "commit" for record in records)
     problems: list[str] = []
     if committed:
@@ -349,28 +358,67 @@ def _restore(original: str, backup: str, *, moved: bool) -> None:
 
 
 def prune(originals: list[str], roots: list[str]) -> None:
-    """Remove the folders that moving *originals* out left empty, up to *roots*."""
+    """Remove the folders that moving *originals* out left empty, up to *roots*:
+    each folder tried once, the deepest first (torch's 12,000 files are in 780)."""
     absolute = {os.path.abspath(root) for root in roots}  # noqa: PTH100
+    inside = inside_any(absolute)
+    folders: set[str] = set()
     for original in originals:
         directory = os.path.dirname(original)  # noqa: PTH120 - plain strings throughout
-        while directory not in absolute and any(is_inside(directory, r) for r in absolute):
-            try:
-                os.rmdir(directory)  # noqa: PTH106
-            except FileNotFoundError:
-                pass  # pruned by a run killed before it reached the parents
-            except OSError:
+        while directory not in folders and directory not in absolute:
+            if not inside(directory):
                 break
+            folders.add(directory)
             directory = os.path.dirname(directory)  # noqa: PTH120
+    kept: set[str] = set()  # not empty: neither are the folders above it
+    for directory in sorted(folders, key=len, reverse=True):
+        if directory in kept:
+            kept.add(os.path.dirname(directory))  # noqa: PTH120
+            continue
+        try:
+            os.rmdir(directory)  # noqa: PTH106
+        except FileNotFoundError:
+            pass  # pruned by a run killed before it reached the parents
+        except OSError:
+            kept.add(os.path.dirname(directory))  # noqa: PTH120
 
 
 def is_inside(path: str, root: str | os.PathLike[str]) -> bool:
     """Whether *path* is *root* or under it, by their text (no link is resolved; a
-    relative *root* holds no absolute path)."""
-    base = os.path.normpath(root)
-    try:
-        return os.path.commonpath([os.path.normpath(path), base]) == base
-    except ValueError:  # different drives, or absolute against relative
-        return False
+    relative *root* holds no absolute path). The same answer as comparing
+    ``os.path.commonpath`` with *root*, without its cost (an uninstall asks for each
+    file it removes)."""
+    return inside_any([root])(path)
+
+
+def inside_any(roots: Iterable[str | os.PathLike[str]]) -> Callable[[str], bool]:
+    """Whether a path is inside any of *roots* (:func:`is_inside`), the roots made
+    ready once: an uninstall asks for each of its files."""
+    bases = [_normal(root) for root in roots]
+    prefixes = [(base, base if base.endswith(os.sep) else base + os.sep) for base in bases]
+
+    def inside(path: str) -> bool:
+        found = _normal(path)
+        return any(
+            found == base or (found.startswith(prefix) and _comparable(found, base))
+            for base, prefix in prefixes
+        )
+
+    return inside
+
+
+def _comparable(found: str, base: str) -> bool:
+    """Both on one drive, both absolute or both relative (what startswith misses)."""
+    return os.path.splitdrive(found)[0] == os.path.splitdrive(base)[0] and (
+        os.path.isabs(found) == os.path.isabs(base)  # noqa: PTH117 - strings
+    )
+
+
+def _normal(path: str | os.PathLike[str]) -> str:
+    normal = os.path.normcase(os.path.normpath(path))
+    if os.sep == "/" and normal.startswith("//"):  # kept by normpath; the root on Linux
+        normal = "/" + normal.lstrip("/")
+    return normal
 
 
 def pending(prefix: Path) -> bool:
