@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from base64 import urlsafe_b64encode
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -520,14 +521,9 @@ def test_a_failed_install_leaves_site_packages_byte_identical(tmp_path: Path) ->
     """Nothing at all is left in site-packages, not even a lock file."""
     env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
     good = simple_wheel(tmp_path / "good", "beta", "1.0")
-    with zipfile.ZipFile(good) as source:
-        members = {info.filename: source.read(info) for info in source.infolist()}
+    members = _members(good)
     members["beta/__init__.py"] += b"# tampered\n"
-    tampered = tmp_path / "bad" / good.name
-    tampered.parent.mkdir()
-    with zipfile.ZipFile(tampered, "w") as target:
-        for name, data in members.items():
-            target.writestr(name, data)
+    tampered = _wheel_of(members, tmp_path / "bad" / good.name)
     before = sorted(os.listdir(env.purelib)), tree_hash(env.purelib), tree_hash(env.scripts)
     whole_before = _files(env.prefix)
     with pytest.raises(InstallError, match="does not match its RECORD"):
@@ -541,6 +537,41 @@ def test_a_failed_install_leaves_site_packages_byte_identical(tmp_path: Path) ->
     added = set(_files(env.prefix).items()) - set(whole_before.items())
     assert added == {(LOCK_NAME, hashlib.sha256(b"").hexdigest())}
     assert set(whole_before.items()) <= set(_files(env.prefix).items())
+
+
+def test_a_failed_upgrade_puts_the_old_folder_back_whole(tmp_path: Path) -> None:
+    """beta 1.0's folder is moved out in one rename, 2.0's files go into a new
+    folder at its place, one of them fails its RECORD check: the new folder goes
+    and the old one comes back as it was."""
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    install_wheels(env, [simple_wheel(tmp_path / "one", "beta", "1.0")])
+    newer = simple_wheel(tmp_path / "two", "beta", "2.0")
+    members = {"beta/aaa.py": b"A = 1\n", **_members(newer)}  # placed before the tampered one
+    record = members["beta-2.0.dist-info/RECORD"].decode()
+    digest = hashlib.sha256(b"A = 1\n").digest()
+    row = f"beta/aaa.py,sha256={urlsafe_b64encode(digest).decode().rstrip('=')},6\n"
+    members["beta-2.0.dist-info/RECORD"] = (row + record).encode()
+    members["beta/__init__.py"] += b"# tampered\n"
+    tampered = _wheel_of(members, tmp_path / "bad" / newer.name)
+    before = tree_hash(env.purelib)
+    with pytest.raises(InstallError, match="does not match its RECORD"):
+        install_wheels(env, [tampered])
+    assert tree_hash(env.purelib) == before
+    assert (env.purelib / "beta" / "__init__.py").read_text() == "VERSION = '1.0'\n"
+
+
+def _members(wheel: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wheel) as source:
+        return {info.filename: source.read(info) for info in source.infolist()}
+
+
+def _wheel_of(members: dict[str, bytes], path: Path) -> Path:
+    """A wheel at *path* holding *members*, in that order."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as target:
+        for name, data in members.items():
+            target.writestr(name, data)
+    return path
 
 
 def _files(root: Path) -> dict[str, str]:
@@ -809,3 +840,19 @@ def test_pruning_removes_the_emptied_folders_once_each_and_keeps_the_rest(
     ]
     assert len(calls) == len(set(calls))  # each folder tried once
     assert str(root) not in calls  # never the root itself
+
+
+def test_restoring_a_whole_folder_replaces_an_empty_one_made_at_its_place(
+    tmp_path: Path,
+) -> None:
+    """A rollback finding an empty folder where a whole folder was moved out from
+    (made again by another run meanwhile, say) puts the old one back."""
+    from wheelwise.install import journal
+
+    original, backup = tmp_path / "site" / "beta", tmp_path / "backup" / "0"
+    (backup / "sub").mkdir(parents=True)
+    (backup / "sub" / "mod.py").write_text("old\n")
+    original.mkdir(parents=True)
+    journal._restore(str(original), str(backup), moved=True)
+    assert (original / "sub" / "mod.py").read_text() == "old\n"
+    assert not backup.exists()

@@ -349,10 +349,15 @@ def _restore(original: str, backup: str, *, moved: bool) -> None:
     if not os.path.lexists(backup):
         return  # never moved, or already back
     if os.path.lexists(original):
-        if not moved:  # a move across file systems cut short: the original is whole
+        if os.path.isdir(original) and not os.path.islink(original):  # noqa: PTH112, PTH114
+            # A folder made again where a whole folder was moved out from (not by
+            # this transaction: its own are gone by now): put back only when empty.
+            os.rmdir(original)  # noqa: PTH106
+        elif not moved:  # a move across file systems cut short: the original is whole
             os.unlink(backup)  # noqa: PTH108
             return
-        os.unlink(original)  # noqa: PTH108 - a restoring copy cut short
+        else:
+            os.unlink(original)  # noqa: PTH108 - a restoring copy cut short
     os.makedirs(os.path.dirname(original), exist_ok=True)  # noqa: PTH103, PTH120
     shutil.move(backup, original)
 

@@ -52,7 +52,6 @@ from wheelwise.install.journal import (
     Recovered,
     StatePaths,
     WriteAhead,
-    inside_any,
     pending,
     prune,
     recover_pending,
@@ -62,6 +61,7 @@ from wheelwise.install.journal import (
 from wheelwise.install.journal import header as journal_header
 from wheelwise.install.link import Linker, Placement
 from wheelwise.install.parallel import run_tasks
+from wheelwise.install.removal import RemovableFiles, removable_files
 from wheelwise.install.unpack import (
     INSTALLER_METADATA,
     Cancelled,
@@ -71,8 +71,7 @@ from wheelwise.install.unpack import (
 )
 from wheelwise.models.errors import ChangedCacheEntries, InstallError, LockTimeoutError
 from wheelwise.wheels.archive import InMemoryWheel
-from wheelwise.wheels.errors import WheelError, describe
-from wheelwise.wheels.record import parse_record
+from wheelwise.wheels.errors import describe
 
 Warn = Callable[[str], None]
 
@@ -139,48 +138,6 @@ def _folders_named(env: TargetEnvironment, names: set[str]) -> dict[str, Path]:
     return found
 
 
-class _Listings:
-    """Folders' entries, each folder listed once: an uninstall asks about each of
-    its files (torch's 12,000 are in 780 folders)."""
-
-    def __init__(self) -> None:
-        self._folders: dict[str, dict[str, os.DirEntry[str]]] = {}
-
-    def _entries(self, folder: str) -> dict[str, os.DirEntry[str]]:
-        found = self._folders.get(folder)
-        if found is None:
-            try:
-                with os.scandir(folder) as scan:
-                    found = {entry.name: entry for entry in scan}
-            except OSError:
-                found = {}
-            self._folders[folder] = found
-        return found
-
-    def bytecode_of(self, cache: str, stem: str) -> list[str]:
-        """The names in the ``__pycache__`` folder *cache* of the module *stem*'s
-        bytecode (``STEM.*.pyc``), with the temporaries a compile killed midway
-        leaves (``STEM.*.pyc.*``)."""
-        start = os.path.normcase(stem) + "."
-        found = []
-        for name in self._entries(cache):
-            normal = os.path.normcase(name)
-            if normal.startswith(start):
-                rest = normal[len(start) :]
-                if rest.endswith(".pyc") or ".pyc." in rest:
-                    found.append(name)
-        return found
-
-    def is_file(self, path: str) -> bool:
-        """Whether *path* is a file or a symbolic link (to anything), as
-        ``Path.is_file() or Path.is_symlink()``, but no folder."""
-        folder, name = os.path.split(path)
-        entry = self._entries(folder).get(name)
-        if entry is None:
-            return False
-        return entry.is_symlink() or entry.is_file()
-
-
 # -- the transaction ---------------------------------------------------------------------
 
 
@@ -191,7 +148,8 @@ class _Transaction:
         self.linker = Linker(self.placement.link_mode)
         self.wal: WriteAhead | None = None
         self.journal = Journal()
-        self.moved: list[tuple[str, str]] = []  # each original, and its backup
+        self.moved: list[str] = []  # what was moved out: its folders are pruned at commit
+        self._backups = 0  # backups are numbered in the order they are made
         self.backup_root = env.purelib / f"{BACKUP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         self._backup_made = False
         self.interrupted = False
@@ -211,74 +169,51 @@ class _Transaction:
 
     # -- removal ----------------------------------------------------------------
 
-    def _files_of(self, dist: InstalledDist) -> list[str]:
-        """The files *dist* has here (its RECORD's, their bytecode, whatever else is
-        in its .dist-info folder), each checked to be inside the environment."""
-        record = dist.location / "RECORD"
-        try:
-            entries = parse_record(record.read_bytes(), name=str(record))
-        except OSError as exc:
-            raise InstallError(
-                f"cannot uninstall {dist.name} {dist.version}: no readable RECORD in "
-                f"{dist.location} ({exc.strerror or exc})"
-            ) from None
-        except WheelError as exc:
-            raise InstallError(f"cannot uninstall {dist.name} {dist.version}: {exc}") from None
-        base = str(dist.location.parent)
-        files: dict[str, None] = {}
-        inside = inside_any(self.env.scheme_roots)
-        listings = _Listings()
-        for entry in entries:
-            full = os.path.normpath(os.path.join(base, entry.path))  # noqa: PTH118
-            if not inside(full):
-                raise InstallError(
-                    f"cannot uninstall {dist.name} {dist.version}: its RECORD lists "
-                    f"{entry.path!r}, outside the environment's install folders; refusing"
-                )
-            files[full] = None
-            if full.endswith(".py"):
-                folder, name = os.path.split(full)
-                cache = os.path.join(folder, "__pycache__")  # noqa: PTH118
-                for pyc in listings.bytecode_of(cache, name[:-3]):
-                    files[os.path.join(cache, pyc)] = None  # noqa: PTH118
-        for leftover in sorted(dist.location.rglob("*")):
-            if not leftover.is_dir():
-                files.setdefault(str(leftover), None)
-        return [path for path in files if listings.is_file(path)]
-
     def remove(self, dist: InstalledDist) -> None:
-        """Move *dist*'s files into the backup folder (every move written down first,
-        in a few writes; undone by a rollback, deleted with the backup at commit)."""
+        """Move *dist*'s files into the backup folder, a folder at once where every
+        file in it is *dist*'s (every move written down first, in a few writes;
+        undone by a rollback, deleted with the backup at commit)."""
         assert self.wal is not None
-        files = self._files_of(dist)  # every check before the first move
+        roots = self.env.scheme_roots
+        found = removable_files(dist, roots)  # every check before the first move
         if self.interrupted:
             raise KeyboardInterrupt
-        if not files:
+        if not found.files:
             return
         if not self._backup_made:  # its path is in the journal's header
             os.mkdir(self.backup_root)  # noqa: PTH102
             self._backup_made = True
-        first = len(self.moved)
-        pairs = [(path, str(self.backup_root / str(first + n))) for n, path in enumerate(files)]
-        self.wal.note_rows("move", pairs)
         moved: list[str] = []
         try:
-            for count, (path, backup) in enumerate(pairs):
-                if not count % 256 and self.interrupted:
-                    raise KeyboardInterrupt
-                try:
-                    os.rename(path, backup)  # noqa: PTH104
-                except OSError as exc:
-                    if exc.errno != errno.EXDEV:
-                        raise
-                    shutil.move(path, backup)  # another file system: copied, then removed
-                moved.append(path)
-                self.moved.append((path, backup))
+            self._move_out(found.whole_folders(roots), found, moved)
         finally:
             # Before anything is made at these paths: a rollback then puts back what
             # it finds in the backup, "moved" or not (only a copy across file systems
             # cut short leaves both, and is told apart by it).
             self.wal.note_many("moved", moved)
+
+    def _move_out(self, paths: list[str], found: RemovableFiles, moved: list[str]) -> None:
+        """Move each of *paths* (files, and folders of *found*'s files only) into the
+        backup folder, noting each in *moved*; a folder that cannot be renamed there
+        (another file system) goes file by file."""
+        assert self.wal is not None
+        first, self._backups = self._backups, self._backups + len(paths)
+        pairs = [(path, str(self.backup_root / str(first + n))) for n, path in enumerate(paths)]
+        self.wal.note_rows("move", pairs)
+        for count, (path, backup) in enumerate(pairs):
+            if not count % 256 and self.interrupted:
+                raise KeyboardInterrupt
+            try:
+                os.rename(path, backup)  # noqa: PTH104
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                if path in found.folders:
+                    self._move_out(found.folders[path], found, moved)
+                    continue
+                shutil.move(path, backup)  # another file system: copied, then removed
+            moved.append(path)
+            self.moved.append(path)
 
     # -- installing -------------------------------------------------------------
 
@@ -383,7 +318,7 @@ class _Transaction:
         if self._backup_made:
             shutil.rmtree(self.backup_root, ignore_errors=True)
         roots = [str(root) for root in self.env.scheme_roots]
-        prune([original for original, _ in self.moved], roots)
+        prune(self.moved, roots)
         self.wal.finish()
 
 

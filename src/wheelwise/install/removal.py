@@ -1,0 +1,158 @@
+"""What uninstalling a distribution moves out: its files, and whole folders.
+
+An installed distribution's files are its ``RECORD``'s rows, the bytecode of its
+modules and whatever else is in its ``.dist-info`` folder, each checked to be
+inside the environment before anything moves. A transaction moves them into its
+backup folder (:mod:`wheelwise.install.transaction`); a folder that holds nothing
+but those files (torch's 12,000 files under ``torch/``) is moved in one rename, as
+pip's uninstall does, rather than file by file. Each folder is listed once
+(``os.scandir``): the answers for torch's 12,000 files come from 780 listings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from wheelwise.environment.installed import InstalledDist
+from wheelwise.install.journal import inside_any, is_inside
+from wheelwise.models.errors import InstallError
+from wheelwise.wheels.errors import WheelError
+from wheelwise.wheels.record import parse_record
+
+__all__ = ["FolderListings", "RemovableFiles", "removable_files"]
+
+
+class FolderListings:
+    """Folders' entries, each folder listed once."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, dict[str, os.DirEntry[str]]] = {}
+
+    def entries(self, folder: str) -> dict[str, os.DirEntry[str]]:
+        """*folder*'s entries by name (none when it cannot be listed)."""
+        found = self._folders.get(folder)
+        if found is None:
+            try:
+                with os.scandir(folder) as scan:
+                    found = {entry.name: entry for entry in scan}
+            except OSError:
+                found = {}
+            self._folders[folder] = found
+        return found
+
+    def bytecode_of(self, cache: str, stem: str) -> list[str]:
+        """The names in the ``__pycache__`` folder *cache* of the module *stem*'s
+        bytecode (``STEM.*.pyc``), with the temporaries a compile killed midway
+        leaves (``STEM.*.pyc.*``)."""
+        start = os.path.normcase(stem) + "."
+        found = []
+        for name in self.entries(cache):
+            normal = os.path.normcase(name)
+            if normal.startswith(start):
+                rest = normal[len(start) :]
+                if rest.endswith(".pyc") or ".pyc." in rest:
+                    found.append(name)
+        return found
+
+    def is_file(self, path: str) -> bool:
+        """Whether *path* is a file or a symbolic link (to anything), as
+        ``Path.is_file() or Path.is_symlink()``, but no folder."""
+        folder, name = os.path.split(path)
+        entry = self.entries(folder).get(name)
+        if entry is None:
+            return False
+        return entry.is_symlink() or entry.is_file()
+
+    def files_under(self, folder: str) -> list[str]:
+        """Every file and symbolic link under *folder*, at any depth (links to
+        folders are not followed)."""
+        found: list[str] = []
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            for entry in self.entries(current).values():
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                else:
+                    found.append(entry.path)
+        return found
+
+
+@dataclass
+class RemovableFiles:
+    """A distribution's files as found (:func:`removable_files`)."""
+
+    files: list[str]
+    listings: FolderListings
+    folders: dict[str, list[str]] = field(default_factory=dict)
+    """The folders :meth:`whole_folders` gave, and the files each holds."""
+
+    def whole_folders(self, roots: Sequence[os.PathLike[str] | str]) -> list[str]:
+        """:attr:`files`, with each folder whose every file is among them (and that
+        is inside one of *roots*, not one itself) instead of its files: the
+        outermost such folders, then the files outside them."""
+        remaining = set(self.files)
+        inside = inside_any(roots)
+        tops = [os.path.normpath(root) for root in roots]
+        taken: set[str] = set()
+        parents = {os.path.dirname(path) for path in self.files}  # noqa: PTH120 - strings
+        for folder in sorted(parents, key=len):
+            if not inside(folder) or _below(folder, taken):
+                continue
+            if any(is_inside(top, folder) for top in tops):  # a root, or above one
+                continue
+            held = self.listings.files_under(folder)
+            if held and remaining.issuperset(held):
+                taken.add(folder)
+                self.folders[folder] = held
+                remaining.difference_update(held)
+        return [*sorted(taken), *(path for path in self.files if path in remaining)]
+
+
+def _below(folder: str, taken: set[str]) -> bool:
+    """Whether one of *folder*'s parents is among *taken*."""
+    parent = os.path.dirname(folder)  # noqa: PTH120 - plain strings
+    while parent != folder:
+        if parent in taken:
+            return True
+        folder, parent = parent, os.path.dirname(parent)  # noqa: PTH120 - plain strings
+    return False
+
+
+def removable_files(dist: InstalledDist, roots: Sequence[os.PathLike[str] | str]) -> RemovableFiles:
+    """*dist*'s files here (its RECORD's, their bytecode, whatever else is in its
+    .dist-info folder), each checked to be inside one of *roots*. Raises
+    InstallError when its RECORD cannot be read or names a path outside them."""
+    record = dist.location / "RECORD"
+    try:
+        entries = parse_record(record.read_bytes(), name=str(record))
+    except OSError as exc:
+        raise InstallError(
+            f"cannot uninstall {dist.name} {dist.version}: no readable RECORD in "
+            f"{dist.location} ({exc.strerror or exc})"
+        ) from None
+    except WheelError as exc:
+        raise InstallError(f"cannot uninstall {dist.name} {dist.version}: {exc}") from None
+    base = str(dist.location.parent)
+    files: dict[str, None] = {}
+    inside = inside_any(roots)
+    listings = FolderListings()
+    for entry in entries:
+        full = os.path.normpath(os.path.join(base, entry.path))  # noqa: PTH118
+        if not inside(full):
+            raise InstallError(
+                f"cannot uninstall {dist.name} {dist.version}: its RECORD lists "
+                f"{entry.path!r}, outside the environment's install folders; refusing"
+            )
+        files[full] = None
+        if full.endswith(".py"):
+            folder, name = os.path.split(full)
+            cache = os.path.join(folder, "__pycache__")  # noqa: PTH118
+            for pyc in listings.bytecode_of(cache, name[:-3]):
+                files[os.path.join(cache, pyc)] = None  # noqa: PTH118
+    for leftover in sorted(dist.location.rglob("*")):
+        if not leftover.is_dir():
+            files.setdefault(str(leftover), None)
+    return RemovableFiles([path for path in files if listings.is_file(path)], listings)

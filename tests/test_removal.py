@@ -1,0 +1,68 @@
+"""What an uninstall moves out (wheelwise.install.removal): whole folders where
+every file in them is the distribution's, its files elsewhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from wheelwise.install.removal import FolderListings, RemovableFiles
+
+
+def _tree(root: Path, files: list[str]) -> None:
+    for name in files:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(name)
+
+
+def test_folders_holding_only_its_files_move_whole(tmp_path: Path) -> None:
+    prefix = tmp_path / "venv"
+    site, scripts = prefix / "site", prefix / "bin"
+    ours = [
+        "site/pkg/__init__.py",
+        "site/pkg/sub/mod.py",
+        "site/pkg/sub/__pycache__/mod.cpython-311.pyc",
+        "site/shared/own.py",
+        "site/shared/ours/x.py",
+        "site/top.py",
+        "bin/tool",
+    ]
+    _tree(prefix, [*ours, "site/shared/theirs.py", "bin/python", "site/other/y.py"])
+    (prefix / "site" / "pkg" / "empty").mkdir()  # goes with its folder
+    files = [str(prefix / name) for name in ours]
+    found = RemovableFiles(files, FolderListings())
+    moves = found.whole_folders([site, scripts, prefix])
+    assert moves == [
+        str(site / "pkg"),
+        str(site / "shared" / "ours"),
+        str(site / "shared" / "own.py"),
+        str(site / "top.py"),
+        str(scripts / "tool"),
+    ]
+    assert sorted(found.folders[str(site / "pkg")]) == sorted(files[:3])
+
+
+def test_a_root_or_a_folder_above_one_never_moves_whole(tmp_path: Path) -> None:
+    """Every file under the environment is the distribution's: still file by file
+    at the top, never the install folders themselves."""
+    prefix = tmp_path / "venv"
+    site = prefix / "lib" / "site"
+    names = ["lib/site/mod.py", "lib/stray.txt", "data.txt"]
+    _tree(prefix, names)
+    files = [str(prefix / name) for name in names]
+    moves = RemovableFiles(files, FolderListings()).whole_folders([site, prefix])
+    assert moves == files
+
+
+@pytest.mark.skipif(os.name == "nt", reason="symbolic links")
+def test_a_link_to_a_folder_counts_as_a_file_and_is_not_followed(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    _tree(site, ["pkg/a.py", "elsewhere/b.py"])
+    (site / "pkg" / "link").symlink_to(site / "elsewhere", target_is_directory=True)
+    listed = RemovableFiles([str(site / "pkg" / "a.py")], FolderListings())
+    assert listed.whole_folders([site]) == [str(site / "pkg" / "a.py")]  # the link is not ours
+    both = [str(site / "pkg" / "a.py"), str(site / "pkg" / "link")]
+    assert RemovableFiles(both, FolderListings()).whole_folders([site]) == [str(site / "pkg")]
