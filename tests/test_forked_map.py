@@ -136,16 +136,19 @@ def test_cores_kept_busy_by_the_caller_get_no_child(
     monkeypatch: pytest.MonkeyPatch, machine: int, busy: int, processes: int
 ) -> None:
     monkeypatch.setattr(fm, "cores", lambda: machine)
-    parent = os.getpid()
+    forks: list[int] = []
+    fork = os.fork
 
-    def function(item: int) -> int:
-        if os.getpid() == parent:
-            time.sleep(0.005)  # the children, if any, take their share meanwhile
-        return os.getpid()
+    def counted() -> int:
+        pid = fork()
+        if pid:
+            forks.append(pid)
+        return pid
 
-    pids = forked_map(function, list(range(fm.MIN_ITEMS * 4)), busy=busy)
-    assert len(set(pids)) == processes
-    assert parent in pids
+    monkeypatch.setattr(os, "fork", counted)
+    items = list(range(fm.MIN_ITEMS * 4))
+    assert forked_map(lambda item: item * 2, items, busy=busy) == [item * 2 for item in items]
+    assert len(forks) == processes - 1
     assert no_child_left()
 
 

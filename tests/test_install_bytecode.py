@@ -264,7 +264,7 @@ def test_a_modules_bytecode_is_found_by_name_as_glob_finds_it(
 ) -> None:
     """What an uninstall removes with STEM.py: ``STEM.*.pyc`` and ``STEM.*.pyc.*``,
     as glob's patterns say, and nothing else of the folder."""
-    from wheelwise.install.removal import FolderListings
+    from wheelwise.environment.dist_files import FolderListings
 
     cache = tmp_path_factory.mktemp("pycache")
     for name in names:

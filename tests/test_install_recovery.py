@@ -792,7 +792,7 @@ def _parts(path: str) -> tuple[bool, list[str]]:
 def test_a_path_is_inside_a_root_only_when_the_roots_parts_begin_it(path: str, root: str) -> None:
     """What journal replay and uninstall rely on: never inside when a part differs,
     and inside wherever os.path.commonpath says so."""
-    from wheelwise.install.journal import is_inside
+    from wheelwise.environment.dist_files import is_inside
 
     inside = is_inside(path, root)
     (absolute, parts), (root_absolute, root_parts) = _parts(path), _parts(root)

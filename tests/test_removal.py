@@ -1,4 +1,4 @@
-"""What an uninstall moves out (wheelwise.install.removal): whole folders where
+"""What an uninstall moves out (wheelwise.environment.dist_files): whole folders where
 every file in them is the distribution's, its files elsewhere."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelwise.install.removal import FolderListings, RemovableFiles
+from wheelwise.environment.dist_files import FolderListings, RemovableFiles
 
 
 def _tree(root: Path, files: list[str]) -> None:

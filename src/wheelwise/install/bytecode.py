@@ -19,9 +19,9 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from wheelwise.environment.dist_files import is_inside
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
-from wheelwise.install.journal import is_inside
 from wheelwise.install.options import InstallOptions
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record

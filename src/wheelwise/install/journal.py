@@ -30,13 +30,14 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 from typing import Any
 
 from wheelwise.cachedir import user_cache_dir
+from wheelwise.environment.dist_files import inside_any, is_inside
 from wheelwise.untrusted_json import loads_json
 from wheelwise.userfiles import write_all
 
@@ -47,8 +48,6 @@ __all__ = [
     "StatePaths",
     "WriteAhead",
     "candidate_paths",
-    "inside_any",
-    "is_inside",
     "pending",
     "recover_pending",
     "replay",
@@ -386,44 +385,6 @@ def prune(originals: list[str], roots: list[str]) -> None:
             pass  # pruned by a run killed before it reached the parents
         except OSError:
             kept.add(os.path.dirname(directory))  # noqa: PTH120
-
-
-def is_inside(path: str, root: str | os.PathLike[str]) -> bool:
-    """Whether *path* is *root* or under it, by their text (no link is resolved; a
-    relative *root* holds no absolute path). The same answer as comparing
-    ``os.path.commonpath`` with *root*, without its cost (an uninstall asks for each
-    file it removes)."""
-    return inside_any([root])(path)
-
-
-def inside_any(roots: Iterable[str | os.PathLike[str]]) -> Callable[[str], bool]:
-    """Whether a path is inside any of *roots* (:func:`is_inside`), the roots made
-    ready once: an uninstall asks for each of its files."""
-    bases = [_normal(root) for root in roots]
-    prefixes = [(base, base if base.endswith(os.sep) else base + os.sep) for base in bases]
-
-    def inside(path: str) -> bool:
-        found = _normal(path)
-        return any(
-            found == base or (found.startswith(prefix) and _comparable(found, base))
-            for base, prefix in prefixes
-        )
-
-    return inside
-
-
-def _comparable(found: str, base: str) -> bool:
-    """Both on one drive, both absolute or both relative (what startswith misses)."""
-    return os.path.splitdrive(found)[0] == os.path.splitdrive(base)[0] and (
-        os.path.isabs(found) == os.path.isabs(base)  # noqa: PTH117 - strings
-    )
-
-
-def _normal(path: str | os.PathLike[str]) -> str:
-    normal = os.path.normcase(os.path.normpath(path))
-    if os.sep == "/" and normal.startswith("//"):  # kept by normpath; the root on Linux
-        normal = "/" + normal.lstrip("/")
-    return normal
 
 
 def pending(prefix: Path) -> bool:

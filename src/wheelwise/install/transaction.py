@@ -43,6 +43,7 @@ import filelock
 from packaging.utils import canonicalize_name
 
 from wheelwise.cache.unpacked import UnpackedWheel, changed_entries
+from wheelwise.environment.dist_files import RemovableFiles, removable_files
 from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
@@ -61,7 +62,6 @@ from wheelwise.install.journal import (
 from wheelwise.install.journal import header as journal_header
 from wheelwise.install.link import Linker, Placement
 from wheelwise.install.parallel import run_tasks
-from wheelwise.install.removal import RemovableFiles, removable_files
 from wheelwise.install.unpack import (
     INSTALLER_METADATA,
     Cancelled,

@@ -1,4 +1,5 @@
-"""What uninstalling a distribution moves out: its files, and whole folders.
+"""An installed distribution's files, the folders that hold nothing else, and
+whether a path is inside an environment's folders.
 
 An installed distribution's files are its ``RECORD``'s rows, the bytecode of its
 modules and whatever else is in its ``.dist-info`` folder, each checked to be
@@ -12,16 +13,21 @@ pip's uninstall does, rather than file by file. Each folder is listed once
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from wheelwise.environment.installed import InstalledDist
-from wheelwise.install.journal import inside_any, is_inside
 from wheelwise.models.errors import InstallError
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record
 
-__all__ = ["FolderListings", "RemovableFiles", "removable_files"]
+__all__ = [
+    "FolderListings",
+    "RemovableFiles",
+    "inside_any",
+    "is_inside",
+    "removable_files",
+]
 
 
 class FolderListings:
@@ -156,3 +162,41 @@ def removable_files(dist: InstalledDist, roots: Sequence[os.PathLike[str] | str]
         if not leftover.is_dir():
             files.setdefault(str(leftover), None)
     return RemovableFiles([path for path in files if listings.is_file(path)], listings)
+
+
+def is_inside(path: str, root: str | os.PathLike[str]) -> bool:
+    """Whether *path* is *root* or under it, by their text (no link is resolved; a
+    relative *root* holds no absolute path). The same answer as comparing
+    ``os.path.commonpath`` with *root*, without its cost (an uninstall asks for each
+    file it removes)."""
+    return inside_any([root])(path)
+
+
+def inside_any(roots: Iterable[str | os.PathLike[str]]) -> Callable[[str], bool]:
+    """Whether a path is inside any of *roots* (:func:`is_inside`), the roots made
+    ready once: an uninstall asks for each of its files."""
+    bases = [_normal(root) for root in roots]
+    prefixes = [(base, base if base.endswith(os.sep) else base + os.sep) for base in bases]
+
+    def inside(path: str) -> bool:
+        found = _normal(path)
+        return any(
+            found == base or (found.startswith(prefix) and _comparable(found, base))
+            for base, prefix in prefixes
+        )
+
+    return inside
+
+
+def _comparable(found: str, base: str) -> bool:
+    """Both on one drive, both absolute or both relative (what startswith misses)."""
+    return os.path.splitdrive(found)[0] == os.path.splitdrive(base)[0] and (
+        os.path.isabs(found) == os.path.isabs(base)  # noqa: PTH117 - strings
+    )
+
+
+def _normal(path: str | os.PathLike[str]) -> str:
+    normal = os.path.normcase(os.path.normpath(path))
+    if os.sep == "/" and normal.startswith("//"):  # kept by normpath; the root on Linux
+        normal = "/" + normal.lstrip("/")
+    return normal
