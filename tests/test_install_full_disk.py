@@ -150,6 +150,7 @@ def test_a_full_target_under_a_head_start_is_one_error_and_leaves_it_unchanged(
         "offered big-1.0-py3-none-any.whl",
         "opened",
         "adopted big-1.0-py3-none-any.whl",
+        "compared beside the worker",
         "failed",
     ]
 
