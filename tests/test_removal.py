@@ -3,12 +3,16 @@ every file in them is the distribution's, its files elsewhere."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
+from installkit import make_venv, simple_wheel
 from wheelwise.environment.dist_files import FolderListings, RemovableFiles
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.install.transaction import install_wheels, uninstall
 
 
 def _tree(root: Path, files: list[str]) -> None:
@@ -66,3 +70,26 @@ def test_a_link_to_a_folder_counts_as_a_file_and_is_not_followed(tmp_path: Path)
     assert listed.whole_folders([site]) == [str(site / "pkg" / "a.py")]  # the link is not ours
     both = [str(site / "pkg" / "a.py"), str(site / "pkg" / "link")]
     assert RemovableFiles(both, FolderListings()).whole_folders([site]) == [str(site / "pkg")]
+
+
+def test_a_folder_that_cannot_be_renamed_into_the_backup_moves_file_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder on another file system than the backup folder (``EXDEV``): its
+    files are moved one by one instead, and the uninstall completes."""
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    install_wheels(env, [simple_wheel(tmp_path / "wheels", "beta", "1.0")])
+    rename = os.rename
+    refused: list[str] = []
+
+    def across(source: str, target: str) -> None:
+        if os.path.isdir(source) and ".wheelwise-backup-" in target:
+            refused.append(source)
+            raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+        rename(source, target)
+
+    monkeypatch.setattr(os, "rename", across)
+    assert uninstall(env, ["beta"]) == ["beta"]
+    assert str(env.purelib / "beta") in refused
+    assert not (env.purelib / "beta").exists()
+    assert not list(env.purelib.glob(".wheelwise-backup-*"))
