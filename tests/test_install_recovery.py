@@ -554,8 +554,18 @@ def test_a_failed_upgrade_puts_the_old_folder_back_whole(tmp_path: Path) -> None
     members["beta/__init__.py"] += b"# tampered\n"
     tampered = _wheel_of(members, tmp_path / "bad" / newer.name)
     before = tree_hash(env.purelib)
-    with pytest.raises(InstallError, match="does not match its RECORD"):
-        install_wheels(env, [tampered])
+    renamed: list[str] = []
+    rename = os.rename
+
+    def noted(source: str, target: str) -> None:
+        renamed.append(str(source))
+        rename(source, target)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "rename", noted)
+        with pytest.raises(InstallError, match="does not match its RECORD"):
+            install_wheels(env, [tampered])
+    assert str(env.purelib / "beta") in renamed  # out whole, and back
     assert tree_hash(env.purelib) == before
     assert (env.purelib / "beta" / "__init__.py").read_text() == "VERSION = '1.0'\n"
 

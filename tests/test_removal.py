@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,11 @@ def test_a_folder_that_cannot_be_renamed_into_the_backup_moves_file_by_file(
             raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
         rename(source, target)
 
+    def no_copy(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a folder copied across file systems whole")
+
     monkeypatch.setattr(os, "rename", across)
+    monkeypatch.setattr(shutil, "copytree", no_copy)
     assert uninstall(env, ["beta"]) == ["beta"]
     assert str(env.purelib / "beta") in refused
     assert not (env.purelib / "beta").exists()
