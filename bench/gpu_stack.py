@@ -124,6 +124,18 @@ def ensure_wheels(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.whl"))
 
 
+def build_site(wheels: Path, tmp: Path, wheelwise: Path) -> Path:
+    """A static index of the wheels in *wheels*, made by ``wheelwise index build`` in
+    *tmp* (untimed)."""
+    site = tmp / "site"
+    subprocess.run(
+        [str(wheelwise), "index", "build", str(wheels), "-o", str(site)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return site
+
+
 def certificate(tmp: Path) -> tuple[str, Path]:
     """nginx's TLS lines for a certificate of 127.0.0.1 from a new authority, and the
     authority's certificate (for ``SSL_CERT_FILE``)."""
@@ -372,12 +384,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wheelwise-gpu-")))
-        site = tmp / "site"
-        subprocess.run(
-            [str(wheelwise), "index", "build", str(args.wheels), "-o", str(site)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        site = build_site(args.wheels, tmp, wheelwise)
         tls = ""
         if args.tls:
             tls, authority = certificate(tmp)

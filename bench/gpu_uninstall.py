@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import GPU_STACK_WHEELS, clean_env, installer_paths, machine_info
-from gpu_stack import REQUIREMENT, ensure_wheels, serve
+from gpu_stack import REQUIREMENT, build_site, ensure_wheels, serve
 from install import installed
 
 CONTENDERS = ("uv", "wheelwise")
@@ -127,12 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PHASES} for n in CONTENDERS}
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wheelwise-gpu-")))
-        site = tmp / "site"
-        subprocess.run(
-            [str(wheelwise), "index", "build", str(args.wheels), "-o", str(site)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        site = build_site(args.wheels, tmp, wheelwise)
         url, server = stack.enter_context(serve(site, tmp))
         contest = Stack(tmp, url, uv, wheelwise)
         for number in range(args.rounds):

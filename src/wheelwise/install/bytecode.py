@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from wheelwise.environment.dist_files import is_inside
+from wheelwise.environment.dist_files import inside_any
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.install.options import InstallOptions
@@ -50,6 +50,7 @@ def python_files(env: TargetEnvironment, dists: Iterable[InstalledDist]) -> list
     """The ``.py`` files that *dists*' ``RECORD`` files list inside *env*'s site
     folders (a RECORD that cannot be read gives none: nothing to compile)."""
     found: list[Path] = []
+    in_site = inside_any(env.site_dirs)
     for dist in dists:
         record = dist.location / "RECORD"
         try:
@@ -61,7 +62,7 @@ def python_files(env: TargetEnvironment, dists: Iterable[InstalledDist]) -> list
             if not entry.path.endswith(".py"):
                 continue
             full = os.path.normpath(os.path.join(base, entry.path))  # noqa: PTH118
-            if any(is_inside(full, root) for root in env.site_dirs):
+            if in_site(full):
                 found.append(Path(full))
     return found
 

@@ -183,19 +183,19 @@ class _Transaction:
         if not self._backup_made:  # its path is in the journal's header
             os.mkdir(self.backup_root)  # noqa: PTH102
             self._backup_made = True
-        moved: list[str] = []
+        before = len(self.moved)
         try:
-            self._move_out(found.whole_folders(roots), found, moved)
+            self._move_out(found.whole_folders(roots), found)
         finally:
             # Before anything is made at these paths: a rollback then puts back what
             # it finds in the backup, "moved" or not (only a copy across file systems
             # cut short leaves both, and is told apart by it).
-            self.wal.note_many("moved", moved)
+            self.wal.note_many("moved", self.moved[before:])
 
-    def _move_out(self, paths: list[str], found: RemovableFiles, moved: list[str]) -> None:
+    def _move_out(self, paths: list[str], found: RemovableFiles) -> None:
         """Move each of *paths* (files, and folders of *found*'s files only) into the
-        backup folder, noting each in *moved*; a folder that cannot be renamed there
-        (another file system) goes file by file."""
+        backup folder, noting each in :attr:`moved`; a folder that cannot be renamed
+        there (another file system) goes file by file."""
         assert self.wal is not None
         first, self._backups = self._backups, self._backups + len(paths)
         pairs = [(path, str(self.backup_root / str(first + n))) for n, path in enumerate(paths)]
@@ -209,10 +209,9 @@ class _Transaction:
                 if exc.errno != errno.EXDEV:
                     raise
                 if path in found.folders:
-                    self._move_out(found.folders[path], found, moved)
+                    self._move_out(found.folders[path], found)
                     continue
                 shutil.move(path, backup)  # another file system: copied, then removed
-            moved.append(path)
             self.moved.append(path)
 
     # -- installing -------------------------------------------------------------
