@@ -52,7 +52,9 @@ def test_smoke_run_on_two_wheels(tmp_path: Path, tls: bool) -> None:
         "wheelwise above the floor/uv warm",
     }
     floor = report["import_floor_s"]
-    assert 0 < floor < report["median_s"]["wheelwise"]["warm"]
+    # Measured, not compared: one round on a busy machine can put the floor above a
+    # warm install.
+    assert floor > 0
     above = (report["median_s"]["wheelwise"]["warm"] - floor) / report["median_s"]["uv"]["warm"]
     assert report["ratios"]["wheelwise above the floor/uv warm"] == pytest.approx(above)
 

