@@ -240,12 +240,13 @@ def test_console_script_exit_status(args: list[str]) -> None:
     assert proc.stderr.startswith("wheelwise: error: ")
 
 
-def test_the_program_collects_garbage_less_often_than_python_by_default() -> None:
-    # What the process holds when it exits (atexit handlers still run then): the
-    # thresholds the command line set, not the interpreter's (700, 10, 10).
+def _printed_around_main(before: str, at_exit: str) -> list[str]:
+    """The lines a process printed that ran *before*, then ``wheelwise --version``
+    through :func:`wheelwise.cli.main`, and *at_exit* when it exited (atexit
+    handlers still run then)."""
     script = (
-        "import atexit, gc, sys\n"
-        "atexit.register(lambda: print('thresholds', *gc.get_threshold()))\n"
+        f"import atexit, gc, sys\n{before}\n"
+        f"atexit.register(lambda: {at_exit})\n"
         "sys.argv = ['wheelwise', '--version']\n"
         "from wheelwise.cli import main\n"
         "main()\n"
@@ -254,7 +255,27 @@ def test_the_program_collects_garbage_less_often_than_python_by_default() -> Non
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_the_program_chooses_the_switch_interval_while_wheels_stream() -> None:
+    # The library leaves the process's switch interval alone; the command line asks
+    # for the short one while wheels unpack as they download.
+    lines = _printed_around_main(
+        "from wheelwise.fetch.handover import prompt_handover\n"
+        "print('library', prompt_handover.interval)",
+        "print('program', prompt_handover.interval)",
+    )
+    from wheelwise.fetch.handover import HANDOVER_INTERVAL
+
+    assert lines[0] == "library None"
+    assert lines[-1] == f"program {HANDOVER_INTERVAL}"
+
+
+def test_the_program_collects_garbage_less_often_than_python_by_default() -> None:
+    # The thresholds the command line set, not the interpreter's (700, 10, 10).
+    lines = _printed_around_main("", "print('thresholds', *gc.get_threshold())")
     from wheelwise.cli import GC_THRESHOLDS
 
-    assert result.stdout.splitlines()[-1] == "thresholds " + " ".join(map(str, GC_THRESHOLDS))
+    assert lines[-1] == "thresholds " + " ".join(map(str, GC_THRESHOLDS))
     assert GC_THRESHOLDS[0] > 700

@@ -30,7 +30,7 @@ from wheelwise.cache import stream_entry
 from wheelwise.cache.stream_entry import NotStreamable, StreamUnpacker
 from wheelwise.cache.unpacked import EntryFile, UnpackedStore, UnpackedWheel
 from wheelwise.cache.wheel_cache import ContentStore
-from wheelwise.fetch import download
+from wheelwise.fetch import download, handover
 from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.models.errors import DownloadError, InstallError
 from wheelwise.policy.retry import RetryPolicy
@@ -632,9 +632,10 @@ def test_the_switch_interval_is_short_while_wheels_unpack_as_they_download(
     monkeypatch: pytest.MonkeyPatch,
     serve: Callable[..., tuple[str, dict[str, int]]],
 ) -> None:
-    """The interpreter hands its lock over every HANDOVER_INTERVAL while a wheel
-    streams into the store, and its own interval comes back after, a failed download
-    included."""
+    """With the program's interval set, the interpreter hands its lock over every
+    HANDOVER_INTERVAL while a wheel streams into the store, and its own interval comes
+    back after, a failed download included. Unset (a program using the library),
+    the process's interval is left alone."""
     seen: list[float] = []
     write = StreamUnpacker.write
 
@@ -644,12 +645,20 @@ def test_the_switch_interval_is_short_while_wheels_unpack_as_they_download(
 
     monkeypatch.setattr(StreamUnpacker, "write", noting)
     before = sys.getswitchinterval()
+    assert before > handover.HANDOVER_INTERVAL
     data = make_wheel()
     url, _ = serve({NAME: data})
+    found, _, _ = _fetch(tmp_path / "lib", url, data)
+    assert isinstance(found, UnpackedWheel)
+    assert seen
+    assert set(seen) == {before}
+
+    seen.clear()
+    monkeypatch.setattr(handover.prompt_handover, "interval", handover.HANDOVER_INTERVAL)
     found, _, _ = _fetch(tmp_path / "a", url, data)
     assert isinstance(found, UnpackedWheel)
     assert seen
-    assert set(seen) == {download.HANDOVER_INTERVAL}
+    assert set(seen) == {handover.HANDOVER_INTERVAL}
     assert sys.getswitchinterval() == before
     with pytest.raises(DownloadError, match="sha256 mismatch"):
         _fetch(tmp_path / "b", url, data, sha256=hashlib.sha256(b"other").hexdigest())

@@ -24,6 +24,7 @@ GC_THRESHOLDS = (100_000, 20, 20)
 
 def main() -> None:
     collect_garbage_less_often()
+    hand_over_promptly_while_streaming()
     try:
         _run()
     except SystemExit as exc:
@@ -35,6 +36,15 @@ def collect_garbage_less_often() -> None:
     """Set this process's collector thresholds to :data:`GC_THRESHOLDS` (a program's
     choice, so made here and never by the library)."""
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+def hand_over_promptly_while_streaming() -> None:
+    """Have the interpreter switch threads every
+    :data:`~wheelwise.fetch.handover.HANDOVER_INTERVAL` while wheels unpack as they
+    download (the switch interval is the process's, so the program chooses it)."""
+    from wheelwise.fetch.handover import HANDOVER_INTERVAL, prompt_handover
+
+    prompt_handover.interval = HANDOVER_INTERVAL
 
 
 def _run() -> None:

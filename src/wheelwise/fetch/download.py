@@ -64,6 +64,7 @@ from wheelwise.client.bounded import (
 )
 from wheelwise.client.index_client import local_path
 from wheelwise.client.lazy_http import LazyHttpClient, as_client_source
+from wheelwise.fetch.handover import prompt_handover
 from wheelwise.forked_map import cores
 from wheelwise.models.errors import DownloadDeadline, DownloadError, InstallError
 from wheelwise.policy.hashes import checked_hashes, trusted_hashes
@@ -99,39 +100,6 @@ _EXPANSION = 16
 # a core busy, so on a many-core machine the biggest no longer queue behind each other).
 MIN_DOWNLOADS = 4
 MAX_DOWNLOADS = 16
-
-
-# While wheels unpack as they download, a thread that wants the interpreter lock back
-# (after inflating, hashing or writing a piece, all done without it) gets it after at
-# most this many seconds of another thread's Python code, not CPython's 5 ms: the
-# download that ends last waits less behind the others' HTTP parsing.
-HANDOVER_INTERVAL = 0.0005
-
-
-class _PromptHandover:
-    """Shortens the interpreter's switch interval to :data:`HANDOVER_INTERVAL` while
-    any streamed unpack runs (a count across threads), then puts it back."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._running = 0
-        self._before = 0.0
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._running == 0:
-                self._before = sys.getswitchinterval()
-                sys.setswitchinterval(min(self._before, HANDOVER_INTERVAL))
-            self._running += 1
-
-    def __exit__(self, *exc_info: object) -> None:
-        with self._lock:
-            self._running -= 1
-            if self._running == 0:
-                sys.setswitchinterval(self._before)
-
-
-prompt_handover = _PromptHandover()
 
 
 def download_workers() -> int:
