@@ -24,7 +24,6 @@ GC_THRESHOLDS = (100_000, 20, 20)
 
 def main() -> None:
     collect_garbage_less_often()
-    hand_over_promptly_while_streaming()
     try:
         _run()
     except SystemExit as exc:
@@ -53,6 +52,7 @@ def _run() -> None:
     if fast_detect.handles(sys.argv[1:]):
         fast_detect.run(sys.argv[1:])
         return
+    hand_over_promptly_while_streaming()
     # On import, httpx loads its own command line (click, rich and pygments) whenever
     # those are installed; this process never runs it, so it is never loaded.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
