@@ -68,6 +68,22 @@ def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The children ``os.fork`` makes during the test, as their parent sees them."""
+    pids: list[int] = []
+    fork = os.fork
+
+    def counted() -> int:
+        pid = fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counted)
+    return pids
+
+
+@pytest.fixture
 def no_new_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Starting a thread fails, as where the process is at its thread limit."""
 

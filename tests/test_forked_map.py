@@ -133,19 +133,9 @@ def test_few_items_or_other_threads_mean_a_plain_map(monkeypatch: pytest.MonkeyP
 @pytest.mark.skipif(sys.platform != "linux", reason="forks only on Linux")
 @pytest.mark.parametrize(("machine", "busy", "processes"), [(2, 1, 1), (3, 1, 2), (4, 2, 2)])
 def test_cores_kept_busy_by_the_caller_get_no_child(
-    monkeypatch: pytest.MonkeyPatch, machine: int, busy: int, processes: int
+    monkeypatch: pytest.MonkeyPatch, forks: list[int], machine: int, busy: int, processes: int
 ) -> None:
     monkeypatch.setattr(fm, "cores", lambda: machine)
-    forks: list[int] = []
-    fork = os.fork
-
-    def counted() -> int:
-        pid = fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counted)
     items = list(range(fm.MIN_ITEMS * 4))
     assert forked_map(lambda item: item * 2, items, busy=busy) == [item * 2 for item in items]
     assert len(forks) == processes - 1

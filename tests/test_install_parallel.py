@@ -11,6 +11,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from base64 import urlsafe_b64encode
@@ -304,6 +305,47 @@ def test_wheels_placed_side_by_side_place_their_files_in_one_thread_each(
     seen = {(tmp_path / f"task{index}").read_text() for index in range(3)}
     assert seen == {"1" if strategy != "serial" else str(unpack._LINK_THREADS)}
     assert journal.placing_threads == unpack._LINK_THREADS
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forks only on Linux")
+@pytest.mark.parametrize(
+    ("machine", "busy", "forking", "children"),
+    [(2, 1, True, 0), (2, 1, False, 0), (3, 1, True, 1), (4, 1, True, 2)],
+)
+def test_cores_a_head_start_keeps_busy_get_no_child(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    forks: list[int],
+    machine: int,
+    busy: int,
+    forking: bool,
+    children: int,
+) -> None:
+    """While a head start's worker keeps a core busy, the other wheels get a child
+    for each core but that one and this process's; with none to spare, they are
+    placed here one after another, from one thread each (no pool of threads either,
+    where no child could be forked)."""
+    monkeypatch.setattr(parallel, "cores", lambda: machine)
+    monkeypatch.setattr(parallel, "can_fork", lambda: forking)
+
+    def task(index: int) -> Callable[[Journal], None]:
+        def run(journal: Journal) -> None:
+            here = f"{os.getpid()} {threading.get_ident()} {journal.placing_threads}"
+            (tmp_path / f"task{index}").write_text(here)
+
+        return run
+
+    journal = Journal()
+    threads = journal.placing_threads
+    parallel.run_tasks([task(i) for i in range(6)], [6, 5, 4, 3, 2, 1], journal, busy=busy)
+    seen = [(tmp_path / f"task{i}").read_text().split() for i in range(6)]
+    assert len(forks) == children
+    assert {threads for _, _, threads in seen} == {"1"}
+    if not children:
+        assert {(pid, thread) for pid, thread, _ in seen} == {
+            (str(os.getpid()), str(threading.get_ident()))
+        }
+    assert journal.placing_threads == threads
 
 
 @pytest.mark.parametrize("room", [True, False], ids=["shared", "piped"])

@@ -66,26 +66,35 @@ _NOTES_SIZE = 4 << 20
 _LENGTH = struct.Struct("<Q")
 
 
-def _strategy(count: int) -> str:
+def _strategy(count: int, alone: bool) -> str:
     if STRATEGY != "auto":
         return STRATEGY
-    if count <= 1:
+    if count <= 1 or alone:
         return "serial"
     return "fork" if can_fork() and count <= MAX_QUEUED else "threads"
 
 
-def run_tasks(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> None:
+def run_tasks(
+    tasks: Sequence[Task], weights: Sequence[int], journal: Journal, *, busy: int = 0
+) -> None:
     """Run *tasks* (their *weights* guide the split); the first failure, in task
-    order, is raised once every task has stopped. Never leaves a child running."""
-    strategy = _strategy(len(tasks))
-    if strategy == "serial":
-        for task in tasks:
-            task(journal)
-        return
-    threads, journal.placing_threads = journal.placing_threads, 1
+    order, is raised once every task has stopped. Never leaves a child running.
+    *busy*: cores the caller keeps busy meanwhile (a head start's worker): no child
+    is forked for them, and when they leave only this process's core, the tasks run
+    here one after another."""
+    alone = busy > 0 and cores() - busy < 2
+    strategy = _strategy(len(tasks), alone)
+    threads = journal.placing_threads
+    # Workers side by side have a core each, as has a process left one core: threads
+    # of their own would only hand the interpreter lock to and fro.
+    if strategy != "serial" or alone:
+        journal.placing_threads = 1
     try:
-        if strategy == "fork":
-            _forked(tasks, weights, journal)
+        if strategy == "serial":
+            for task in tasks:
+                task(journal)
+        elif strategy == "fork":
+            _forked(tasks, weights, journal, busy)
         else:
             _threaded(tasks, weights, journal)
     finally:
@@ -269,7 +278,7 @@ def receive(message: bytes, journal: Journal) -> str | None:
     return None
 
 
-def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> None:
+def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal, busy: int = 0) -> None:
     # The work queue: task indexes, heaviest first, in a pipe every worker reads
     # from, so that whoever is free takes the next wheel.
     order = sorted(range(len(tasks)), key=lambda i: weights[i], reverse=True)
@@ -281,7 +290,7 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -> 
     children: list[tuple[int, _Reader, Notes]] = []
     failures: dict[int, BaseException] = {}
     try:
-        for _ in range(min(cores(), len(tasks)) - 1):
+        for _ in range(min(cores() - busy, len(tasks)) - 1):
             notes = Notes()
             read_end, write_end = os.pipe()
             pid = os.fork()

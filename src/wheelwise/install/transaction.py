@@ -216,10 +216,11 @@ class _Transaction:
 
     # -- installing -------------------------------------------------------------
 
-    def install_all(self, wheels: Sequence[VerifiedWheel]) -> None:
-        """Unpack *wheels*, several at once (see :mod:`wheelwise.install.parallel`)."""
+    def install_all(self, wheels: Sequence[VerifiedWheel], *, busy: int = 0) -> None:
+        """Unpack *wheels*, several at once (see :mod:`wheelwise.install.parallel`),
+        on the cores but *busy* of them."""
         tasks = [functools.partial(self._install_one, wheel) for wheel in wheels]
-        run_tasks(tasks, [wheel.work for wheel in wheels], self.journal)
+        run_tasks(tasks, [wheel.work for wheel in wheels], self.journal, busy=busy)
         if self.interrupted:  # the workers stopped early
             raise KeyboardInterrupt
 
@@ -543,7 +544,10 @@ class _Body:
             if old is not None and old not in removed:
                 transaction.remove(old)
                 removed.append(old)
-        transaction.install_all([wheel for wheel in self.wheels if wheel is not ahead])
+        # A head start's worker keeps a core busy meanwhile.
+        transaction.install_all(
+            [wheel for wheel in self.wheels if wheel is not ahead], busy=int(ahead is not None)
+        )
         if self.ahead is not None:
             self.ahead[0].join(transaction.journal)
         # What was written is known: only where each .dist-info folder went is looked
