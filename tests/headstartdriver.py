@@ -5,7 +5,9 @@ NAME``, ``opened``, ``adopted NAME`` or ``abandoned``, ``compared beside the wor
 (the cache entries compared with a core left to the worker), ``failed`` (a head
 start that failed, then the install made again). ``HEAD_START_FAIL=1``: the worker's placing
 fails once it has placed the wheel's files; ``HEAD_START_NO_FORK=1``: the worker
-cannot be forked."""
+cannot be forked; ``HEAD_START_READ_AHEAD=N``: while it waits, the worker compares
+at most the first N files of the entries it reads ahead (whenever the command
+comes), and ``left N`` tells how many files of its entry were left to the install."""
 
 from __future__ import annotations
 
@@ -94,5 +96,23 @@ if os.environ.get("HEAD_START_NO_FORK"):  # the first fork (the worker's) fails
     os.fork = failing_fork_once
 if os.environ.get("HEAD_START_FAIL"):
     names["place_cached"] = failing_place
+if "HEAD_START_READ_AHEAD" in os.environ:
+    most = int(os.environ["HEAD_START_READ_AHEAD"])
+    files_match, left_to_compare = names["files_match"], head.HeadStart.left_to_compare
+    compared = [0]
+
+    def counted_match(entry: Any, start: int, stop: int) -> bool:
+        compared[0] += stop - start
+        return bool(files_match(entry, start, stop))
+
+    def logged_left(self: Any, ahead: Any) -> Any:
+        left = left_to_compare(self, ahead)
+        note(f"left {0 if left is None else len(left.files)}")
+        return left
+
+    names["_FILES_BETWEEN_LOOKS"] = 1
+    names["files_match"] = counted_match
+    names["_came"] = lambda commands: compared[0] >= most
+    head.HeadStart.left_to_compare = logged_left  # type: ignore[method-assign]
 sys.argv = ["wheelwise", *sys.argv[1:]]
 runpy.run_module("wheelwise", run_name="__main__", alter_sys=True)

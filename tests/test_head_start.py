@@ -6,6 +6,7 @@ rolled back with the changed cache entry it was placing."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 from indexkit import wheelwise_serve
 from installkit import LOCK_NAME, alpha_wheel, make_venv, run_python, site_packages, tree_hash
 from wheelfactory import make_wheel
+from wheelwise.cache.unpacked import UnpackedStore
 
 pytestmark = [
     pytest.mark.slow,
@@ -56,6 +58,7 @@ def driven(
     fail: bool = False,
     real: bool = False,
     no_fork: bool = False,
+    read_ahead: int | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     log = tmp_path / "head-start.log"
     log.unlink(missing_ok=True)
@@ -71,6 +74,8 @@ def driven(
         env["HEAD_START_REAL"] = "1"
     if no_fork:
         env["HEAD_START_NO_FORK"] = "1"
+    if read_ahead is not None:
+        env["HEAD_START_READ_AHEAD"] = str(read_ahead)
     result = subprocess.run(
         [sys.executable, str(DRIVER), *args],
         capture_output=True,
@@ -211,6 +216,71 @@ def test_a_changed_entry_placed_ahead_is_rolled_back_and_fetched_again(
     ]
     installed = (site_packages(python) / "alpha" / "__init__.py").read_text()
     assert "EDITED" not in installed
+    assert_clean(tmp_path / "venv")
+
+
+def hinted_alpha(tmp_path: Path, index: str) -> tuple[Path, list[str]]:
+    """The cache with alpha 1.0's entry, noted as the one to read ahead for alpha
+    (as a head start notes the entry it places); and its files, in the entry's order."""
+    cache = tmp_path / "cache"
+    warm_cache(tmp_path, index, cache, "alpha==1.0")
+    [entry] = (cache / "unpacked").rglob("entry.json")
+    store = UnpackedStore(cache / "unpacked", cache / "scratch")
+    store.note_many_files("alpha-1.0-py3-none-any.whl", entry.parent)
+    assert store.hinted_entries({"alpha"}) == [entry.parent]
+    return cache, [row[0] for row in json.loads(entry.read_text())["files"]]
+
+
+@pytest.mark.parametrize("read_ahead", [0, 2, 100])
+def test_the_worker_compares_what_it_can_while_it_waits_and_the_install_the_rest(
+    tmp_path: Path, index: str, read_ahead: int
+) -> None:
+    cache, files = hinted_alpha(tmp_path, index)
+    python = make_venv(tmp_path / "venv")
+    args = install_args(python, index, "alpha==1.0")
+    result, log = driven(tmp_path, cache, *args, read_ahead=read_ahead)
+    assert result.returncode == 0, result.stderr
+    assert log == [
+        "offered alpha-1.0-py3-none-any.whl",
+        "opened",
+        "adopted alpha-1.0-py3-none-any.whl",
+        f"left {max(len(files) - read_ahead, 0)}",
+        "compared beside the worker",
+    ]
+    ran = run_python(python, "import alpha; print(alpha.VERSION)")
+    assert ran.stdout.strip() == "1.0", ran.stderr
+    assert_clean(tmp_path / "venv")
+
+
+@pytest.mark.parametrize("found_by", ["worker", "install"])
+def test_a_changed_entry_is_found_by_the_worker_or_the_install_and_fetched_again(
+    tmp_path: Path, index: str, found_by: str
+) -> None:
+    """The worker declines an entry it found changed while it waited; a change among
+    the files it left is found by the install, which rolls the head start back."""
+    cache, files = hinted_alpha(tmp_path, index)
+    edited = files.index("alpha/__init__.py")
+    [path] = (cache / "unpacked").rglob("alpha/__init__.py")
+    with path.open("a") as stream:  # edited in place through a hard link, say
+        stream.write("EDITED = True\n")
+    python = make_venv(tmp_path / "venv")
+    args = install_args(python, index, "alpha==1.0")
+    read_ahead = len(files) if found_by == "worker" else edited
+    result, log = driven(tmp_path, cache, *args, read_ahead=read_ahead)
+    assert result.returncode == 0, result.stderr
+    if found_by == "worker":
+        assert log[:3] == ["offered alpha-1.0-py3-none-any.whl", "opened", "abandoned"]
+    else:
+        assert log[:4] == [
+            "offered alpha-1.0-py3-none-any.whl",
+            "opened",
+            "adopted alpha-1.0-py3-none-any.whl",
+            f"left {len(files) - edited}",
+        ]
+    installed = (site_packages(python) / "alpha" / "__init__.py").read_text()
+    assert "EDITED" not in installed
+    [fresh] = (cache / "unpacked").rglob("alpha/__init__.py")
+    assert "EDITED" not in fresh.read_text()
     assert_clean(tmp_path / "venv")
 
 

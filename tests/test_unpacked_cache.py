@@ -229,6 +229,83 @@ def test_an_entry_path_that_could_leave_the_entry_is_refused(path: str, kept: bo
     assert (entry is not None) is kept
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet=["a", ".", "/", "\\", "\x00", "\n", "\u00e9"], max_size=8), max_size=5
+    )
+)
+def test_paths_checked_all_at_once_are_checked_as_one_by_one(paths: list[str]) -> None:
+    from wheelwise.cache.unpacked import _all_safe_members, _safe_member
+
+    assert _all_safe_members(paths) == all(_safe_member(path) for path in paths)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        ["demo/x.py", SHA, True, False, 1],  # a size that is a boolean
+        ["demo/x.py", SHA, -1, False, 1],
+        ["demo/x.py", SHA, 1, 1, 1],  # an executable bit that is a number
+        ["demo/x.py", SHA, 1, False, 1.5],
+        ["demo/x.py", SHA[:-1], 1, False, 1],
+        ["demo/x.py", SHA, 1, False],
+        ["demo/x.py", SHA, 1, False, 1, None],
+        [1, SHA, 1, False, 1],
+        {"path": "demo/x.py"},
+        "demo/x.py",
+    ],
+)
+def test_a_row_of_the_wrong_shape_or_type_refuses_the_entry(row: object) -> None:
+    document = {"format": 1, "wheel": NAME, "dist_info": "demo-1.0.dist-info"}
+    document["files"] = [["demo/ok.py", SHA, 1, False, 1]]
+    assert parse_entry(json.dumps(document).encode(), Path("/nonexistent/entry")) is not None
+    document["files"] = [["demo/ok.py", SHA, 1, False, 1], row]
+    assert parse_entry(json.dumps(document).encode(), Path("/nonexistent/entry")) is None
+
+
+def test_the_hint_of_a_project_lists_its_two_latest_entries(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    folders = [store.path_for({"sha256": hashlib.sha256(bytes([n])).hexdigest()}) for n in range(3)]
+    for folder in folders:
+        assert folder is not None
+        store.note_many_files("Demo_Pkg-1.0-py3-none-any.whl", folder)
+    assert store.hinted_entries({"demo-pkg"}) == [folders[2], folders[1]]
+    assert folders[1] is not None
+    store.note_many_files("demo_pkg-1.0-py3-none-any.whl", folders[1])  # used again
+    assert store.hinted_entries({"demo-pkg", "other"}) == [folders[1], folders[2]]
+    assert store.hinted_entries({"../demo-pkg", ""}) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
+def test_any_hint_names_entries_of_the_store_only(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes
+) -> None:
+    store = store_at(tmp_path_factory.mktemp("hint"))
+    hint = store.folder / unpacked.MANY_FILES_FOLDER / "demo"
+    hint.parent.mkdir(parents=True)
+    hint.write_bytes(b"sha256/ab/ab" + b"c" * 62 + b"\n" + data)
+    [first, *others] = store.hinted_entries({"demo"})
+    assert first == store.folder / "sha256" / "ab" / ("ab" + "c" * 62)
+    for entry in others:
+        _, prefix, digest = entry.relative_to(store.folder).parts
+        assert digest.startswith(prefix)
+        assert set(digest) <= set("0123456789abcdef")
+
+
+def test_a_fifo_for_a_hint_is_neither_read_nor_written(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    hint = store.folder / unpacked.MANY_FILES_FOLDER / "demo"
+    hint.parent.mkdir(parents=True)
+    os.mkfifo(hint)
+    assert store.hinted_entries({"demo"}) == []
+    folder = store.path_for(HASHES)
+    assert folder is not None
+    store.note_many_files(NAME, folder)  # returns: a hint only
+    assert store.hinted_entries({"demo"}) == []
+
+
 def test_the_size_bound_removes_the_least_recently_used_first(tmp_path: Path) -> None:
     from wheelwise.cache.cleanup import enforce_size
     from wheelwise.cache.usage import cache_usage

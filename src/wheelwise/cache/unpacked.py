@@ -42,14 +42,14 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from packaging.utils import canonicalize_name
 
 from wheelwise.cache.scratch import new_scratch_folder
 from wheelwise.cache.wheel_cache import content_key
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
-from wheelwise.userfiles import open_regular
+from wheelwise.userfiles import open_regular, read_regular_file, write_all
 
 __all__ = [
     "ENTRY_FILE",
@@ -58,6 +58,7 @@ __all__ = [
     "UnpackedWheel",
     "changed_entries",
     "entry_matches",
+    "files_match",
     "verify_entries",
     "verify_entry",
 ]
@@ -67,11 +68,16 @@ _log = logging.getLogger(__name__)
 ENTRY_FILE = "entry.json"
 FILES = "files"
 FORMAT = 1
-# A project with an entry of this many files or more is noted (an empty file named
-# after it in this folder), so that an install can tell at once whether one of its
-# wheels may be worth placing ahead (install.head_start).
+# A project with an entry of this many files or more is noted (a file named after
+# it in this folder, listing its latest such entries), so that an install can tell
+# at once whether one of its wheels may be worth placing ahead, and read that entry
+# beforehand (install.head_start).
 MANY_FILES = 1000
 MANY_FILES_FOLDER = "many-files"
+_HINTED_ENTRIES = 2
+_HINT_LIMIT = 4096
+# An entry's place in the store: algorithm/<h[:2]>/<h> (see path_for).
+_HINT_LINE = re.compile(r"[a-z0-9_]{1,16}/([0-9a-f]{2})/\1[0-9a-f]{30,126}\Z")
 _PROJECT = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 # An entry.json is a few hundred bytes per file: far below this for any wheel.
 _ENTRY_LIMIT = 64 << 20
@@ -160,27 +166,42 @@ def parse_entry(data: bytes, folder: Path) -> UnpackedWheel | None:
         return None
     if not (isinstance(dist_info, str) and _safe_member(dist_info) and "/" not in dist_info):
         return None
-    if not isinstance(rows, list):
+    if not (isinstance(rows, list) and _rows_valid(rows)):
         return None
-    files: list[EntryFile] = []
-    safe = _SAFE_MEMBER.match
-    for row in rows:
-        if type(row) is not list or len(row) != 5:
-            return None
-        path, sha256, size, executable, mtime_ns = row
-        if not (
-            type(path) is str
-            and safe(path)
-            and type(sha256) is str
-            and len(sha256) == 43
-            and type(size) is int
-            and size >= 0
-            and type(executable) is bool
-            and type(mtime_ns) is int
-        ):
-            return None
-        files.append(EntryFile(path, sha256, size, executable, mtime_ns))
-    return UnpackedWheel(folder, filename, dist_info, tuple(files))
+    return UnpackedWheel(folder, filename, dist_info, tuple(map(EntryFile._make, rows)))
+
+
+def _rows_valid(rows: list[Any]) -> bool:
+    """Whether every row is ``[path, sha256, size, executable, mtime_ns]`` of the
+    right types, each path safe (:func:`_safe_member`). Checked a column at a time,
+    in loops that run in C: torch's entry has 12,000 rows, read on every install."""
+    if not rows:
+        return True
+    if set(map(type, rows)) != {list} or set(map(len, rows)) != {5}:
+        return False
+    paths, digests, sizes, executables, times = zip(*rows, strict=True)
+    return (
+        set(map(type, paths)) == {str}
+        and _all_safe_members(paths)
+        and set(map(type, digests)) == {str}
+        and set(map(len, digests)) == {43}
+        and set(map(type, sizes)) == {int}
+        and min(sizes) >= 0
+        and set(map(type, executables)) == {bool}
+        and set(map(type, times)) == {int}
+    )
+
+
+def _all_safe_members(paths: Sequence[str]) -> bool:
+    """:func:`_safe_member` for every one of *paths*, in a few scans of one string
+    rather than a pattern match each. Joined by ``/`` between ``/``s, the paths
+    have no empty part (``//``) exactly when none is empty, starts or ends with
+    ``/`` or holds ``//``; then their parts are the string's parts, and a ``.`` or
+    ``..`` part among them shows as ``/./`` or ``/../``."""
+    if not paths:
+        return True
+    joined = "/" + "/".join(paths) + "/"
+    return not any(bad in joined for bad in ("//", "/./", "/../", "\\", "\x00"))
 
 
 def _entry_json(filename: str, dist_info: str, files: list[EntryFile]) -> bytes:
@@ -191,11 +212,11 @@ def _entry_json(filename: str, dist_info: str, files: list[EntryFile]) -> bytes:
 
 def entry_matches(entry: UnpackedWheel) -> bool:
     """Every file is there, a regular file with the size and time it was made with."""
-    return _files_match(entry, 0, len(entry.files))
+    return files_match(entry, 0, len(entry.files))
 
 
-def _files_match(entry: UnpackedWheel, start: int, stop: int) -> bool:
-    """:func:`entry_matches` for *entry*'s files from *start* to *stop*."""
+def files_match(entry: UnpackedWheel, start: int, stop: int) -> bool:
+    """:func:`entry_matches` for *entry*'s files from *start* to *stop* (indexes)."""
     for item in entry.files[start:stop]:
         try:
             found = os.lstat(entry.file_path(item.path))
@@ -228,7 +249,7 @@ def changed_entries(entries: Sequence[UnpackedWheel], *, busy: int = 0) -> list[
         for index, entry in enumerate(entries)
         for start in range(0, len(entry.files), _FILES_PER_CHECK)
     ]
-    matched = forked_map(lambda run: _files_match(entries[run[0]], run[1], run[2]), runs, busy=busy)
+    matched = forked_map(lambda run: files_match(entries[run[0]], run[1], run[2]), runs, busy=busy)
     changed = {index for (index, _, _), ok in zip(runs, matched, strict=True) if not ok}
     return [entries[index] for index in sorted(changed)]
 
@@ -301,23 +322,59 @@ class UnpackedStore:
             shutil.rmtree(work, ignore_errors=True)
             raise
         if len(files) >= MANY_FILES:
-            self._note_many_files(filename)
+            self.note_many_files(filename, folder)
         return entry
 
-    def _note_many_files(self, filename: str) -> None:
+    def note_many_files(self, filename: str, folder: Path) -> None:
+        """Note that the entry at *folder*, of the wheel *filename*, has many files:
+        its project's hint lists it first, then the one it listed first before (a
+        hint only: nothing is raised)."""
         name = _project_of(filename)
         if name is None:
             return
-        folder = self.folder / MANY_FILES_FOLDER
-        with contextlib.suppress(OSError):  # a hint only
-            folder.mkdir(exist_ok=True)
-            (folder / name).touch()
+        hint = self.folder / MANY_FILES_FOLDER / name
+        known = self._hinted(hint)
+        if known[:1] == [folder]:
+            return
+        kept = [folder, *(entry for entry in known if entry != folder)][:_HINTED_ENTRIES]
+        text = "".join(f"{entry.relative_to(self.folder).as_posix()}\n" for entry in kept)
+        with contextlib.suppress(OSError):
+            hint.parent.mkdir(parents=True, exist_ok=True)
+            # Not blocking on a FIFO put there, nor following a link.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+            flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            descriptor = os.open(hint, flags)
+            try:
+                write_all(descriptor, text.encode("ascii"))
+            finally:
+                os.close(descriptor)
 
     def with_many_files(self, names: Iterable[str]) -> set[str]:
         """Those of *names* (canonical project names) that have had an entry of
         :data:`MANY_FILES` files or more here."""
         folder = self.folder / MANY_FILES_FOLDER
         return {name for name in names if _PROJECT.match(name) and (folder / name).exists()}
+
+    def hinted_entries(self, names: Iterable[str]) -> list[Path]:
+        """The entries of many files last noted for *names* (canonical project
+        names), the latest of each project first; whether they are still there or
+        not."""
+        folder = self.folder / MANY_FILES_FOLDER
+        return [
+            entry
+            for name in sorted(set(names))
+            if _PROJECT.match(name)
+            for entry in self._hinted(folder / name)
+        ]
+
+    def _hinted(self, hint: Path) -> list[Path]:
+        """The entries *hint* lists: its lines that are an entry's place (two runs
+        may have written it at once, or one been killed while writing it)."""
+        try:
+            text = read_regular_file(hint, limit=_HINT_LIMIT).decode("ascii", "replace")
+        except OSError:
+            return []
+        return [self.folder / line for line in text.splitlines() if _HINT_LINE.match(line)]
 
     def remove(self, folder: Path) -> None:
         """Take the entry at *folder* out (renamed away first, then deleted)."""

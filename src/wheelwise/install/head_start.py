@@ -6,14 +6,18 @@ pins the requested project first, so its wheel is known long before the plan is
 whole. When one of the requested projects has had an entry of many files in the
 cache (:meth:`~wheelwise.cache.unpacked.UnpackedStore.with_many_files`), a
 :class:`HeadStart` forks a standby worker before the install starts any thread (a
-fork must not inherit a lock held elsewhere), which waits. When the resolver pins
-a wheel whose cache entry is big (:data:`MIN_ENTRY_BYTES` of ``entry.json``, some
-700 files) and that is not installed yet, the install's transaction is begun there
-and then (lock, recovery, journal:
-:func:`~wheelwise.install.transaction.open_transaction`) and the worker places that
-wheel through it, on another core, journaling each step as the transaction's own
-workers do (:mod:`wheelwise.install.parallel`). The install compares that entry's
-files with what they were made with while the worker places them.
+fork must not inherit a lock held elsewhere). While it waits, the worker reads the
+entries the cache last noted for those projects
+(:meth:`~wheelwise.cache.unpacked.UnpackedStore.hinted_entries`) and compares their
+files with what they were made with. When the resolver pins a wheel whose cache
+entry is big (:data:`MIN_ENTRY_BYTES` of ``entry.json``, some 700 files) and that
+is not installed yet, the install's transaction is begun there and then (lock,
+recovery, journal: :func:`~wheelwise.install.transaction.open_transaction`) and the
+worker places that wheel through it, on another core, journaling each step as the
+transaction's own workers do (:mod:`wheelwise.install.parallel`). The install
+compares the files of that entry the worker had not compared while the worker
+places them (:meth:`HeadStart.left_to_compare`); an entry the worker found changed
+is declined, and refused by the install as any changed entry is.
 
 Once the plan is known, :func:`~wheelwise.install.transaction.install_wheels`
 takes the head start over when the plan installs that very wheel, and installs the
@@ -28,16 +32,19 @@ next run replays as for any install.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import mmap
 import os
 import pickle
+import select
 import signal
 from collections.abc import Collection
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.utils import canonicalize_name
 
-from wheelwise.cache.unpacked import ENTRY_FILE, UnpackedStore, UnpackedWheel
+from wheelwise.cache.unpacked import ENTRY_FILE, UnpackedStore, UnpackedWheel, files_match
 from wheelwise.client.index_file import WHEEL, IndexFile
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
@@ -63,8 +70,13 @@ SWITCH = "auto"
 MIN_ENTRY_BYTES = 64 << 10
 
 # What the worker reports besides parallel's kinds: it declined (the entry is gone,
-# or not that wheel's), it started placing, it placed every file.
+# changed, or not that wheel's), it started placing (followed by how many of the
+# entry's first files it found as they were made), it placed every file.
 _DECLINED, _STARTED, _DONE = b"N", b"S", b"K"
+# Files compared between two looks for the command, while the worker waits.
+_FILES_BETWEEN_LOOKS = 256
+# Seconds between two readings of the worker's notes while the install waits for it.
+_NOTES_EVERY = 0.005
 
 
 class HeadStartFailed(InstallError):
@@ -87,6 +99,7 @@ class HeadStart:
         self._ended = False  # the worker closed its end: every report is read
         self._interrupted = False  # Ctrl-C came while waiting for the worker
         self._status: int | None = None
+        self._compared = 0  # the entry's first files the worker found as they were made
         self._command = self._pipe = -1
         store = placement.unpacked
         if SWITCH == "off" or store is None or not likely(store, requested) or not can_fork():
@@ -111,7 +124,9 @@ class HeadStart:
                 os.close(self._command)
                 os.close(self._pipe)
                 stop_on_ctrl_c(self._flag)
-                code = _standby(commands, reports, self._flag, self._notes, placement, parent)
+                code = _standby(
+                    commands, reports, self._flag, self._notes, placement, parent, requested
+                )
             finally:
                 os._exit(code)
         os.close(commands)
@@ -146,6 +161,7 @@ class HeadStart:
         except OSError:
             return
         self._entry = (folder, file.filename)  # offered once, whatever comes of it
+        store.note_many_files(file.filename, folder)  # for the next install's worker
         self.opened = open_transaction(
             env, self.placement, warn, break_system_packages=break_system_packages
         )
@@ -172,6 +188,17 @@ class HeadStart:
                     return wheel
         self.abandon()
         return None
+
+    def left_to_compare(self, ahead: VerifiedWheel) -> UnpackedWheel | None:
+        """The entry of *ahead* (adopted) with only the files its worker did not
+        compare with what they were made with while it waited: those the install
+        compares (None: none left, or the entry is known to be as it was made)."""
+        source = ahead.source
+        if not isinstance(source, UnpackedWheel) or source.checked:
+            return None
+        if self._compared >= len(source.files):
+            return None
+        return dataclasses.replace(source, files=source.files[self._compared :])
 
     def hand_over(self) -> OpenTransaction:
         """The transaction, for the install that took the head start over (which
@@ -209,7 +236,11 @@ class HeadStart:
         self._close_command()
         while not self._ended:
             try:
-                self._read()
+                # What it placed so far is noted while it works, rather than after.
+                if select.select([self._pipe], [], [], _NOTES_EVERY)[0]:
+                    self._read()
+                else:
+                    self._notes.replay(journal)
             except KeyboardInterrupt:
                 self._interrupted = True
                 stop(self._flag)
@@ -256,6 +287,8 @@ class HeadStart:
         while True:
             for report in self._reports:
                 if report[:1] in (_STARTED, _DECLINED, ERROR):
+                    if report[:1] == _STARTED and report[1:].isdigit():
+                        self._compared = int(report[1:])
                     return report[:1] == _STARTED
             if self._ended:
                 return False
@@ -273,7 +306,7 @@ class HeadStart:
 def likely(store: UnpackedStore, requested: Collection[str]) -> bool:
     """Whether a head start may come for an install of *requested* (canonical
     names): one of them has had a big entry in *store*. A worker costs the install
-    its fork, and every page it writes while the worker waits (some 30 ms in all)."""
+    its fork, and every page it writes while the worker waits."""
     return bool(store.with_many_files(requested))
 
 
@@ -290,29 +323,40 @@ def _die_with(parent: int) -> None:  # pragma: no cover - runs in the worker
 
 
 def _standby(
-    commands: int, reports: int, flag: mmap.mmap, notes: Notes, placement: Placement, parent: int
+    commands: int,
+    reports: int,
+    flag: mmap.mmap,
+    notes: Notes,
+    placement: Placement,
+    parent: int,
+    requested: Collection[str],
 ) -> int:  # pragma: no cover - runs in the worker
-    """The worker: waits for a command (none: the install ended, or died), then
-    places its wheel; the exit status."""
+    """The worker: reads ahead while it waits for a command (none: the install
+    ended, or died), then places its wheel; the exit status."""
+    _die_with(parent)
+    store = placement.unpacked
+    assert store is not None
+    ready = _read_ahead(store, requested, commands)
     with os.fdopen(commands, "rb") as stream:
         data = stream.read()
     if not data:
         return 0
-    _die_with(parent)
     env, folder, filename, journal_path = pickle.loads(data)
-    assert placement.unpacked is not None
     try:
-        entry = placement.unpacked.read_entry(Path(folder))
-        if entry is None or entry.filename != filename:
+        found = ready.get(Path(folder))
+        if found is None:
+            entry = store.read_entry(Path(folder))
+            found = None if entry is None else _Ready(entry, verify_wheel(entry), 0)
+        if found is None or found.entry.filename != filename or found.compared is None:
             send(reports, _DECLINED)  # the install finds what is wrong, as usual
             return 0
-        wheel = verify_wheel(entry)
+        wheel, compared = found.wheel, found.compared
         wal = WriteAhead(Path(journal_path), os.open(journal_path, os.O_WRONLY | os.O_APPEND))
         journal = ReportingJournal(reports, flag, notes, Journal(wal))
         # The install resolves, then places the others, on the other cores: threads
         # here would only hand the interpreter lock to and fro, a futex per link.
         journal.placing_threads = 1
-        send(reports, _STARTED)
+        send(reports, _STARTED + b"%d" % compared)
         place_cached(env, placement, wheel, journal)
     except Cancelled:
         return 0
@@ -322,4 +366,49 @@ def _standby(
             send(reports, ERROR + message.encode("utf-8", "replace"))
         return 1
     send(reports, _DONE)
+    os.close(reports)  # the install reads on while this process ends
     return 0
+
+
+class _Ready(NamedTuple):
+    """An entry read by the worker, its wheel, and how many of its first files were
+    found as they were made (None: one was not)."""
+
+    entry: UnpackedWheel
+    wheel: VerifiedWheel
+    compared: int | None
+
+
+def _read_ahead(
+    store: UnpackedStore, requested: Collection[str], commands: int
+) -> dict[Path, _Ready]:  # pragma: no cover - in the worker
+    """Until a command comes: the entries the cache's hints name for the requested
+    projects, read, then their files compared with what they were made with.
+    Reading torch's ``entry.json`` takes longer than resolving up to torch, and
+    comparing its 12,000 files longer still: begun here, on a core that would
+    wait, they are not left for after (the install compares what is left)."""
+    ready: dict[Path, _Ready] = {}
+    for folder in store.hinted_entries(requested):
+        if _came(commands):
+            return ready
+        entry = store.read_entry(folder)
+        if entry is not None:
+            try:
+                ready[folder] = _Ready(entry, verify_wheel(entry), 0)
+            except InstallError:
+                continue  # declined if offered: the install finds what is wrong
+    for folder, (entry, wheel, _) in list(ready.items()):
+        total = len(entry.files)
+        for start in range(0, total, _FILES_BETWEEN_LOOKS):
+            if _came(commands):
+                return ready
+            if not files_match(entry, start, start + _FILES_BETWEEN_LOOKS):
+                ready[folder] = _Ready(entry, wheel, None)
+                break
+            ready[folder] = _Ready(entry, wheel, min(start + _FILES_BETWEEN_LOOKS, total))
+    return ready
+
+
+def _came(commands: int) -> bool:  # pragma: no cover - in the worker
+    """Whether the command (or the end of the pipe) can be read."""
+    return bool(select.select([commands], [], [], 0)[0])

@@ -133,7 +133,8 @@ class Notes:
 
     def __init__(self) -> None:
         self.memory = mmap.mmap(-1, _NOTES_SIZE)
-        self._used = _LENGTH.size
+        self._used = _LENGTH.size  # in the child: written
+        self._replayed = _LENGTH.size  # in the parent: replayed
 
     def add(self, kind: bytes, path: str) -> bool:
         """In the child: note *path*; False when there is no room left."""
@@ -152,9 +153,11 @@ class Notes:
         return True
 
     def replay(self, journal: Journal) -> None:
-        """In the parent, once the child has ended: its notes into *journal*."""
+        """In the parent: the child's notes not replayed yet into *journal* (all of
+        them once the child has ended; while it works, those it wrote so far)."""
         (length,) = _LENGTH.unpack_from(self.memory, 0)
-        body = self.memory[_LENGTH.size : _LENGTH.size + length]
+        end = _LENGTH.size + length
+        body, self._replayed = self.memory[self._replayed : end], end
         for entry in body.split(b"\0")[:-1]:
             path = os.fsdecode(entry[1:])
             if entry[:1] == FILE:

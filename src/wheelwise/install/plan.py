@@ -277,22 +277,25 @@ def _resolve_and_install(
 ) -> InstallOutcome:
     """:func:`run_install` once what is installed does not answer it: resolve, fetch,
     install. *target*: where it installs and what is there, if known already."""
-    from wheelwise.cache.scratch import LazyScratch, make_scratch
-    from wheelwise.client.index_client import IndexSource
-    from wheelwise.fetch.download import Fetcher
-    from wheelwise.install.bytecode import compile_installed
-    from wheelwise.install.fetch import Verifier, fetch
-    from wheelwise.install.head_start import HeadStartFailed
-    from wheelwise.install.transaction import install_wheels
-    from wheelwise.resolve.decide import decide
-    from wheelwise.resolve.finder import IndexFinder
-    from wheelwise.resolve.lookahead import Lookahead
-    from wheelwise.sources.direct import prepare_references
-
-    sources = sources_for(options)
     cache_root, kept = caches_for(options)
     requested = requested_names(requirements)
     with contextlib.ExitStack() as stack:
+        # Its worker is forked before any thread starts (see head_start), and before
+        # what resolving takes is loaded: it reads ahead meanwhile.
+        head = _head_start(options, kept, requested, stack)
+        from wheelwise.cache.scratch import LazyScratch, make_scratch
+        from wheelwise.client.index_client import IndexSource
+        from wheelwise.fetch.download import Fetcher
+        from wheelwise.install.bytecode import compile_installed
+        from wheelwise.install.fetch import Verifier, fetch
+        from wheelwise.install.head_start import HeadStartFailed
+        from wheelwise.install.transaction import install_wheels
+        from wheelwise.resolve.decide import decide
+        from wheelwise.resolve.finder import IndexFinder
+        from wheelwise.resolve.lookahead import Lookahead
+        from wheelwise.sources.direct import prepare_references
+
+        sources = sources_for(options)
         # Made only for a build or a direct reference: most installs need none.
         scratch = stack.enter_context(contextlib.closing(LazyScratch("build", options.cache_dir)))
         if references:  # their wheels: the first source, listed once they are built
@@ -300,8 +303,6 @@ def _resolve_and_install(
             local.mkdir()
             sources = [IndexSource.find_links(local), *sources]
         client = stack.enter_context(index_client(options, cache_root, kept))
-        # Its worker is forked before any thread starts (see head_start).
-        head = _head_start(options, kept, requested, stack)
         lookahead = stack.enter_context(Lookahead(sources, client))
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env, installed = target if target is not None else _target(pending.result(), options)

@@ -95,6 +95,7 @@ class PlacingAhead(Protocol):
     (:class:`~wheelwise.install.head_start.HeadStart`)."""
 
     def adopt(self, wheels: list[VerifiedWheel]) -> VerifiedWheel | None: ...
+    def left_to_compare(self, ahead: VerifiedWheel) -> UnpackedWheel | None: ...
     def hand_over(self) -> OpenTransaction: ...
     def cancel(self) -> None: ...
     def join(self, journal: Journal) -> None: ...
@@ -341,18 +342,13 @@ def _verify(wheels: Iterable[Path | InMemoryWheel | VerifiedWheel]) -> list[Veri
 
 
 def _refuse_changed_entries(
-    wheels: Sequence[VerifiedWheel], placement: Placement | None, *, busy: int = 0
+    entries: Sequence[UnpackedWheel], placement: Placement | None, *, busy: int = 0
 ) -> None:
-    """Before anything changes: the cache entries among *wheels* not compared with
-    what they were made with yet are (on the cores but *busy* of them), and any that
-    differ are removed from the cache and refused (:class:`ChangedCacheEntries`:
-    fetched again, they install)."""
-    unchecked = [
-        wheel.source
-        for wheel in wheels
-        if isinstance(wheel.source, UnpackedWheel) and not wheel.source.checked
-    ]
-    changed = changed_entries(unchecked, busy=busy)
+    """Before anything changes: *entries* (cache entries not compared with what they
+    were made with yet) are (on the cores but *busy* of them), and any that differ
+    are removed from the cache and refused (:class:`ChangedCacheEntries`: fetched
+    again, they install)."""
+    changed = changed_entries(entries, busy=busy)
     if not changed:
         return
     store = placement.unpacked if placement is not None else None
@@ -590,9 +586,19 @@ def install_wheels(
         _check_managed(env, break_system_packages)
         checked = _verify(wheels)
         ahead = head_start.adopt(checked) if head_start is not None else None
-        # Its entry too, while it is placed: a changed one is rolled back with it. Its
-        # worker keeps a core busy meanwhile.
-        _refuse_changed_entries(checked, placement, busy=int(ahead is not None))
+        entries = [
+            wheel.source
+            for wheel in checked
+            if isinstance(wheel.source, UnpackedWheel)
+            and not wheel.source.checked
+            and wheel is not ahead
+        ]
+        # Its entry too, but the files its worker compared while it waited: a changed
+        # one is rolled back with it. That worker keeps a core busy meanwhile.
+        left = head_start.left_to_compare(ahead) if head_start and ahead else None
+        _refuse_changed_entries(
+            [*entries, left] if left else entries, placement, busy=int(ahead is not None)
+        )
         if warn is not None and placement is not None:
             note = _cross_device(env, placement)
             if note is not None:
