@@ -21,7 +21,10 @@ starts, with no byte-compilation, timed as whole processes:
 Every cache is on the same file system as the venvs (a temporary folder), so uv and
 wheelwise hard-link by default. Per round, each contender in turn (the rounds
 rotate who goes first): a new empty cache, then *cold* into a new venv, then
-*warm*: the same cache, another new venv. ``os.sync()`` before every timed run.
+*warm*: the same cache, another new venv, ``--warm-runs`` times (5; a warm install
+takes a fraction of a second, and single ones vary by a fifth) for uv and wheelwise,
+once for pip (whose warm install takes as long as its cold one). ``os.sync()``
+before every timed run.
 After each run the venv must hold the 29 distributions and no ``.pyc`` file. A
 contender's venvs and cache are deleted once its round is over, and ``--settle``
 seconds (65) pass before the next cold run: on ext4 without a journal (this
@@ -41,7 +44,7 @@ is compared with uv's in the same minutes.
 
 Usage::
 
-    .venv/bin/python bench/gpu_stack.py [--rounds 3] [--wheels DIR] [--tls] [--json]
+    .venv/bin/python bench/gpu_stack.py [--rounds 3] [--warm-runs 5] [--wheels DIR] [--tls] [--json]
 """
 
 from __future__ import annotations
@@ -181,6 +184,8 @@ def serve(site: Path, tmp: Path, tls: str = "") -> Iterator[tuple[str, str]]:
 
 # Seconds after a contender's files are deleted before the next cold run.
 SETTLE = 65.0
+# Warm installs per round and contender (pip: one).
+WARM_RUNS = 5
 
 
 @dataclass
@@ -255,9 +260,10 @@ class Contest:
             self.floors.append(floor_seconds())
         return run
 
-    def floor(self, rounds: int) -> float:
-        """The median import floor of the last *rounds* rounds (the timed ones)."""
-        return statistics.median(self.floors[-rounds:])
+    def floor(self, runs: int) -> float:
+        """The median import floor of the last *runs* warm wheelwise runs (the timed
+        ones)."""
+        return statistics.median(self.floors[-runs:])
 
 
 def cold_and_warm(
@@ -266,11 +272,13 @@ def cold_and_warm(
     warm_up: bool,
     contenders: tuple[str, ...] = CONTENDERS,
     settle: float = 0.0,
+    warm_runs: int = 1,
 ) -> dict[str, dict[str, list[Run]]]:
     """Per round, each of *contenders* in turn (the rounds rotate who goes first): a
-    new empty cache, a cold run, then a warm one with the same cache; the runs of the
-    timed rounds (all but the first with *warm_up*) by contender and phase. After a
-    contender's files are deleted, *settle* seconds pass before the next cold run."""
+    new empty cache, a cold run, then *warm_runs* warm ones with the same cache (pip:
+    one); the runs of the timed rounds (all but the first with *warm_up*) by
+    contender and phase. After a contender's files are deleted, *settle* seconds pass
+    before the next cold run."""
     results: dict[str, dict[str, list[Run]]] = {c: {"cold": [], "warm": []} for c in contenders}
     orders = round_orders(contenders)
     total = rounds + (1 if warm_up else 0)
@@ -278,10 +286,11 @@ def cold_and_warm(
         for name in orders[index % len(orders)]:
             cache = contest.tmp / f"cache-{name}-{next(contest.counter)}"
             cold = contest.one(name, "cold", cache)
-            warm = contest.one(name, "warm", cache)
+            times = 1 if name == "pip" else warm_runs
+            warm = [contest.one(name, "warm", cache) for _ in range(times)]
             if index >= total - rounds:
                 results[name]["cold"].append(cold)
-                results[name]["warm"].append(warm)
+                results[name]["warm"] += warm
             for leftover in [cache, *contest.tmp.glob(f"venv-{name}-*")]:
                 shutil.rmtree(leftover, ignore_errors=True)
             os.sync()  # the freed inodes' table blocks written: then 60 s is enough
@@ -366,6 +375,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"pause after deleting a contender's files, before the next cold run "
         f"(default {SETTLE:g}; see the module's docstring)",
     )
+    parser.add_argument(
+        "--warm-runs",
+        type=int,
+        default=WARM_RUNS,
+        metavar="N",
+        help=f"warm installs per round for uv and wheelwise (default {WARM_RUNS}; pip: one)",
+    )
     parser.add_argument("--json", action="store_true")
     add_warm_up_option(parser)
     args = parser.parse_args(argv)
@@ -395,9 +411,11 @@ def main(argv: list[str] | None = None) -> int:
         contest = Contest(
             tmp, url, uv, wheelwise, pip_version, base, args.requirement or [REQUIREMENT], expected
         )
-        results = cold_and_warm(contest, args.rounds, args.warm_up, contenders, args.settle)
+        results = cold_and_warm(
+            contest, args.rounds, args.warm_up, contenders, args.settle, args.warm_runs
+        )
         sizes = contest.sizes
-        floor = contest.floor(args.rounds)
+        floor = contest.floor(len(results["wheelwise"]["warm"]))
 
     def median(name: str, phase: str) -> float:
         return statistics.median(run.seconds for run in results[name][phase])
@@ -409,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         "wheel_bytes": sum(w.stat().st_size for w in wheels),
         "rounds": args.rounds,
         "settle_s": args.settle,
+        "warm_runs": args.warm_runs,
         **timings(results),
         "installed_bytes": sizes,
         "import_floor_s": floor,

@@ -35,7 +35,8 @@ def test_smoke_run_on_two_wheels(tmp_path: Path, tls: bool) -> None:
     report = run_bench(
         "gpu_stack.py",
         "--wheels", str(wheels), "--requirement", "alpha", "--requirement", "beta",
-        "--rounds", "1", "--no-warm-up", "--settle", "0", *(["--tls"] if tls else []),
+        "--rounds", "1", "--no-warm-up", "--settle", "0", "--warm-runs", "1",
+        *(["--tls"] if tls else []),
         timeout=300,
     )  # fmt: skip
     assert report["wheels"] == 2
@@ -65,11 +66,16 @@ def test_contenders_leave_pip_out(tmp_path: Path) -> None:
     report = run_bench(
         "gpu_stack.py",
         "--wheels", str(wheels), "--requirement", "alpha", "--contenders", "uv,wheelwise",
-        "--rounds", "1", "--no-warm-up", "--settle", "0.2",
+        "--rounds", "1", "--no-warm-up", "--settle", "0.2", "--warm-runs", "2",
         timeout=300,
     )  # fmt: skip
     assert set(report["median_s"]) == {"uv", "wheelwise"}
     assert report["settle_s"] == 0.2
+    assert report["warm_runs"] == 2
+    assert {name: len(runs["warm"]) for name, runs in report["runs_s"].items()} == {
+        "uv": 2,
+        "wheelwise": 2,
+    }
     assert set(report["ratios"]) == {
         "wheelwise/uv cold",
         "wheelwise/uv warm",
