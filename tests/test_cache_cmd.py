@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -237,3 +238,45 @@ def test_built_wheels_are_kept_whole_cleaned_by_name_and_pruned(tmp_path: Path) 
     assert store.find(key) == kept
     assert wheelwise(["cache", "clean", "beta"], tmp_path).returncode == 0
     assert store.find(key) is None
+
+
+def test_prune_removes_the_temporary_files_killed_runs_left(tmp_path: Path) -> None:
+    """``atomic_file``'s ``.tmp-`` files beside pages, wheels and metadata go once
+    untouched for an hour, the detection cache's once its process is gone; a fresh
+    one (a run may be writing it), a wheel's own ``.tmp-`` file in an unpacked entry
+    and a link named like one stay."""
+    from wheelwise.cache.cleanup import ABANDONED_AFTER
+
+    cache = tmp_path / "cache"
+    _fill(tmp_path, cache, "alpha")
+    old = time.time() - ABANDONED_AFTER - 60
+    wheel_folder = next((cache / "wheels").glob("*/*/*"))
+    abandoned = [
+        cache / "http" / ".tmp-page1",
+        wheel_folder / ".tmp-wheel1",
+        cache / "metadata" / "sha256" / "ab" / ("ab" * 32) / ".tmp-meta1",
+        cache / ".tmp-root1",
+        cache / "detect.cache.999999999.tmp",  # no such process
+    ]
+    fresh = [
+        cache / "http" / ".tmp-page2",
+        cache / f"detect.cache.{os.getpid()}.tmp",
+    ]
+    entry = next((cache / "unpacked").rglob("entry.json")).parent
+    kept_old = [entry / ".tmp-of-the-wheel", cache / "environments" / ".tmp-journal"]
+    for path in [*abandoned, *fresh, *kept_old]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half written")
+    for path in [*abandoned, *kept_old]:
+        os.utime(path, (old, old))
+    link = cache / "http" / ".tmp-link"
+    link.symlink_to(tmp_path / "elsewhere")
+    os.utime(link, (old, old), follow_symlinks=False)
+
+    result = wheelwise(["cache", "prune"], cache)
+    assert result.returncode == 0, result.stderr
+    assert [path for path in abandoned if path.exists()] == []
+    assert all(path.exists() for path in [*fresh, *kept_old])
+    assert link.is_symlink()
+    # The wheel file went too (kept unpacked): 5 temporaries of 12 bytes, one wheel.
+    assert result.stdout.startswith("removed 6 files (")

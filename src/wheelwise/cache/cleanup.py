@@ -11,7 +11,10 @@ back. Environments keep the files they hard-linked or copied; those installed wi
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
+import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,13 @@ __all__ = ["Removed", "clean", "enforce_size", "prune"]
 
 # Kinds `cache clean` without names removes (all but environments and scratch).
 _CLEANED = tuple(kind for kind in KINDS if kind.name not in ("environments", "scratch"))
+# wheelwise.atomic_file writes a ".tmp-" file beside what it replaces, then renames it:
+# a killed run leaves it. Folders where it writes (an unpacked wheel's, a plugin
+# environment's, are the wheels' own files and stay alone), and the root's files.
+_TEMPORARY = ".tmp-"
+_WITH_TEMPORARIES = ("wheels", "metadata", "http", "proxy")
+# Untouched this long, a temporary file has no writer left: none pauses so long.
+ABANDONED_AFTER = 3600.0
 
 
 @dataclass
@@ -100,8 +110,10 @@ def clean(root: Path, names: Collection[str] = ()) -> Removed:
 def prune(root: Path) -> Removed:
     """Remove what no install needs: scratch folders of runs that ended, unpacked
     wheels that are damaged or half there, wheel files that are also unpacked
-    (installs link the unpacked copy; the wheel would only be unpacked again), and
-    built wheels half copied in by runs that ended."""
+    (installs link the unpacked copy; the wheel would only be unpacked again),
+    built wheels half copied in by runs that ended, and the temporary files of
+    pages, wheels and metadata that killed runs were writing (untouched for
+    :data:`ABANDONED_AFTER` seconds)."""
     removed = Removed()
     scratch = scratch_root(root)
     before = measure(scratch)
@@ -124,7 +136,41 @@ def prune(root: Path) -> Removed:
     for part, pid in BuiltWheels(root / "built").parts():
         if not process_alive(pid):  # a built wheel a killed run was copying in
             _remove(part, removed)
+    for path in _abandoned_temporaries(root, time.time() - ABANDONED_AFTER):
+        _remove(path, removed)
     return removed
+
+
+def _abandoned_temporaries(root: Path, before: float) -> Iterator[Path]:
+    """The temporary files killed runs left in the cache: ``atomic_file``'s last
+    written before *before*, and the detection cache's of processes gone."""
+    for path in root.glob("detect.cache.*.tmp"):
+        pid = path.name.removeprefix("detect.cache.").removesuffix(".tmp")
+        if pid.isdigit() and not process_alive(int(pid)) and _is_file(path):
+            yield path
+    folders = [os.fspath(root)]
+    folders += [os.fspath(root / name) for name in _WITH_TEMPORARIES]
+    for top_index, top in enumerate(folders):
+        for folder, subfolders, names in os.walk(top):
+            if top_index == 0:
+                subfolders.clear()  # the root's own files only
+            for name in names:
+                if not name.startswith(_TEMPORARY):
+                    continue
+                path = Path(folder, name)
+                try:
+                    info = path.lstat()
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode) and info.st_mtime < before:
+                    yield path
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _last_used(path: Path) -> float:

@@ -137,7 +137,8 @@ def cache_clean(names: tuple[str, ...]) -> None:
 @cache.command("prune")
 def cache_prune() -> None:
     """Remove what no install needs: scratch folders of runs that ended, damaged
-    unpacked wheels, and wheel files that are also kept unpacked."""
+    unpacked wheels, wheel files that are also kept unpacked, and temporary files
+    killed runs left."""
     from wheelwise.cache.cleanup import prune
 
     root = _root()
