@@ -29,6 +29,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "userfiles",
             "atomic_file",
             "kernel_copy",
+            "open_folders",
             "write_back",
             "cachedir",
             "userconfig",

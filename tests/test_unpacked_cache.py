@@ -25,6 +25,7 @@ from wheelwise.cache.unpacked import (
     verify_entries,
     verify_entry,
 )
+from wheelwise.open_folders import AVAILABLE
 
 DIGEST = hashlib.sha256(b"the wheel").hexdigest()
 HASHES = {"sha256": DIGEST}
@@ -90,8 +91,12 @@ def test_a_second_publisher_uses_the_first_entry(tmp_path: Path) -> None:
     assert list((tmp_path / "scratch").iterdir()) == []
 
 
-@pytest.mark.parametrize("change", ["size", "time", "gone", "entry", "name"])
-def test_a_changed_entry_is_removed_on_lookup(tmp_path: Path, change: str) -> None:
+@pytest.mark.parametrize("open_folders", [True, False], ids=["open-folders", "whole-paths"])
+@pytest.mark.parametrize("change", ["size", "time", "gone", "link", "folder", "entry", "name"])
+def test_a_changed_entry_is_removed_on_lookup(
+    tmp_path: Path, change: str, open_folders: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(unpacked, "OPEN_FOLDERS", open_folders and AVAILABLE)
     store = store_at(tmp_path)
     entry = store.publish(HASHES, NAME, builder(MEMBERS))
     member = Path(entry.file_path("demo/__init__.py"))
@@ -102,6 +107,14 @@ def test_a_changed_entry_is_removed_on_lookup(tmp_path: Path, change: str) -> No
         os.utime(member, ns=(0, 0))
     elif change == "gone":
         member.unlink()
+    elif change == "link":  # the same size and time, through a link: not the file
+        moved = tmp_path / "moved.py"
+        member.rename(moved)
+        member.symlink_to(moved)
+    elif change == "folder":
+        for path in member.parent.iterdir():
+            path.unlink()
+        member.parent.rmdir()
     elif change == "entry":
         (entry.folder / ENTRY_FILE).write_bytes(b"{not json")
     else:

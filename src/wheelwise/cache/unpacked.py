@@ -48,6 +48,7 @@ from packaging.utils import canonicalize_name
 
 from wheelwise.cache.scratch import new_scratch_folder
 from wheelwise.cache.wheel_cache import content_key
+from wheelwise.open_folders import AVAILABLE, OpenFolders
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
 from wheelwise.userfiles import open_regular, read_regular_file, write_all
 
@@ -68,6 +69,9 @@ _log = logging.getLogger(__name__)
 ENTRY_FILE = "entry.json"
 FILES = "files"
 FORMAT = 1
+# Files compared from their folders, kept open (False: by whole paths; a test
+# compares the two).
+OPEN_FOLDERS = AVAILABLE
 # A project with an entry of this many files or more is noted (a file named after
 # it in this folder, listing its latest such entries), so that an install can tell
 # at once whether one of its wheels may be worth placing ahead, and read that entry
@@ -216,19 +220,30 @@ def entry_matches(entry: UnpackedWheel) -> bool:
 
 
 def files_match(entry: UnpackedWheel, start: int, stop: int) -> bool:
-    """:func:`entry_matches` for *entry*'s files from *start* to *stop* (indexes)."""
-    for item in entry.files[start:stop]:
-        try:
-            found = os.lstat(entry.file_path(item.path))
-        except OSError:
-            return False
-        if (
-            not stat.S_ISREG(found.st_mode)
-            or found.st_size != item.size
-            or found.st_mtime_ns != item.mtime_ns
-        ):
-            return False
-    return True
+    """:func:`entry_matches` for *entry*'s files from *start* to *stop* (indexes),
+    each looked up from its folder, kept open (:mod:`wheelwise.open_folders`)."""
+    folders = OpenFolders() if OPEN_FOLDERS else None
+    try:
+        for item in entry.files[start:stop]:
+            path = entry.file_path(item.path)
+            try:
+                if folders is None:
+                    found = os.lstat(path)
+                else:
+                    folder, name = folders.split(path)
+                    found = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            except OSError:
+                return False
+            if (
+                not stat.S_ISREG(found.st_mode)
+                or found.st_size != item.size
+                or found.st_mtime_ns != item.mtime_ns
+            ):
+                return False
+        return True
+    finally:
+        if folders is not None:
+            folders.close()
 
 
 # Files one worker of changed_entries compares per item of work.

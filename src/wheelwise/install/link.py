@@ -33,6 +33,7 @@ from wheelwise.kernel_copy import copy_range
 
 if TYPE_CHECKING:
     from wheelwise.cache.unpacked import UnpackedStore
+    from wheelwise.open_folders import OpenFolders
 
 __all__ = ["DEFAULT_LINK_MODE", "LINK_MODES", "Linker", "Placement"]
 
@@ -89,15 +90,26 @@ class Linker:
         self._can_link = self.mode == "hardlink"
         self._can_clone = self.mode in ("hardlink", "clone") and sys.platform == "linux"
 
-    def place(self, source: str, target: str, executable: bool) -> None:
+    def place(
+        self,
+        source: str,
+        target: str,
+        executable: bool,
+        folders: tuple[OpenFolders, OpenFolders] | None = None,
+    ) -> None:
         """A new file at *target* with *source*'s content (*executable*: its mode
-        when it is written, rather than linked)."""
+        when it is written, rather than linked). *folders*: where the folders of a
+        run of sources and targets are kept open (see
+        :mod:`wheelwise.open_folders`), for hard links."""
         if self.mode == "symlink":
             os.symlink(source, target)  # noqa: PTH211 - plain strings throughout
             return
         if self._can_link:
             try:
-                os.link(source, target)
+                if folders is None:
+                    os.link(source, target)
+                else:
+                    _link_in(folders, source, target)
                 return
             except OSError as exc:
                 if exc.errno in _NEVER:
@@ -126,6 +138,16 @@ class Linker:
                 self.fell_back = f"cannot clone into {path}: {exc.strerror}"
             return False
         return True
+
+
+def _link_in(folders: tuple[OpenFolders, OpenFolders], source: str, target: str) -> None:
+    """``os.link(source, target)``, each path looked up from its open folder."""
+    try:
+        source_folder, source_name = folders[0].split(source)
+        target_folder, target_name = folders[1].split(target)
+        os.link(source_name, target_name, src_dir_fd=source_folder, dst_dir_fd=target_folder)
+    except OSError:
+        os.link(source, target)  # the error as whole paths give it, named by them
 
 
 def _copy(source: int, target: int) -> None:

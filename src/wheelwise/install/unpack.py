@@ -38,6 +38,7 @@ from installer.utils import Scheme, fix_shebang, parse_wheel_filename
 from wheelwise.install.journal import WriteAhead
 from wheelwise.install.link import Linker
 from wheelwise.models.errors import InstallError
+from wheelwise.open_folders import AVAILABLE, OpenFolders
 from wheelwise.userfiles import write_all
 from wheelwise.wheels.archive import InMemoryWheel, dist_info_problem, open_zip
 from wheelwise.wheels.members import MemberReader
@@ -69,6 +70,9 @@ _LINK_THREADS = 4
 # Folders of one depth made by threads from this many on: a thread costs about as much
 # as a few ``mkdir`` calls.
 _THREADED_DIRS = 16
+# Files linked from their folders, kept open (wheelwise.open_folders): False links
+# whole paths (a test compares the two).
+OPEN_FOLDERS = AVAILABLE
 
 
 class Cancelled(Exception):
@@ -206,24 +210,36 @@ class Journal:
         self._ensure_dirs({os.path.dirname(target) for target, _, _ in placements}, workers)
         if self.wal is not None:
             self.wal.note_many("file", [target for target, _, _ in placements])
-        shares = [placements[index::workers] for index in range(workers)]
+        # Links: each thread a run of neighbours, whose folders it keeps open. Copies:
+        # every workers-th file, so that no thread gets all of one folder's big files.
+        if linker.mode == "hardlink":
+            bounds = [len(placements) * index // workers for index in range(workers + 1)]
+            shares = [placements[bounds[index] : bounds[index + 1]] for index in range(workers)]
+        else:
+            shares = [placements[index::workers] for index in range(workers)]
         made: list[list[str]] = [[] for _ in shares]
         failures: list[tuple[BaseException, str] | None] = [None] * len(shares)
 
         def place(index: int) -> None:
             done = made[index]
-            for count, (target, source, executable) in enumerate(shares[index]):
-                try:
-                    if not count % 256 and self.is_cancelled():
-                        raise Cancelled
-                    linker.place(source, target, executable)
-                except BaseException as exc:  # told to the caller, in order
-                    made_then_failed = not isinstance(exc, Cancelled | FileExistsError)
-                    if made_then_failed and os.path.lexists(target):
-                        done.append(target)  # made, then a copy failed (a full disk)
-                    failures[index] = (exc, target)
-                    return
-                done.append(target)
+            folders = (OpenFolders(), OpenFolders()) if OPEN_FOLDERS else None
+            try:
+                for count, (target, source, executable) in enumerate(shares[index]):
+                    try:
+                        if not count % 256 and self.is_cancelled():
+                            raise Cancelled
+                        linker.place(source, target, executable, folders)
+                    except BaseException as exc:  # told to the caller, in order
+                        made_then_failed = not isinstance(exc, Cancelled | FileExistsError)
+                        if made_then_failed and os.path.lexists(target):
+                            done.append(target)  # made, then a copy failed (a full disk)
+                        failures[index] = (exc, target)
+                        return
+                    done.append(target)
+            finally:
+                if folders is not None:
+                    folders[0].close()
+                    folders[1].close()
 
         if workers == 1:
             place(0)
