@@ -160,10 +160,15 @@ def test_tampered_wheel_rolls_back(env: TargetEnvironment, tmp_path: Path, strat
 
 
 def _forked_run(tmp_path: Path, child_action: str) -> tuple[Journal, BaseException | None]:
-    """Two tasks, two workers, one task each: this process starts its task, the child
-    then creates a file and does *child_action* with it, and only then does this
-    process's task end (or, for "interrupt", raise KeyboardInterrupt)."""
+    """Two tasks, two workers, one task each, through a journal file in *tmp_path*:
+    this process starts its task, the child then creates a file in ``site`` and does
+    *child_action* with it, and only then does this process's task end (or, for
+    "interrupt", raise KeyboardInterrupt)."""
+    from wheelwise.install.journal import WriteAhead, header
+
     started, done = tmp_path / "parent-started", tmp_path / "child-done"
+    site = tmp_path / "site"
+    site.mkdir()
     parent = os.getpid()
 
     def wait_for(marker: Path) -> None:
@@ -179,14 +184,17 @@ def _forked_run(tmp_path: Path, child_action: str) -> tuple[Journal, BaseExcepti
                 raise KeyboardInterrupt
             return
         wait_for(started)  # so that this process has taken the other task
-        journal.create(str(tmp_path / "made-by-child.txt"), executable=False).close()
+        journal.create(str(site / "made-by-child.txt"), executable=False).close()
         done.touch()
         if child_action == "fail":
             raise InstallError("boom in the child")
         if child_action == "die":
             os.kill(os.getpid(), signal.SIGKILL)
 
-    journal = Journal()
+    wal = WriteAhead.begin(
+        tmp_path / "journal", header("install", site, [site], site / ".wheelwise-backup-x")
+    )
+    journal = Journal(wal)
     try:
         parallel._forked([task, task], [1, 1], journal)
     except BaseException as exc:  # returned for the test to inspect
@@ -196,16 +204,21 @@ def _forked_run(tmp_path: Path, child_action: str) -> tuple[Journal, BaseExcepti
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forked workers are POSIX only")
 @pytest.mark.parametrize("action", ["succeed", "fail", "die", "interrupt"])
-@pytest.mark.parametrize("notes", ["shared", "piped"])
-def test_forked_worker_reports_files_and_failures(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str, notes: str
+def test_forked_worker_journals_files_and_reports_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str
 ) -> None:
+    from wheelwise.install.journal import replay
+
     monkeypatch.setattr(parallel, "cores", lambda: 2)
-    if notes == "piped":  # no room in the shared notes: every path goes down the pipe
-        monkeypatch.setattr(parallel, "_NOTES_SIZE", 16)
     journal, error = _forked_run(tmp_path, action)
-    # Whatever happened next, the parent knows about the file the child made.
-    assert journal.files == [str(tmp_path / "made-by-child.txt")]
+    made = tmp_path / "site" / "made-by-child.txt"
+    # Whatever happened next, the child wrote the file down in the journal file
+    # before making it: a rollback removes it.
+    assert journal.wal is not None
+    journal.wal.close()
+    assert made.exists()
+    assert replay(tmp_path / "journal")[1] == []
+    assert not made.exists()
     if action == "succeed":
         assert error is None
     elif action == "interrupt":  # raised once the child is reaped and its files known
@@ -346,32 +359,3 @@ def test_cores_a_head_start_keeps_busy_get_no_child(
             (str(os.getpid()), str(threading.get_ident()))
         }
     assert journal.placing_threads == threads
-
-
-@pytest.mark.parametrize("room", [True, False], ids=["shared", "piped"])
-def test_a_child_notes_many_files_at_once(monkeypatch: pytest.MonkeyPatch, room: bool) -> None:
-    """A placed wheel's files noted in one go: in the shared notes when they fit,
-    else each down the pipe; the parent learns of every one either way."""
-    import mmap
-
-    from wheelwise.install.unpack import Journal
-
-    if not room:
-        monkeypatch.setattr(parallel, "_NOTES_SIZE", 24)
-    notes = parallel.Notes()
-    flag = mmap.mmap(-1, 1)
-    read_end, write_end = os.pipe()
-    child = parallel.ReportingJournal(write_end, flag, notes, Journal())
-    paths = ["/env/site/pkg/a.py", "/env/site/pkg/b.py"]
-    child.note_files(paths)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as stream:
-        piped = stream.read()
-    parent = Journal()
-    for message in piped.split(b"\0")[:-1]:
-        parallel.receive(message, parent)
-    notes.replay(parent)
-    assert parent.files == paths
-    assert bool(piped) is not room
-    notes.close()
-    flag.close()

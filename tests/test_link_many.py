@@ -4,6 +4,7 @@ errors, no descriptor left open."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from wheelwise.install import unpack
+from wheelwise.install.journal import WriteAhead
 from wheelwise.install.link import Linker
 from wheelwise.install.unpack import Journal
 from wheelwise.models.errors import InstallError
@@ -54,12 +56,19 @@ def test_every_file_is_a_hard_link_of_its_source(
         (str(tmp_path / "site" / path), str(tmp_path / "cache" / path), path.endswith("0.py"))
         for path in relative
     ]
-    journal = Journal()
+    wal = WriteAhead.begin(tmp_path / "journal", {})
+    journal = Journal(wal)
     journal.placing_threads = threads
     before = open_descriptors()
     journal.link_many(placements, Linker())
     assert open_descriptors() == before
-    assert sorted(journal.files) == sorted(target for target, _, _ in placements)
+    wal.close()
+    # Every file and folder written down before it was made.
+    lines = [json.loads(line) for line in (tmp_path / "journal").read_text().splitlines()[1:]]
+    assert [path for kind, path in lines if kind == "file"] == [t for t, _, _ in placements]
+    folders = {str(Path(target).parent) for target, _, _ in placements}
+    folders |= {str(Path(folder).parent) for folder in folders} | {str(tmp_path / "site")}
+    assert {path for kind, path in lines if kind == "dir"} == folders
     for target, source, _ in placements:
         assert os.stat(target).st_ino == os.stat(source).st_ino
         assert os.stat(source).st_nlink == 2

@@ -51,7 +51,7 @@ from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.forked_map import can_fork, describe_status, reap, stop, stop_on_ctrl_c
 from wheelwise.install.journal import WriteAhead
 from wheelwise.install.link import Placement
-from wheelwise.install.parallel import ERROR, Notes, ReportingJournal, receive, send
+from wheelwise.install.parallel import ERROR, ReportingJournal, receive, send
 from wheelwise.install.transaction import (
     OpenTransaction,
     Warn,
@@ -75,8 +75,6 @@ MIN_ENTRY_BYTES = 64 << 10
 _DECLINED, _STARTED, _DONE = b"N", b"S", b"K"
 # Files compared between two looks for the command, while the worker waits.
 _FILES_BETWEEN_LOOKS = 256
-# Seconds between two readings of the worker's notes while the install waits for it.
-_NOTES_EVERY = 0.005
 
 
 class HeadStartFailed(InstallError):
@@ -105,7 +103,6 @@ class HeadStart:
         if SWITCH == "off" or store is None or not likely(store, requested) or not can_fork():
             return
         self._flag = mmap.mmap(-1, 1)
-        self._notes = Notes()
         commands, self._command = os.pipe()
         self._pipe, reports = os.pipe()
         parent = os.getpid()
@@ -116,7 +113,6 @@ class HeadStart:
                 os.close(fd)
             self._command = self._pipe = -1
             self._flag.close()
-            self._notes.close()
             return
         if pid == 0:  # pragma: no cover - the worker; coverage does not follow forks
             code = 1
@@ -124,9 +120,7 @@ class HeadStart:
                 os.close(self._command)
                 os.close(self._pipe)
                 stop_on_ctrl_c(self._flag)
-                code = _standby(
-                    commands, reports, self._flag, self._notes, placement, parent, requested
-                )
+                code = _standby(commands, reports, self._flag, placement, parent, requested)
             finally:
                 os._exit(code)
         os.close(commands)
@@ -213,7 +207,7 @@ class HeadStart:
             stop(self._flag)
 
     def join(self, journal: Journal) -> None:
-        """Wait for the worker to end, its steps noted in *journal*. Raises
+        """Wait for the worker to end, its warnings taken into *journal*. Raises
         HeadStartFailed unless it placed every file."""
         self.stop(journal, finish=True)
         if _DONE not in self._reports:
@@ -227,8 +221,9 @@ class HeadStart:
             raise HeadStartFailed(f"placing {self._entry[1]} ahead failed ({why})")
 
     def stop(self, journal: Journal, *, finish: bool = False) -> None:
-        """Stop the worker (with *finish*: let it end), wait for it, and note every
-        step it took in *journal*. Idempotent; Ctrl-C meanwhile is only noted."""
+        """Stop the worker (with *finish*: let it end), wait for it, and take its
+        warnings into *journal* (its steps are in the journal file, written by the
+        worker itself). Idempotent; Ctrl-C meanwhile is only noted."""
         if self._pid is None:
             return
         if not finish:
@@ -236,11 +231,7 @@ class HeadStart:
         self._close_command()
         while not self._ended:
             try:
-                # What it placed so far is noted while it works, rather than after.
-                if select.select([self._pipe], [], [], _NOTES_EVERY)[0]:
-                    self._read()
-                else:
-                    self._notes.replay(journal)
+                self._read()
             except KeyboardInterrupt:
                 self._interrupted = True
                 stop(self._flag)
@@ -249,7 +240,6 @@ class HeadStart:
         self._status, stopped = reap(self._pid, self._flag)
         self._interrupted = self._interrupted or stopped
         self._pid = None
-        self._notes.replay(journal)
 
     def abandon(self) -> None:
         """Stop the worker, undo what it placed and let the lock go; Ctrl-C that
@@ -273,7 +263,6 @@ class HeadStart:
                 os.close(self._pipe)
                 self._pipe = -1
                 self._flag.close()
-                self._notes.close()
 
     # -- the worker's reports ----------------------------------------------------------
 
@@ -326,7 +315,6 @@ def _standby(
     commands: int,
     reports: int,
     flag: mmap.mmap,
-    notes: Notes,
     placement: Placement,
     parent: int,
     requested: Collection[str],
@@ -352,7 +340,7 @@ def _standby(
             return 0
         wheel, compared = found.wheel, found.compared
         wal = WriteAhead(Path(journal_path), os.open(journal_path, os.O_WRONLY | os.O_APPEND))
-        journal = ReportingJournal(reports, flag, notes, Journal(wal))
+        journal = ReportingJournal(reports, flag, Journal(wal))
         # The install resolves, then places the others, on the other cores: threads
         # here would only hand the interpreter lock to and fro, a futex per link.
         journal.placing_threads = 1

@@ -4,12 +4,12 @@ Most of an unpack is Python code (zip members, RECORD entries, paths), so thread
 share one core. On Linux, when the calling process runs no other thread (so that a
 fork cannot inherit a lock held elsewhere), this process and forked children, one
 per further available core, take wheels from a shared queue, heaviest first. A child
-notes each file and folder it creates, as it creates it, in memory it shares with
-the parent (over a pipe once that is full); the parent adds them to the journal
-when the child has ended, so a rollback removes them even if a child dies. A
-one-byte shared flag stops every worker at its next file: set by a failing worker,
-by Ctrl-C in a child, or by cancelling the journal. Elsewhere, or when other threads
-run, the wheels are unpacked by a small thread pool.
+writes each file and folder down in the transaction's journal file (inherited,
+opened for appending) before it makes it, as this process does, so a rollback
+removes them even if a child dies; it reports its failure and its warnings over a
+pipe. A one-byte shared flag stops every worker at its next file: set by a failing
+worker, by Ctrl-C in a child, or by cancelling the journal. Elsewhere, or when other
+threads run, the wheels are unpacked by a small thread pool.
 
 Each task is a callable that unpacks one wheel through the journal it is given and
 raises :class:`InstallError` (or :class:`Cancelled`, once another task failed).
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import struct
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -39,11 +38,8 @@ from wheelwise.install.unpack import Cancelled, Journal
 from wheelwise.models.errors import InstallError
 
 __all__ = [
-    "DIR",
     "ERROR",
-    "FILE",
     "WARNING",
-    "Notes",
     "ReportingJournal",
     "Task",
     "receive",
@@ -59,11 +55,8 @@ THREADS = 4
 # "auto", or "fork" / "threads" / "serial" to force a strategy (tests use this).
 STRATEGY = "auto"
 
-# What a child reports: a file or folder it created, its failure, a warning.
-FILE, DIR, ERROR, WARNING = b"F", b"D", b"E", b"W"
-# Shared memory for a child's notes: ~40,000 paths (allocated as it is used).
-_NOTES_SIZE = 4 << 20
-_LENGTH = struct.Struct("<Q")
+# What a child reports: its failure, a warning.
+ERROR, WARNING = b"E", b"W"
 
 
 def _strategy(count: int, alone: bool) -> str:
@@ -124,76 +117,18 @@ def _threaded(tasks: Sequence[Task], weights: Sequence[int], journal: Journal) -
     _raise_first(failures)
 
 
-class Notes:
-    """What a child created, in memory shared with the parent: a length, then
-    entries (a kind byte, the path, a NUL). An entry is written before the length
-    that covers it, so the parent reads only whole entries, even of a child killed
-    while writing one. Passing notes this way costs the parent nothing while the
-    children work (a pipe needs a thread of the parent to wake for every file)."""
-
-    def __init__(self) -> None:
-        self.memory = mmap.mmap(-1, _NOTES_SIZE)
-        self._used = _LENGTH.size  # in the child: written
-        self._replayed = _LENGTH.size  # in the parent: replayed
-
-    def add(self, kind: bytes, path: str) -> bool:
-        """In the child: note *path*; False when there is no room left."""
-        return self.add_many(kind, [path])
-
-    def add_many(self, kind: bytes, paths: Sequence[str]) -> bool:
-        """In the child: note each of *paths*, in one write; False (none noted)
-        when there is no room left for all."""
-        entries = b"".join([kind + os.fsencode(path) + b"\0" for path in paths])
-        end = self._used + len(entries)
-        if end > _NOTES_SIZE:
-            return False
-        self.memory[self._used : end] = entries
-        _LENGTH.pack_into(self.memory, 0, end - _LENGTH.size)
-        self._used = end
-        return True
-
-    def replay(self, journal: Journal) -> None:
-        """In the parent: the child's notes not replayed yet into *journal* (all of
-        them once the child has ended; while it works, those it wrote so far)."""
-        (length,) = _LENGTH.unpack_from(self.memory, 0)
-        end = _LENGTH.size + length
-        body, self._replayed = self.memory[self._replayed : end], end
-        for entry in body.split(b"\0")[:-1]:
-            path = os.fsdecode(entry[1:])
-            if entry[:1] == FILE:
-                journal.note_file(path)
-            else:
-                journal.note_dir(path)
-
-    def close(self) -> None:
-        self.memory.close()
-
-
 class ReportingJournal(Journal):
-    """A child's journal: every creation is noted for the parent at once."""
+    """A child's journal: the parent's journal file, the shared stop flag, and its
+    warnings sent to the parent."""
 
-    def __init__(self, pipe: int, flag: mmap.mmap, notes: Notes, parent: Journal) -> None:
+    def __init__(self, pipe: int, flag: mmap.mmap, parent: Journal) -> None:
         super().__init__(parent.wal)  # the parent's open journal file, inherited
         self.placing_threads = parent.placing_threads
         self._pipe = pipe
         self._flag = flag
-        self._notes = notes
 
     def is_cancelled(self) -> bool:
         return self._flag[0] != 0
-
-    def note_file(self, path: str) -> None:
-        if not self._notes.add(FILE, path):
-            send(self._pipe, FILE + os.fsencode(path))
-
-    def note_files(self, paths: Sequence[str]) -> None:
-        if not self._notes.add_many(FILE, paths):
-            for path in paths:
-                self.note_file(path)
-
-    def note_dir(self, path: str) -> None:
-        if not self._notes.add(DIR, path):
-            send(self._pipe, DIR + os.fsencode(path))
 
     def note_warning(self, message: str) -> None:
         send(self._pipe, WARNING + message.encode("utf-8", "replace"))
@@ -223,11 +158,9 @@ def _work(
     return None
 
 
-def _child(
-    tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap, notes: Notes, parent: Journal
-) -> int:
+def _child(tasks: Sequence[Task], queue: int, pipe: int, flag: mmap.mmap, parent: Journal) -> int:
     try:
-        failure = _work(tasks, queue, flag, ReportingJournal(pipe, flag, notes, parent))
+        failure = _work(tasks, queue, flag, ReportingJournal(pipe, flag, parent))
     except BaseException as exc:  # interrupted: the parent says so
         flag[0] = 1
         failure = (-1, exc)
@@ -270,11 +203,7 @@ class _Reader(threading.Thread):
 def receive(message: bytes, journal: Journal) -> str | None:
     """A child's report into *journal*; the text of an ``ERROR`` report, else None."""
     kind, body = message[:1], message[1:]
-    if kind == FILE:
-        journal.note_file(os.fsdecode(body))
-    elif kind == DIR:
-        journal.note_dir(os.fsdecode(body))
-    elif kind == WARNING:
+    if kind == WARNING:
         journal.note_warning(body.decode("utf-8", "replace"))
     elif kind == ERROR:
         return body.decode("utf-8", "replace")
@@ -290,11 +219,10 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal, bus
     journal.when_cancelled(lambda: stop(flag))
     if journal.is_cancelled():
         stop(flag)
-    children: list[tuple[int, _Reader, Notes]] = []
+    children: list[tuple[int, _Reader]] = []
     failures: dict[int, BaseException] = {}
     try:
         for _ in range(min(cores() - busy, len(tasks)) - 1):
-            notes = Notes()
             read_end, write_end = os.pipe()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child; coverage does not follow forks
@@ -302,12 +230,12 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal, bus
                 try:
                     os.close(read_end)
                     stop_on_ctrl_c(flag)
-                    code = _child(tasks, queue, write_end, flag, notes, journal)
+                    code = _child(tasks, queue, write_end, flag, journal)
                 finally:
                     os._exit(code)
             os.close(write_end)
-            children.append((pid, _Reader(read_end, journal, flag), notes))
-        for _, reader, _ in children:
+            children.append((pid, _Reader(read_end, journal, flag)))
+        for _, reader in children:
             reader.start()
         failure = _work(tasks, queue, flag, journal)
         if failure is not None:
@@ -320,12 +248,10 @@ def _forked(tasks: Sequence[Task], weights: Sequence[int], journal: Journal, bus
     finally:
         os.close(queue)
         interrupted = False
-        for pid, reader, notes in children:
+        for pid, reader in children:
             status, stopped = reap(pid, flag)
             interrupted = interrupted or stopped
             reader.join()
-            notes.replay(journal)
-            notes.close()
             if reader.failure is not None:
                 failures[reader.failure[0]] = InstallError(reader.failure[1])
             elif status != 0 and not flag[0]:

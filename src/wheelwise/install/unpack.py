@@ -80,16 +80,17 @@ class Cancelled(Exception):
 
 
 class Journal:
-    """Every file and folder the transaction created, in creation order.
+    """What the steps of one transaction share: its write-ahead journal (each file
+    and folder written down there before it is made, which is what a rollback or a
+    recovery undoes), whether it was cancelled, and its warnings.
 
-    Shared by the threads of one transaction: appends to a list are atomic, and a
-    folder two threads both create is journaled by the one whose ``mkdir`` won.
+    Shared by the threads of one transaction, and by its forked workers (which
+    write to the same journal file): a folder two of them both create is the
+    one's whose ``mkdir`` won; the other notes it skipped.
     """
 
     def __init__(self, wal: WriteAhead | None = None) -> None:
         self.wal = wal
-        self.files: list[str] = []
-        self.dirs: list[str] = []
         self._cancelled = threading.Event()
         self._known_dirs: set[str] = set()
         self._on_cancel: list[Callable[[], None]] = []
@@ -111,16 +112,6 @@ class Journal:
 
     def is_cancelled(self) -> bool:
         return self._cancelled.is_set()
-
-    def note_file(self, path: str) -> None:
-        self.files.append(path)
-
-    def note_files(self, paths: Sequence[str]) -> None:
-        """``note_file`` for each of *paths*, at once."""
-        self.files.extend(paths)
-
-    def note_dir(self, path: str) -> None:
-        self.dirs.append(path)
 
     def note_warning(self, message: str) -> None:
         """A problem worked around (told once the transaction ends)."""
@@ -168,9 +159,7 @@ class Journal:
             folders = sorted(levels[depth])
             made = _in_threads(make, folders, workers if len(folders) >= _THREADED_DIRS else 1)
             for folder, new in zip(folders, made, strict=True):
-                if new:
-                    self.note_dir(folder)
-                elif self.wal is not None:
+                if not new and self.wal is not None:
                     self.wal.note("skip", folder)
         self._known_dirs.update(missing)
 
@@ -194,11 +183,6 @@ class Journal:
             linker.place(source, target, executable)
         except FileExistsError:
             raise self._clash(target) from None
-        except BaseException:
-            if os.path.lexists(target):  # made, then a copy failed (a full disk, say)
-                self.note_file(target)
-            raise
-        self.note_file(target)
 
     def link_many(self, placements: Sequence[tuple[str, str, bool]], linker: Linker) -> None:
         """``link_new(target, source, executable, linker)`` for each placement, with
@@ -217,11 +201,9 @@ class Journal:
             shares = [placements[bounds[index] : bounds[index + 1]] for index in range(workers)]
         else:
             shares = [placements[index::workers] for index in range(workers)]
-        made: list[list[str]] = [[] for _ in shares]
         failures: list[tuple[BaseException, str] | None] = [None] * len(shares)
 
         def place(index: int) -> None:
-            done = made[index]
             folders = (OpenFolders(), OpenFolders()) if OPEN_FOLDERS else None
             try:
                 for count, (target, source, executable) in enumerate(shares[index]):
@@ -230,12 +212,8 @@ class Journal:
                             raise Cancelled
                         linker.place(source, target, executable, folders)
                     except BaseException as exc:  # told to the caller, in order
-                        made_then_failed = not isinstance(exc, Cancelled | FileExistsError)
-                        if made_then_failed and os.path.lexists(target):
-                            done.append(target)  # made, then a copy failed (a full disk)
                         failures[index] = (exc, target)
                         return
-                    done.append(target)
             finally:
                 if folders is not None:
                     folders[0].close()
@@ -249,8 +227,6 @@ class Journal:
                 thread.start()
             for thread in threads:
                 thread.join()
-        for done in made:
-            self.note_files(done)
         for failure in failures:
             if failure is None:
                 continue
@@ -262,11 +238,9 @@ class Journal:
     def _create_fd(self, target: str, executable: bool) -> int:
         self._intend(target)
         try:
-            fd = os.open(target, _CREATE_FLAGS, 0o777 if executable else 0o666)
+            return os.open(target, _CREATE_FLAGS, 0o777 if executable else 0o666)
         except FileExistsError:
             raise self._clash(target) from None
-        self.note_file(target)
-        return fd
 
     def _intend(self, target: str) -> None:
         """Before creating *target*: stop if cancelled, make its folder, journal it."""
