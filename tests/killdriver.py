@@ -86,8 +86,9 @@ class _Counted:
         self.real = getattr(os, name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        dir_fd = kwargs.get("dir_fd", kwargs.get("src_dir_fd"))
-        counted = any(_inside(arg, dir_fd) for arg in args[: self.paths])
+        counted = any(
+            _inside(arg, _folder_of(index, kwargs)) for index, arg in enumerate(args[: self.paths])
+        )
         if counted:
             _step()
         result = self.real(*args, **kwargs)
@@ -96,6 +97,14 @@ class _Counted:
                 opened.add(result)
             _step()
         return result
+
+
+def _folder_of(index: int, kwargs: dict[str, Any]) -> int | None:
+    """The folder descriptor the *index*-th path argument is relative to, if any
+    (``os.link`` and ``os.rename`` take one for each of their two paths)."""
+    if "dir_fd" in kwargs:
+        return kwargs["dir_fd"]  # type: ignore[no-any-return]
+    return kwargs.get("src_dir_fd" if index == 0 else "dst_dir_fd")
 
 
 def _wrap(name: str, paths: int) -> None:
