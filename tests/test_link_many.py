@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -145,3 +146,20 @@ def test_a_folder_that_cannot_be_read_is_still_opened(tmp_path: Path) -> None:
         folders.close()
     finally:
         folder.chmod(0o700)
+
+
+def test_a_wrapped_link_still_links_from_open_folders() -> None:
+    """The kill matrix's driver puts wrappers in place of ``os.link`` before wheelwise
+    is imported: the installs it kills must still link from open folders."""
+    code = (
+        "import os\n"
+        "class Wrapped:\n"
+        "    def __init__(self, real): self.real = real\n"
+        "    def __call__(self, *args, **kwargs): return self.real(*args, **kwargs)\n"
+        "os.link, os.stat = Wrapped(os.link), Wrapped(os.stat)\n"
+        "from wheelwise.cache import unpacked\n"
+        "from wheelwise.install import unpack\n"
+        "print(unpack.OPEN_FOLDERS, unpacked.OPEN_FOLDERS)\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert ran.stdout.split() == ["True", "True"], ran.stderr
