@@ -196,7 +196,7 @@ class Journal:
             self.wal.note_many("file", [target for target, _, _ in placements])
         # Links: each thread a run of neighbours, whose folders it keeps open. Copies:
         # every workers-th file, so that no thread gets all of one folder's big files.
-        if linker.mode == "hardlink":
+        if linker.mode == "hardlink" and linker.fell_back is None:
             bounds = [len(placements) * index // workers for index in range(workers + 1)]
             shares = [placements[bounds[index] : bounds[index + 1]] for index in range(workers)]
         else:
