@@ -146,31 +146,25 @@ def _abandoned_temporaries(root: Path, before: float) -> Iterator[Path]:
     written before *before*, and the detection cache's of processes gone."""
     for path in root.glob("detect.cache.*.tmp"):
         pid = path.name.removeprefix("detect.cache.").removesuffix(".tmp")
-        if pid.isdigit() and not process_alive(int(pid)) and _is_file(path):
+        if pid.isdigit() and not process_alive(int(pid)) and _regular(path) is not None:
             yield path
-    folders = [os.fspath(root)]
-    folders += [os.fspath(root / name) for name in _WITH_TEMPORARIES]
-    for top_index, top in enumerate(folders):
-        for folder, subfolders, names in os.walk(top):
-            if top_index == 0:
-                subfolders.clear()  # the root's own files only
-            for name in names:
-                if not name.startswith(_TEMPORARY):
-                    continue
-                path = Path(folder, name)
-                try:
-                    info = path.lstat()
-                except OSError:
-                    continue
-                if stat.S_ISREG(info.st_mode) and info.st_mtime < before:
-                    yield path
+    found = list(root.glob(_TEMPORARY + "*"))  # the root's own
+    for kind in _WITH_TEMPORARIES:
+        for folder, _, names in os.walk(root / kind):
+            found += [Path(folder, name) for name in names if name.startswith(_TEMPORARY)]
+    for path in found:
+        info = _regular(path)
+        if info is not None and info.st_mtime < before:
+            yield path
 
 
-def _is_file(path: Path) -> bool:
+def _regular(path: Path) -> os.stat_result | None:
+    """*path*'s status if it is a regular file (a link is not followed), else None."""
     try:
-        return stat.S_ISREG(path.lstat().st_mode)
+        info = path.lstat()
     except OSError:
-        return False
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
 
 
 def _last_used(path: Path) -> float:
