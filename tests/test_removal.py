@@ -9,11 +9,21 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from installkit import make_venv, simple_wheel
-from wheelwise.environment.dist_files import FolderListings, RemovableFiles
+from wheelwise.environment.dist_files import (
+    FolderListings,
+    RemovableFiles,
+    inside_any,
+    joined,
+    removable_files,
+)
+from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.install.transaction import install_wheels, uninstall
+from wheelwise.models.errors import InstallError
 
 
 def _tree(root: Path, files: list[str]) -> None:
@@ -98,3 +108,65 @@ def test_a_folder_that_cannot_be_renamed_into_the_backup_moves_file_by_file(
     assert str(env.purelib / "beta") in refused
     assert not (env.purelib / "beta").exists()
     assert not list(env.purelib.glob(".wheelwise-backup-*"))
+
+
+# RECORD paths made of the parts that normalizing changes: names, dots, slashes.
+_RECORD_PATH = st.lists(
+    st.sampled_from(["a", "b.py", ".hidden", "/", ".", "..", "...", "\\"]), max_size=8
+).map("".join)
+_FOLDER = st.sampled_from(["/", "/env/lib/site", "/env/lib/site/", "//net/site", "rel/site"])
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX paths")
+@settings(max_examples=2000, deadline=None)
+@given(_FOLDER, _RECORD_PATH)
+def test_a_record_path_joins_its_folder_as_normalizing_would(folder: str, path: str) -> None:
+    """What an uninstall reads torch's 12,000 rows with: the same path as
+    ``normpath(join(...))``, inside the folder for a relative path without ``..``."""
+    base = os.path.normpath(folder)
+    assert joined(base, path) == os.path.normpath(os.path.join(base, path))
+    if not path.startswith("/") and ".." not in path.split("/"):
+        assert inside_any([base])(joined(base, path))
+
+
+def _installed(tmp_path: Path, rows: list[str]) -> tuple[Path, InstalledDist]:
+    site = tmp_path / "site"
+    _tree(site, ["pkg/__init__.py", "pkg/data/.hidden", "beta-1.0.dist-info/METADATA"])
+    info = site / "beta-1.0.dist-info"
+    (info / "RECORD").write_text("".join(row + "\n" for row in rows))
+    return site, InstalledDist("beta", "1.0", None, None, info)
+
+
+def test_an_uninstall_reads_only_the_paths_of_record(tmp_path: Path) -> None:
+    """A row's hash or size, even malformed, and a row with no path, change
+    nothing: pip and uv read only the paths too."""
+    rows = [
+        "pkg/__init__.py,sha256=not base64!,twelve",
+        "pkg/data/.hidden,md5,",
+        ",,",
+        "beta-1.0.dist-info/METADATA,,",
+        "beta-1.0.dist-info/RECORD,,",
+    ]
+    site, dist = _installed(tmp_path, rows)
+    found = removable_files(dist, [site])
+    assert sorted(found.files) == sorted(
+        str(site / name)
+        for name in (
+            "pkg/__init__.py",
+            "pkg/data/.hidden",
+            "beta-1.0.dist-info/METADATA",
+            "beta-1.0.dist-info/RECORD",
+        )
+    )
+
+
+def test_a_plain_record_path_is_still_checked_when_the_folder_is_outside(
+    tmp_path: Path,
+) -> None:
+    """Plain rows are taken as inside only when the .dist-info's folder is: the
+    same RECORD under another root is refused."""
+    site, dist = _installed(tmp_path, ["pkg/__init__.py,,", "../outside.txt,,"])
+    with pytest.raises(InstallError, match=r"'\.\./outside\.txt', outside"):
+        removable_files(dist, [site])
+    with pytest.raises(InstallError, match=r"'pkg/__init__\.py', outside"):
+        removable_files(dist, [tmp_path / "elsewhere"])

@@ -19,15 +19,20 @@ from dataclasses import dataclass, field
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.models.errors import InstallError
 from wheelwise.wheels.errors import WheelError
-from wheelwise.wheels.record import parse_record
+from wheelwise.wheels.record import parse_record_rows
 
 __all__ = [
     "FolderListings",
     "RemovableFiles",
     "inside_any",
     "is_inside",
+    "joined",
     "removable_files",
 ]
+
+# Where a relative path without "." or ".." parts joins a folder as it is (no
+# normalizing): with "/" the only separator (see joined).
+_PLAIN_JOINS = os.sep == "/" and os.altsep is None
 
 
 class FolderListings:
@@ -133,7 +138,8 @@ def removable_files(dist: InstalledDist, roots: Sequence[os.PathLike[str] | str]
     InstallError when its RECORD cannot be read or names a path outside them."""
     record = dist.location / "RECORD"
     try:
-        entries = parse_record(record.read_bytes(), name=str(record))
+        # Only the paths count here: a row's hash or size, even malformed, does not.
+        rows = parse_record_rows(record.read_bytes(), name=str(record))
     except OSError as exc:
         raise InstallError(
             f"cannot uninstall {dist.name} {dist.version}: no readable RECORD in "
@@ -141,16 +147,21 @@ def removable_files(dist: InstalledDist, roots: Sequence[os.PathLike[str] | str]
         ) from None
     except WheelError as exc:
         raise InstallError(f"cannot uninstall {dist.name} {dist.version}: {exc}") from None
-    base = str(dist.location.parent)
+    base = os.path.normpath(dist.location.parent)
     files: dict[str, None] = {}
     inside = inside_any(roots)
+    # A path that joins the .dist-info's folder as it is stays inside with it:
+    # torch's 12,000 rows are then neither normalized nor compared one by one.
+    base_inside = inside(base)
     listings = FolderListings()
-    for entry in entries:
-        full = os.path.normpath(os.path.join(base, entry.path))  # noqa: PTH118
-        if not inside(full):
+    for path, _, _ in rows:
+        if not path:
+            continue  # names nothing
+        full = joined(base, path)
+        if not (base_inside and _plain(path)) and not inside(full):
             raise InstallError(
                 f"cannot uninstall {dist.name} {dist.version}: its RECORD lists "
-                f"{entry.path!r}, outside the environment's install folders; refusing"
+                f"{path!r}, outside the environment's install folders; refusing"
             )
         files[full] = None
         if full.endswith(".py"):
@@ -162,6 +173,28 @@ def removable_files(dist: InstalledDist, roots: Sequence[os.PathLike[str] | str]
         if not leftover.is_dir():
             files.setdefault(str(leftover), None)
     return RemovableFiles([path for path in files if listings.is_file(path)], listings)
+
+
+def joined(folder: str, path: str) -> str:
+    """``os.path.normpath(os.path.join(folder, path))`` for a normalized *folder*,
+    without normalizing again where *path* is plain (:func:`_plain`)."""
+    if _plain(path):
+        return (folder if folder.endswith(os.sep) else folder + os.sep) + path
+    return os.path.normpath(os.path.join(folder, path))  # noqa: PTH118 - plain strings
+
+
+def _plain(path: str) -> bool:
+    """Whether *path* is relative and has no empty, ``.`` or ``..`` part (nor one
+    that starts with a dot), with ``/`` the only separator: what normalizing
+    leaves as it is."""
+    return (
+        _PLAIN_JOINS
+        and path != ""
+        and path[0] != "/"
+        and path[-1] != "/"
+        and "//" not in path
+        and "/." not in "/" + path
+    )
 
 
 def is_inside(path: str, root: str | os.PathLike[str]) -> bool:
