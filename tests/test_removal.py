@@ -134,7 +134,8 @@ def _installed(tmp_path: Path, rows: list[str]) -> tuple[Path, InstalledDist]:
     _tree(site, ["pkg/__init__.py", "pkg/data/.hidden", "beta-1.0.dist-info/METADATA"])
     info = site / "beta-1.0.dist-info"
     (info / "RECORD").write_text("".join(row + "\n" for row in rows))
-    return site, InstalledDist("beta", "1.0", None, None, info)
+    dist = InstalledDist(name="beta", version="1.0", installer=None, variant=None, location=info)
+    return site, dist
 
 
 def test_an_uninstall_reads_only_the_paths_of_record(tmp_path: Path) -> None:
