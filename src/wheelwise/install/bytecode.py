@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from wheelwise.environment.dist_files import inside_any
+from wheelwise.environment.dist_files import inside_any, joined
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.install.options import InstallOptions
@@ -57,11 +57,11 @@ def python_files(env: TargetEnvironment, dists: Iterable[InstalledDist]) -> list
             entries = parse_record(record.read_bytes(), name=str(record))
         except (OSError, WheelError):
             continue
-        base = dist.location.parent
+        base = os.path.normpath(dist.location.parent)
         for entry in entries:
             if not entry.path.endswith(".py"):
                 continue
-            full = os.path.normpath(os.path.join(base, entry.path))  # noqa: PTH118
+            full = joined(base, entry.path)
             if in_site(full):
                 found.append(Path(full))
     return found
