@@ -68,6 +68,17 @@ def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> int:
+    """forked_map forks two children, even for few items on a one-core runner; the
+    parent's pid."""
+    from wheelwise import forked_map
+
+    monkeypatch.setattr(forked_map, "STRATEGY", "fork")
+    monkeypatch.setattr(forked_map, "cores", lambda: 3)
+    return os.getpid()
+
+
+@pytest.fixture
 def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The children ``os.fork`` makes during the test, as their parent sees them."""
     pids: list[int] = []

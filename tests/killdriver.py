@@ -145,12 +145,16 @@ def _report() -> None:
 
 
 import wheelwise.cache.unpacked  # noqa: E402
+import wheelwise.delete_tree  # noqa: E402
 import wheelwise.fetch.download  # noqa: E402
 import wheelwise.install.head_start  # noqa: E402
 import wheelwise.install.parallel  # noqa: E402
 import wheelwise.install.unpack  # noqa: E402
 
 wheelwise.install.parallel.STRATEGY = os.environ.get("KILL_STRATEGY", "serial")
+# Every backup is deleted as a big one is, folder by folder (in this process, the
+# runs being few), so kills land among those unlinks and removals.
+wheelwise.delete_tree.MIN_FILES = 1
 # Every entry published is noted as one of many files is, so kills land on the note.
 wheelwise.cache.unpacked.MANY_FILES = 1
 # KILL_HEAD_START=1: the first wheel pinned that is kept unpacked, and not installed,

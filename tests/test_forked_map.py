@@ -22,14 +22,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def forking(monkeypatch: pytest.MonkeyPatch) -> int:
-    """Fork two children even on a one-core runner; the parent's pid."""
-    monkeypatch.setattr(fm, "STRATEGY", "fork")
-    monkeypatch.setattr(fm, "cores", lambda: 3)
-    return os.getpid()
-
-
 def no_child_left() -> bool:
     try:
         os.waitpid(-1, os.WNOHANG)

@@ -34,6 +34,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "cachedir",
             "userconfig",
             "forked_map",
+            "delete_tree",
             "models",
             "policy",
         }

@@ -423,13 +423,6 @@ def test_failure_while_writing_leaves_the_old_site_untouched(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "wheels"]
 
 
-@pytest.fixture
-def forking(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Wheels read and projects written by forked workers, however few."""
-    monkeypatch.setattr(forked_map, "STRATEGY", "fork")
-    monkeypatch.setattr(forked_map, "cores", lambda: 3)
-
-
 def test_forked_workers_build_the_same_site(
     wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,6 @@ back. Environments keep the files they hard-linked or copied; those installed wi
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import time
 from collections.abc import Collection, Iterator
@@ -26,6 +25,7 @@ from wheelwise.cache.scratch import clear_stale, process_alive, scratch_root
 from wheelwise.cache.stores import ContentCache
 from wheelwise.cache.unpacked import entry_matches
 from wheelwise.cache.usage import KINDS, cache_usage, measure
+from wheelwise.delete_tree import delete_tree
 
 __all__ = ["Removed", "clean", "enforce_size", "prune"]
 
@@ -56,7 +56,7 @@ class Removed:
 def _remove(path: Path, removed: Removed) -> None:
     removed.add(path)
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+        delete_tree(path)
     else:
         path.unlink(missing_ok=True)
 
@@ -196,7 +196,7 @@ def enforce_size(root: Path, max_bytes: int) -> Removed:
         if unpacked:
             stores.unpacked.remove(path)
         else:
-            shutil.rmtree(path, ignore_errors=True)
+            delete_tree(path)
         removed.files += files
         removed.bytes += size
         total -= size

@@ -48,6 +48,7 @@ from packaging.utils import canonicalize_name
 
 from wheelwise.cache.scratch import new_scratch_folder
 from wheelwise.cache.wheel_cache import content_key
+from wheelwise.delete_tree import delete_tree
 from wheelwise.open_folders import AVAILABLE, OpenFolders
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
 from wheelwise.userfiles import open_regular, read_regular_file, write_all
@@ -399,7 +400,7 @@ class UnpackedStore:
             return
         with contextlib.suppress(OSError):
             os.rename(folder, away / "entry")  # noqa: PTH104
-        shutil.rmtree(away, ignore_errors=True)
+        delete_tree(away)
 
     def entries(self) -> Iterator[Path]:
         """Every entry folder in the store (whether whole or not)."""

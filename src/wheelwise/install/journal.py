@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelwise.cachedir import user_cache_dir
+from wheelwise.delete_tree import delete_tree
 from wheelwise.environment.dist_files import inside_any, is_inside
 from wheelwise.untrusted_json import loads_json
 from wheelwise.userfiles import write_all
@@ -259,13 +260,13 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
     problems: list[str] = []
     if committed:
         if backup is not None:
-            shutil.rmtree(backup, ignore_errors=True)
+            delete_tree(backup)
         prune([record[1] for record in records if record[0] == "moved"], roots)
     else:
         started = header.get("started_ns")
         problems = _roll_back(path, records, started if isinstance(started, int) else None)
         if not problems and backup is not None:
-            shutil.rmtree(backup, ignore_errors=True)
+            delete_tree(backup)
     if not problems:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # noqa: PTH108

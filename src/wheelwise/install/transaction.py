@@ -43,6 +43,7 @@ import filelock
 from packaging.utils import canonicalize_name
 
 from wheelwise.cache.unpacked import UnpackedWheel, changed_entries
+from wheelwise.delete_tree import delete_tree
 from wheelwise.environment.dist_files import RemovableFiles, removable_files
 from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
@@ -317,7 +318,7 @@ class _Transaction:
         assert self.wal is not None
         self.wal.mark("commit")  # past this point a recovery finishes, never undoes
         if self._backup_made:
-            shutil.rmtree(self.backup_root, ignore_errors=True)
+            delete_tree(self.backup_root)
         roots = [str(root) for root in self.env.scheme_roots]
         prune(self.moved, roots)
         self.wal.finish()
@@ -356,7 +357,7 @@ def _refuse_changed_entries(
         if store is not None:
             store.remove(entry.folder)
         else:
-            shutil.rmtree(entry.folder, ignore_errors=True)
+            delete_tree(entry.folder)
     raise ChangedCacheEntries([entry.filename for entry in changed])
 
 
