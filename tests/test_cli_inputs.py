@@ -225,7 +225,12 @@ def test_relative_python_is_that_file_not_a_path_lookup(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_missing_python_is_named(tmp_path: Path) -> None:
-    for command in (["list"], ["uninstall", "-y", "alpha"], ["install", "--dry-run", "alpha"]):
+    for command in (
+        ["list"],
+        ["uninstall", "-y", "alpha"],
+        ["recover"],
+        ["install", "--dry-run", "alpha"],
+    ):
         proc = wheelwise(*command, "--python", "./no-such-python", cwd=tmp_path)
         assert_one_clean_error(proc, "no-such-python")
 
@@ -236,7 +241,12 @@ def test_silent_python_times_out(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\nsleep 1000\n", encoding="utf-8")
     script.chmod(0o755)
     env = {**os.environ, "WHEELWISE_PYTHON_TIMEOUT": "1"}
-    for command in (["list"], ["uninstall", "-y", "alpha"], ["install", "--dry-run", "alpha"]):
+    for command in (
+        ["list"],
+        ["uninstall", "-y", "alpha"],
+        ["recover"],
+        ["install", "--dry-run", "alpha"],
+    ):
         proc = wheelwise(*command, "--python", script, env=env)
         assert_one_clean_error(proc, str(script), "1 s", "WHEELWISE_PYTHON_TIMEOUT")
 

@@ -847,15 +847,21 @@ def _environment(
     target_dir: Path | None = None,
     prefix_dir: Path | None = None,
     user: bool = False,
-) -> Any:
+) -> Callable[[], Any]:
     """The environment of *python* (this interpreter by default), or the location
-    the flags name (nothing is made)."""
+    the flags name (nothing is made), when the function returned is called: the
+    interpreter answers meanwhile, while the command loads what it needs."""
     from wheelwise.environment.interpreter import TargetEnvironment
-    from wheelwise.install.plan import install_location
 
     _location(target_dir, prefix_dir, user)
-    env = TargetEnvironment.from_python(python) if python else TargetEnvironment.current()
-    return install_location(env, target_dir, prefix_dir, user, make=False)
+    found = TargetEnvironment.start_query(python).result if python else TargetEnvironment.current
+
+    def environment() -> Any:
+        from wheelwise.install.plan import install_location
+
+        return install_location(found(), target_dir, prefix_dir, user, make=False)
+
+    return environment
 
 
 @click.command(name="list")
@@ -872,10 +878,11 @@ def list_cmd(
     as_json: bool,
 ) -> None:
     """List installed distributions with their variant label."""
+    environment = _environment(python, target_dir, prefix_dir, user)
     from wheelwise.environment.installed import editable_location, list_installed
     from wheelwise.install.journal import pending
 
-    env = _environment(python, target_dir, prefix_dir, user)
+    env = environment()
     if pending(env.prefix):  # listing takes no lock, so it does not recover
         where = _location(target_dir, prefix_dir, user)
         folder = f" {target_dir or prefix_dir}" if where in ("--target", "--prefix") else ""
@@ -944,9 +951,10 @@ def uninstall(
     break_system_packages: bool,
 ) -> None:
     """Uninstall distributions NAME... (all or nothing)."""
+    environment = _environment(python, target_dir, prefix_dir, user)
     from wheelwise.install.transaction import uninstall as remove
 
-    env = _environment(python, target_dir, prefix_dir, user)
+    env = environment()
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
         raise InputError("nothing uninstalled")
     for name in remove(env, list(names), break_system_packages=break_system_packages, warn=_warn):
@@ -965,9 +973,10 @@ def recover(
     """Undo (or finish) an install or uninstall that was killed midway.
 
     Every install and uninstall does this first; this command does only that."""
+    environment = _environment(python, target_dir, prefix_dir, user)
     from wheelwise.install.transaction import recover as replay_journal
 
-    env = _environment(python, target_dir, prefix_dir, user)
+    env = environment()
     found = replay_journal(env)
     for recovered in found:
         click.echo(recovered.describe())
