@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -101,6 +102,25 @@ def test_ctrl_c_in_the_parent_stops_and_reaps_the_children(forking: int) -> None
 
     with pytest.raises(KeyboardInterrupt):
         forked_map(function, list(range(200)))
+    assert no_child_left()
+
+
+def test_ctrl_c_the_parent_defers_still_stops_the_map_with_a_failure(forking: int) -> None:
+    deferred: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: deferred.append(signum))
+    try:
+
+        def function(item: int) -> int:
+            if os.getpid() == forking:
+                time.sleep(0.02)
+            elif item > 5:
+                os.kill(os.getpid(), signal.SIGINT)  # as the terminal sends it to all
+            return item
+
+        with pytest.raises(WorkerFailed, match="stopped"):
+            forked_map(function, list(range(200)))
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert no_child_left()
 
 

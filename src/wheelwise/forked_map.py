@@ -245,6 +245,8 @@ def _forked(
             raise KeyboardInterrupt
     if outcome.failures:
         raise outcome.failures[min(outcome.failures)]
+    if len(outcome.results) < len(items):  # Ctrl-C stopped them; this process defers it
+        raise WorkerFailed("the worker processes were stopped (Ctrl-C) before the end")
     return [cast(R, outcome.results[index]) for index in range(len(items))]
 
 
