@@ -83,6 +83,25 @@ def test_a_big_tree_is_deleted_by_several_processes(
     assert max(int(size) for _, size in rows) <= dt._RUN
 
 
+def test_workers_that_fail_leave_the_rest_to_rmtree(
+    tmp_path: Path, forking: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = _outside(tmp_path)
+    top = tmp_path / "backup"
+    _tree(top, outside)
+    monkeypatch.setattr(dt, "MIN_FILES", 1)
+
+    def dies(run: dt._Run) -> None:
+        if os.getpid() != forking:
+            os._exit(9)  # a worker killed midway
+        time.sleep(0.02)
+
+    monkeypatch.setattr(dt, "_unlink_run", dies)
+    delete_tree(top)
+    assert not os.path.lexists(top)
+    assert _outside_intact(outside)
+
+
 def test_a_small_tree_goes_to_rmtree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     outside = _outside(tmp_path)
     top = tmp_path / "backup"

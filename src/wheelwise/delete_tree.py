@@ -46,9 +46,12 @@ def delete_tree(top: str | os.PathLike[str]) -> None:
     except OSError:
         folders, runs = [], []
     if sum(len(run.names) for run in runs) >= MIN_FILES:
-        from wheelwise.forked_map import forked_map
+        from wheelwise.forked_map import WorkerFailed, forked_map
 
-        forked_map(_unlink_run, runs)
+        # A fork that failed, or workers stopped (Ctrl-C deferred by a transaction's
+        # commit): what they left goes to rmtree below.
+        with contextlib.suppress(OSError, WorkerFailed):
+            forked_map(_unlink_run, runs)
         for folder in reversed(folders):  # listed parents first
             with contextlib.suppress(OSError):
                 os.rmdir(folder)  # noqa: PTH106 - plain strings
