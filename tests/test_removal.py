@@ -19,6 +19,7 @@ from wheelwise.environment.dist_files import (
     inside_any,
     joined,
     removable_files,
+    split_path,
 )
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
@@ -127,6 +128,14 @@ def test_a_record_path_joins_its_folder_as_normalizing_would(folder: str, path: 
     assert joined(base, path) == os.path.normpath(os.path.join(base, path))
     if not path.startswith("/") and ".." not in path.split("/"):
         assert inside_any([base])(joined(base, path))
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX paths")
+@settings(max_examples=2000, deadline=None)
+@given(_FOLDER, _RECORD_PATH)
+def test_a_path_splits_as_os_path_split_splits_it(folder: str, path: str) -> None:
+    for whole in (folder + path, joined(os.path.normpath(folder), path)):
+        assert split_path(whole) == os.path.split(whole)
 
 
 def _installed(tmp_path: Path, rows: list[str]) -> tuple[Path, InstalledDist]:
