@@ -33,6 +33,19 @@ def test_current_interpreter_matches_packaging() -> None:
     assert env.script_kind == ("posix" if sys.platform != "win32" else env.script_kind)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the C library is asked on Linux")
+def test_query_without_glibc_looks_for_musl() -> None:
+    # Where the C library does not say it is glibc, the query looks for musl's loader
+    # with what it imports only then; here none is found: neither is named.
+    hidden = "import os\ndel os.confstr\n" + QUERY_SCRIPT
+    proc = subprocess.run([sys.executable, "-c", hidden], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["glibc"] is None
+    if not list(Path("/lib").glob("ld-musl-*.so.1")):
+        assert info["musl"] is None
+
+
 def test_venv_without_packaging(tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     assert run_python(python, "import packaging").returncode != 0

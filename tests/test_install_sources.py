@@ -11,6 +11,7 @@ machine, not the CPU one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -199,6 +200,36 @@ def test_local_folder_sdist_file_url_and_git(index: str, tmp_path: Path) -> None
     assert removed.returncode == 0, removed.stderr
     assert not list(site.glob("*_proj*"))
     assert not list(site.glob("delta*"))
+
+
+def test_a_hash_in_a_direct_url_is_checked(index: str, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    python = make_venv(tmp_path / "venv")
+    served = tmp_path / "served"
+    (served / "simple").mkdir(parents=True)
+    path = wheel(served, "hashed-1.0-py3-none-any.whl")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    before = tree_hash(site_packages(python))
+    with http_server(served) as base:
+        url = f"{base}/{path.name}"
+        for given in (url, path.as_uri()):
+            wrong = _install(python, index, cache, f"hashed @ {given}#sha256={'0' * 64}")
+            assert wrong.returncode == 2, wrong.stderr
+            assert wrong.stderr.count("\n") == 1, wrong.stderr
+            assert f"sha256 mismatch: expected {'0' * 64}, got {digest}" in wrong.stderr
+            assert tree_hash(site_packages(python)) == before
+        bad = _install(python, index, cache, f"hashed @ {url}#sha256=abc")
+        assert bad.returncode == 2
+        assert "is not a sha256 digest (64 hexadecimal digits)" in bad.stderr
+        right = _install(python, index, cache, f"hashed @ {url}#SHA256={digest.upper()}")
+        assert right.returncode == 0, right.stderr
+    recorded = json.loads(
+        (site_packages(python) / "hashed-1.0.dist-info" / "direct_url.json").read_text()
+    )
+    assert recorded == {
+        "url": url,
+        "archive_info": {"hashes": {"sha256": digest}, "hash": f"sha256={digest}"},
+    }
 
 
 def test_editable_install_lists_and_uninstalls(index: str, tmp_path: Path) -> None:

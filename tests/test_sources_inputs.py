@@ -64,6 +64,13 @@ def test_reference_forms(tmp_path: Path) -> None:
     editable = parse_direct(str(project), editable=True)
     assert editable is not None
     assert editable.editable
+    hashed = parse_direct(f"pkg @ https://example.org/pkg-1.0-py3-none-any.whl#SHA256={'A' * 64}")
+    assert hashed is not None
+    assert hashed.hashes == (("sha256", "a" * 64),)
+    assert hashed.location == "https://example.org/pkg-1.0-py3-none-any.whl"
+    local = parse_direct(f"{wheel.as_uri()}#md5={'0' * 32}&egg=pkg")
+    assert local is not None
+    assert (local.location, local.hashes) == (str(wheel), (("md5", "0" * 32),))
 
 
 @pytest.mark.parametrize(
@@ -75,6 +82,9 @@ def test_reference_forms(tmp_path: Path) -> None:
         ("git+https://example.org/r.git", True, "editable installs from git"),
         ("https://example.org/x-1.0.tar.gz", True, "needs a project folder"),
         ("file://otherhost/x.whl", False, "another host"),
+        ("https://example.org/x-1.0.tar.gz#sha256=xyz", False, "not a sha256 digest"),
+        ("https://example.org/x-1.0.tar.gz#sha512=" + "0" * 64, False, "128 hexadecimal"),
+        ("file:///#sha256=" + "0" * 64, False, "a hash names a file"),
     ],
 )
 def test_reference_errors(text: str, editable: bool, message: str) -> None:

@@ -60,7 +60,7 @@ TIMEOUT_VARIABLE = "WHEELWISE_PYTHON_TIMEOUT"
 
 # Runs in the target interpreter: stdlib only, Python 3.8+ syntax.
 QUERY_SCRIPT = r"""
-import glob, json, os, platform, re, site, subprocess, sys, sysconfig
+import json, os, platform, site, sys, sysconfig
 
 def full_version(info):
     version = "%d.%d.%d" % (info.major, info.minor, info.micro)
@@ -98,6 +98,8 @@ if sys.platform.startswith("linux"):
     except (AttributeError, OSError, ValueError, IndexError):
         pass
     if glibc is None:
+        # Only here: these imports are a third of the query's start-up.
+        import glob, re, subprocess
         for loader in sorted(glob.glob("/lib/ld-musl-*.so.1")):
             try:
                 out = subprocess.run([loader], stderr=subprocess.PIPE,

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 __all__ = [
     "CHECKED",
     "TRUSTED",
     "checked_hashes",
     "digest_hex_length",
+    "file_digests",
     "file_sha256",
+    "hash_mismatch",
     "is_trusted",
     "new_hashers",
     "trusted_hashes",
@@ -73,8 +75,31 @@ def new_hashers(names: Mapping[str, object]) -> dict[str, hashlib._Hash]:
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """The sha256 hex digest of the file at *path* (read in 1 MiB pieces)."""
-    digest = hashlib.sha256()
+    return file_digests(path, ("sha256",))["sha256"]
+
+
+def file_digests(path: str | os.PathLike[str], names: Collection[str]) -> dict[str, str]:
+    """The hex digests of the file at *path* for each of *names* (lower-case
+    algorithms wheelwise can compute), in one read of 1 MiB pieces."""
+    hashers = new_hashers(dict.fromkeys(names))
     with open(path, "rb") as stream:  # noqa: PTH123
         while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+            for hasher in hashers.values():
+                hasher.update(chunk)
+    return {name: hasher.hexdigest() for name, hasher in hashers.items()}
+
+
+def hash_mismatch(digests: Mapping[str, str], allowed: Iterable[tuple[str, str]]) -> str | None:
+    """None when, for each algorithm of *allowed* (lower-case algorithm and hex
+    digest pairs, several of one algorithm meaning any one of them, as pip's
+    ``--hash`` options), the file's digest in *digests* is among them; else what
+    differs, as a download's check says it."""
+    wanted: dict[str, list[str]] = {}
+    for name, value in allowed:
+        wanted.setdefault(name, []).append(value)
+    for name, values in wanted.items():
+        actual = digests.get(name)
+        if actual is not None and actual not in values:
+            expected = values[0] if len(values) == 1 else "one of " + ", ".join(values)
+            return f"{name} mismatch: expected {expected}, got {actual}"
+    return None

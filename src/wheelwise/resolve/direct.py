@@ -6,7 +6,9 @@
   (``pkg-1.0.tar.gz``, ``.zip``);
 * a URL: ``name @ https://host/pkg-1.0.tar.gz``, ``name @ file:///path``, or the URL
   alone, and ``git+`` URLs (``git+https://host/repo@v1.0#subdirectory=pkg``;
-  ``#egg=name`` names the project when nothing else does).
+  ``#egg=name`` names the project when nothing else does). A wheel's or an
+  archive's URL may end with its hash, ``#sha256=HEX`` (any algorithm pip and uv
+  check): the file must have it.
 
 :func:`parse_direct` tells them from plain requirements (``requests>=2``) without
 touching the network: a text is a path when it has a path separator or starts with
@@ -26,6 +28,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wheelwise.models.errors import ResolveError
+from wheelwise.policy.hashes import CHECKED, digest_hex_length
 
 __all__ = ["DirectReference", "parse_direct"]
 
@@ -58,6 +61,10 @@ class DirectReference:
     subdirectory: str | None = None
     # The URL as given (for direct_url.json and messages).
     url: str | None = None
+    # The hashes the file must have (lower-cased algorithm and hex digest): from
+    # the URL's fragment, or ``--hash`` in a requirements file (any one of several
+    # of an algorithm).
+    hashes: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_local(self) -> bool:
@@ -98,7 +105,13 @@ class _Given(NamedTuple):
     editable: bool = False
 
 
-def _local(path_text: str, text: str, given: _Given, url: str | None = None) -> DirectReference:
+def _local(
+    path_text: str,
+    text: str,
+    given: _Given,
+    url: str | None = None,
+    hashes: tuple[tuple[str, str], ...] = (),
+) -> DirectReference:
     name, extras, marker, editable = given
     path = Path(path_text).expanduser()
     if path.is_dir():
@@ -109,9 +122,34 @@ def _local(path_text: str, text: str, given: _Given, url: str | None = None) -> 
         raise ResolveError(f"{text!r}: no such file or folder ({str(path)!r})")
     if editable and kind != DIRECTORY:
         raise ResolveError(f"-e {text!r}: an editable install needs a project folder")
+    if hashes and kind == DIRECTORY:
+        raise ResolveError(f"{text!r}: a hash names a file, not a project folder")
     return DirectReference(
-        text, kind, str(path.absolute()), name, extras, marker, editable, url=url
+        text, kind, str(path.absolute()), name, extras, marker, editable, url=url, hashes=hashes
     )
+
+
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+
+
+def url_hashes(url: str, text: str) -> tuple[tuple[str, str], ...]:
+    """The hash a file URL's fragment gives (``#sha256=HEX``), if it gives one;
+    raises ResolveError for one that cannot be a digest of its algorithm."""
+    fragment = urllib.parse.urlsplit(url).fragment
+    found = []
+    for part in fragment.split("&"):
+        algorithm, sep, value = part.partition("=")
+        name = algorithm.lower()
+        if not sep or name not in CHECKED:
+            continue  # #egg=, #subdirectory=: not a hash
+        length = digest_hex_length(name)
+        if not _HEX.match(value) or (length is not None and len(value) != length):
+            raise ResolveError(
+                f"{text!r}: {algorithm} hash {value!r} in the URL is not a {name} digest "
+                f"({length} hexadecimal digits)"
+            )
+        found.append((name, value.lower()))
+    return tuple(found)
 
 
 def _file_path(url: str) -> str:
@@ -153,13 +191,17 @@ def _from_url(url: str, text: str, given: _Given) -> DirectReference:
     if url.startswith("git+"):
         return _git(url, text, given)
     if url.startswith("file:"):
-        return _local(_file_path(url), text, given, url=url)
+        return _local(_file_path(url), text, given, url=url, hashes=url_hashes(url, text))
     if url.startswith(("http://", "https://")):
         if editable:
             raise ResolveError(f"-e {text!r}: an editable install needs a project folder")
         path = urllib.parse.urlsplit(url).path
         kind = _kind_of_file(urllib.parse.unquote(path), text)
-        return DirectReference(text, kind, url, name, extras, marker, False, url=url)
+        hashes = url_hashes(url, text)
+        location = urllib.parse.urldefrag(url).url if hashes else url
+        return DirectReference(
+            text, kind, location, name, extras, marker, False, url=url, hashes=hashes
+        )
     scheme = url.split(":", 1)[0]
     raise ResolveError(
         f"{text!r}: URLs of scheme {scheme!r} are not supported (http, https, file and git+)"

@@ -22,7 +22,8 @@ from packaging.utils import NormalizedName
 
 from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.fetch.git import clone
-from wheelwise.policy.hashes import file_sha256
+from wheelwise.models.errors import DownloadError
+from wheelwise.policy.hashes import file_digests, hash_mismatch
 from wheelwise.resolve.direct import ARCHIVE, DIRECTORY, GIT, WHEEL, DirectReference
 from wheelwise.sources.builder import SourceBuilder, built_name, copy_wheel
 from wheelwise.wheels.errors import BuildError
@@ -81,7 +82,11 @@ def prepare_references(
 
 
 def _url_of(reference: DirectReference) -> str:
-    return reference.url or Path(reference.location).as_uri()
+    """The URL direct_url.json gives: as given, but a hash in its fragment goes to
+    ``archive_info`` instead (as pip writes it)."""
+    if reference.url is None:
+        return Path(reference.location).as_uri()
+    return urllib.parse.urldefrag(reference.url).url if reference.hashes else reference.url
 
 
 def _builder(sources: _Sources, origin: str) -> SourceBuilder:
@@ -126,7 +131,11 @@ def _prepare(reference: DirectReference, sources: _Sources, work: Path) -> Prepa
     else:
         name = urllib.parse.unquote(urllib.parse.urlsplit(reference.location).path).rsplit("/")[-1]
         path = sources.fetcher.fetch_to(DownloadItem(reference.location, {}, name), work)
-    sha256 = file_sha256(path)
+    digests = file_digests(path, {"sha256", *(name for name, _ in reference.hashes)})
+    mismatch = hash_mismatch(digests, reference.hashes)
+    if mismatch is not None:
+        raise DownloadError(reference.url or reference.location, mismatch)
+    sha256 = digests["sha256"]
     archive_info = {"hashes": {"sha256": sha256}, "hash": f"sha256={sha256}"}
     direct = {"url": _url_of(reference), "archive_info": archive_info}
     if reference.kind == WHEEL:
