@@ -118,12 +118,14 @@ class IndexFile:
         specifier admits everything, as pip does)."""
         if not self.requires_python:
             return True
-        return _python_allowed(self.requires_python, python_version)
+        return python_allowed(self.requires_python, python_version)
 
 
 @functools.lru_cache(maxsize=1024)
-def _python_allowed(requires_python: str, python_version: str) -> bool:
-    """Once per pair: every file of a project usually repeats the same range."""
+def python_allowed(requires_python: str, python_version: str) -> bool:
+    """Whether the ``Requires-Python`` range *requires_python* admits
+    *python_version* (an unreadable one admits everything, as pip does). Once per
+    pair: every file of a project usually repeats the same range."""
     try:
         specifier = SpecifierSet(requires_python)
     except InvalidSpecifier:

@@ -26,6 +26,7 @@ finder listings it fetched already (:meth:`IndexFinder.versions`).
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import tempfile
 from collections.abc import Callable, Collection, Sequence
@@ -48,7 +49,7 @@ from wheelwise.client.index_client import (
     first_viable_source,
     local_path,
 )
-from wheelwise.client.index_file import SDIST
+from wheelwise.client.index_file import SDIST, python_allowed
 from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK
 from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.policy.hashes import file_sha256
@@ -92,7 +93,19 @@ class Link(NamedTuple):
 
 def requires_dist(metadata: bytes) -> list[str]:
     """The ``Requires-Dist`` values of a core metadata file."""
-    return read_core_metadata(metadata, body=False).requires_dist
+    return list(_fields(metadata)[0])
+
+
+def requires_python(metadata: bytes) -> str | None:
+    """The ``Requires-Python`` value of a core metadata file, if it has one."""
+    return _fields(metadata)[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _fields(metadata: bytes) -> tuple[tuple[str, ...], str | None]:
+    """Both, from one reading: the resolver asks for both of each wheel it pins."""
+    found = read_core_metadata(metadata, body=False)
+    return tuple(found.requires_dist), found.first("Requires-Python") or None
 
 
 class IndexRelease:
@@ -240,6 +253,17 @@ class IndexFinder:
 
     def dependencies(self, file: WheelFile) -> list[str]:
         return requires_dist(self.core_metadata(file))
+
+    def python_excluded(self, file: WheelFile, metadata: bytes | None = None) -> str | None:
+        """The ``Requires-Python`` of *file*'s own metadata (*metadata*, else read
+        here) when it leaves out the target's Python and the index did not give it
+        (an index's range is applied before: :meth:`viable`); else None."""
+        if _link(file).file.requires_python:
+            return None
+        found = requires_python(self.core_metadata(file) if metadata is None else metadata)
+        if found is None or python_allowed(found, self.python_version):
+            return None
+        return found
 
     # -- helpers ---------------------------------------------------------------------
 

@@ -148,6 +148,12 @@ class Lookahead:
             return requires_dist(found)
         return self.finder.dependencies(file)
 
+    def python_excluded(self, file: WheelFile) -> str | None:
+        """:meth:`IndexFinder.python_excluded`, from the metadata fetched ahead."""
+        if _index_file(file).requires_python:
+            return None
+        return self.finder.python_excluded(file, self.core_metadata(file))
+
     def core_metadata(self, file: WheelFile) -> bytes:
         """The ``METADATA`` of *file*: fetched ahead, else the finder's answer."""
         index_file = _index_file(file)

@@ -88,6 +88,10 @@ LOOK_AHEAD = 8
 MAX_LOOK_AHEAD = 64
 # Versions a conflict message lists per project.
 SHOWN_VERSIONS = 10
+# What a wheel whose own METADATA leaves out the target's Python requires: no
+# project has this name, so nothing satisfies it, and the resolver goes on to the
+# next candidate (an index's Requires-Python leaves such files out before).
+_PYTHON = NormalizedName("<requires-python>")
 
 
 class PackageNotFound(ResolveError):
@@ -536,6 +540,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         metadata) is only looked at when the resolver gets that far."""
         reqs = list(requirements[identifier])
         name = reqs[0].name
+        if name == _PYTHON:
+            return lambda: iter(())
         extras = frozenset().union(*(r.extras for r in reqs))
         excluded = {(c.version, c.abi) for c in incompatibilities[identifier]}
         specifiers = self.specifiers(name, reqs)
@@ -636,6 +642,10 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             ):
                 deps.append(requirement)
         self._prefetch(deps)
+        excluded = getattr(self.finder, "python_excluded", None)  # optional: a Finder's
+        needs = excluded(selection.file) if excluded is not None else None
+        if needs is not None:
+            deps.append(Requirement(_PYTHON, frozenset(), SpecifierSet(), needs))
         for dep in deps:
             if dep.name != candidate.name:
                 self.dependents.setdefault(dep.name, []).append(
@@ -689,6 +699,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         by_name: dict[NormalizedName, list[RequirementInformation[Requirement, Candidate]]] = {}
         for info in causes:
             by_name.setdefault(info.requirement.name, []).append(info)
+        if _PYTHON in by_name:
+            return self._python_too_old(by_name[_PYTHON])
         for name, infos in by_name.items():
             releases = self.releases(name)
             reqs = [info.requirement for info in infos]
@@ -726,6 +738,23 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 origins += f"; constraint {name}{self.constraints[name]}"
             clashes.append(f"{name} ({origins}); available: {versions}")
         return ResolutionConflict(f"the requirements conflict: {'; '.join(clashes)}")
+
+    def _python_too_old(
+        self, infos: Iterable[RequirementInformation[Requirement, Candidate]]
+    ) -> ResolveError:
+        """Every candidate left needs another Python than the target's (by its own
+        METADATA): which, and what they need."""
+        needs = {
+            f"{info.parent.name} {info.parent.version} requires Python {info.requirement.text}"
+            for info in infos
+            if info.parent is not None
+        }
+        python = self.env.get("python_full_version", "?")
+        return ResolutionConflict(
+            f"no release fits the target's Python {python}: {'; '.join(sorted(needs))} "
+            "(in its METADATA); use another Python (--python), or pin a release that "
+            "supports this one"
+        )
 
     def _sources_only(
         self, name: NormalizedName, specifiers: Sequence[SpecifierSet]
