@@ -209,6 +209,12 @@ REQ_LINES = st.lists(
             "",
             "#",
             "x#",
+            "alpha==1.0 --hash=sha256:" + "a" * 64,
+            "alpha==1.0 --hash sha512:" + "b" * 128 + " --hash=sha256:" + "c" * 64,
+            "  --hash=sha256:" + "d" * 64,
+            "alpha --hash=md5:" + "e" * 32,
+            "alpha --hash=sha256:xyz --pre",
+            "alpha --hash=",
         ]
     )
     | st.text(max_size=30),

@@ -258,7 +258,8 @@ def test_requirements_file_and_find_links(house: Path, tmp_path: Path) -> None:
         machine(HASWELL),
     )
     assert strict.returncode == 2
-    assert "cudart-1.0-py3-none-any.whl: the source gives no sha256" in strict.stderr
+    # Hash-checking mode, as pip's: the requirement must be pinned and hashed.
+    assert "'cudart' is not pinned to one version with ==" in strict.stderr
     requirements.write_text("--prefer-binary\napp\n")
     bad = wheelwise(["install", "--python", str(python), "-r", str(requirements)], tmp_path)
     assert bad.returncode == 2

@@ -85,6 +85,45 @@ def test_requirements_file_errors(tmp_path: Path, text: str, message: str) -> No
         read_requirements(path)
 
 
+def test_requirements_file_hashes(tmp_path: Path) -> None:
+    """``--hash`` options after a requirement, as pip-compile --generate-hashes
+    writes them (one per line, joined by backslashes)."""
+    digest = "A" * 64
+    path = tmp_path / "r.txt"
+    path.write_text(
+        f"alpha==1.1 \\\n    --hash=sha256:{digest} \\\n    --hash sha384:{'b' * 96}\n"
+        f"beta==2.0 --hash=sha256:{'c' * 64}  # via alpha\n"
+        f"alpha==1.1 --hash=sha512:{'d' * 128}\n"
+        "gamma==3\n"
+    )
+    found = read_requirements(path)
+    assert found.requirements == ["alpha==1.1", "beta==2.0", "alpha==1.1", "gamma==3"]
+    assert found.hashes == {
+        "alpha==1.1": (("sha256", "a" * 64), ("sha384", "b" * 96), ("sha512", "d" * 128)),
+        "beta==2.0": (("sha256", "c" * 64),),
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (f"alpha==1 --hash=md5:{'0' * 32}\n", "with sha256, sha384 or sha512"),
+        ("alpha==1 --hash=sha256:abc\n", "is not ALGORITHM:HEX"),
+        (f"alpha==1 --hash=sha256:{'0' * 64} --pre\n", "'--pre' after --hash"),
+        (f"--hash=sha256:{'0' * 64}\n", "option --hash is not supported"),
+    ],
+)
+def test_requirements_file_hash_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "r.txt"
+    path.write_text(text)
+    with pytest.raises(RequirementsFileError, match=message):
+        read_requirements(path)
+    constraints = tmp_path / "c.txt"
+    constraints.write_text(f"alpha==1 --hash=sha256:{'0' * 64}\n")
+    with pytest.raises(RequirementsFileError, match="not a constraint"):
+        read_requirements(constraints, constraint=True)
+
+
 def test_requirements_file_cycle(tmp_path: Path) -> None:
     path = tmp_path / "r.txt"
     path.write_text("-r r.txt\n")
@@ -230,7 +269,7 @@ def test_a_weak_hash_is_checked_but_not_trusted_on_any_download_path(
     """An index page that gives a wheel only an md5 or sha1: the wheel read while
     resolving (no PEP 658 file) and the one installed are fetched the same way,
     both refused when that hash is wrong, as pip and uv refuse them; a right one
-    installs, but ``--require-hashes`` wants a sha256 or stronger."""
+    installs, unless hash-checking mode is given another sha256 for it."""
     import hashlib
 
     from indexkit import http_server
@@ -270,8 +309,12 @@ def test_a_weak_hash_is_checked_but_not_trusted_on_any_download_path(
         with pytest.raises(DownloadError, match=f"{weak} mismatch"):
             run_install(options)
         link(hashlib.new(weak, Path(wheel).read_bytes()).hexdigest())
-        with pytest.raises(DownloadError, match=r"no sha256 \(or stronger\) hash"):
-            run_install(dataclasses.replace(options, require_hashes=True))
+        # Hash-checking mode: the index gives no sha256, so the file itself is hashed.
+        checking = dataclasses.replace(
+            options, requirements=["solo==1.0"], hashes={"solo==1.0": (("sha256", "0" * 64),)}
+        )
+        with pytest.raises(DownloadError, match=r"sha256 mismatch: expected 0{64}, got"):
+            run_install(checking)
         outcome = run_install(options)
     assert [p.name for p in outcome.to_install] == ["solo"]
     assert outcome.report is not None

@@ -389,11 +389,20 @@ def test_strip_userinfo_fuzz(user: str, password: str, rest: str) -> None:
 def test_require_hashes_runs_no_plugin(env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     common = ["install", "--dry-run", "--find-links", str(TEST_PACKAGE_DIST)]
-    common += ["--index-url", str(tmp_path / "empty"), "--allow-provider", TRUST, "test_package"]
-    proc = run_wheelwise([*common, "--require-hashes"], env)
+    common += ["--index-url", str(tmp_path / "empty"), "--allow-provider", TRUST]
+    # Hash-checking mode: the release pinned, with the hash of each of its wheels.
+    hashes = "".join(
+        f" --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}"
+        for wheel in sorted(TEST_PACKAGE_DIST.glob("test_package-0-*.whl"))
+    )
+    pinned = tmp_path / "requirements.txt"
+    pinned.write_text(f"test_package==0{hashes}\n")
+    proc = run_wheelwise([*common, "-r", str(pinned), "--require-hashes"], env)
+    assert proc.returncode == 0, proc.stderr
     assert "--require-hashes" in proc.stderr
     assert "installable_plugin" in proc.stderr
     assert plugin_envs(env) == []
+    common.append("test_package")
     # Without it, the trusted plugin answers.
     proc = run_wheelwise(common, env)
     assert proc.returncode == 0, proc.stderr

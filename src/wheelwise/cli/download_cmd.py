@@ -109,7 +109,7 @@ def download(
     --python-version, --platform), with their *-variants.json, into a folder that
     `wheelwise install --no-index -f DIR` installs from without a network."""
     from wheelwise.cli.inputs import load_system, read_requirement_files
-    from wheelwise.cli.install_cmd import _variant_option
+    from wheelwise.cli.install_cmd import _all_references, _variant_option
     from wheelwise.client.defaults import DEFAULT_INDEX_URL
     from wheelwise.environment.interpreter import TargetEnvironment
     from wheelwise.environment.targets import (
@@ -125,7 +125,7 @@ def download(
     wanted = [*requirements, *files.requirements]
     if not wanted:
         raise InputError("nothing to download: give requirements or -r FILE")
-    if no_index and not (find_links or files.find_links):
+    if no_index and not (find_links or files.find_links) and not _all_references(wanted):
         raise InputError("--no-index leaves no package source: give --find-links DIR|URL")
     version = parse_python_version(python_version) if python_version is not None else None
     named = parse_platform(platform) if platform is not None else None
@@ -160,6 +160,8 @@ def download(
         refresh=refresh,
         warn=warn,
         formats=format_policy(files, only_binary, no_binary),
+        require_hashes=bool(files.hashes),
+        hashes=files.hashes,
     )
     saved = run_download(options, target, dest, env=env)
     if quiet:

@@ -374,7 +374,10 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
         click.option(
             "--require-hashes",
             is_flag=True,
-            help="Refuse files without a known hash (always so for a lock file).",
+            help="Hash-checking mode, as in pip and uv: every requirement pinned with == "
+            "and given the hashes of its files (--hash in a requirements file, #sha256= on a "
+            "URL), dependencies included; on by itself when any requirement has a hash (a "
+            "lock file is always checked).",
         ),
         click.option(
             "--break-system-packages",
@@ -638,7 +641,7 @@ def install(
         extra_index_urls = [*extra_index_url, *files.extra_index_urls]
         if no_index:
             index_url, extra_index_urls = None, []
-            if not (find_links or files.find_links):
+            if not (find_links or files.find_links) and not _all_references(wanted):
                 raise InputError(
                     "--no-index leaves no package source: give --find-links DIR|URL, or "
                     "drop --no-index"
@@ -662,6 +665,9 @@ def install(
             editables=all_editables,
             formats=format_policy(files, only_binary, no_binary),
             build_isolation=not no_build_isolation,
+            # A --hash on any requirement turns hash-checking on, as in pip and uv.
+            require_hashes=base.require_hashes or bool(files.hashes),
+            hashes=files.hashes,
         )
         started = time.perf_counter()
         if interactive(target.quiet) and not target.dry_run:
@@ -676,6 +682,18 @@ def install(
             verbose=target.verbose,
             elapsed=time.perf_counter() - started,
         )
+
+
+def _all_references(requirements: Sequence[str]) -> bool:
+    """Whether each of *requirements* names its own source (a file, a folder, a
+    URL): then no index is needed. One that cannot be read is left to the resolver."""
+    from wheelwise.models.errors import ResolveError as Unusable
+    from wheelwise.resolve.direct import parse_direct
+
+    try:
+        return all(parse_direct(text) is not None for text in requirements)
+    except Unusable:
+        return True  # the install says what is wrong with it
 
 
 def _project_name(text: str) -> str:

@@ -149,6 +149,11 @@ def lock(
     wanted = [*requirements, *files.requirements]
     if not wanted:
         raise InputError("nothing to lock: give requirements or -r FILE")
+    if files.hashes:
+        raise InputError(
+            f"{next(iter(files.hashes))!r} has --hash: a lock records the hash of every "
+            "file itself; give the requirements without hashes"
+        )
     destination = None if output == "-" else Path(output)
     if check and destination is None:
         raise InputError("--check compares with a lock file: give -o FILE, not -o -")

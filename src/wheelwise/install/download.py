@@ -44,6 +44,12 @@ from wheelwise.resolve.decide import resolve_with
 from wheelwise.resolve.finder import IndexFinder, link_of
 from wheelwise.resolve.formats import ALL
 from wheelwise.resolve.lookahead import Lookahead
+from wheelwise.resolve.user_hashes import (
+    check_fetched,
+    check_index,
+    check_planned,
+    requested_hashes,
+)
 from wheelwise.resolve.variant_requirement import apply_variant_labels
 from wheelwise.sources.direct import prepare_references
 from wheelwise.variants.filenames import variants_json_filename
@@ -76,6 +82,13 @@ def run_download(
     (never for a named target). Raises ResolveError, SourceError, InstallError,
     BuildError."""
     requirements, references = split_references(options.requirements, ())
+    user_hashes = None
+    if options.require_hashes or options.hashes:
+        references = [
+            replace(one, hashes=(*one.hashes, *options.hashes.get(one.text, ())))
+            for one in references
+        ]
+        user_hashes = requested_hashes(requirements, references, options.hashes)
     requirements, variant_choice = apply_variant_labels(requirements, options.variant_choice)
     dest = dest.absolute()
     formats = options.formats
@@ -87,7 +100,7 @@ def run_download(
         raise InstallError(f"{dest}: cannot make the folder ({exc.strerror or exc})") from None
     if not dest.is_dir():
         raise InstallError(f"{dest}: not a folder; give a folder to download into")
-    sources = sources_for(options)
+    sources = sources_for(options, references=bool(references))
     cache_root, kept = caches_for(options)
     with (
         tempfile.TemporaryDirectory(prefix=".wheelwise-download-", dir=dest) as scratch,
@@ -110,6 +123,7 @@ def run_download(
             cache=kept.wheels if kept is not None else None,
             downloads=options.concurrent_downloads,
         )
+        prepared = []
         if references:
             prepared = prepare_references(
                 references, builder=builder, fetcher=fetcher, folder=local, scratch=Path(scratch)
@@ -144,12 +158,19 @@ def run_download(
             if options.warn is not None:
                 for note in resolution.notes:
                     options.warn(note)
+            if user_hashes is not None:
+                checked = [one.name for one in prepared]
+                check_planned([package.name for package in resolution], user_hashes, checked)
             saved: list[Saved] = []
             for package in resolution:
                 file = link_of(package.file).file
+                allowed = (user_hashes or {}).get(package.name)
+                digest = allowed is not None and check_index(file, allowed)
                 path = fetcher.fetch_to(
                     DownloadItem(file.url, file.hashes, file.filename, file.size), Path(scratch)
                 )
+                if digest and allowed is not None:
+                    check_fetched(file.url, path, allowed)
                 written = _save(path, dest / file.filename, file)
                 name, version = str(package.name), str(package.version)
                 saved.append(Saved(file.filename, name, version, written, package.label))

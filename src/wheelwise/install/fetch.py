@@ -34,6 +34,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from packaging.utils import NormalizedName
+
 from wheelwise.cache.unpacked import EntryFile, UnpackedStore, UnpackedWheel
 from wheelwise.fetch.consistency import check_variant_consistency
 from wheelwise.fetch.core_metadata import check_core_metadata
@@ -42,6 +44,7 @@ from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.models.errors import DownloadError
 from wheelwise.resolve.decide import Plan
 from wheelwise.resolve.lookahead import item_of
+from wheelwise.resolve.user_hashes import Hashes, check_fetched, check_index
 
 __all__ = ["UnpackAhead", "Verifier", "fetch"]
 
@@ -79,14 +82,22 @@ def fetch(
     progress: ProgressSink | None = None,
     require_hashes: bool = False,
     unpack_into: UnpackedStore | None = None,
+    user_hashes: Mapping[NormalizedName, Hashes] | None = None,
 ) -> list[VerifiedWheel]:
     """The wheels *plan* installs, verified, in its order. Those not in memory are
     written into *folder*. *ready* may give a wheel fetched ahead (see
     :meth:`Fetcher.fetch_all`). With *require_hashes*, a wheel whose source gives
     no sha256 (or stronger) hash is refused before anything is fetched. With
     *unpack_into*, a wheel fetched whole may come back as its entry there, unpacked
-    while other wheels downloaded (:class:`UnpackAhead`)."""
+    while other wheels downloaded (:class:`UnpackAhead`). *user_hashes*: the hashes
+    given for each project, in hash-checking mode (:mod:`~wheelwise.resolve.user_hashes`)."""
     wanted = plan.to_install
+    # Files whose index gives no trusted hash: hashed themselves, once fetched.
+    digested: dict[str, tuple[str, Hashes]] = {}
+    for planned in wanted:
+        allowed = (user_hashes or {}).get(planned.name)
+        if allowed and check_index(planned.file, allowed):
+            digested[planned.file.filename] = (planned.file.url, allowed)
     if require_hashes:
         for planned in wanted:
             if not item_of(planned.file).expected_hashes():
@@ -97,13 +108,22 @@ def fetch(
                 )
     items = [item_of(planned.file) for planned in wanted]
     ahead = UnpackAhead(unpack_into) if unpack_into is not None else None
-    then: Callable[[Fetched], object] = verify
+    checked: Callable[[Fetched], object] = verify
     if ahead is not None:
         hashes = {item.name: item.unpacked_hashes() for item in items}
 
-        def then(wheel: Fetched) -> None:
+        def checked(wheel: Fetched) -> None:
             name = wheel.name if isinstance(wheel, Path) else wheel.path.name
             ahead.submit(wheel, verify(wheel), hashes.get(name, {}))
+
+    def then(wheel: Fetched) -> object:
+        found = digested.get(wheel.name if isinstance(wheel, Path) else wheel.path.name)
+        if found is not None:
+            url, allowed = found
+            if isinstance(wheel, UnpackedWheel):  # pragma: no cover - never cached
+                raise DownloadError(url, "cannot check --hash of a cached entry")
+            check_fetched(url, wheel if isinstance(wheel, Path) else wheel.data, allowed)
+        return checked(wheel)
 
     try:
         found = fetcher.fetch_all(

@@ -69,7 +69,10 @@ class InstallOptions:
     allowed_providers: Sequence[str] = ()
     enabled_providers: Sequence[str] = ()
     dry_run: bool = False
+    # Hash-checking mode (wheelwise.resolve.user_hashes): on with this, or with any
+    # of *hashes* (the --hash options of a requirements file, by requirement text).
     require_hashes: bool = False
+    hashes: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     break_system_packages: bool = False
     timeout: float = 15.0
     # Seconds for one request: a page or metadata file, or a wheel (which also gets
@@ -123,8 +126,9 @@ def placement_for(options: InstallOptions, kept: ContentCache | None) -> Placeme
     return Placement(kept.unpacked if kept is not None else None, options.link_mode)
 
 
-def sources_for(options: InstallOptions) -> list[IndexSource]:
-    """The package sources in priority order: index, extra indexes, find-links."""
+def sources_for(options: InstallOptions, *, references: bool = False) -> list[IndexSource]:
+    """The package sources in priority order: index, extra indexes, find-links (none
+    with *references*: requirements that name their own files need none)."""
     from wheelwise.client.index_client import IndexSource
 
     sources: list[IndexSource] = []
@@ -132,7 +136,7 @@ def sources_for(options: InstallOptions) -> list[IndexSource]:
         sources.append(IndexSource.index(options.index_url))
     sources += [IndexSource.index(url) for url in options.extra_index_urls]
     sources += [IndexSource.find_links(location) for location in options.find_links]
-    if not sources:
+    if not sources and not references:
         raise ResolveError("no package source: give --index-url or --find-links")
     return sources
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from packaging.utils import canonicalize_version, parse_sdist_filename
+from packaging.utils import NormalizedName, canonicalize_version, parse_sdist_filename
 
 from wheelwise import __version__
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
@@ -55,6 +55,7 @@ from wheelwise.install.options import (
 )
 from wheelwise.models.errors import ChangedCacheEntries, InstallError, ResolveError
 from wheelwise.resolve.direct import DirectReference, parse_direct
+from wheelwise.resolve.user_hashes import Hashes, check_planned, requested_hashes
 from wheelwise.resolve.variant_requirement import apply_variant_labels
 
 # What resolving and installing take is imported by the functions that do it: an
@@ -244,6 +245,13 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
     (:func:`~wheelwise.resolve.variant_requirement.apply_variant_labels`; raises
     VariantRequirementError), or name a source (:mod:`wheelwise.resolve.direct`)."""
     requirements, references = split_references(options.requirements, options.editables)
+    user_hashes: dict[NormalizedName, Hashes] | None = None
+    if options.require_hashes or options.hashes:
+        references = [
+            dataclasses.replace(one, hashes=(*one.hashes, *options.hashes.get(one.text, ())))
+            for one in references
+        ]
+        user_hashes = requested_hashes(requirements, references, options.hashes)
     requirements, variant_choice = apply_variant_labels(requirements, options.variant_choice)
     # The target interpreter answers while the rest of this starts.
     pending = (
@@ -263,7 +271,7 @@ def run_install(options: InstallOptions, query: PendingEnvironment | None = None
             if found is not None:
                 return InstallOutcome(env, [], dry_run=False, satisfied=tuple(found))
         return _resolve_and_install(
-            options, requirements, references, variant_choice, pending, target
+            options, requirements, references, variant_choice, pending, target, user_hashes
         )
 
 
@@ -274,9 +282,11 @@ def _resolve_and_install(
     variant_choice: Mapping[str, str],
     pending: PendingEnvironment,
     target: tuple[TargetEnvironment, dict[str, InstalledDist]] | None,
+    user_hashes: Mapping[NormalizedName, Hashes] | None = None,
 ) -> InstallOutcome:
     """:func:`run_install` once what is installed does not answer it: resolve, fetch,
-    install. *target*: where it installs and what is there, if known already."""
+    install. *target*: where it installs and what is there, if known already.
+    *user_hashes*: in hash-checking mode, the hashes given for each project."""
     cache_root, kept = caches_for(options)
     requested = requested_names(requirements)
     with contextlib.ExitStack() as stack:
@@ -295,7 +305,7 @@ def _resolve_and_install(
         from wheelwise.resolve.lookahead import Lookahead
         from wheelwise.sources.direct import prepare_references
 
-        sources = sources_for(options)
+        sources = sources_for(options, references=bool(references))
         # Made only for a build or a direct reference: most installs need none.
         scratch = stack.enter_context(contextlib.closing(LazyScratch("build", options.cache_dir)))
         if references:  # their wheels: the first source, listed once they are built
@@ -370,6 +380,8 @@ def _resolve_and_install(
             for note in plan.notes:
                 options.warn(note)
         refuse_shadowed(plan, installed)
+        if user_hashes is not None:
+            check_planned([p.name for p in plan.to_install], user_hashes, list(direct_urls))
         if options.dry_run:
             return InstallOutcome(env, list(plan.packages), dry_run=True)
         with make_scratch("download", options.cache_dir) as folder:
@@ -384,8 +396,9 @@ def _resolve_and_install(
                     verify,
                     ready=ready,
                     progress=options.progress,
-                    require_hashes=options.require_hashes,
+                    # (--require-hashes is hash-checking mode: the user's hashes.)
                     unpack_into=kept.unpacked if kept is not None else None,
+                    user_hashes=user_hashes,
                 )
 
             def installed_from(

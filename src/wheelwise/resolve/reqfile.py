@@ -5,6 +5,10 @@ Understood: requirement lines, blank lines and ``#`` comments, line continuation
 that names them), ``-i``/``--index-url``, ``--extra-index-url``,
 ``-f``/``--find-links``, ``-e``/``--editable`` (a relative folder from the file's
 own), ``--only-binary`` and ``--no-binary``. Any other option is an error naming the file and line.
+A requirement may be followed by ``--hash=ALGORITHM:HEX`` options (sha256, sha384 or
+sha512; one per file the project may install, as ``pip-compile --generate-hashes``
+and ``uv pip compile --generate-hashes`` write them): they turn on hash-checking
+(see :mod:`wheelwise.resolve.user_hashes`).
 
 A requirement line may choose a variant, ``torch#cu128`` (see
 :mod:`wheelwise.resolve.variant_requirement`); the line is kept as it is, its label
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelwise.errors import WheelwiseError
+from wheelwise.policy.hashes import digest_hex_length
 from wheelwise.resolve.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.userfiles import NotARegularFile, read_regular_file
 
@@ -41,6 +46,11 @@ _OPTIONS = {
     "--no-binary": "no_binary",
 }
 _MAX_DEPTH = 20
+# ``--hash=sha256:HEX`` or ``--hash sha256:HEX`` after a requirement.
+_HASH_OPTION = re.compile(r"\s--hash(?:=|\s+)(\S*)")
+# The algorithms pip's --hash takes (and uv's).
+HASH_ALGORITHMS = ("sha256", "sha384", "sha512")
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 
 class RequirementsFileError(ValueError, WheelwiseError):
@@ -60,6 +70,9 @@ class RequirementsSet:
     editables: list[str] = field(default_factory=list)
     only_binary: list[str] = field(default_factory=list)
     no_binary: list[str] = field(default_factory=list)
+    # The --hash options of each requirement (by its text in ``requirements``):
+    # lower-case algorithm and hex digest pairs, any one of which a file may have.
+    hashes: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
@@ -86,6 +99,35 @@ def _lines(path: Path) -> list[tuple[int, str]]:
     if pending:
         joined.append((start, pending.strip()))
     return [(n, line) for n, line in joined if line]
+
+
+def _hash_options(line: str, where: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """*line* without its ``--hash`` options, and what they give."""
+    found = list(_HASH_OPTION.finditer(line))
+    if not found:
+        return line, ()
+    requirement = line[: found[0].start()].strip()
+    rest = _HASH_OPTION.sub("", line[found[0].start() :]).strip()
+    if rest:
+        raise RequirementsFileError(
+            f"{where}: {rest.split()[0]!r} after --hash: only --hash options may follow "
+            "a requirement"
+        )
+    hashes = []
+    for match in found:
+        value = match.group(1)
+        algorithm, _, digest = value.partition(":")
+        name = algorithm.lower()
+        length = digest_hex_length(name)
+        if name not in HASH_ALGORITHMS or not _HEX.match(digest) or len(digest) != length:
+            raise RequirementsFileError(
+                f"{where}: --hash {value!r} is not ALGORITHM:HEX with sha256, sha384 or "
+                "sha512 (as pip-compile --generate-hashes writes it)"
+            )
+        hashes.append((name, digest.lower()))
+    if not requirement:
+        raise RequirementsFileError(f"{where}: --hash needs a requirement before it")
+    return requirement, tuple(hashes)
 
 
 def _split_option(line: str) -> tuple[str, str] | None:
@@ -115,6 +157,13 @@ def read_requirements(
         where = f"{path}:{number}"
         split = _split_option(line)
         if split is None:
+            line, hashes = _hash_options(line, where)
+            if hashes and constraint:
+                raise RequirementsFileError(
+                    f"{where}: --hash belongs on a requirement, not a constraint"
+                )
+            if hashes:
+                result.hashes[line] = (*result.hashes.get(line, ()), *hashes)
             try:
                 label = split_variant_label(line).label
             except VariantRequirementError as exc:
