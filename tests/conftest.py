@@ -109,3 +109,7 @@ def no_new_threads(monkeypatch: pytest.MonkeyPatch) -> None:
 settings.register_profile("default", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+# The tests name the environments they work on: a virtual environment activated in
+# the shell that runs them must not become the commands' default target.
+os.environ.pop("VIRTUAL_ENV", None)

@@ -127,9 +127,13 @@ def test_pip_sees_the_install_and_list_and_uninstall(served: str, tmp_path: Path
     assert again.returncode == 0, again.stderr
     assert "already installed gpukit 1.0 (variant x86_64_v3)" in again.stdout
 
-    gone = wheelwise(["uninstall", "--python", str(python), "-y", "app"], cache)
+    gone = wheelwise(["uninstall", "--python", str(python), "-y", "app", "not-there"], cache)
     assert gone.returncode == 0, gone.stderr
     assert "uninstalled app" in gone.stdout
+    # As pip and uv: a name that is not installed is skipped, the rest removed.
+    assert gone.stderr == (
+        f"wheelwise: warning: skipped not-there: it is not installed in {python.parent.parent}\n"
+    )
     quiet = wheelwise(["uninstall", "--python", str(python), "-y", "-q", "cudart"], cache)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stdout == ""

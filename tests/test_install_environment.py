@@ -203,3 +203,32 @@ def test_the_query_can_start_before_the_installer_loads() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_activated_environment_is_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from variantkit import wheelwise
+    from wheelwise.environment.interpreter import default_python, find_python
+
+    venv = tmp_path / "venv"
+    python = make_venv(venv)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    assert default_python() == sys.executable
+    monkeypatch.setenv("VIRTUAL_ENV", str(venv))
+    assert Path(default_python()) == python
+    # A virtual environment's folder names its interpreter, as uv takes it.
+    assert find_python(venv) == python
+    with pytest.raises(EnvironmentQueryError, match="a folder without bin/python"):
+        find_python(tmp_path)
+    # The commands take it when no --python is given (as uv; pip uses its own).
+    listed = wheelwise(["list", "--json"], tmp_path / "cache", {"VIRTUAL_ENV": str(venv)})
+    assert listed.returncode == 0, listed.stderr
+    assert [row["name"] for row in json.loads(listed.stdout)] == []
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "gone"))
+    with pytest.raises(EnvironmentQueryError, match="no bin/python there"):
+        default_python()
+    stale = wheelwise(["list"], tmp_path / "cache", {"VIRTUAL_ENV": str(tmp_path / "gone")})
+    assert stale.returncode == 2
+    assert stale.stderr.count("\n") == 1, stale.stderr
+    assert "VIRTUAL_ENV=" in stale.stderr

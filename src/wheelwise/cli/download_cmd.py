@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -111,7 +110,7 @@ def download(
     from wheelwise.cli.inputs import load_system, read_requirement_files
     from wheelwise.cli.install_cmd import _all_references, _variant_option
     from wheelwise.client.defaults import DEFAULT_INDEX_URL
-    from wheelwise.environment.interpreter import TargetEnvironment
+    from wheelwise.environment.interpreter import TargetEnvironment, default_python
     from wheelwise.environment.targets import (
         interpreter_target,
         parse_platform,
@@ -131,7 +130,7 @@ def download(
     named = parse_platform(platform) if platform is not None else None
     env = None
     if version is None or named is None:  # the interpreter gives what is left out
-        env = TargetEnvironment.from_python(python if python is not None else sys.executable)
+        env = TargetEnvironment.from_python(python if python is not None else default_python())
     if version is None and named is None:
         assert env is not None
         target = interpreter_target(env)

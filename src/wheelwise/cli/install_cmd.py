@@ -50,8 +50,9 @@ def _python_option(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     return click.option(
         "--python",
         type=click.Path(path_type=str),
-        help=f"{verb} this interpreter's environment (default: the running one). "
-        "A path, or a bare name looked up on PATH when no such file is here.",
+        help=f"{verb} this interpreter's environment (default: the activated virtual "
+        "environment, $VIRTUAL_ENV, else the running interpreter's). A path, a virtual "
+        "environment's folder, or a bare name looked up on PATH when no such file is here.",
     )
 
 
@@ -69,10 +70,12 @@ def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
             if isinstance(exc, InterruptedAfterCommit):
                 _report_late_interrupt(exc)
             else:  # every change was rolled back (or none was made yet)
+                from wheelwise.environment.interpreter import default_python
+
                 target = kwargs.get("target")
                 python = (
                     target.python if isinstance(target, TargetArgs) else kwargs.get("python")
-                ) or sys.executable
+                ) or default_python()
                 click.echo(
                     f"wheelwise: interrupted; {python}'s environment was left as it was",
                     err=True,
@@ -331,9 +334,9 @@ class TargetArgs:
 
     def query(self) -> PendingEnvironment:
         """The target interpreter's query, started (see TargetEnvironment.start_query)."""
-        from wheelwise.environment.interpreter import TargetEnvironment
+        from wheelwise.environment.interpreter import TargetEnvironment, default_python
 
-        return TargetEnvironment.start_query(self.python or sys.executable)
+        return TargetEnvironment.start_query(self.python or default_python())
 
 
 def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
@@ -968,14 +971,23 @@ def uninstall(
     quiet: bool,
     break_system_packages: bool,
 ) -> None:
-    """Uninstall distributions NAME... (all or nothing)."""
+    """Uninstall distributions NAME... (all or nothing; a NAME that is not installed
+    is skipped with a warning, as in pip and uv)."""
     environment = _environment(python, target_dir, prefix_dir, user)
+    from packaging.utils import canonicalize_name
+
     from wheelwise.install.transaction import uninstall as remove
 
     env = environment()
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
         raise InputError("nothing uninstalled")
-    for name in remove(env, list(names), break_system_packages=break_system_packages, warn=_warn):
+    removed = remove(
+        env, list(names), break_system_packages=break_system_packages, missing_ok=True, warn=_warn
+    )
+    for name in dict.fromkeys(names):
+        if canonicalize_name(name) not in removed:
+            _warn(f"skipped {name}: it is not installed in {env.prefix}")
+    for name in removed:
         if not quiet:
             click.echo(f"uninstalled {name}")
 

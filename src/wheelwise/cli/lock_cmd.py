@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
@@ -210,12 +209,12 @@ def lock(
 def _targets(
     python_versions: list[str], platforms: list[Platform], python: str | None
 ) -> list[LockEnvironment]:
-    from wheelwise.environment.interpreter import TargetEnvironment
+    from wheelwise.environment.interpreter import TargetEnvironment, default_python
     from wheelwise.environment.targets import lock_targets
 
     base = None
     if not (python_versions and platforms):  # the interpreter gives what is left out
-        base = TargetEnvironment.from_python(python if python is not None else sys.executable)
+        base = TargetEnvironment.from_python(python if python is not None else default_python())
     return lock_targets(python_versions, platforms, base)
 
 

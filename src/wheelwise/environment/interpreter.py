@@ -48,6 +48,7 @@ __all__ = [
     "PendingEnvironment",
     "TargetEnvironment",
     "compute_tags",
+    "default_python",
     "find_python",
     "query_timeout",
     "refuse_externally_managed",
@@ -401,8 +402,9 @@ class TargetEnvironment:
 
     @classmethod
     def current(cls) -> TargetEnvironment:
-        """The environment of the running interpreter."""
-        return cls.from_python(sys.executable)
+        """The environment a command works on when none is named
+        (:func:`default_python`)."""
+        return cls.from_python(default_python())
 
     def in_folder(self, folder: Path) -> TargetEnvironment:
         """This interpreter's packages installed into *folder* as pip's ``--target``
@@ -543,19 +545,53 @@ class TargetEnvironment:
         return list(dict.fromkeys([self.purelib, self.platlib]))
 
 
+# Where a virtual environment keeps its interpreter (POSIX, then Windows).
+_VENV_PYTHONS = ("bin/python", "bin/python3", "Scripts/python.exe")
+
+
+def _venv_python(folder: Path) -> Path | None:
+    return next((folder / name for name in _VENV_PYTHONS if (folder / name).is_file()), None)
+
+
+def default_python() -> str:
+    """The interpreter a command works on when none is named: that of the activated
+    virtual environment (``$VIRTUAL_ENV``, as uv takes it), else the running one (as
+    pip). Raises :class:`EnvironmentQueryError` for a ``$VIRTUAL_ENV`` that holds no
+    interpreter."""
+    active = os.environ.get("VIRTUAL_ENV", "").strip()
+    if not active:
+        return sys.executable
+    found = _venv_python(Path(active))
+    if found is None:
+        raise EnvironmentQueryError(
+            f"VIRTUAL_ENV={active}: no bin/python there; activate an existing virtual "
+            "environment, or give --python"
+        )
+    return str(found)
+
+
 def find_python(python: str | os.PathLike[str]) -> Path:
     """The interpreter *python* names, as an absolute path.
 
     A path with a directory separator (``./python``, ``venv/bin/python``) or the name
-    of an existing file is that file, never a ``PATH`` lookup; only a bare name that
-    is no file here (``python3.12``) is looked up on ``PATH``, as a shell would.
-    Raises :class:`EnvironmentQueryError` when there is no such interpreter."""
+    of an existing file is that file, never a ``PATH`` lookup; a virtual
+    environment's folder (``.venv``) is its interpreter, as uv takes it; only a bare
+    name that is no file here (``python3.12``) is looked up on ``PATH``, as a shell
+    would. Raises :class:`EnvironmentQueryError` when there is no such interpreter."""
     text = os.fspath(python)
     separators = [os.sep] + ([os.altsep] if os.altsep else [])
     if any(sep in text for sep in separators) or os.path.lexists(text):
         given = Path(text)  # made absolute: a relative name must not reach PATH
         if not given.exists():
             raise EnvironmentQueryError(f"{text}: no such Python executable")
+        if given.is_dir():
+            inside = _venv_python(given)
+            if inside is None:
+                raise EnvironmentQueryError(
+                    f"{text}: a folder without bin/python; give an interpreter, or a "
+                    "virtual environment's folder"
+                )
+            given = inside
         return given if given.is_absolute() else Path.cwd() / given
     found = shutil.which(text)
     if found is None:
