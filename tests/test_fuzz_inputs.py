@@ -313,3 +313,39 @@ ANSWERS = st.recursive(
 def test_plugin_answers_parse_or_raise_plugin_failure(raw: bytes) -> None:
     outcome = attempt(lambda: parse_answer(raw, "ns"), PluginFailure)
     assert isinstance(outcome, (PluginAnswer, PluginFailure))
+
+
+# -- the target interpreter's answer to the query ---------------------------------------
+
+
+def _real_answer() -> dict[str, Any]:
+    import subprocess
+    import sys
+
+    from wheelwise.environment.interpreter import QUERY_SCRIPT
+
+    proc = subprocess.run([sys.executable, "-c", QUERY_SCRIPT], capture_output=True, check=True)
+    answer: dict[str, Any] = json.loads(proc.stdout)
+    return answer
+
+
+_ANSWER = _real_answer()
+
+
+@FUZZ
+@given(key=st.sampled_from(sorted(_ANSWER)), value=JSONISH, raw=JSONISH)
+def test_query_answers_of_any_shape_make_an_environment_or_one_error(
+    key: str, value: object, raw: object
+) -> None:
+    """The answer with one field replaced by anything, or anything at all: an
+    environment, or one EnvironmentQueryError (never another exception)."""
+    from wheelwise.environment.interpreter import environment_of
+    from wheelwise.models.errors import EnvironmentQueryError
+
+    changed = {**_ANSWER, key: value}
+    for answer in (changed, raw):
+        outcome = attempt(
+            lambda answer=answer: environment_of(json.dumps(answer).encode(), Path("py")),
+            EnvironmentQueryError,
+        )
+        assert not isinstance(outcome, Exception) or "\n" not in str(outcome)

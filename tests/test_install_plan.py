@@ -76,6 +76,7 @@ def test_requirements_file_build_options(tmp_path: Path) -> None:
         ("-e\n", "-e needs a value"),
         ("-r\n", "-r needs a value"),
         ("-r missing.txt\n", "requirements file not found"),
+        ("-r https://example.org/r.txt\n", "not from a URL; download it first"),
     ],
 )
 def test_requirements_file_errors(tmp_path: Path, text: str, message: str) -> None:

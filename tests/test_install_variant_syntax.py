@@ -161,8 +161,13 @@ def test_fuzz_any_text_gives_a_requirement_or_one_clear_error(text: str) -> None
 
 def test_requirements_file_keeps_labels_and_comments_stay_comments(tmp_path: Path) -> None:
     path = tmp_path / "requirements.txt"
-    path.write_text("torch[extra]>=2.9#cu128\njax #cpu\n")
-    assert read_requirements(path).requirements == ["torch[extra]>=2.9#cu128", "jax"]
+    path.write_text("torch[extra]>=2.9#cu128\njax #cpu\ngit+https://h/repo.git#egg=pkg\n")
+    # A URL's fragment is no label: #egg= names a git checkout's project.
+    assert read_requirements(path).requirements == [
+        "torch[extra]>=2.9#cu128",
+        "jax",
+        "git+https://h/repo.git#egg=pkg",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -85,6 +85,8 @@ def test_reference_forms(tmp_path: Path) -> None:
         ("https://example.org/x-1.0.tar.gz#sha256=xyz", False, "not a sha256 digest"),
         ("https://example.org/x-1.0.tar.gz#sha512=" + "0" * 64, False, "128 hexadecimal"),
         ("file:///#sha256=" + "0" * 64, False, "a hash names a file"),
+        ("ok @ http://[::1", False, "not a valid URL"),
+        ("http://[::1/x-1.0-py3-none-any.whl", False, "not a valid URL"),
     ],
 )
 def test_reference_errors(text: str, editable: bool, message: str) -> None:

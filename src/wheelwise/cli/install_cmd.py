@@ -304,6 +304,7 @@ class TargetArgs:
         from wheelwise.cli.inputs import load_system
         from wheelwise.install.plan import InstallOptions
 
+        _check_report_file(self.report_file)
         return InstallOptions(
             python=Path(self.python) if self.python is not None else None,
             no_variant=self.no_variant,
@@ -337,6 +338,18 @@ class TargetArgs:
         from wheelwise.environment.interpreter import TargetEnvironment, default_python
 
         return TargetEnvironment.start_query(self.python or default_python())
+
+
+def _check_report_file(path: Path | None) -> None:
+    """Before anything is installed: ``--report FILE`` can be written (its folder is
+    there, it is no folder itself), so that no install ends in an error about it."""
+    if path is None or str(path) == "-":
+        return
+    folder = path.absolute().parent
+    if path.is_dir():
+        raise InputError(f"--report {path}: a folder; give a file name")
+    if not folder.is_dir():
+        raise InputError(f"--report {path}: no folder {folder}; make it, or give another file")
 
 
 def target_options(func: Callable[..., _R]) -> Callable[..., _R]:

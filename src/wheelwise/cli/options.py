@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
@@ -119,13 +120,35 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
     return decorate
 
 
+class Seconds(click.ParamType):  # type: ignore[type-arg] # generic in newer click only
+    """A number of seconds of at least 0.1 that a clock can reach: ``nan`` compares
+    false with every bound (click's FloatRange lets it through) and would turn the
+    limit off, as ``inf`` would."""
+
+    name = "seconds"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or seconds < 0.1:
+            self.fail(f"{value!r} is not a number of seconds of at least 0.1", param, ctx)
+        return seconds
+
+
+SECONDS = Seconds()
+
+
 def request_deadline_option(help_text: str) -> Callable[[_F], _F]:
     """``--request-deadline SECONDS`` (also ``$WHEELWISE_REQUEST_DEADLINE``)."""
     from wheelwise.client.bounded import DEFAULT_DEADLINE
 
     return click.option(
         "--request-deadline",
-        type=click.FloatRange(min=0.1),
+        type=SECONDS,
         default=DEFAULT_DEADLINE,
         show_default=True,
         envvar="WHEELWISE_REQUEST_DEADLINE",
@@ -167,7 +190,7 @@ def network_options(func: _F) -> _F:
     )(func)
     return click.option(
         "--timeout",
-        type=click.FloatRange(min=0.1),
+        type=SECONDS,
         default=15.0,
         show_default=True,
         metavar="SECONDS",

@@ -9,7 +9,7 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors
 from wheelwise.cli.inputs import load_system
-from wheelwise.cli.options import parse_size, request_deadline_option
+from wheelwise.cli.options import SECONDS, parse_size, request_deadline_option
 from wheelwise.variants.supported import SupportedProperties
 
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -67,7 +67,7 @@ def _profile(text: str) -> tuple[str, Path]:
     "--timeout",
     default=15.0,
     show_default=True,
-    type=click.FloatRange(min=0.1),
+    type=SECONDS,
     help="Network timeout: seconds to connect to an upstream, and between bytes read.",
 )
 @request_deadline_option(

@@ -721,11 +721,29 @@ class IndexClient:
             except httpx.RequestError as exc:  # too many redirects, undecodable body
                 what = str(exc) or type(exc).__name__
                 raise SourceError(url, f"{url}: {what}; {hint}") from None
+            except UnicodeError as exc:
+                problem = host_problem(url, exc)
+                if problem is None:
+                    raise
+                raise SourceError(url, f"{url}: {problem}; {hint}") from None
 
         return with_retries(self.retry, one_try, sleep=self._sleep)
 
 
 _Reader = Callable[["httpx.Response", Deadline], bytes]
+
+
+def host_problem(url: str, exc: UnicodeError) -> str | None:
+    """What is wrong with *url*'s host name, when *exc* is the IDNA codec's refusal
+    of it (``a..b``, ``xn--zz``: no resolver takes such a name); else None (a
+    decoding error of another kind)."""
+    if isinstance(exc, UnicodeDecodeError | UnicodeEncodeError | UnicodeTranslateError):
+        return None
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return None
+    return f"{host!r} is not a valid host name ({exc})"
 
 
 def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx.Client:

@@ -141,7 +141,10 @@ def json_entry(link: PageLink) -> object:
 
 def _skipped(url: str, where: str, link: str, warn: Warn | None) -> None:
     if warn is not None:
-        warn(f"{where}: skipped the link {link!r}: it is not a valid URL")
+        warn(
+            f"{where}: skipped the link {link!r}: it is not a valid http(s) URL (nor a "
+            "file: one on a local page)"
+        )
 
 
 def json_link(entry: object, index: int, url: str, warn: Warn | None = None) -> PageLink | None:
@@ -234,11 +237,21 @@ def _json_file(link: PageLink, url: str, warn: Warn | None) -> IndexFile | None:
 
 def _resolve(base: str, link: str, where: str) -> tuple[str, dict[str, str]] | None:
     """The absolute URL of *link* without its fragment, and a ``#algo=hex`` hash from
-    it; None when *link* is not a URL that can be parsed (or joined to *base*)."""
+    it; None when *link* is not a URL that can be parsed (or joined to *base*), has a
+    host name that cannot be one, or is of a scheme a page may not link: http and
+    https, and ``file:`` from a page that is a local file itself (a server's page
+    naming a file on this machine, or ``x:name.whl``, is never read from the disk)."""
     try:
         absolute, fragment = urldefrag(urljoin(base, link))
-        urlsplit(absolute).port  # noqa: B018 - raises for a port that is not a number
-    except ValueError:
+        parts = urlsplit(absolute)
+        parts.port  # noqa: B018 - raises for a port that is not a number
+        if parts.hostname:
+            parts.hostname.encode("idna")  # a name no resolver takes: "a..b"
+    except (ValueError, UnicodeError):
+        return None
+    scheme = parts.scheme.lower()
+    local = urlsplit(base).scheme.lower() in ("file", "")
+    if scheme not in ("http", "https") and not (scheme == "file" and local):
         return None
     hashes: dict[str, str] = {}
     if fragment:

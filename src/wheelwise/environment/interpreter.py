@@ -49,6 +49,7 @@ __all__ = [
     "TargetEnvironment",
     "compute_tags",
     "default_python",
+    "environment_of",
     "find_python",
     "query_timeout",
     "refuse_externally_managed",
@@ -695,11 +696,24 @@ class PendingEnvironment:
                 f"{executable}: querying the interpreter failed (exit {self._process.returncode})"
                 + (f": {detail[0]}" if detail else "")
             )
-        try:
-            info = json.loads(stdout)
-        except ValueError:
-            raise EnvironmentQueryError(f"{executable}: unreadable answer to the query") from None
+        return environment_of(stdout, executable)
+
+
+def environment_of(answer: bytes, executable: Path) -> TargetEnvironment:
+    """The environment the query's *answer* (from *executable*) describes. Raises
+    EnvironmentQueryError for one that is not JSON, or JSON of another shape (not a
+    Python that ran the query script)."""
+    try:
+        info = json.loads(answer)
+    except ValueError:
+        raise EnvironmentQueryError(f"{executable}: unreadable answer to the query") from None
+    try:
         return TargetEnvironment.from_info(info, python=executable)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise EnvironmentQueryError(
+            f"{executable}: an answer to the query without what it asks "
+            f"({type(exc).__name__}: {exc}); is it a Python interpreter?"
+        ) from None
 
 
 def refuse_externally_managed(env: TargetEnvironment, *, override: str) -> None:

@@ -62,13 +62,14 @@ from wheelwise.client.bounded import (
     Deadline,
     read_body,
 )
-from wheelwise.client.index_client import local_path
+from wheelwise.client.index_client import host_problem, local_path
 from wheelwise.client.lazy_http import LazyHttpClient, as_client_source
 from wheelwise.fetch.handover import prompt_handover
 from wheelwise.forked_map import cores
 from wheelwise.models.errors import DownloadDeadline, DownloadError, InstallError
 from wheelwise.policy.hashes import checked_hashes, trusted_hashes
 from wheelwise.policy.retry import RetryableFailure, RetryPolicy, with_retries
+from wheelwise.userfiles import open_regular
 from wheelwise.wheels.archive import InMemoryWheel
 from wheelwise.wheels.errors import WheelError, renamed
 
@@ -437,7 +438,12 @@ class _Fetcher:
 
     def _fetch_into(self, item: DownloadItem, out: _Output) -> None:
         url = item.url
-        scheme = urllib.parse.urlsplit(url).scheme.lower() if "://" in url else ""
+        try:
+            scheme = urllib.parse.urlsplit(url).scheme.lower()
+        except ValueError:
+            raise DownloadError(url, "not a valid URL") from None
+        if len(scheme) == 1:  # a drive letter (C:\\wheels\\x.whl): a path
+            scheme = ""
         if scheme in ("http", "https"):
             digests = self._retried(url, lambda: self._http(item, out))
         elif scheme == "file":
@@ -480,8 +486,8 @@ class _Fetcher:
 
     def _copy(self, item: DownloadItem, path: Path, out: _Output) -> dict[str, str]:
         try:
-            size = path.stat().st_size
-            with path.open("rb") as source:
+            with open_regular(path) as source:  # a FIFO would block the open forever
+                size = os.fstat(source.fileno()).st_size
                 out.begin(size)
                 if self.progress is not None:
                     self.progress.start(size, item.name)
@@ -567,6 +573,11 @@ class _Fetcher:
             raise _Retryable(f"connection error: {exc}") from None
         except httpx.HTTPError as exc:
             raise DownloadError(url, f"HTTP error: {exc}") from None
+        except UnicodeError as exc:
+            problem = host_problem(url, exc)
+            if problem is None:
+                raise
+            raise DownloadError(url, problem) from None
         if expected is not None and received != expected:
             raise _Retryable(f"truncated body: got {received} of {expected} bytes")
         return digests

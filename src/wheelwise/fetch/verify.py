@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from installer.records import RecordEntry
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from wheelwise.cache.unpacked import UnpackedWheel
 from wheelwise.models.errors import InstallError
@@ -76,6 +77,7 @@ def verify_wheel(source: Path | InMemoryWheel | UnpackedWheel) -> VerifiedWheel:
     try:
         with WheelArchive(source) as archive:
             record = archive.check_record_listing()
+            archive.check_dist_info_files()
             metadata = archive.metadata()
             variant_metadata = archive.variant_metadata()
             # An in-memory wheel's parsed zip is kept for unpacking (no file handle).
@@ -141,6 +143,7 @@ def _verified(
     name, version = fields.name, fields.version
     if not name or not version:
         raise InstallError(f"{path.name}: METADATA lacks Name or Version")
+    _refuse_other_name(path.name, name, version)
     if label is None and variant_metadata is not None and len(variant_metadata.variants) == 1:
         label = next(iter(variant_metadata.variants))
     return VerifiedWheel(
@@ -156,3 +159,23 @@ def _verified(
         dist_info,
         variant_metadata,
     )
+
+
+def _refuse_other_name(filename: str, name: str, version: str) -> None:
+    """The file name and METADATA name the same project and version, as pip and uv
+    require (and ``wheelwise index`` before publishing): a wheel that says it is
+    another would be installed under one name and listed, then uninstalled, under
+    the other."""
+    from wheelwise.variants.errors import InvalidWheelFilename
+    from wheelwise.variants.filenames import WheelFilename
+
+    try:
+        parsed = WheelFilename.parse(filename)
+        same = parsed.name == canonicalize_name(name) and parsed.version == Version(version)
+    except (InvalidWheelFilename, InvalidVersion):
+        same = False
+    if not same:
+        raise InstallError(
+            f"refusing to install {filename}: its METADATA says Name: {name}, Version: "
+            f"{version}, which is not the project and version its file name gives"
+        )

@@ -190,11 +190,13 @@ def _switched_off(
                 dict(options.markers) if options.markers is not None else None
             )
         except (InvalidMarker, UndefinedEnvironmentName) as exc:
+            # packaging's first line: the text and a caret line under it follow.
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
             return ProviderReport(
                 ns,
                 "error",
                 "metadata",
-                f"providers.{ns}.enable-if {info.enable_if!r} cannot be evaluated: {exc}",
+                f"providers.{ns}.enable-if {info.enable_if!r} cannot be evaluated: {reason}",
             )
         if not enabled:
             return ProviderReport(

@@ -116,8 +116,10 @@ def _local(
     path = Path(path_text).expanduser()
     if path.is_dir():
         kind = DIRECTORY
-    elif path.exists():
+    elif path.is_file():
         kind = _kind_of_file(path.name, text)
+    elif path.exists():  # a FIFO, a device: reading it would block, or never end
+        raise ResolveError(f"{text!r}: not a regular file nor a folder ({str(path)!r})")
     else:
         raise ResolveError(f"{text!r}: no such file or folder ({str(path)!r})")
     if editable and kind != DIRECTORY:
@@ -212,6 +214,13 @@ def parse_direct(text: str, *, editable: bool = False) -> DirectReference | None
     """*text* as a direct reference, or None for a requirement on a release (and,
     unless *editable*, for anything that is not a reference either: the resolver
     reports those). Raises ResolveError for a reference that cannot be used."""
+    try:
+        return _parse_direct(text, editable)
+    except ValueError as exc:  # urllib's: "Invalid IPv6 URL", a port that is no number
+        raise ResolveError(f"{text.strip()!r}: not a valid URL ({exc})") from None
+
+
+def _parse_direct(text: str, editable: bool) -> DirectReference | None:
     stripped = text.strip()
     if stripped.startswith(("git+", *_URL_SCHEMES)) or _ANY_URL.match(stripped):
         return _from_url(stripped, text, _Given(editable=editable))

@@ -76,6 +76,11 @@ class RequirementsSet:
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
+    if str(path).startswith(("http:/", "https:/", "file:/")):  # a URL made a path
+        raise RequirementsFileError(
+            f"{str(path).replace(':/', '://', 1)}: requirements files are read from this "
+            "machine, not from a URL; download it first"
+        )
     try:
         text = read_regular_file(path).decode("utf-8")
     except FileNotFoundError:
@@ -186,6 +191,11 @@ def read_requirements(
         if not value:
             raise RequirementsFileError(f"{where}: {option} needs a value")
         if kind in ("requirement", "constraint"):
+            if "://" in value:
+                raise RequirementsFileError(
+                    f"{where}: {option} {value}: requirements files are read from this "
+                    "machine, not from a URL; download it first"
+                )
             nested = Path(value)
             if not nested.is_absolute():
                 nested = path.parent / nested

@@ -28,8 +28,10 @@ __all__ = [
 
 # The name (PEP 508), then extras and specifiers up to a '#': no ';' (a marker),
 # no '@' (a direct URL) and no other '#' before it.
+# No ":" or "/" before the "#": that is a URL's or a path's fragment (git+https://
+# host/repo#egg=name, ./dist/x.whl#sha256=...), never a label.
 _LABELLED = re.compile(
-    r"\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)(?P<rest>[^;#@]*)#(?P<after>.*)",
+    r"\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)(?P<rest>[^;#@:/\\]*)#(?P<after>.*)",
     re.DOTALL,
 )
 

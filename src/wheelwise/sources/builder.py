@@ -24,17 +24,14 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from packaging.utils import (
-    InvalidWheelFilename,
-    NormalizedName,
-    canonicalize_name,
-    parse_wheel_filename,
-)
-from packaging.version import Version
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from wheelwise.cache.built_wheels import BuiltWheels, built_key
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.policy.hashes import file_sha256
+from wheelwise.variants.errors import InvalidWheelFilename
+from wheelwise.variants.filenames import WheelFilename
 from wheelwise.wheels.errors import BuildError
 from wheelwise.wheels.pep517 import build_plain_wheel
 from wheelwise.wheels.sdist import SourceArchiveError, unpack_source
@@ -51,12 +48,13 @@ MAX_BUILD_DEPTH = 8
 
 
 def built_name(wheel: Path) -> tuple[NormalizedName, Version]:
-    """The project name and version of the built wheel at *wheel*."""
+    """The project name and version of the wheel at *wheel* (built, or given as a
+    file: a variant wheel's name too, ``pkg-1.0-py3-none-any-cu128.whl``)."""
     try:
-        name, version, _, _ = parse_wheel_filename(wheel.name)
-    except InvalidWheelFilename as exc:
-        raise BuildError(f"the build gave {wheel.name}, not a valid wheel name ({exc})") from None
-    return name, version
+        parsed = WheelFilename.parse(wheel.name)
+        return parsed.name, parsed.version
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        raise BuildError(f"{wheel.name}: not a valid wheel name ({exc})") from None
 
 
 class SourceBuilder:

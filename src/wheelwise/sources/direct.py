@@ -26,7 +26,8 @@ from wheelwise.models.errors import DownloadError
 from wheelwise.policy.hashes import file_digests, hash_mismatch
 from wheelwise.resolve.direct import ARCHIVE, DIRECTORY, GIT, WHEEL, DirectReference
 from wheelwise.sources.builder import SourceBuilder, built_name, copy_wheel
-from wheelwise.wheels.errors import BuildError
+from wheelwise.wheels.archive import WheelArchive
+from wheelwise.wheels.errors import BuildError, WheelError, renamed
 
 __all__ = ["PreparedReference", "prepare_references"]
 
@@ -139,6 +140,11 @@ def _prepare(reference: DirectReference, sources: _Sources, work: Path) -> Prepa
     archive_info = {"hashes": {"sha256": sha256}, "hash": f"sha256={sha256}"}
     direct = {"url": _url_of(reference), "archive_info": archive_info}
     if reference.kind == WHEEL:
+        try:  # a file that is no wheel is named as the user gave it, not as its copy
+            with WheelArchive(path):
+                pass
+        except WheelError as exc:
+            raise renamed(exc, path, origin) from None
         return PreparedReference(reference, copy_wheel(path, sources.folder), direct)
     assert reference.kind == ARCHIVE
     wheel = _builder(sources, origin).sdist(path, origin=origin, sha256=sha256)

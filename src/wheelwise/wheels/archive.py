@@ -428,6 +428,35 @@ class WheelArchive:
         """The core metadata file (``METADATA``), as bytes."""
         return self.read(self.dist_info_path("METADATA"))
 
+    def check_dist_info_files(self) -> None:
+        """``WHEEL`` is there and says a 1.x wheel, and ``entry_points.txt``, if
+        there, parses as installer reads it: what installer would otherwise fail on
+        halfway through an install, with its own exception's words. Raises
+        WheelError."""
+        from configparser import Error as ConfigError
+
+        from installer.utils import parse_entrypoints, parse_metadata_file
+
+        name = self.dist_info_path("WHEEL")
+        if name not in self:
+            raise self._fail(f"no {name}: not a valid wheel")
+        version = parse_metadata_file(self._text(name)).get("Wheel-Version")
+        if version is None or str(version).split(".")[0].strip() != "1":
+            raise self._fail(f"{name} says Wheel-Version {version}: only 1.x wheels install")
+        name = self.dist_info_path("entry_points.txt")
+        if name in self:
+            try:
+                list(parse_entrypoints(self._text(name)))
+            except (ConfigError, AssertionError, ValueError) as exc:
+                reason = (str(exc).splitlines() or ["not an entry point"])[0]
+                raise self._fail(f"{name} cannot be read ({reason})") from None
+
+    def _text(self, name: str) -> str:
+        try:
+            return self.read(name).decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._fail(f"{name} is not UTF-8 text") from None
+
     def variant_metadata(self) -> VariantMetadata | None:
         """``*.dist-info/variant.json``, or None when the wheel has none."""
         name = self.dist_info_path("variant.json")
