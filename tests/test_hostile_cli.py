@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -187,6 +188,20 @@ def test_a_variant_wheel_given_as_a_file_installs(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "installed demo 1.0 (variant x86_64_v1" in result.stdout
+    frozen = wheelwise(["freeze", "--python", str(python)], tmp_path / "cache")
+    assert frozen.stdout == f"demo @ {wheel.as_uri()}  # variant x86_64_v1\n"
+    # A reader that stops early (| head) gets no error line.
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "wheelwise", "freeze", "--python", str(python)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None
+    assert reader.stderr is not None
+    reader.stdout.close()
+    with reader.stderr:
+        assert reader.stderr.read() == b""
+    reader.wait(timeout=60)
 
 
 def test_a_report_that_cannot_be_written_stops_the_install_first(tmp_path: Path) -> None:

@@ -193,6 +193,16 @@ def test_local_folder_sdist_file_url_and_git(index: str, tmp_path: Path) -> None
     # pip reads what was written, and uninstalls through wheelwise too.
     listed = pip(python, "list", "--format=json")
     assert {d["name"] for d in json.loads(listed.stdout)} >= {"alpha-proj", "delta"}
+    # freeze writes them as pip freeze does: each installs the same thing again.
+    frozen = wheelwise(["freeze", "--python", str(python)], cache)
+    assert frozen.returncode == 0, frozen.stderr
+    lines = frozen.stdout.splitlines()
+    assert f"alpha-proj @ {folder.as_uri()}" in lines
+    assert f"beta-proj @ {archive.as_uri()}" in lines
+    assert f"delta @ git+{repo.as_uri()}@{commit}" in lines
+    assert "cudart==1.0" in lines
+    same = wheelwise(["list", "--format", "freeze", "--python", str(python)], cache)
+    assert same.stdout == frozen.stdout
     removed = wheelwise(
         ["uninstall", "--python", str(python), "-y", "alpha-proj", "beta-proj", "gamma", "delta"],
         cache,
@@ -253,6 +263,10 @@ def test_editable_install_lists_and_uninstalls(index: str, tmp_path: Path) -> No
     ]
     rows = json.loads(wheelwise(["list", "--python", str(python), "--json"], cache).stdout)
     assert [row["editable"] for row in rows if row["name"] == "editme"] == [str(tree)]
+    pip_keys = wheelwise(["list", "--python", str(python), "--format", "json"], cache)
+    assert [row["editable_project_location"] for row in json.loads(pip_keys.stdout)] == [str(tree)]
+    frozen = wheelwise(["freeze", "--python", str(python)], cache)
+    assert frozen.stdout.splitlines() == [f"-e {tree}"]
     removed = wheelwise(["uninstall", "--python", str(python), "-y", "editme"], cache)
     assert removed.returncode == 0, removed.stderr
     assert run_python(python, "import editme").returncode != 0

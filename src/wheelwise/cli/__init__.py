@@ -28,6 +28,11 @@ def main() -> None:
         _run()
     except SystemExit as exc:
         _exit_now(exc.code)
+    except BrokenPipeError:
+        # Whoever read the output stopped (`wheelwise freeze | head`): nothing more
+        # can be told there, nor flushed at exit; stop quietly, as pip and uv do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _exit_now(1)
     _exit_now(0)
 
 

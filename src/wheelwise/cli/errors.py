@@ -51,6 +51,8 @@ def input_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return func(*args, **kwargs)
+        except BrokenPipeError:  # the reader went away (| head): told by main
+            raise
         # First: NotARegularFile is both, and is told as the OSError it is.
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""

@@ -898,63 +898,6 @@ def _environment(
     return environment
 
 
-@click.command(name="list")
-@_python_option("List")
-@location_options("List")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-@input_errors
-@install_errors
-def list_cmd(
-    python: str | None,
-    target_dir: Path | None,
-    prefix_dir: Path | None,
-    user: bool,
-    as_json: bool,
-) -> None:
-    """List installed distributions with their variant label."""
-    environment = _environment(python, target_dir, prefix_dir, user)
-    from wheelwise.environment.installed import editable_location, list_installed
-    from wheelwise.install.journal import pending
-
-    env = environment()
-    if pending(env.prefix):  # listing takes no lock, so it does not recover
-        where = _location(target_dir, prefix_dir, user)
-        folder = f" {target_dir or prefix_dir}" if where in ("--target", "--prefix") else ""
-        again = f" {where}{folder}" if where else ""
-        warn(
-            f"an install or uninstall in {env.purelib} was interrupted and is not recovered "
-            f"yet, so this list may show it half done; run: wheelwise recover --python "
-            f"{env.python}{again}"
-        )
-    dists = list_installed(env)
-    editables = [editable_location(d) for d in dists]
-    if as_json:
-        document = [
-            {
-                "name": d.name,
-                "version": d.version,
-                "variant": d.variant,
-                "installer": d.installer,
-                "editable": editable,
-            }
-            for d, editable in zip(dists, editables, strict=True)
-        ]
-        click.echo(json.dumps(document, indent=2))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table()
-    columns = ["name", "version", "variant", "installer"]
-    any_editable = any(editables)
-    for column in [*columns, "editable project location"] if any_editable else columns:
-        table.add_column(column)
-    for d, editable in zip(dists, editables, strict=True):
-        row = [d.name, d.version, d.variant or "-", d.installer or "-"]
-        table.add_row(*row, *([editable or "-"] if any_editable else []))
-    Console(width=200 if not sys.stdout.isatty() else None).print(table)
-
-
 @click.command()
 @click.argument("names", nargs=-1, required=True)
 @_python_option("Uninstall")

@@ -71,17 +71,44 @@ class InstalledDist(NamedTuple):
 _DIRECT_URL_MAX = 64 << 10
 
 
-def editable_location(dist: InstalledDist) -> str | None:
-    """The project folder of an editable install (PEP 610 ``direct_url.json`` with
-    ``dir_info.editable``, a ``file:`` URL), else None; never raises."""
-    from urllib.parse import unquote, urlsplit
-
+def _direct_url(dist: InstalledDist) -> dict[str, object] | None:
+    """*dist*'s PEP 610 ``direct_url.json`` (an object with a string ``url``), if it
+    has one that reads; never raises."""
     try:
         with (dist.location / "direct_url.json").open("rb") as handle:
             data = loads_json(handle.read(_DIRECT_URL_MAX + 1)[:_DIRECT_URL_MAX])
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        return None
+    return data
+
+
+def direct_reference(dist: InstalledDist) -> str | None:
+    """Where *dist* was installed from when it was given as a direct reference, as
+    ``pip freeze`` writes it (``name @ URL``, a VCS URL with its commit), else None;
+    editable installs are :func:`editable_location`'s. Never raises."""
+    data = _direct_url(dist)
+    if data is None or editable_location(dist) is not None:
+        return None
+    url = str(data["url"])
+    vcs = data.get("vcs_info")
+    if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
+        commit = vcs.get("commit_id")
+        url = f"{vcs['vcs']}+{url}" + (f"@{commit}" if isinstance(commit, str) else "")
+        subdirectory = data.get("subdirectory")
+        if isinstance(subdirectory, str):
+            url += f"#subdirectory={subdirectory}"
+    return f"{dist.name} @ {url}"
+
+
+def editable_location(dist: InstalledDist) -> str | None:
+    """The project folder of an editable install (PEP 610 ``direct_url.json`` with
+    ``dir_info.editable``, a ``file:`` URL), else None; never raises."""
+    from urllib.parse import unquote, urlsplit
+
+    data = _direct_url(dist)
+    if data is None:
         return None
     info, url = data.get("dir_info"), data.get("url")
     if not isinstance(info, dict) or info.get("editable") is not True or not isinstance(url, str):
