@@ -227,6 +227,7 @@ def test_relative_python_is_that_file_not_a_path_lookup(tmp_path: Path) -> None:
 def test_missing_python_is_named(tmp_path: Path) -> None:
     for command in (
         ["list"],
+        ["freeze"],
         ["uninstall", "-y", "alpha"],
         ["recover"],
         ["install", "--dry-run", "alpha"],
@@ -243,6 +244,7 @@ def test_silent_python_times_out(tmp_path: Path) -> None:
     env = {**os.environ, "WHEELWISE_PYTHON_TIMEOUT": "1"}
     for command in (
         ["list"],
+        ["freeze"],
         ["uninstall", "-y", "alpha"],
         ["recover"],
         ["install", "--dry-run", "alpha"],
