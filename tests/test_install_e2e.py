@@ -420,3 +420,30 @@ def test_refresh_detects_the_machine_again(static: str, tmp_path: Path) -> None:
     assert json.loads(cache_file.read_text().partition("\n")[2][size:])["system"]["x86_64"][
         "level"
     ] == ["v1"]
+
+
+def test_the_index_from_the_environment_or_the_configuration(static: str, tmp_path: Path) -> None:
+    """``WHEELWISE_INDEX_URL`` (as pip's ``PIP_INDEX_URL``), then ``[install]
+    index-url`` of the configuration file, when no ``--index-url`` is given: a
+    private index set once for every command."""
+    python = make_venv(tmp_path / "venv")
+    dry = ["install", "--python", str(python), "--dry-run", "-q", "--report", "-", "cudart"]
+    config = tmp_path / "config.toml"
+    env = {**machine(HASWELL), "WHEELWISE_CONFIG": str(config)}
+
+    def planned(extra: dict[str, str], *args: str) -> list[str]:
+        result = wheelwise([*dry, *args], tmp_path / "cache", {**env, **extra})
+        assert result.returncode == 0, result.stderr
+        return [item["metadata"]["name"] for item in json.loads(result.stdout)["install"]]
+
+    assert planned({"WHEELWISE_INDEX_URL": static}) == ["cudart"]
+    config.write_text(f'[install]\nindex-url = "{static}"\n')
+    assert planned({}) == ["cudart"]
+    # The command line wins: a folder that is no index finds nothing.
+    (tmp_path / "empty").mkdir()
+    lost = wheelwise([*dry, "-i", str(tmp_path / "empty")], tmp_path / "cache", env)
+    assert lost.returncode == 2
+    config.write_text("[install]\nindex-url = 3\n")
+    bad = wheelwise(dry, tmp_path / "cache", env)
+    assert bad.returncode == 2
+    assert "[install] index-url must be a URL string" in bad.stderr

@@ -108,7 +108,7 @@ def download(
     --python-version, --platform), with their *-variants.json, into a folder that
     `wheelwise install --no-index -f DIR` installs from without a network."""
     from wheelwise.cli.inputs import load_system, read_requirement_files
-    from wheelwise.cli.install_cmd import _all_references, _variant_option
+    from wheelwise.cli.install_cmd import _all_references, _variant_option, configured_indexes
     from wheelwise.client.defaults import DEFAULT_INDEX_URL
     from wheelwise.environment.interpreter import TargetEnvironment, default_python
     from wheelwise.environment.targets import (
@@ -121,6 +121,7 @@ def download(
     from wheelwise.install.options import InstallOptions
 
     files = read_requirement_files(requirement_files, constraint_files)
+    configured = configured_indexes()
     wanted = [*requirements, *files.requirements]
     if not wanted:
         raise InputError("nothing to download: give requirements or -r FILE")
@@ -140,8 +141,12 @@ def download(
     options = InstallOptions(
         requirements=wanted,
         constraints=files.constraints,
-        index_url=None if no_index else (index_url or files.index_url or DEFAULT_INDEX_URL),
-        extra_index_urls=[] if no_index else [*extra_index_url, *files.extra_index_urls],
+        index_url=None
+        if no_index
+        else (index_url or files.index_url or configured[0] or DEFAULT_INDEX_URL),
+        extra_index_urls=[]
+        if no_index
+        else [*extra_index_url, *files.extra_index_urls, *configured[1]],
         find_links=[*find_links, *files.find_links],
         pre=pre,
         no_deps=no_deps,

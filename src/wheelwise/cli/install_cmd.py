@@ -248,6 +248,19 @@ def _configured(table: str, key: str) -> tuple[object, str]:
     return (found.get(key) if isinstance(found, dict) else None), display_path(path)
 
 
+def configured_indexes() -> tuple[str | None, list[str]]:
+    """``[install] index-url`` and ``extra-index-url`` of the configuration file (a
+    URL, and a URL or a list of them), if set; raises InputError for other types."""
+    index, where = _configured("install", "index-url")
+    if index is not None and not isinstance(index, str):
+        raise InputError(f"{where}: [install] index-url must be a URL string")
+    extra, _ = _configured("install", "extra-index-url")
+    extras = [extra] if isinstance(extra, str) else extra if extra is not None else []
+    if not isinstance(extras, list) or not all(isinstance(url, str) for url in extras):
+        raise InputError(f"{where}: [install] extra-index-url must be a URL or a list of URLs")
+    return index, extras
+
+
 def configured_link_mode() -> str | None:
     """``[install] link-mode`` of the configuration file, if set; raises InputError for
     a value that is not one."""
@@ -654,7 +667,8 @@ def install(
         all_editables = [*editables, *files.editables]
         if not wanted and not all_editables:
             raise InputError("nothing to install: give requirements or -r FILE")
-        extra_index_urls = [*extra_index_url, *files.extra_index_urls]
+        configured_index, configured_extras = configured_indexes()
+        extra_index_urls = [*extra_index_url, *files.extra_index_urls, *configured_extras]
         if no_index:
             index_url, extra_index_urls = None, []
             if not (find_links or files.find_links) and not _all_references(wanted):
@@ -663,7 +677,7 @@ def install(
                     "drop --no-index"
                 )
         elif index_url is None:
-            index_url = files.index_url or DEFAULT_INDEX_URL
+            index_url = files.index_url or configured_index or DEFAULT_INDEX_URL
         options = replace(
             base,
             requirements=wanted,

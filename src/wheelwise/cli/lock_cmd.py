@@ -139,12 +139,14 @@ def lock(
     refresh: bool,
 ) -> None:
     """Lock requirements into a pylock.toml (PEP 751) that lists every wheel variant."""
+    from wheelwise.cli.install_cmd import configured_indexes
     from wheelwise.environment.targets import parse_platform, parse_python_version
     from wheelwise.install.locking import locked_versions, run_lock
     from wheelwise.install.plan import InstallOptions
     from wheelwise.lock import read_pylock, write_pylock
 
     files = read_requirement_files(requirement_files, constraint_files)
+    configured = configured_indexes()
     wanted = [*requirements, *files.requirements]
     if not wanted:
         raise InputError("nothing to lock: give requirements or -r FILE")
@@ -173,8 +175,12 @@ def lock(
     options = InstallOptions(
         requirements=wanted,
         constraints=files.constraints,
-        index_url=None if no_index else (index_url or files.index_url or DEFAULT_INDEX_URL),
-        extra_index_urls=[] if no_index else [*extra_index_url, *files.extra_index_urls],
+        index_url=None
+        if no_index
+        else (index_url or files.index_url or configured[0] or DEFAULT_INDEX_URL),
+        extra_index_urls=[]
+        if no_index
+        else [*extra_index_url, *files.extra_index_urls, *configured[1]],
         find_links=[*find_links, *files.find_links],
         pre=pre,
         timeout=timeout,

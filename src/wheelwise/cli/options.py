@@ -89,16 +89,24 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
             "--find-links",
             multiple=True,
             metavar="DIR|URL",
-            help="A folder of wheels or an HTML page of links (repeatable).",
+            envvar="WHEELWISE_FIND_LINKS",
+            help="A folder of wheels or an HTML page of links (repeatable) [env: "
+            "WHEELWISE_FIND_LINKS, space-separated].",
         )(func)
         func = click.option(
-            "--extra-index-url", multiple=True, help="More indexes, after --index-url (repeatable)."
+            "--extra-index-url",
+            multiple=True,
+            envvar="WHEELWISE_EXTRA_INDEX_URL",
+            help="More indexes, after --index-url (repeatable) [env: "
+            "WHEELWISE_EXTRA_INDEX_URL, space-separated; config: [install] extra-index-url].",
         )(func)
         func = click.option(
             "-i",
             "--index-url",
             default=None,
-            help=f"The package index (default {DEFAULT_INDEX_URL}).",
+            envvar="WHEELWISE_INDEX_URL",
+            help=f"The package index (default {DEFAULT_INDEX_URL}) [env: WHEELWISE_INDEX_URL; "
+            "config: [install] index-url].",
         )(func)
         func = click.option(
             "-c",
