@@ -349,3 +349,21 @@ def test_query_answers_of_any_shape_make_an_environment_or_one_error(
             EnvironmentQueryError,
         )
         assert not isinstance(outcome, Exception) or "\n" not in str(outcome)
+
+
+# -- what an error line shows --------------------------------------------------------------
+
+
+@FUZZ
+@given(
+    user=st.text(alphabet="abcXYZ019-_.%~!$&'()*+,;=:", min_size=1, max_size=12),
+    scheme=st.sampled_from(["https", "http", "git+https", "HTTPS"]),
+    around=st.text(max_size=20),
+)
+def test_an_error_line_never_shows_a_urls_credentials(user: str, scheme: str, around: str) -> None:
+    from wheelwise.cli.errors import one_line
+
+    shown = one_line(f"{around}{scheme}://{user}:T0k3n-s3cret@host.example/simple/ {around}")
+    assert "T0k3n-s3cret" not in shown
+    assert f"{scheme}://****@host.example/simple/" in shown
+    assert "\n" not in shown

@@ -9,6 +9,7 @@ its traceback.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -30,10 +31,17 @@ class InputError(click.ClickException):
         click.echo(f"wheelwise: error: {one_line(self.format_message())}", err=True)
 
 
+# The credentials of a URL (user:token@): never printed, whatever said the URL.
+_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+
+
 def one_line(text: str) -> str:
     """*text* as one printable line: control characters (newlines, terminal escapes)
     and line separators from names and files the user gave are escaped as Python
-    writes them (``\\n``, ``\\x1b``), so an error is one line a terminal shows as is."""
+    writes them (``\\n``, ``\\x1b``), so an error is one line a terminal shows as is;
+    a URL's credentials are shown as ``****`` (CI logs keep what is printed)."""
+    if "@" in text:
+        text = _USERINFO.sub(r"\1****@", text)
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)

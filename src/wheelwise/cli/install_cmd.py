@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import click
 
-from wheelwise.cli.errors import InputError, input_errors, warn
+from wheelwise.cli.errors import InputError, input_errors, one_line, warn
 from wheelwise.cli.options import (
     REFRESH_HELP,
     format_options,
@@ -796,7 +796,7 @@ def show_outcome(
             )
             continue
         changed += 1
-        click.echo(_change(planned, replaced.get(planned.name), verbose), err=to_stderr)
+        click.echo(one_line(_change(planned, replaced.get(planned.name), verbose)), err=to_stderr)
     for dist in removals:
         changed += 1
         click.echo(f"uninstalled {dist.name} {dist.version}", err=to_stderr)

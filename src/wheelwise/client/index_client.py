@@ -751,6 +751,7 @@ def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx
     import httpx
 
     from wheelwise.client.deadline_transport import deadline_client
+    from wheelwise.client.netrc_auth import netrc_auth
     from wheelwise.client.tls import client_tls_context
 
     options: dict[str, Any] = {
@@ -762,6 +763,9 @@ def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx
             "Accept-Encoding": ACCEPT_ENCODING,
         },
     }
+    auth = netrc_auth()
+    if auth is not None:
+        options["auth"] = auth
     if transport is not None:
         return httpx.Client(trust_env=True, transport=transport, **options)
     # The deadline bounds the whole request, headers and TLS included.
