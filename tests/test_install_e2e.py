@@ -447,3 +447,30 @@ def test_the_index_from_the_environment_or_the_configuration(static: str, tmp_pa
     bad = wheelwise(dry, tmp_path / "cache", env)
     assert bad.returncode == 2
     assert "[install] index-url must be a URL string" in bad.stderr
+
+
+def test_upgrade_package_upgrades_that_one_only(tmp_path: Path) -> None:
+    """``-P NAME`` (uv's): NAME to the newest that fits, every other installed
+    version kept; ``-U``: every one to the newest, as uv's ``--upgrade``."""
+    from indexkit import demo_wheel
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    for folder, version in ((old, "1.0"), (new, "1.0"), (new, "1.1")):
+        demo_wheel(folder, f"alpha-{version}-py3-none-any.whl")
+        demo_wheel(folder, f"beta-{version}-py3-none-any.whl", requires_dist=["alpha>=1"])
+    python = make_venv(tmp_path / "venv")
+    first = ["install", "--python", str(python), "--no-index", "-f", str(old), "beta"]
+    assert wheelwise(first, tmp_path / "cache").returncode == 0
+    args = ["install", "--python", str(python), "--no-index", "-f", str(new), "beta"]
+    one = wheelwise([*args, "-P", "Beta"], tmp_path / "cache")
+    assert one.returncode == 0, one.stderr
+    assert "upgraded beta 1.0 -> 1.1" in one.stdout
+    assert "already installed alpha 1.0" in one.stdout
+    every = wheelwise([*args, "-U"], tmp_path / "cache")
+    assert every.returncode == 0, every.stderr
+    assert "upgraded alpha 1.0 -> 1.1" in every.stdout
+    bad = wheelwise([*args, "-P", "not a name"], tmp_path / "cache")
+    assert bad.returncode == 2
+    assert "--upgrade-package 'not a name': not a project name" in bad.stderr

@@ -391,6 +391,13 @@ def test_unsatisfiable_conflict_names_both_sides() -> None:
     assert "lib<2 required by b 1.0" in message
 
 
+def test_a_version_that_does_not_exist_is_no_conflict() -> None:
+    with pytest.raises(
+        PackageNotFound, match=r"no release of a \(a==9\.9 requested\); available: 1\.0"
+    ):
+        run(Index().add("a", "1.0"), "a==9.9")
+
+
 def test_unknown_package() -> None:
     with pytest.raises(PackageNotFound, match="no release of missing"):
         run(Index().add("app", "1.0", ["missing"]), "app")
@@ -763,11 +770,11 @@ def test_no_hints_when_the_first_candidate_stands() -> None:
     assert index.early == ["app-1.0-py3-none-any.whl", "dep-1-py3-none-any.whl"]
 
 
-def test_a_conflict_lists_the_newest_versions_only() -> None:
+def test_no_release_in_range_lists_the_newest_versions_only() -> None:
     index = Index()
     for n in range(25):
         index.add("foo", f"1.{n}")
-    with pytest.raises(ResolutionConflict) as info:
+    with pytest.raises(PackageNotFound) as info:
         run(index, "foo>=2")
     newest = ", ".join(f"1.{n}" for n in range(24, 14, -1))
     assert str(info.value).endswith(f"available: {newest} and 15 older")

@@ -578,6 +578,7 @@ def test_a_server_that_lies_or_fails_is_refused(house: House, tmp_path: Path) ->
     ("args", "message"),
     [
         (["-U"], "-U/--upgrade cannot be used with a lock file"),
+        (["-P", "alpha"], "-P/--upgrade-package cannot be used with a lock file"),
         (["--pre"], "--pre cannot be used with a lock file"),
         (["--index-url", "http://127.0.0.1:9/simple/"], "-i/--index-url cannot be used"),
         (["--find-links", "."], "-f/--find-links cannot be used"),

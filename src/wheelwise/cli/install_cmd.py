@@ -518,6 +518,7 @@ def _location(target_dir: Path | None, prefix_dir: Path | None, user: bool) -> s
 # Options of `install` that choose what to install: a lock file has chosen already.
 _NOT_WITH_A_LOCK = (
     ("-U/--upgrade", "upgrade"),
+    ("-P/--upgrade-package", "upgrade_package"),
     ("--pre", "pre"),
     ("--no-deps", "no_deps"),
     ("-i/--index-url", "index_url"),
@@ -562,7 +563,21 @@ def _lock_among(
     "Install from a requirements file (repeatable), or from a lock file named "
     "pylock.toml or pylock.NAME.toml."
 )
-@click.option("-U", "--upgrade", is_flag=True, help="Upgrade installed packages to the newest.")
+@click.option(
+    "-U",
+    "--upgrade",
+    is_flag=True,
+    help="Upgrade installed packages to the newest: those asked for and their "
+    "dependencies, as uv's --upgrade.",
+)
+@click.option(
+    "-P",
+    "--upgrade-package",
+    multiple=True,
+    metavar="NAME",
+    help="Upgrade NAME to the newest that fits, keeping the other installed versions "
+    "(repeatable; uv's -P).",
+)
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option("--no-deps", is_flag=True, help="Do not install dependencies.")
 @click.option(
@@ -617,6 +632,7 @@ def install(
     no_deps: bool,
     reinstall: bool,
     reinstall_package: tuple[str, ...],
+    upgrade_package: tuple[str, ...],
     no_index: bool,
     editables: tuple[str, ...],
     only_binary: tuple[str, ...],
@@ -638,6 +654,7 @@ def install(
         constraint_files,
         {
             "upgrade": upgrade,
+            "upgrade_package": upgrade_package,
             "pre": pre,
             "no_deps": no_deps,
             "index_url": index_url,
@@ -688,7 +705,11 @@ def install(
             upgrade=upgrade,
             pre=pre,
             no_deps=no_deps,
-            reinstall=reinstall or frozenset(map(_project_name, reinstall_package)),
+            reinstall=reinstall
+            or frozenset(_project_name(name, "--reinstall-package") for name in reinstall_package),
+            upgrade_packages=frozenset(
+                _project_name(name, "--upgrade-package") for name in upgrade_package
+            ),
             target_dir=target_dir,
             prefix_dir=prefix_dir,
             user=user,
@@ -726,14 +747,15 @@ def _all_references(requirements: Sequence[str]) -> bool:
         return True  # the install says what is wrong with it
 
 
-def _project_name(text: str) -> str:
-    """*text* as a normalized project name; an InputError when it cannot be one."""
+def _project_name(text: str, option: str) -> str:
+    """*text* (given to *option*) as a normalized project name; an InputError when it
+    cannot be one."""
     from packaging.utils import InvalidName, canonicalize_name
 
     try:
         return canonicalize_name(text, validate=True)
     except InvalidName:
-        raise InputError(f"--reinstall-package {text!r}: not a project name") from None
+        raise InputError(f"{option} {text!r}: not a project name") from None
 
 
 def interactive(quiet: bool) -> bool:

@@ -51,6 +51,8 @@ class InstallOptions:
     extra_index_urls: Sequence[str] = ()
     find_links: Sequence[str] = ()
     upgrade: bool = False
+    # -P NAME: these (normalized names) upgraded, the rest kept as --upgrade would not.
+    upgrade_packages: frozenset[str] = frozenset()
     pre: bool = False
     no_deps: bool = False
     python: Path | None = None

@@ -151,6 +151,7 @@ def _may_be_satisfied(
         or variant_choice
         or options.constraints
         or options.upgrade
+        or options.upgrade_packages
         or options.reinstall
         or options.dry_run
     )
@@ -366,7 +367,7 @@ def _resolve_and_install(
             installed,
             lookahead,
             requested=requested,
-            upgrade=options.upgrade,
+            upgrade=options.upgrade or options.upgrade_packages,
             supported=supported_for(options, env.markers),
             constraints=options.constraints,
             pre=options.pre,

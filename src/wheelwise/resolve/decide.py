@@ -23,7 +23,13 @@ from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.resolve.finder import link_of, source_label
 from wheelwise.resolve.lookahead import Lookahead
-from wheelwise.resolve.resolver import PackageNotFound, Resolution, ResolvedPackage, resolve
+from wheelwise.resolve.resolver import (
+    PackageNotFound,
+    Resolution,
+    ResolvedPackage,
+    resolve,
+    upgrades,
+)
 from wheelwise.resolve.selection import SupportedFor
 
 __all__ = ["Plan", "PlannedPackage", "decide", "resolve_with"]
@@ -92,7 +98,7 @@ def decide(
     requested: Iterable[str],
     constraints: Sequence[str] = (),
     pre: bool = False,
-    upgrade: bool = False,
+    upgrade: bool | Collection[str] = False,
     no_deps: bool = False,
     no_variant: bool = False,
     variant_choice: Mapping[str, str] | None = None,
@@ -128,7 +134,7 @@ def decide(
         current = installed.get(package.name)
         # An abi_dependency build must match its dependency's resolved version:
         # another installed build of the same version is replaced, even without -U.
-        keep_variant = not upgrade and not package.abi
+        keep_variant = not upgrades(upgrade, package.name) and not package.abi
         direct_url = (direct_urls or {}).get(package.name)
         again = (
             reinstall is True

@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -198,7 +198,7 @@ def resolve(
     environment: Mapping[str, str] | None = None,
     constraints: Iterable[str] = (),
     pre: bool = False,
-    upgrade: bool = False,
+    upgrade: bool | Collection[str] = False,
     installed: Mapping[str, str | Version] | None = None,
     no_deps: bool = False,
     no_variant: bool = False,
@@ -212,9 +212,10 @@ def resolve(
     *supported* gives the machine's properties for a release's variant metadata;
     *tags* (best first) and *environment* (marker values) describe the target
     Python and default to this interpreter's. *constraints* narrow versions
-    without adding packages. Without *upgrade*, an *installed* version that meets
-    the requirements is preferred. *variant_choice* picks a variant by label per
-    package. Raises :class:`ResolveError` subclasses with readable messages.
+    without adding packages. Without *upgrade* (True, or the normalized names it
+    applies to), an *installed* version that meets the requirements is preferred.
+    *variant_choice* picks a variant by label per package. Raises
+    :class:`ResolveError` subclasses with readable messages.
 
     With *every_wheel* (locking), each release's candidate lists every wheel that
     fits *tags*, whatever *supported* says (it is not asked), and depends on the
@@ -321,15 +322,25 @@ def _exact_pin(specifier: SpecifierSet) -> Version | None:
     return None
 
 
+def upgrades(upgrade: bool | Collection[str], name: str) -> bool:
+    """Whether *upgrade* (True, False, or the normalized names ``-P`` gives) asks for
+    the newest release of *name* rather than the installed one."""
+    return upgrade is True or (upgrade is not False and name in upgrade)
+
+
 def _abi_preferred(
     roots: Iterable[Requirement],
     constraints: Mapping[str, SpecifierSet],
     installed: Mapping[str, Version],
-    upgrade: bool,
+    upgrade: bool | Collection[str],
 ) -> dict[NormalizedName, Version]:
     """Versions abi_dependency builds should match first: what is installed (unless
     upgrading), overridden by exact pins among the requirements and constraints."""
-    preferred = {} if upgrade else {canonicalize_name(k): v for k, v in installed.items()}
+    preferred = {
+        name: v
+        for name, v in ((canonicalize_name(k), v) for k, v in installed.items())
+        if not upgrades(upgrade, name)
+    }
     pins = [(canonicalize_name(name), spec) for name, spec in constraints.items()]
     pins += [(root.name, root.specifier) for root in roots]
     for name, specifier in pins:
@@ -361,7 +372,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         *,
         constraints: Mapping[str, SpecifierSet],
         pre: bool,
-        upgrade: bool,
+        upgrade: bool | Collection[str],
         installed: Mapping[str, Version],
         no_deps: bool,
         hints: Hints | None = None,
@@ -547,7 +558,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         specifiers = self.specifiers(name, reqs)
         releases = self.in_range(name, specifiers)
         current = self.installed.get(name)
-        if not self.upgrade and current is not None:
+        if not upgrades(self.upgrade, name) and current is not None:
             first = [r for r in releases if r.version == current]
             releases = first + [r for r in releases if r.version != current]
 
@@ -737,6 +748,14 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             if name in self.constraints:
                 origins += f"; constraint {name}{self.constraints[name]}"
             clashes.append(f"{name} ({origins}); available: {versions}")
+        alone = [info for infos in by_name.values() for info in infos]
+        if (
+            len(alone) == 1
+            and alone[0].parent is None
+            and alone[0].requirement.name not in self.constraints
+        ):
+            # One requirement, asked for, and no release in its range: nothing conflicts.
+            return PackageNotFound(f"no release of {clashes[0]}")
         return ResolutionConflict(f"the requirements conflict: {'; '.join(clashes)}")
 
     def _python_too_old(
