@@ -228,6 +228,7 @@ def test_missing_python_is_named(tmp_path: Path) -> None:
     for command in (
         ["list"],
         ["freeze"],
+        ["check"],
         ["uninstall", "-y", "alpha"],
         ["recover"],
         ["install", "--dry-run", "alpha"],
@@ -245,6 +246,7 @@ def test_silent_python_times_out(tmp_path: Path) -> None:
     for command in (
         ["list"],
         ["freeze"],
+        ["check"],
         ["uninstall", "-y", "alpha"],
         ["recover"],
         ["install", "--dry-run", "alpha"],

@@ -474,3 +474,37 @@ def test_upgrade_package_upgrades_that_one_only(tmp_path: Path) -> None:
     bad = wheelwise([*args, "-P", "not a name"], tmp_path / "cache")
     assert bad.returncode == 2
     assert "--upgrade-package 'not a name': not a project name" in bad.stderr
+
+
+def test_check_and_the_warning_after_an_install_that_breaks_another(tmp_path: Path) -> None:
+    """An install that replaces ``alpha`` which ``gamma`` pins: a warning line, as
+    pip warns; ``wheelwise check`` lists it and exits 1, as pip check."""
+    from indexkit import demo_wheel
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    demo_wheel(wheels, "alpha-1.0-py3-none-any.whl")
+    demo_wheel(wheels, "alpha-1.1-py3-none-any.whl")
+    demo_wheel(
+        wheels,
+        "gamma-1.0-py3-none-any.whl",
+        requires_dist=["alpha==1.0", "zeta; python_version < '3'"],
+    )
+    python = make_venv(tmp_path / "venv")
+    args = ["install", "--python", str(python), "--no-index", "-f", str(wheels)]
+    assert wheelwise([*args, "gamma"], tmp_path / "cache").returncode == 0
+    clean = wheelwise(["check", "--python", str(python)], tmp_path / "cache")
+    assert (clean.returncode, clean.stdout) == (0, "no broken requirements found\n")
+    upgraded = wheelwise([*args, "alpha==1.1"], tmp_path / "cache")
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert upgraded.stderr == (
+        "wheelwise: warning: gamma 1.0 requires alpha==1.0, but alpha 1.1 is installed "
+        "(wheelwise check lists every such requirement)\n"
+    )
+    broken = wheelwise(["check", "--python", str(python)], tmp_path / "cache")
+    assert broken.returncode == 1
+    assert broken.stdout == "gamma 1.0 requires alpha==1.0, but alpha 1.1 is installed\n"
+    gone = wheelwise(["uninstall", "-y", "--python", str(python), "alpha"], tmp_path / "cache")
+    assert gone.returncode == 0, gone.stderr
+    missing = wheelwise(["check", "--python", str(python)], tmp_path / "cache")
+    assert missing.stdout == "gamma 1.0 requires alpha==1.0, which is not installed\n"

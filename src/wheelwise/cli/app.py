@@ -12,6 +12,7 @@ from wheelwise import __version__
 COMMANDS = {
     "build": "wheelwise.cli.build_cmd:build",
     "cache": "wheelwise.cli.cache_cmd:cache",
+    "check": "wheelwise.cli.list_cmd:check",
     "detect": "wheelwise.cli.detect_cmd:detect",
     "doctor": "wheelwise.cli.doctor_cmd:doctor",
     "download": "wheelwise.cli.download_cmd:download",

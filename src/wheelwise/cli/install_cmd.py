@@ -733,6 +733,33 @@ def install(
             verbose=target.verbose,
             elapsed=time.perf_counter() - started,
         )
+        _warn_broken(outcome)
+
+
+def _warn_broken(outcome: InstallOutcome) -> None:
+    """After an install that replaced distributions: a warning for each requirement
+    of another installed distribution that the new versions no longer meet, as pip
+    warns (the resolver only looks at what it was asked to install)."""
+    report = outcome.report
+    if report is None:
+        return
+    before = {dist.name: dist.version for dist in report.removed}
+    # A version replaced by another; the same version installed again breaks nothing.
+    changed = {
+        dist.name
+        for dist in report.installed
+        if dist.name in before and before[dist.name] != dist.version
+    }
+    if not changed:
+        return
+    from wheelwise.environment.installed import list_installed
+    from wheelwise.environment.satisfied import unmet_requirements
+
+    every = {dist.name: dist for dist in list_installed(outcome.environment)}
+    markers = outcome.environment.markers
+    for line in unmet_requirements(every, markers, names=sorted(changed)):
+        if line.split(" ", 1)[0] not in changed:  # what was resolved fits together
+            warn(f"{line} (wheelwise check lists every such requirement)")
 
 
 def _all_references(requirements: Sequence[str]) -> bool:

@@ -1,4 +1,4 @@
-"""``wheelwise list`` and ``wheelwise freeze``: what an environment holds."""
+"""``wheelwise list``, ``freeze`` and ``check``: what an environment holds."""
 
 from __future__ import annotations
 
@@ -131,3 +131,24 @@ def _freeze(dists: list[InstalledDist], editables: list[str | None]) -> None:
         else:
             line = direct_reference(dist) or f"{dist.name}=={dist.version}"
         click.echo(line + (f"  # variant {dist.variant}" if dist.variant else ""))
+
+
+@click.command()
+@_python_option("Check")
+@location_options("Check")
+@input_errors
+@install_errors
+def check(python: str | None, target_dir: Path | None, prefix_dir: Path | None, user: bool) -> None:
+    """Say which installed distributions require what is not installed, or not in
+    the range they ask for, as pip check does (exit 1 when any)."""
+    environment = _environment(python, target_dir, prefix_dir, user)
+    from wheelwise.environment.installed import list_installed
+    from wheelwise.environment.satisfied import unmet_requirements
+
+    env: Any = environment()
+    problems = unmet_requirements({d.name: d for d in list_installed(env)}, env.markers)
+    for line in problems:
+        click.echo(line)
+    if problems:
+        raise click.exceptions.Exit(1)
+    click.echo("no broken requirements found")

@@ -34,7 +34,7 @@ from wheelwise.userfiles import read_regular_file
 from wheelwise.variants.markers import VARIANT_MARKERS
 from wheelwise.wheels.core_metadata import CoreMetadata, CoreMetadataError, read_core_metadata
 
-__all__ = ["installed_closure"]
+__all__ = ["installed_closure", "unmet_requirements"]
 
 # A requirement whose whole marker is ``extra == "NAME"``: needed for that extra only.
 _ONLY_EXTRA = re.compile(r"""; *extra *== *(["'])([A-Za-z0-9._-]+)\1 *$""")
@@ -161,3 +161,49 @@ def _metadata(dist: InstalledDist) -> CoreMetadata:
         return read_core_metadata(data, body=False)
     except (OSError, CoreMetadataError):
         raise _Undecided from None
+
+
+def unmet_requirements(
+    installed: Mapping[str, InstalledDist],
+    environment: Mapping[str, str],
+    *,
+    names: Sequence[str] | None = None,
+) -> list[str]:
+    """What ``pip check`` reports: each requirement of an installed distribution
+    (not of its extras; markers read with *environment*) that no installed
+    distribution meets, as a line; only of those that require one of *names*, when
+    given. What this cannot decide alone (a marker on a variant property, metadata
+    that does not read) is left out."""
+    problems = []
+    for dist in sorted(installed.values(), key=lambda one: one.name):
+        try:
+            metadata = _metadata(dist)
+        except _Undecided:
+            continue
+        for text in metadata.requires_dist:
+            try:
+                requirement = _applies(text, environment, "")
+            except _Undecided:
+                continue
+            if requirement is None:
+                continue
+            name = canonicalize_name(requirement.name)
+            if names is not None and name not in names:
+                continue
+            wanted = f"{requirement.name}{requirement.specifier}"
+            other = installed.get(name)
+            if other is None:
+                problems.append(
+                    f"{dist.name} {dist.version} requires {wanted}, which is not installed"
+                )
+                continue
+            try:
+                version = Version(other.version)
+            except InvalidVersion:
+                continue
+            if not requirement.specifier.contains(version, prereleases=True):
+                problems.append(
+                    f"{dist.name} {dist.version} requires {wanted}, but {other.name} "
+                    f"{other.version} is installed"
+                )
+    return problems
