@@ -72,7 +72,6 @@ def test_requirements_file_build_options(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("--prefer-binary\n", "option --prefer-binary is not supported"),
-        ("--trusted-host example.org\n", "option --trusted-host is not supported"),
         ("-e\n", "-e needs a value"),
         ("-r\n", "-r needs a value"),
         ("-r missing.txt\n", "requirements file not found"),
@@ -84,6 +83,20 @@ def test_requirements_file_errors(tmp_path: Path, text: str, message: str) -> No
     path.write_text(text)
     with pytest.raises(RequirementsFileError, match=message):
         read_requirements(path)
+
+
+def test_requirements_file_flags(tmp_path: Path) -> None:
+    """pip's flags in a requirements file; --trusted-host read and left alone."""
+    path = tmp_path / "r.txt"
+    path.write_text("--pre\n--no-index\n--require-hashes\n--trusted-host example.org\nx\n")
+    found = read_requirements(path)
+    assert (found.pre, found.no_index, found.require_hashes) == (True, True, True)
+    assert found.ignored == [
+        f"{path}:4: --trusted-host ignored: certificates are always "
+        "verified for https, and http needs no trust (an index on http "
+        "is read as it is)"
+    ]
+    assert found.requirements == ["x"]
 
 
 def test_requirements_file_hashes(tmp_path: Path) -> None:

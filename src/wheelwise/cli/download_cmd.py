@@ -121,6 +121,10 @@ def download(
     from wheelwise.install.options import InstallOptions
 
     files = read_requirement_files(requirement_files, constraint_files)
+    # What the files' own options say, as pip reads them.
+    no_index, pre = no_index or files.no_index, pre or files.pre
+    for line in files.ignored:
+        warn(line)
     configured = configured_indexes()
     wanted = [*requirements, *files.requirements]
     if not wanted:
@@ -164,7 +168,7 @@ def download(
         refresh=refresh,
         warn=warn,
         formats=format_policy(files, only_binary, no_binary),
-        require_hashes=bool(files.hashes),
+        require_hashes=files.require_hashes or bool(files.hashes),
         hashes=files.hashes,
     )
     saved = run_download(options, target, dest, env=env)

@@ -680,6 +680,10 @@ def install(
         from wheelwise.cli.inputs import read_requirement_files
 
         files = read_requirement_files(requirement_files, constraint_files)
+        # What the files' own options say, as pip reads them.
+        no_index, pre = no_index or files.no_index, pre or files.pre
+        for line in files.ignored:
+            warn(line)
         wanted = [*requirements, *files.requirements]
         all_editables = [*editables, *files.editables]
         if not wanted and not all_editables:
@@ -717,7 +721,7 @@ def install(
             formats=format_policy(files, only_binary, no_binary),
             build_isolation=not no_build_isolation,
             # A --hash on any requirement turns hash-checking on, as in pip and uv.
-            require_hashes=base.require_hashes or bool(files.hashes),
+            require_hashes=base.require_hashes or files.require_hashes or bool(files.hashes),
             hashes=files.hashes,
         )
         started = time.perf_counter()

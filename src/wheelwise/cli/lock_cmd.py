@@ -146,6 +146,10 @@ def lock(
     from wheelwise.lock import read_pylock, write_pylock
 
     files = read_requirement_files(requirement_files, constraint_files)
+    # What the files' own options say, as pip reads them.
+    no_index, pre = no_index or files.no_index, pre or files.pre
+    for line in files.ignored:
+        warn(line)
     configured = configured_indexes()
     wanted = [*requirements, *files.requirements]
     if not wanted:

@@ -4,7 +4,9 @@ Understood: requirement lines, blank lines and ``#`` comments, line continuation
 (``\\``), ``-r``/``--requirement`` and ``-c``/``--constraint`` (relative to the file
 that names them), ``-i``/``--index-url``, ``--extra-index-url``,
 ``-f``/``--find-links``, ``-e``/``--editable`` (a relative folder from the file's
-own), ``--only-binary`` and ``--no-binary``. Any other option is an error naming the file and line.
+own), ``--only-binary``, ``--no-binary``, and the flags ``--pre``, ``--no-index`` and
+``--require-hashes``; ``--trusted-host`` is read and left alone (a warning says why).
+Any other option is an error naming the file and line.
 A requirement may be followed by ``--hash=ALGORITHM:HEX`` options (sha256, sha384 or
 sha512; one per file the project may install, as ``pip-compile --generate-hashes``
 and ``uv pip compile --generate-hashes`` write them): they turn on hash-checking
@@ -45,6 +47,17 @@ _OPTIONS = {
     "--only-binary": "only_binary",
     "--no-binary": "no_binary",
 }
+# Options that take no value: pip's, as its requirements files write them.
+_FLAGS = {
+    "--pre": "pre",
+    "--no-index": "no_index",
+    "--require-hashes": "require_hashes",
+}
+# Options read and left alone, each with why (the command warns once).
+_IGNORED = {
+    "--trusted-host": "certificates are always verified for https, and http needs no "
+    "trust (an index on http is read as it is)",
+}
 _MAX_DEPTH = 20
 # ``--hash=sha256:HEX`` or ``--hash sha256:HEX`` after a requirement.
 _HASH_OPTION = re.compile(r"\s--hash(?:=|\s+)(\S*)")
@@ -70,6 +83,11 @@ class RequirementsSet:
     editables: list[str] = field(default_factory=list)
     only_binary: list[str] = field(default_factory=list)
     no_binary: list[str] = field(default_factory=list)
+    pre: bool = False
+    no_index: bool = False
+    require_hashes: bool = False
+    # Options read and not acted on: a line each, for the command to warn with.
+    ignored: list[str] = field(default_factory=list)
     # The --hash options of each requirement (by its text in ``requirements``):
     # lower-case algorithm and hex digest pairs, any one of which a file may have.
     hashes: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
@@ -181,12 +199,19 @@ def read_requirements(
             (result.constraints if constraint else result.requirements).append(line)
             continue
         option, value = split
+        flag = _FLAGS.get(option)
+        if flag is not None and not value:
+            setattr(result, flag, True)
+            continue
+        if option in _IGNORED:
+            result.ignored.append(f"{where}: {option} ignored: {_IGNORED[option]}")
+            continue
         kind = _OPTIONS.get(option)
         if kind is None:
             raise RequirementsFileError(
                 f"{where}: option {option} is not supported in requirements files "
                 "(supported: -r, -c, -e, --index-url, --extra-index-url, --find-links, "
-                "--only-binary, --no-binary)"
+                "--no-index, --pre, --only-binary, --no-binary, --require-hashes)"
             )
         if not value:
             raise RequirementsFileError(f"{where}: {option} needs a value")
