@@ -508,3 +508,27 @@ def test_check_and_the_warning_after_an_install_that_breaks_another(tmp_path: Pa
     assert gone.returncode == 0, gone.stderr
     missing = wheelwise(["check", "--python", str(python)], tmp_path / "cache")
     assert missing.stdout == "gamma 1.0 requires alpha==1.0, which is not installed\n"
+
+
+def test_an_extra_the_release_does_not_provide_is_said(tmp_path: Path) -> None:
+    from wheelfactory import make_wheel
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    metadata = (
+        b"Metadata-Version: 2.1\nName: eps\nVersion: 1.0\nProvides-Extra: fancy\n"
+        b"Requires-Dist: zeta; extra == 'fancy'\n"
+    )
+    make_wheel(
+        wheels,
+        "eps-1.0-py3-none-any.whl",
+        record=True,
+        extra_members={"eps-1.0.dist-info/METADATA": metadata},
+    )
+    python = make_venv(tmp_path / "venv")
+    args = ["install", "--python", str(python), "--no-index", "-f", str(wheels), "eps[Nope]"]
+    result = wheelwise(args, tmp_path / "cache")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "wheelwise: warning: eps 1.0 has no extra 'nope': nothing was added for it\n"
+    )

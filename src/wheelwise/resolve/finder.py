@@ -101,11 +101,17 @@ def requires_python(metadata: bytes) -> str | None:
     return _fields(metadata)[1]
 
 
+def provides_extra(metadata: bytes) -> frozenset[str]:
+    """The ``Provides-Extra`` names of a core metadata file, normalized."""
+    return _fields(metadata)[2]
+
+
 @functools.lru_cache(maxsize=64)
-def _fields(metadata: bytes) -> tuple[tuple[str, ...], str | None]:
-    """Both, from one reading: the resolver asks for both of each wheel it pins."""
+def _fields(metadata: bytes) -> tuple[tuple[str, ...], str | None, frozenset[str]]:
+    """All three, from one reading: the resolver asks for them of each wheel it pins."""
     found = read_core_metadata(metadata, body=False)
-    return tuple(found.requires_dist), found.first("Requires-Python") or None
+    extras = frozenset(canonicalize_name(e) for e in found.values("Provides-Extra"))
+    return tuple(found.requires_dist), found.first("Requires-Python") or None, extras
 
 
 class IndexRelease:
@@ -253,6 +259,15 @@ class IndexFinder:
 
     def dependencies(self, file: WheelFile) -> list[str]:
         return requires_dist(self.core_metadata(file))
+
+    def missing_extras(
+        self, file: WheelFile, extras: frozenset[str], metadata: bytes | None = None
+    ) -> frozenset[str]:
+        """Those of *extras* (normalized) that *file*'s metadata (*metadata*, else
+        read here) does not provide; none when it lists no ``Provides-Extra`` at all
+        (older metadata leaves them out)."""
+        provided = provides_extra(self.core_metadata(file) if metadata is None else metadata)
+        return extras - provided if provided else frozenset()
 
     def python_excluded(self, file: WheelFile, metadata: bytes | None = None) -> str | None:
         """The ``Requires-Python`` of *file*'s own metadata (*metadata*, else read

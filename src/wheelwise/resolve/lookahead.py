@@ -148,6 +148,10 @@ class Lookahead:
             return requires_dist(found)
         return self.finder.dependencies(file)
 
+    def missing_extras(self, file: WheelFile, extras: frozenset[str]) -> frozenset[str]:
+        """:meth:`IndexFinder.missing_extras`, from the metadata fetched ahead."""
+        return self.finder.missing_extras(file, extras, self.core_metadata(file))
+
     def python_excluded(self, file: WheelFile) -> str | None:
         """:meth:`IndexFinder.python_excluded`, from the metadata fetched ahead."""
         if _index_file(file).requires_python:

@@ -394,6 +394,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self.pre_fallback: set[NormalizedName] = set()
         # Projects whose releases the resolver works back through (see _looking_ahead).
         self.working_back: set[str] = set()
+        # Extras asked of a release whose metadata does not provide them.
+        self.unknown_extras: set[tuple[NormalizedName, Version, str]] = set()
         # Yanked releases offered because they are pinned, with the yank reasons.
         self.yanked_pins: dict[tuple[NormalizedName, Version], str | None] = {}
         # Locking: per candidate (identifier, version), each dependency's name and
@@ -465,6 +467,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
     def notes(self, resolution: Resolution) -> tuple[str, ...]:
         """What to tell about the chosen releases (see Resolution.notes)."""
         notes = []
+        for name, version, extra in sorted(self.unknown_extras):
+            if name in resolution and resolution[name].version == version:
+                notes.append(f"{name} {version} has no extra {extra!r}: nothing was added for it")
         for package in resolution:
             if (package.name, package.version) in self.yanked_pins:
                 reason = self.yanked_pins[(package.name, package.version)]
@@ -653,6 +658,10 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             ):
                 deps.append(requirement)
         self._prefetch(deps)
+        missing = getattr(self.finder, "missing_extras", None)  # optional: a Finder's
+        if candidate.extras and missing is not None:
+            for extra in sorted(missing(selection.file, frozenset(candidate.extras))):
+                self.unknown_extras.add((candidate.name, candidate.version, extra))
         excluded = getattr(self.finder, "python_excluded", None)  # optional: a Finder's
         needs = excluded(selection.file) if excluded is not None else None
         if needs is not None:
