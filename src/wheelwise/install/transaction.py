@@ -45,7 +45,7 @@ from packaging.utils import canonicalize_name
 from wheelwise.cache.unpacked import UnpackedWheel, changed_entries
 from wheelwise.delete_tree import delete_tree
 from wheelwise.environment.dist_files import RemovableFiles, removable_files
-from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
+from wheelwise.environment.installed import InstalledDist, find_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.install.cache_entry import EntrySource, build_entry
@@ -502,10 +502,13 @@ class _Body:
         wheels: Sequence[VerifiedWheel],
         remove: Sequence[str],
         ahead: tuple[PlacingAhead, VerifiedWheel] | None = None,
+        *,
+        missing_ok: bool = False,
     ) -> None:
         self.env = env
         self.wheels = wheels
         self.remove = remove
+        self.missing_ok = missing_ok  # a name of *remove* not installed is skipped
         # A wheel of *wheels* a head start is placing already, and that head start.
         self.ahead = ahead
 
@@ -530,6 +533,8 @@ class _Body:
         present = find_installed(self.env, [*self.remove, *replaced])
         for name in self.remove:
             dist = present.get(canonicalize_name(name))
+            if dist is None and self.missing_ok:
+                continue
             if dist is None:
                 raise InstallError(f"cannot remove {name}: it is not installed")
             transaction.remove(dist)
@@ -713,8 +718,5 @@ def uninstall(
     """
     _check_managed(env, break_system_packages)
     wanted = list(dict.fromkeys(canonicalize_name(name) for name in names))
-    if missing_ok:
-        installed = {dist.name for dist in list_installed(env)}
-        wanted = [name for name in wanted if name in installed]
-    report = _run(env, lock_timeout, _Body(env, (), wanted), warn)
+    report = _run(env, lock_timeout, _Body(env, (), wanted, missing_ok=missing_ok), warn)
     return [dist.name for dist in report.removed]
