@@ -532,3 +532,27 @@ def test_an_extra_the_release_does_not_provide_is_said(tmp_path: Path) -> None:
     assert result.stderr == (
         "wheelwise: warning: eps 1.0 has no extra 'nope': nothing was added for it\n"
     )
+
+
+def test_uninstall_the_projects_a_requirements_file_names(tmp_path: Path) -> None:
+    from indexkit import demo_wheel
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for name in ("alpha", "beta", "gamma"):
+        demo_wheel(wheels, f"{name}-1.0-py3-none-any.whl")
+    python = make_venv(tmp_path / "venv")
+    args = ["install", "--python", str(python), "--no-index", "-f", str(wheels)]
+    assert wheelwise([*args, "alpha", "beta", "gamma"], tmp_path / "cache").returncode == 0
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(
+        f"Alpha==1.0 --hash=sha256:{'0' * 64}\nbeta#cpu ; python_version > '3'\n"
+    )
+    removed = wheelwise(
+        ["uninstall", "-y", "--python", str(python), "-r", str(requirements)], tmp_path / "cache"
+    )
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.splitlines() == ["uninstalled alpha", "uninstalled beta"]
+    nothing = wheelwise(["uninstall", "-y", "--python", str(python)], tmp_path / "cache")
+    assert nothing.returncode == 2
+    assert "nothing to uninstall: give NAME... or -r FILE" in nothing.stderr

@@ -740,6 +740,33 @@ def install(
         _warn_broken(outcome)
 
 
+def _named_in(requirement_files: Sequence[Path]) -> list[str]:
+    """The project names the requirements in *requirement_files* name (their
+    versions, markers and hashes do not matter to an uninstall, as in pip)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from wheelwise.cli.inputs import read_requirement_files
+    from wheelwise.resolve.direct import parse_direct
+    from wheelwise.resolve.variant_requirement import split_variant_label
+
+    files = read_requirement_files(requirement_files, ())
+    for editable in files.editables:
+        warn(f"-e {editable}: not uninstalled from a requirements file; give its project name")
+    found: list[str] = []
+    for text in files.requirements:
+        reference = parse_direct(text)
+        if reference is not None:
+            if reference.name is None:
+                raise InputError(f"{text!r}: name the project to uninstall (NAME @ URL)")
+            found.append(reference.name)
+            continue
+        try:
+            found.append(Requirement(split_variant_label(text).requirement).name)
+        except InvalidRequirement as exc:
+            raise InputError(f"{text!r}: not a requirement ({exc})") from None
+    return found
+
+
 def _warn_broken(outcome: InstallOutcome) -> None:
     """After an install that replaced distributions: a warning for each requirement
     of another installed distribution that the new versions no longer meet, as pip
@@ -966,9 +993,17 @@ def _environment(
 
 
 @click.command()
-@click.argument("names", nargs=-1, required=True)
+@click.argument("names", nargs=-1)
 @_python_option("Uninstall")
 @location_options("Uninstall")
+@click.option(
+    "-r",
+    "--requirement",
+    "requirement_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Uninstall the projects a requirements file names (repeatable), as pip's -r.",
+)
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "-q",
@@ -990,6 +1025,7 @@ def uninstall(
     target_dir: Path | None,
     prefix_dir: Path | None,
     user: bool,
+    requirement_files: tuple[Path, ...],
     yes: bool,
     quiet: bool,
     break_system_packages: bool,
@@ -1000,6 +1036,11 @@ def uninstall(
     from packaging.utils import canonicalize_name
 
     from wheelwise.install.transaction import uninstall as remove
+
+    if requirement_files:
+        names = (*names, *_named_in(requirement_files))
+    if not names:
+        raise InputError("nothing to uninstall: give NAME... or -r FILE")
 
     env = environment()
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
