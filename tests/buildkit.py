@@ -70,6 +70,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             path = os.path.join(root, n)
             with open(path, "rb") as f:
                 files[os.path.relpath(path, "src").replace(os.sep, "/")] = f.read()
+    if config_settings:
+        package = c["name"].replace("-", "_")
+        files[package + "/_config.py"] = ("CONFIG = %r\n" % (dict(config_settings),)).encode()
     against = c.get("built_against")
     if against:
         module = __import__(against)

@@ -242,6 +242,27 @@ def test_a_hash_in_a_direct_url_is_checked(index: str, tmp_path: Path) -> None:
     }
 
 
+def test_config_settings_reach_the_backend(index: str, tmp_path: Path) -> None:
+    """``-C KEY=VALUE`` (pip's and uv's): PEP 517 config_settings for the build, a
+    key given twice a list; another setting is another build, kept apart."""
+    cache = tmp_path / "cache"
+    archive = sdist(project(tmp_path / "t" / "cfg", "cfg", "1.0"), tmp_path / "dist", "cfg", "1.0")
+    python = make_venv(tmp_path / "venv")
+    args = [str(archive), "-C", "mode=fast", "-C", "flag=a", "-C", "flag=b"]
+    result = _install(python, index, cache, *args)
+    assert result.returncode == 0, result.stderr
+    shown = run_python(python, "import cfg._config as c; print(c.CONFIG)")
+    assert shown.stdout.strip() == "{'mode': 'fast', 'flag': ['a', 'b']}"
+    again = _install(python, index, cache, str(archive), "--reinstall", "-C", "mode=slow")
+    assert again.returncode == 0, again.stderr
+    assert "building" in again.stderr  # not the wheel kept for mode=fast
+    shown = run_python(python, "import cfg._config as c; print(c.CONFIG)")
+    assert shown.stdout.strip() == "{'mode': 'slow'}"
+    bad = _install(python, index, cache, str(archive), "-C", "novalue")
+    assert bad.returncode == 2
+    assert "-C 'novalue': expected KEY=VALUE" in bad.stderr
+
+
 def test_editable_install_lists_and_uninstalls(index: str, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     python = make_venv(tmp_path / "venv")

@@ -610,6 +610,15 @@ def _lock_among(
 )
 @format_options
 @click.option(
+    "-C",
+    "--config-settings",
+    "config_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A PEP 517 config setting for every build backend (repeatable; a key given "
+    "again makes a list), as pip's and uv's -C.",
+)
+@click.option(
     "--no-build-isolation",
     is_flag=True,
     help="Build source distributions and projects in the target environment, which must "
@@ -633,6 +642,7 @@ def install(
     reinstall: bool,
     reinstall_package: tuple[str, ...],
     upgrade_package: tuple[str, ...],
+    config_settings: tuple[str, ...],
     no_index: bool,
     editables: tuple[str, ...],
     only_binary: tuple[str, ...],
@@ -720,6 +730,7 @@ def install(
             editables=all_editables,
             formats=format_policy(files, only_binary, no_binary),
             build_isolation=not no_build_isolation,
+            config_settings=parse_config_settings(config_settings),
             # A --hash on any requirement turns hash-checking on, as in pip and uv.
             require_hashes=base.require_hashes or files.require_hashes or bool(files.hashes),
             hashes=files.hashes,
@@ -738,6 +749,25 @@ def install(
             elapsed=time.perf_counter() - started,
         )
         _warn_broken(outcome)
+
+
+def parse_config_settings(given: Sequence[str]) -> dict[str, str | list[str]]:
+    """``-C KEY=VALUE`` options as PEP 517's config_settings: a key given again makes
+    a list of its values, as pip makes it."""
+    settings: dict[str, str | list[str]] = {}
+    for text in given:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"-C {text!r}: expected KEY=VALUE")
+        key = key.strip()
+        found = settings.get(key)
+        if found is None:
+            settings[key] = value
+        elif isinstance(found, list):
+            found.append(value)
+        else:
+            settings[key] = [found, value]
+    return settings
 
 
 def _named_in(requirement_files: Sequence[Path]) -> list[str]:

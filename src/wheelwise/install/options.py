@@ -53,6 +53,8 @@ class InstallOptions:
     upgrade: bool = False
     # -P NAME: these (normalized names) upgraded, the rest kept as --upgrade would not.
     upgrade_packages: frozenset[str] = frozenset()
+    # PEP 517 config_settings for every build (-C KEY=VALUE; a key given twice: a list).
+    config_settings: Mapping[str, str | list[str]] = field(default_factory=dict)
     pre: bool = False
     no_deps: bool = False
     python: Path | None = None

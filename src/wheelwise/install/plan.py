@@ -488,6 +488,7 @@ def source_builder(
         chain=options.build_chain,
         told=options.on_build,
         output=options.build_output,
+        config_settings=options.config_settings,
     )
 
 

@@ -19,9 +19,10 @@ whose build needs itself (directly or not) is refused, naming the chain.
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -79,6 +80,7 @@ class SourceBuilder:
         chain: tuple[str, ...] = (),
         told: Callable[[str], None] | None = None,
         output: Callable[[str], None] | None = None,
+        config_settings: Mapping[str, str | list[str]] | None = None,
     ) -> None:
         self.env = env
         self._scratch = scratch
@@ -90,6 +92,9 @@ class SourceBuilder:
         # Hears "building ..." before each build, and each line a backend prints.
         self.told = told
         self.output = output
+        # PEP 517's config_settings for every backend (-C KEY=VALUE): part of the key
+        # of what is kept, as another build comes of them.
+        self.config_settings = dict(config_settings or {})
         self._count = itertools.count(1)
 
     @property
@@ -129,7 +134,8 @@ class SourceBuilder:
         *expect*, the wheel must be of that project and version."""
         self._check_chain(expect[0] if expect else None, origin)
         digest = sha256 or file_sha256(archive)
-        key = built_key(digest, str(self.env.tags[0]), self.machine)
+        settings = json.dumps(self.config_settings, sort_keys=True) if self.config_settings else ""
+        key = built_key(digest, str(self.env.tags[0]), self.machine + settings)
         if self.store is not None:
             found = self.store.find(key)
             if found is not None:
@@ -175,6 +181,7 @@ class SourceBuilder:
             name=origin,
             scratch=self.folder,
             output=self.output,
+            config_settings=self.config_settings or None,
         )
 
     def _checked(

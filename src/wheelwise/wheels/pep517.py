@@ -152,9 +152,11 @@ def build_plain_wheel(
     editable: bool = False,
     name: str | None = None,
     scratch: Path | None = None,
+    config_settings: Mapping[str, str | list[str]] | None = None,
 ) -> Path:
     """Build an ordinary wheel of *source_dir* into *wheel_dir* with its PEP 517 backend
-    (an editable one, PEP 660, with *editable*).
+    (an editable one, PEP 660, with *editable*), given *config_settings* (pip's and
+    uv's ``-C KEY=VALUE``).
 
     With *isolation*, the build requirements go into a fresh virtual environment:
     of *python* and installed by *install* when given (wheelwise's installer), else
@@ -191,24 +193,25 @@ def build_plain_wheel(
                     _install_with(
                         install,
                         venv.python_executable,
-                        builder.get_requires_for_build(distribution),
+                        builder.get_requires_for_build(distribution, config_settings),
                     )
                     hook = f"build_{distribution}"
-                    built = builder.build(distribution, wheel_dir)
+                    built = builder.build(distribution, wheel_dir, config_settings)
             elif isolation:
                 with build.env.DefaultIsolatedEnv() as env:
                     builder = build.ProjectBuilder.from_isolated_env(env, source_dir, runner=runner)
                     _install(env, builder.build_system_requires)
-                    _install(env, builder.get_requires_for_build(distribution))
+                    _install(env, builder.get_requires_for_build(distribution, config_settings))
                     hook = f"build_{distribution}"
-                    built = builder.build(distribution, wheel_dir)
+                    built = builder.build(distribution, wheel_dir, config_settings)
             else:
                 builder = build.ProjectBuilder(
                     source_dir, python_executable=python or sys.executable, runner=runner
                 )
                 if python is None:  # the check reads this interpreter's distributions
                     missing = sorted(
-                        " -> ".join(chain) for chain in builder.check_dependencies(distribution)
+                        " -> ".join(chain)
+                        for chain in builder.check_dependencies(distribution, config_settings)
                     )
                     if missing:
                         raise BuildError(
@@ -217,7 +220,7 @@ def build_plain_wheel(
                             "or build in an isolated environment"
                         )
                 hook = f"build_{distribution}"
-                built = builder.build(distribution, wheel_dir)
+                built = builder.build(distribution, wheel_dir, config_settings)
         except build.BuildBackendException as exc:
             cause = exc.exception
             if isinstance(cause, pyproject_hooks.BackendUnavailable):
