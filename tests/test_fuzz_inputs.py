@@ -344,10 +344,8 @@ def test_query_answers_of_any_shape_make_an_environment_or_one_error(
 
     changed = {**_ANSWER, key: value}
     for answer in (changed, raw):
-        outcome = attempt(
-            lambda answer=answer: environment_of(json.dumps(answer).encode(), Path("py")),
-            EnvironmentQueryError,
-        )
+        call = functools.partial(environment_of, json.dumps(answer).encode(), Path("py"))
+        outcome = attempt(call, EnvironmentQueryError)
         assert not isinstance(outcome, Exception) or "\n" not in str(outcome)
 
 
