@@ -22,8 +22,9 @@ _MARKS = {"ok": "[green]ok[/]", "warning": "[yellow]warning[/]", "error": "[red]
 @click.option(
     "--python",
     type=click.Path(path_type=str),
-    help="Check this interpreter's environment (default: the running one). A path, or a "
-    "bare name looked up on PATH when no such file is here.",
+    help="Check this interpreter's environment (default: the activated virtual "
+    "environment, $VIRTUAL_ENV, else the running interpreter's). A path, a virtual "
+    "environment's folder, or a bare name looked up on PATH when no such file is here.",
 )
 @click.option(
     "--system",

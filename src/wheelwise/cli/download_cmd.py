@@ -37,8 +37,8 @@ from wheelwise.cli.options import (
 @click.option(
     "--python",
     type=click.Path(path_type=str),
-    help="Download for this interpreter (default: the running one); with --python-version "
-    "or --platform, the one that gives what they leave out.",
+    help="Download for this interpreter (default: $VIRTUAL_ENV's, else the running one); "
+    "with --python-version or --platform, the one that gives what they leave out.",
 )
 @click.option(
     "--python-version",

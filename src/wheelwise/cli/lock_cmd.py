@@ -68,8 +68,8 @@ def lock_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
 @click.option(
     "--python",
     type=click.Path(path_type=str),
-    help="Lock for this interpreter (default: the running one); with --python-version "
-    "or --platform, the one that gives what they leave out.",
+    help="Lock for this interpreter (default: $VIRTUAL_ENV's, else the running one); "
+    "with --python-version or --platform, the one that gives what they leave out.",
 )
 @click.option(
     "--python-version",
