@@ -73,6 +73,16 @@ def test_variant_show(tmp_path: Path, damage: str) -> None:
     assert "re-download or rebuild it" in line
 
 
+@pytest.mark.parametrize("content", [b"", b"not a zip at all", b"PK\x03\x04 cut short"])
+def test_variant_show_of_a_file_without_a_label_that_is_no_wheel(
+    tmp_path: Path, content: bytes
+) -> None:
+    wheel = tmp_path / "nz-1.0-py3-none-any.whl"
+    wheel.write_bytes(content)
+    line = assert_refused(wheelwise(["variant", "show", str(wheel)], tmp_path / "c"), wheel.name)
+    assert "not a valid wheel (zip) archive" in line
+
+
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 def test_variant_make_and_strip(tmp_path: Path, damage: str) -> None:
     out = tmp_path / "out"

@@ -45,7 +45,8 @@ class WheelVariant:
 
 
 def read_wheel_variant(path: str | Path) -> WheelVariant:
-    """Parse the filename and, for a variant wheel, its variant.json."""
+    """Parse the filename and, for a variant wheel, its variant.json (any other is
+    opened too: a file that is no wheel is a WheelError)."""
     path = Path(path)
     try:
         filename = WheelFilename.parse(path.name)
@@ -55,6 +56,8 @@ def read_wheel_variant(path: str | Path) -> WheelVariant:
         what = "not a regular file (expected a file)" if path.exists() else "no such file"
         raise WheelError(f"{path}: {what}")
     if filename.variant_label is None:
+        with WheelArchive(path):  # a wheel at all: no zip, or no .dist-info, says so
+            pass
         return WheelVariant(filename, None)
     with WheelArchive(path) as archive:
         name = archive.dist_info_path(VARIANT_JSON)
