@@ -108,8 +108,7 @@ def download(
     --python-version, --platform), with their *-variants.json, into a folder that
     `wheelwise install --no-index -f DIR` installs from without a network."""
     from wheelwise.cli.inputs import load_system, read_requirement_files
-    from wheelwise.cli.install_cmd import _all_references, _variant_option, configured_indexes
-    from wheelwise.client.defaults import DEFAULT_INDEX_URL
+    from wheelwise.cli.install_cmd import _all_references, _variant_option, chosen_indexes
     from wheelwise.environment.interpreter import TargetEnvironment, default_python
     from wheelwise.environment.targets import (
         interpreter_target,
@@ -125,7 +124,7 @@ def download(
     no_index, pre = no_index or files.no_index, pre or files.pre
     for line in files.ignored:
         warn(line)
-    configured = configured_indexes()
+    indexes = chosen_indexes(index_url, extra_index_url, files, no_index)
     wanted = [*requirements, *files.requirements]
     if not wanted:
         raise InputError("nothing to download: give requirements or -r FILE")
@@ -145,12 +144,8 @@ def download(
     options = InstallOptions(
         requirements=wanted,
         constraints=files.constraints,
-        index_url=None
-        if no_index
-        else (index_url or files.index_url or configured[0] or DEFAULT_INDEX_URL),
-        extra_index_urls=[]
-        if no_index
-        else [*extra_index_url, *files.extra_index_urls, *configured[1]],
+        index_url=indexes[0],
+        extra_index_urls=indexes[1],
         find_links=[*find_links, *files.find_links],
         pre=pre,
         no_deps=no_deps,

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from wheelwise.install.plan import InstallOptions, InstallOutcome
     from wheelwise.install.transaction import InterruptedAfterCommit
     from wheelwise.resolve.decide import PlannedPackage
+    from wheelwise.resolve.reqfile import RequirementsSet
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -234,18 +235,34 @@ def _variant_option(values: tuple[str, ...]) -> dict[str, str]:
 def _configured(table: str, key: str) -> tuple[object, str]:
     """``[TABLE] KEY`` of the user's configuration file (``$WHEELWISE_CONFIG``), or
     None; and how to name the file in a message."""
-    from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
-    from wheelwise.userconfig import config_path, display_path
+    from wheelwise.userconfig import config_path
 
     path = config_path()
     try:
+        found = path.stat()
+        stamp: tuple[int, int] | None = (found.st_mtime_ns, found.st_size)
+    except OSError:
+        stamp = None
+    data, where = _configuration(path, stamp)
+    table_found = data.get(table, {})
+    return (table_found.get(key) if isinstance(table_found, dict) else None), where
+
+
+@functools.lru_cache(maxsize=4)
+def _configuration(path: Path, stamp: tuple[int, int] | None) -> tuple[dict[str, Any], str]:
+    """The tables of the configuration file at *path* as it is at *stamp* (none when
+    there is no file), and how to name it: read once, whatever number of keys a
+    command asks for."""
+    from wheelwise.untrusted_json import UntrustedDocumentError, loads_toml
+    from wheelwise.userconfig import display_path
+
+    try:
         data = loads_toml(path.read_bytes())
     except FileNotFoundError:
-        return None, display_path(path)
+        return {}, display_path(path)
     except (OSError, UntrustedDocumentError) as exc:
         raise InputError(f"cannot read {display_path(path)}: {exc}") from None
-    found = data.get(table, {})
-    return (found.get(key) if isinstance(found, dict) else None), display_path(path)
+    return (data if isinstance(data, dict) else {}), display_path(path)
 
 
 def configured_indexes() -> tuple[str | None, list[str]]:
@@ -259,6 +276,22 @@ def configured_indexes() -> tuple[str | None, list[str]]:
     if not isinstance(extras, list) or not all(isinstance(url, str) for url in extras):
         raise InputError(f"{where}: [install] extra-index-url must be a URL or a list of URLs")
     return index, extras
+
+
+def chosen_indexes(
+    index_url: str | None,
+    extra_index_urls: Sequence[str],
+    files: RequirementsSet,
+    no_index: bool,
+) -> tuple[str | None, list[str]]:
+    """The index and the extra indexes of ``install``, ``download`` and ``lock``: the
+    command line's (and environment's), then the requirements files', then the
+    configuration file's; none with *no_index*."""
+    if no_index:
+        return None, []
+    configured, extras = configured_indexes()
+    index = index_url or files.index_url or configured or DEFAULT_INDEX_URL
+    return index, [*extra_index_urls, *files.extra_index_urls, *extras]
 
 
 def configured_link_mode() -> str | None:
@@ -698,17 +731,11 @@ def install(
         all_editables = [*editables, *files.editables]
         if not wanted and not all_editables:
             raise InputError("nothing to install: give requirements or -r FILE")
-        configured_index, configured_extras = configured_indexes()
-        extra_index_urls = [*extra_index_url, *files.extra_index_urls, *configured_extras]
-        if no_index:
-            index_url, extra_index_urls = None, []
-            if not (find_links or files.find_links) and not _all_references(wanted):
-                raise InputError(
-                    "--no-index leaves no package source: give --find-links DIR|URL, or "
-                    "drop --no-index"
-                )
-        elif index_url is None:
-            index_url = files.index_url or configured_index or DEFAULT_INDEX_URL
+        if no_index and not (find_links or files.find_links) and not _all_references(wanted):
+            raise InputError(
+                "--no-index leaves no package source: give --find-links DIR|URL, or drop --no-index"
+            )
+        index_url, extra_index_urls = chosen_indexes(index_url, extra_index_url, files, no_index)
         options = replace(
             base,
             requirements=wanted,

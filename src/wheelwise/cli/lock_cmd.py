@@ -14,7 +14,6 @@ from wheelwise.atomic_file import replace_with
 from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.inputs import read_bytes, read_requirement_files
 from wheelwise.cli.options import network_options, source_options
-from wheelwise.client.defaults import DEFAULT_INDEX_URL
 from wheelwise.client.errors import SourceError
 from wheelwise.lock.errors import LockError
 from wheelwise.models.errors import InstallError
@@ -139,7 +138,7 @@ def lock(
     refresh: bool,
 ) -> None:
     """Lock requirements into a pylock.toml (PEP 751) that lists every wheel variant."""
-    from wheelwise.cli.install_cmd import configured_indexes
+    from wheelwise.cli.install_cmd import chosen_indexes
     from wheelwise.environment.targets import parse_platform, parse_python_version
     from wheelwise.install.locking import locked_versions, run_lock
     from wheelwise.install.plan import InstallOptions
@@ -150,7 +149,7 @@ def lock(
     no_index, pre = no_index or files.no_index, pre or files.pre
     for line in files.ignored:
         warn(line)
-    configured = configured_indexes()
+    indexes = chosen_indexes(index_url, extra_index_url, files, no_index)
     wanted = [*requirements, *files.requirements]
     if not wanted:
         raise InputError("nothing to lock: give requirements or -r FILE")
@@ -179,12 +178,8 @@ def lock(
     options = InstallOptions(
         requirements=wanted,
         constraints=files.constraints,
-        index_url=None
-        if no_index
-        else (index_url or files.index_url or configured[0] or DEFAULT_INDEX_URL),
-        extra_index_urls=[]
-        if no_index
-        else [*extra_index_url, *files.extra_index_urls, *configured[1]],
+        index_url=indexes[0],
+        extra_index_urls=indexes[1],
         find_links=[*find_links, *files.find_links],
         pre=pre,
         timeout=timeout,

@@ -18,6 +18,7 @@ so that an error in a link's hashes or URL is raised then.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -245,13 +246,12 @@ def _resolve(base: str, link: str, where: str) -> tuple[str, dict[str, str]] | N
         absolute, fragment = urldefrag(urljoin(base, link))
         parts = urlsplit(absolute)
         parts.port  # noqa: B018 - raises for a port that is not a number
-        if parts.hostname:
-            parts.hostname.encode("idna")  # a name no resolver takes: "a..b"
-    except (ValueError, UnicodeError):
+    except ValueError:
+        return None
+    if parts.hostname and not _host_encodes(parts.hostname):
         return None
     scheme = parts.scheme.lower()
-    local = urlsplit(base).scheme.lower() in ("file", "")
-    if scheme not in ("http", "https") and not (scheme == "file" and local):
+    if scheme not in ("http", "https") and not (scheme == "file" and _is_local(base)):
         return None
     hashes: dict[str, str] = {}
     if fragment:
@@ -259,6 +259,23 @@ def _resolve(base: str, link: str, where: str) -> tuple[str, dict[str, str]] | N
         if sep and digest_hex_length(algorithm) is not None:
             hashes = check_hashes({algorithm: value}, where, base)
     return absolute, hashes
+
+
+# A page's links share a few hosts and one base: each asked once, not per link.
+@functools.lru_cache(maxsize=256)
+def _host_encodes(host: str) -> bool:
+    """Whether a resolver could take *host* (IDNA encodes it; not "a..b")."""
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _is_local(base: str) -> bool:
+    """Whether the page at *base* is a local file (its links may name local files)."""
+    return urlsplit(base).scheme.lower() in ("file", "")
 
 
 # -- PEP 503 HTML ----------------------------------------------------------------

@@ -22,6 +22,7 @@ __all__ = [
     "file_digests",
     "file_sha256",
     "hash_mismatch",
+    "is_digest",
     "is_trusted",
     "new_hashers",
     "trusted_hashes",
@@ -48,6 +49,21 @@ def digest_hex_length(name: str) -> int | None:
     """How many hex digits a digest of *name* (any case) has; None for an algorithm
     wheelwise cannot compute."""
     return _HEX_LENGTH.get(name.lower())
+
+
+def is_digest(name: str, value: str) -> bool:
+    """Whether *value* can be a hex digest of the algorithm *name* (any case): hex
+    digits only, as many as the algorithm gives (any number for one wheelwise cannot
+    compute)."""
+    length = digest_hex_length(name)
+    return (
+        bool(value)
+        and all(ch in _HEX_DIGITS for ch in value)
+        and (length is None or len(value) == length)
+    )
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def checked_hashes(hashes: Mapping[str, str]) -> dict[str, str]:

@@ -28,7 +28,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wheelwise.models.errors import ResolveError
-from wheelwise.policy.hashes import CHECKED, digest_hex_length
+from wheelwise.policy.hashes import CHECKED, digest_hex_length, is_digest
 
 __all__ = ["DirectReference", "parse_direct"]
 
@@ -131,9 +131,6 @@ def _local(
     )
 
 
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
-
-
 def url_hashes(url: str, text: str) -> tuple[tuple[str, str], ...]:
     """The hash a file URL's fragment gives (``#sha256=HEX``), if it gives one;
     raises ResolveError for one that cannot be a digest of its algorithm."""
@@ -144,8 +141,8 @@ def url_hashes(url: str, text: str) -> tuple[tuple[str, str], ...]:
         name = algorithm.lower()
         if not sep or name not in CHECKED:
             continue  # #egg=, #subdirectory=: not a hash
-        length = digest_hex_length(name)
-        if not _HEX.match(value) or (length is not None and len(value) != length):
+        if not is_digest(name, value):
+            length = digest_hex_length(name)
             raise ResolveError(
                 f"{text!r}: {algorithm} hash {value!r} in the URL is not a {name} digest "
                 f"({length} hexadecimal digits)"

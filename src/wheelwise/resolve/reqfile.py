@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelwise.errors import WheelwiseError
-from wheelwise.policy.hashes import digest_hex_length
+from wheelwise.policy.hashes import is_digest
 from wheelwise.resolve.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.userfiles import NotARegularFile, read_regular_file
 
@@ -63,7 +63,6 @@ _MAX_DEPTH = 20
 _HASH_OPTION = re.compile(r"\s--hash(?:=|\s+)(\S*)")
 # The algorithms pip's --hash takes (and uv's).
 HASH_ALGORITHMS = ("sha256", "sha384", "sha512")
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 
 class RequirementsFileError(ValueError, WheelwiseError):
@@ -141,8 +140,7 @@ def _hash_options(line: str, where: str) -> tuple[str, tuple[tuple[str, str], ..
         value = match.group(1)
         algorithm, _, digest = value.partition(":")
         name = algorithm.lower()
-        length = digest_hex_length(name)
-        if name not in HASH_ALGORITHMS or not _HEX.match(digest) or len(digest) != length:
+        if name not in HASH_ALGORITHMS or not is_digest(name, digest):
             raise RequirementsFileError(
                 f"{where}: --hash {value!r} is not ALGORITHM:HEX with sha256, sha384 or "
                 "sha512 (as pip-compile --generate-hashes writes it)"
