@@ -22,10 +22,10 @@ COMMANDS = {
     "list": "wheelwise.cli.list_cmd:list_cmd",
     "lock": "wheelwise.cli.lock_cmd:lock",
     "proxy": "wheelwise.cli.proxy_cmd:proxy",
-    "recover": "wheelwise.cli.install_cmd:recover",
+    "recover": "wheelwise.cli.uninstall_cmd:recover",
     "select": "wheelwise.cli.select_cmd:select",
     "sync": "wheelwise.cli.sync_cmd:sync",
-    "uninstall": "wheelwise.cli.install_cmd:uninstall",
+    "uninstall": "wheelwise.cli.uninstall_cmd:uninstall",
     "variant": "wheelwise.cli.variant_cmd:variant",
 }
 

@@ -1,4 +1,4 @@
-"""``wheelwise install``, ``list``, ``uninstall`` and ``recover``."""
+"""``wheelwise install``, and what ``sync``, ``download`` and ``lock`` share with it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 import click
 
 from wheelwise.cli.errors import InputError, input_errors, one_line, warn
+from wheelwise.cli.locations import check_location, location_options, python_option
 from wheelwise.cli.options import (
     REFRESH_HELP,
     format_options,
@@ -44,17 +45,6 @@ if TYPE_CHECKING:
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-
-def _python_option(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """``--python``, kept as typed: "./python" is that file, not a PATH lookup."""
-    return click.option(
-        "--python",
-        type=click.Path(path_type=str),
-        help=f"{verb} this interpreter's environment (default: the activated virtual "
-        "environment, $VIRTUAL_ENV, else the running interpreter's). A path, a virtual "
-        "environment's folder, or a bare name looked up on PATH when no such file is here.",
-    )
 
 
 def install_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -409,7 +399,7 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
         return func(*args, target=TargetArgs(**given), **kwargs)
 
     decorators: list[Callable[[Any], Any]] = [
-        _python_option("Install"),
+        python_option("Install"),
         click.option("--no-variant", is_flag=True, help="Install non-variant wheels only."),
         click.option(
             "--variant",
@@ -495,57 +485,6 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
     for decorator in reversed(decorators):
         wrapped = decorator(wrapped)
     return cast("Callable[..., _R]", wrapped)
-
-
-def location_options(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """``--target``, ``--prefix`` and ``--user`` (pip's and uv's), for *verb*
-    ("Install", "List", ...): where packages are, instead of the environment."""
-
-    def apply(func: Callable[_P, _R]) -> Callable[_P, _R]:
-        decorators = [
-            click.option(
-                "-t",
-                "--target",
-                "target_dir",
-                type=click.Path(path_type=Path),
-                metavar="DIR",
-                help=f"{verb} in DIR instead of the environment, as pip's --target: "
-                "packages at its top level, scripts in DIR/bin (for the interpreter "
-                "--python names).",
-            ),
-            click.option(
-                "--prefix",
-                "prefix_dir",
-                type=click.Path(path_type=Path),
-                metavar="DIR",
-                help=f"{verb} with DIR as the prefix, as pip's --prefix: "
-                "DIR/lib/pythonX.Y/site-packages, DIR/bin (the scheme of the interpreter "
-                "--python names).",
-            ),
-            click.option(
-                "--user",
-                is_flag=True,
-                help=f"{verb} in the user site of the interpreter --python names, as "
-                "pip's --user (~/.local, or $PYTHONUSERBASE).",
-            ),
-        ]
-        for decorator in reversed(decorators):
-            func = decorator(func)
-        return func
-
-    return apply
-
-
-def _location(target_dir: Path | None, prefix_dir: Path | None, user: bool) -> str | None:
-    """The location flag given, if any; an InputError for more than one."""
-    given = [
-        flag
-        for flag, value in (("--target", target_dir), ("--prefix", prefix_dir), ("--user", user))
-        if value
-    ]
-    if len(given) > 1:
-        raise InputError(f"{' and '.join(given)} cannot be used together; give one")
-    return given[0] if given else None
 
 
 # Options of `install` that choose what to install: a lock file has chosen already.
@@ -705,7 +644,7 @@ def install(
             "find_links": find_links,
         },
     )
-    location = _location(target_dir, prefix_dir, user)
+    location = check_location(target_dir, prefix_dir, user)
     if lock is not None and location is not None:
         raise InputError(
             f"{location} cannot be used with a lock file ({lock}) yet; install the lock "
@@ -795,33 +734,6 @@ def parse_config_settings(given: Sequence[str]) -> dict[str, str | list[str]]:
         else:
             settings[key] = [found, value]
     return settings
-
-
-def _named_in(requirement_files: Sequence[Path]) -> list[str]:
-    """The project names the requirements in *requirement_files* name (their
-    versions, markers and hashes do not matter to an uninstall, as in pip)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    from wheelwise.cli.inputs import read_requirement_files
-    from wheelwise.resolve.direct import parse_direct
-    from wheelwise.resolve.variant_requirement import split_variant_label
-
-    files = read_requirement_files(requirement_files, ())
-    for editable in files.editables:
-        warn(f"-e {editable}: not uninstalled from a requirements file; give its project name")
-    found: list[str] = []
-    for text in files.requirements:
-        reference = parse_direct(text)
-        if reference is not None:
-            if reference.name is None:
-                raise InputError(f"{text!r}: name the project to uninstall (NAME @ URL)")
-            found.append(reference.name)
-            continue
-        try:
-            found.append(Requirement(split_variant_label(text).requirement).name)
-        except InvalidRequirement as exc:
-            raise InputError(f"{text!r}: not a requirement ({exc})") from None
-    return found
 
 
 def _warn_broken(outcome: InstallOutcome) -> None:
@@ -1022,117 +934,6 @@ def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
     console.print(table)
     if not outcome.plan:
         console.print("nothing to install")
-
-
-# -- list, uninstall -------------------------------------------------------------------
-
-
-def _environment(
-    python: str | None,
-    target_dir: Path | None = None,
-    prefix_dir: Path | None = None,
-    user: bool = False,
-) -> Callable[[], Any]:
-    """The environment of *python* (this interpreter by default), or the location
-    the flags name (nothing is made), when the function returned is called: the
-    interpreter answers meanwhile, while the command loads what it needs."""
-    from wheelwise.environment.interpreter import TargetEnvironment
-
-    _location(target_dir, prefix_dir, user)
-    found = TargetEnvironment.start_query(python).result if python else TargetEnvironment.current
-
-    def environment() -> Any:
-        from wheelwise.install.plan import install_location
-
-        return install_location(found(), target_dir, prefix_dir, user, make=False)
-
-    return environment
-
-
-@click.command()
-@click.argument("names", nargs=-1)
-@_python_option("Uninstall")
-@location_options("Uninstall")
-@click.option(
-    "-r",
-    "--requirement",
-    "requirement_files",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Uninstall the projects a requirements file names (repeatable), as pip's -r.",
-)
-@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option(
-    "-q",
-    "--quiet",
-    is_flag=True,
-    help="Print nothing on success, as pip and uv do (the question without --yes, "
-    "errors and warnings still show).",
-)
-@click.option(
-    "--break-system-packages",
-    is_flag=True,
-    help="Uninstall from an externally managed environment (PEP 668) anyway.",
-)
-@input_errors
-@install_errors
-def uninstall(
-    names: tuple[str, ...],
-    python: str | None,
-    target_dir: Path | None,
-    prefix_dir: Path | None,
-    user: bool,
-    requirement_files: tuple[Path, ...],
-    yes: bool,
-    quiet: bool,
-    break_system_packages: bool,
-) -> None:
-    """Uninstall distributions NAME... (all or nothing; a NAME that is not installed
-    is skipped with a warning, as in pip and uv)."""
-    environment = _environment(python, target_dir, prefix_dir, user)
-    from packaging.utils import canonicalize_name
-
-    from wheelwise.install.transaction import uninstall as remove
-
-    if requirement_files:
-        names = (*names, *_named_in(requirement_files))
-    if not names:
-        raise InputError("nothing to uninstall: give NAME... or -r FILE")
-
-    env = environment()
-    if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
-        raise InputError("nothing uninstalled")
-    removed = remove(
-        env, list(names), break_system_packages=break_system_packages, missing_ok=True, warn=_warn
-    )
-    for name in dict.fromkeys(names):
-        if canonicalize_name(name) not in removed:
-            _warn(f"skipped {name}: it is not installed in {env.prefix}")
-    for name in removed:
-        if not quiet:
-            click.echo(f"uninstalled {name}")
-
-
-@click.command()
-@_python_option("Recover")
-@location_options("Recover")
-@input_errors
-@install_errors
-def recover(
-    python: str | None, target_dir: Path | None, prefix_dir: Path | None, user: bool
-) -> None:
-    """Undo (or finish) an install or uninstall that was killed midway.
-
-    Every install and uninstall does this first; this command does only that."""
-    environment = _environment(python, target_dir, prefix_dir, user)
-    from wheelwise.install.transaction import recover as replay_journal
-
-    env = environment()
-    found = replay_journal(env)
-    for recovered in found:
-        click.echo(recovered.describe())
-    if not found:
-        click.echo(f"nothing to recover in {env.purelib}")
 
 
 def install_lock(path: Path, query: PendingEnvironment, target: TargetArgs, *, sync: bool) -> None:

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from wheelwise.cli.errors import input_errors, warn
-from wheelwise.cli.install_cmd import (
-    _environment,
-    _location,
-    _python_option,
-    install_errors,
+from wheelwise.cli.install_cmd import install_errors
+from wheelwise.cli.locations import (
+    check_location,
+    environment_getter,
     location_options,
+    python_option,
 )
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ FORMATS = ("columns", "json", "freeze")
 
 
 @click.command(name="list")
-@_python_option("List")
+@python_option("List")
 @location_options("List")
 @click.option(
     "--format",
@@ -84,7 +84,7 @@ def list_cmd(
 
 
 @click.command()
-@_python_option("Freeze")
+@python_option("Freeze")
 @location_options("Freeze")
 @input_errors
 @install_errors
@@ -104,13 +104,13 @@ def _installed(
 ) -> tuple[list[InstalledDist], list[str | None]]:
     """The distributions of the environment the options name, and the folder of each
     editable one; a warning first when a killed run's journal is still there."""
-    environment = _environment(python, target_dir, prefix_dir, user)
+    environment = environment_getter(python, target_dir, prefix_dir, user)
     from wheelwise.environment.installed import editable_location, list_installed
     from wheelwise.install.journal import pending
 
     env: Any = environment()
     if pending(env.prefix):  # listing takes no lock, so it does not recover
-        where = _location(target_dir, prefix_dir, user)
+        where = check_location(target_dir, prefix_dir, user)
         folder = f" {target_dir or prefix_dir}" if where in ("--target", "--prefix") else ""
         again = f" {where}{folder}" if where else ""
         warn(
@@ -134,14 +134,14 @@ def _freeze(dists: list[InstalledDist], editables: list[str | None]) -> None:
 
 
 @click.command()
-@_python_option("Check")
+@python_option("Check")
 @location_options("Check")
 @input_errors
 @install_errors
 def check(python: str | None, target_dir: Path | None, prefix_dir: Path | None, user: bool) -> None:
     """Say which installed distributions require what is not installed, or not in
     the range they ask for, as pip check does (exit 1 when any)."""
-    environment = _environment(python, target_dir, prefix_dir, user)
+    environment = environment_getter(python, target_dir, prefix_dir, user)
     from wheelwise.environment.installed import list_installed
     from wheelwise.environment.satisfied import unmet_requirements
 
