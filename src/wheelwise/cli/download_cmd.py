@@ -82,6 +82,9 @@ def download(
     index_url: str | None,
     extra_index_url: tuple[str, ...],
     find_links: tuple[str, ...],
+    extras: tuple[str, ...],
+    all_extras: bool,
+    groups: tuple[str, ...],
     no_index: bool,
     dest: Path,
     pre: bool,
@@ -119,7 +122,9 @@ def download(
     from wheelwise.install.download import run_download
     from wheelwise.install.options import InstallOptions
 
-    files = read_requirement_files(requirement_files, constraint_files)
+    files = read_requirement_files(
+        requirement_files, constraint_files, extras=extras, all_extras=all_extras, groups=groups
+    )
     # What the files' own options say, as pip reads them.
     no_index, pre = no_index or files.no_index, pre or files.pre
     for line in files.ignored:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,14 +74,46 @@ def load_system(path: Path | None) -> SupportedProperties:
 
 
 def read_requirement_files(
-    requirement_files: Iterable[Path], constraint_files: Iterable[Path]
+    requirement_files: Iterable[Path],
+    constraint_files: Iterable[Path],
+    *,
+    extras: Sequence[str] = (),
+    all_extras: bool = False,
+    groups: Sequence[str] = (),
 ) -> RequirementsSet:
-    """What ``-r FILE`` and ``-c FILE`` give, in the order named."""
+    """What ``-r FILE`` and ``-c FILE`` give, in the order named; a ``pyproject.toml``
+    gives its project's dependencies and the *extras* asked for, and *groups* their
+    dependency groups (``[PATH:]NAME``)."""
+    from wheelwise.resolve.project_file import (
+        group_requirements,
+        is_project_file,
+        project_requirements,
+        split_group,
+    )
     from wheelwise.resolve.reqfile import RequirementsSet, read_requirements
 
     files = RequirementsSet()
+    projects = 0
     for path in requirement_files:
-        read_requirements(path, into=files)
+        if path.name in ("setup.py", "setup.cfg"):
+            raise InputError(
+                f"-r {path}: its requirements are known once the project is built; "
+                f"install the project folder instead (wheelwise install {path.parent})"
+            )
+        if is_project_file(path):
+            projects += 1
+            files.requirements.extend(project_requirements(path, extras, all_extras))
+        else:
+            read_requirements(path, into=files)
+    if (extras or all_extras) and not projects:
+        flag = "--all-extras" if all_extras else f"--extra {extras[0]}"
+        raise InputError(f"{flag} needs -r pyproject.toml: extras are a project's")
+    by_file: dict[Path, list[str]] = {}
+    for given in groups:
+        path, name = split_group(given)
+        by_file.setdefault(path, []).append(name)
+    for path, names in by_file.items():
+        files.requirements.extend(group_requirements(path, names))
     for path in constraint_files:
         read_requirements(path, constraint=True, into=files)
     return files

@@ -608,6 +608,9 @@ def install(
     index_url: str | None,
     extra_index_url: tuple[str, ...],
     find_links: tuple[str, ...],
+    extras: tuple[str, ...],
+    all_extras: bool,
+    groups: tuple[str, ...],
     upgrade: bool,
     pre: bool,
     no_deps: bool,
@@ -661,7 +664,9 @@ def install(
             return
         from wheelwise.cli.inputs import read_requirement_files
 
-        files = read_requirement_files(requirement_files, constraint_files)
+        files = read_requirement_files(
+            requirement_files, constraint_files, extras=extras, all_extras=all_extras, groups=groups
+        )
         # What the files' own options say, as pip reads them.
         no_index, pre = no_index or files.no_index, pre or files.pre
         for line in files.ignored:

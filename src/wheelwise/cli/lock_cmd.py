@@ -121,6 +121,9 @@ def lock(
     index_url: str | None,
     extra_index_url: tuple[str, ...],
     find_links: tuple[str, ...],
+    extras: tuple[str, ...],
+    all_extras: bool,
+    groups: tuple[str, ...],
     no_index: bool,
     pre: bool,
     python: str | None,
@@ -144,7 +147,9 @@ def lock(
     from wheelwise.install.plan import InstallOptions
     from wheelwise.lock import read_pylock, write_pylock
 
-    files = read_requirement_files(requirement_files, constraint_files)
+    files = read_requirement_files(
+        requirement_files, constraint_files, extras=extras, all_extras=all_extras, groups=groups
+    )
     # What the files' own options say, as pip reads them.
     no_index, pre = no_index or files.no_index, pre or files.pre
     for line in files.ignored:

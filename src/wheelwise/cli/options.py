@@ -77,13 +77,35 @@ def provider_options(func: _F, *, refresh_help: str = REFRESH_HELP) -> _F:
 
 
 def source_options(requirement_help: str) -> Callable[[_F], _F]:
-    """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``
-    and ``-f``: what to install or lock, and where from."""
+    """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``,
+    ``-f``, ``--extra``, ``--all-extras`` and ``--group``: what to install or lock,
+    and where from."""
     from pathlib import Path
 
     from wheelwise.client.defaults import DEFAULT_INDEX_URL
 
     def decorate(func: _F) -> _F:
+        func = click.option(
+            "--group",
+            "groups",
+            multiple=True,
+            metavar="[PATH:]NAME",
+            help="Add the dependency group NAME (PEP 735) of PATH (default: pyproject.toml "
+            "here), as pip's --group (repeatable).",
+        )(func)
+        func = click.option(
+            "--all-extras",
+            is_flag=True,
+            help="With -r pyproject.toml: add every extra's optional dependencies.",
+        )(func)
+        func = click.option(
+            "--extra",
+            "extras",
+            multiple=True,
+            metavar="NAME",
+            help="With -r pyproject.toml: add the optional dependencies of extra NAME "
+            "(repeatable), as uv's --extra.",
+        )(func)
         func = click.option(
             "-f",
             "--find-links",
