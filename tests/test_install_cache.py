@@ -490,6 +490,24 @@ def test_an_unwritable_cache_does_not_fail_the_install(
     assert (cache if blocked == "root" else cache / blocked).is_file()  # left as it was
 
 
+def test_a_cache_that_is_no_folder_is_said_once(site: tuple[Site, str], tmp_path: Path) -> None:
+    _, index = site
+    cache = tmp_path / "cache"
+    cache.write_text("not a folder")
+    python = make_venv(tmp_path / "venv")
+    system = str(system_file(tmp_path, ["v3"]))
+    result = wheelwise(
+        ["install", "--python", str(python), "-i", index, "--system", system, "app"], cache
+    )
+    assert result.returncode == 0, result.stderr
+    assert installed(python) == INSTALLED
+    said = [line for line in result.stderr.splitlines() if "cannot be the cache" in line]
+    assert said == [
+        f"wheelwise: warning: {cache}: cannot be the cache (not a folder); going on without "
+        "one: set WHEELWISE_CACHE_DIR to a folder you can write, or give --no-cache"
+    ]
+
+
 # -- (f) no hash, no entry ---------------------------------------------------------------
 
 

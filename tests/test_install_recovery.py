@@ -648,6 +648,22 @@ def test_a_journal_naming_paths_outside_the_environment_touches_none(tmp_path: P
     assert not journal.exists()
 
 
+@pytest.mark.parametrize("content", [b"", b"garbage\x00\xff\n", b'{"version": 1}\n["commit"]\n'])
+def test_a_journal_without_a_header_is_said_to_be_one(tmp_path: Path, content: bytes) -> None:
+    """No transaction writes such a journal (its header goes in whole, by rename):
+    recovering says so, not "rolled back", and touches nothing else."""
+    from wheelwise.install.transaction import recover
+
+    env = TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+    before = tree_hash(env.purelib)
+    journal = env.prefix / ".wheelwise-journal"
+    journal.write_bytes(content)
+    (found,) = recover(env)
+    assert found.describe() == f"removed {journal}: not a journal wheelwise wrote, nothing to undo"
+    assert not journal.exists()
+    assert tree_hash(env.purelib) == before
+
+
 def test_a_file_older_than_the_journal_is_never_removed_as_created(tmp_path: Path) -> None:
     """A kill between the intent to create a file and finding that it already
     exists leaves an intent without its ``skip``: the file predates the run."""

@@ -202,8 +202,13 @@ class Recovered:
     rolled_forward: bool
     """True: the transaction had made every change, its clean-up was finished;
     False: it was rolled back."""
+    unreadable: str | None = None
+    """The journal's path when it had no header (not written by a transaction: its
+    header is written whole, by rename): there was nothing to replay."""
 
     def describe(self) -> str:
+        if self.unreadable is not None:
+            return f"removed {self.unreadable}: not a journal wheelwise wrote, nothing to undo"
         done = "finished" if self.rolled_forward else "rolled back"
         return (
             f"{done} an interrupted {self.operation} in {self.target} "
@@ -245,6 +250,11 @@ def replay(path: Path) -> tuple[Recovered | None, list[str]]:
     if read is None:
         return None, []
     header, records = read
+    if not isinstance(header.get("roots"), list) or not isinstance(header.get("operation"), str):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # noqa: PTH108
+        _fsync_dir(path.parent)
+        return Recovered("?", str(path.parent), "?", 0, False, unreadable=str(path)), []
     listed = header.get("roots")
     roots = [str(root) for root in listed] if isinstance(listed, list) else []
     backup = header.get("backup")

@@ -151,7 +151,20 @@ def caches_for(options: InstallOptions) -> tuple[Path, ContentCache | None]:
     from wheelwise.cache.stores import ContentCache
 
     cache_root = cache_root_of(options)
-    return cache_root, None if options.no_cache else ContentCache.at(cache_root)
+    if options.no_cache:
+        return cache_root, None
+    try:
+        cache_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        # A cache is never worth failing an install for: go on without it, as pip does.
+        why = "not a folder" if isinstance(exc, FileExistsError) else exc.strerror
+        if options.warn is not None:
+            options.warn(
+                f"{cache_root}: cannot be the cache ({why}); going on without one: set "
+                "WHEELWISE_CACHE_DIR to a folder you can write, or give --no-cache"
+            )
+        return cache_root, None
+    return cache_root, ContentCache.at(cache_root)
 
 
 def index_client(
