@@ -24,6 +24,7 @@ COMMANDS = {
     "proxy": "wheelwise.cli.proxy_cmd:proxy",
     "recover": "wheelwise.cli.uninstall_cmd:recover",
     "select": "wheelwise.cli.select_cmd:select",
+    "show": "wheelwise.cli.show_cmd:show",
     "sync": "wheelwise.cli.sync_cmd:sync",
     "uninstall": "wheelwise.cli.uninstall_cmd:uninstall",
     "variant": "wheelwise.cli.variant_cmd:variant",

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from wheelwise.cli.errors import input_errors, warn
+from wheelwise.cli.errors import input_errors
 from wheelwise.cli.install_cmd import install_errors
 from wheelwise.cli.locations import (
-    check_location,
     environment_getter,
     location_options,
     python_option,
+    warn_if_interrupted,
 )
 
 if TYPE_CHECKING:
@@ -106,18 +106,9 @@ def _installed(
     editable one; a warning first when a killed run's journal is still there."""
     environment = environment_getter(python, target_dir, prefix_dir, user)
     from wheelwise.environment.installed import editable_location, list_installed
-    from wheelwise.install.journal import pending
 
     env: Any = environment()
-    if pending(env.prefix):  # listing takes no lock, so it does not recover
-        where = check_location(target_dir, prefix_dir, user)
-        folder = f" {target_dir or prefix_dir}" if where in ("--target", "--prefix") else ""
-        again = f" {where}{folder}" if where else ""
-        warn(
-            f"an install or uninstall in {env.purelib} was interrupted and is not recovered "
-            f"yet, so this list may show it half done; run: wheelwise recover --python "
-            f"{env.python}{again}"
-        )
+    warn_if_interrupted(env, target_dir, prefix_dir, user, "this list")
     dists = list_installed(env)
     return dists, [editable_location(d) for d in dists]
 

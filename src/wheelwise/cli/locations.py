@@ -98,3 +98,24 @@ def environment_getter(
         return install_location(found(), target_dir, prefix_dir, user, make=False)
 
     return environment
+
+
+def warn_if_interrupted(
+    env: Any, target_dir: Path | None, prefix_dir: Path | None, user: bool, what: str
+) -> None:
+    """A warning when a killed run's journal is still in *env*: commands that only
+    read (``list``, ``show``) take no lock, so they do not recover, and *what* they
+    print may show that run half done."""
+    from wheelwise.cli.errors import warn
+    from wheelwise.install.journal import pending
+
+    if not pending(env.prefix):
+        return
+    where = check_location(target_dir, prefix_dir, user)
+    folder = f" {target_dir or prefix_dir}" if where in ("--target", "--prefix") else ""
+    again = f" {where}{folder}" if where else ""
+    warn(
+        f"an install or uninstall in {env.purelib} was interrupted and is not recovered "
+        f"yet, so {what} may show it half done; run: wheelwise recover --python "
+        f"{env.python}{again}"
+    )

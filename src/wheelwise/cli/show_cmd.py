@@ -1,0 +1,285 @@
+"""``wheelwise show``: the fields of installed distributions, as ``pip show`` prints
+them, with the variant label of a variant build."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from wheelwise.cli.errors import InputError, input_errors, warn
+from wheelwise.cli.install_cmd import install_errors
+from wheelwise.cli.locations import (
+    environment_getter,
+    location_options,
+    python_option,
+    warn_if_interrupted,
+)
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+    from wheelwise.environment.installed import InstalledDist
+    from wheelwise.wheels.core_metadata import CoreMetadata
+
+# An installed file this command reads (METADATA, RECORD, variant.json) is at most
+# this big: torch's RECORD, the largest there is, is a few MB.
+_MAX_BYTES = 64 << 20
+# pip's line for a distribution without a RECORD, kept for readers of pip's output.
+_NO_RECORD = "Cannot locate RECORD or installed-files.txt"
+
+VariantMarkers = Mapping[str, "str | frozenset[str]"]
+
+
+@click.command()
+@click.argument("names", nargs=-1, metavar="NAME...")
+@click.option(
+    "-f",
+    "--files",
+    "list_files",
+    is_flag=True,
+    help="Also list each distribution's files (from its RECORD, relative to Location), "
+    "as pip show --files.",
+)
+@python_option("Show")
+@location_options("Show")
+@input_errors
+@install_errors
+def show(
+    names: tuple[str, ...],
+    list_files: bool,
+    python: str | None,
+    target_dir: Path | None,
+    prefix_dir: Path | None,
+    user: bool,
+) -> None:
+    """Show installed distributions NAME... as pip show does: name, version, variant
+    label, summary, home page, author, license, location, what each requires and
+    what requires it. A NAME that is not installed is skipped with a warning; exit 1
+    when none is."""
+    if not names:
+        raise InputError("nothing to show: give NAME...")
+    environment = environment_getter(python, target_dir, prefix_dir, user)
+    from wheelwise.environment.installed import list_installed
+
+    env: Any = environment()
+    warn_if_interrupted(env, target_dir, prefix_dir, user, "what is shown")
+    installed = {dist.name: dist for dist in list_installed(env)}
+    found = _found(names, installed, env.prefix)
+    if not found:
+        raise click.exceptions.Exit(1)
+    # Required-by needs every distribution's requirements, as pip reads them.
+    metadata = {name: _metadata(dist) for name, dist in installed.items()}
+    requires = {
+        name: _requires(dist, metadata[name], env.markers) for name, dist in installed.items()
+    }
+    for index, dist in enumerate(found):
+        if index:
+            click.echo("---")
+        for key, value in _fields(dist, metadata, requires):
+            click.echo(f"{key}: {value}")
+        if list_files:
+            _echo_files(dist)
+
+
+def _found(
+    names: Iterable[str], installed: Mapping[str, InstalledDist], prefix: Path
+) -> list[InstalledDist]:
+    """The installed distributions *names* name, in their order, once each; a
+    warning for each name that is not installed (pip warns, and goes on)."""
+    from packaging.utils import canonicalize_name
+
+    found: dict[str, InstalledDist] = {}
+    for name in dict.fromkeys(names):
+        dist = installed.get(canonicalize_name(name))
+        if dist is None:
+            warn(f"{name} is not installed in {prefix}")
+        else:
+            found.setdefault(dist.name, dist)
+    return list(found.values())
+
+
+def _metadata(dist: InstalledDist) -> CoreMetadata | None:
+    """*dist*'s METADATA header fields (the body, a long description, is not read);
+    None when it cannot be read: its fields show empty, as pip shows a missing one."""
+    from wheelwise.userfiles import read_regular_file
+    from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
+
+    try:
+        data = read_regular_file(dist.location / "METADATA", limit=_MAX_BYTES)
+        return read_core_metadata(data, body=False)
+    except (OSError, CoreMetadataError):
+        return None
+
+
+def _first(metadata: CoreMetadata | None, field: str) -> str:
+    return (metadata.first(field) if metadata is not None else None) or ""
+
+
+def _fields(
+    dist: InstalledDist,
+    metadata: Mapping[str, CoreMetadata | None],
+    requires: Mapping[str, list[str]],
+) -> list[tuple[str, str]]:
+    """pip show's fields of *dist* in pip's order, with ``Variant`` after the version."""
+    from wheelwise.environment.installed import editable_location
+
+    own = metadata[dist.name]
+    fields = [("Name", _first(own, "Name") or dist.name), ("Version", dist.version)]
+    if dist.variant is not None:
+        fields.append(("Variant", dist.variant))
+    fields += [
+        ("Summary", _first(own, "Summary")),
+        ("Home-page", _home_page(own)),
+        ("Author", _first(own, "Author")),
+        ("Author-email", _first(own, "Author-email")),
+        _license(own),
+        ("Location", str(dist.location.parent)),
+    ]
+    editable = editable_location(dist)
+    if editable is not None:
+        fields.append(("Editable project location", editable))
+    fields += [
+        ("Requires", ", ".join(sorted(requires[dist.name], key=str.lower))),
+        ("Required-by", ", ".join(_required_by(dist.name, metadata, requires))),
+    ]
+    return fields
+
+
+def _home_page(metadata: CoreMetadata | None) -> str:
+    """Home-page, else the Project-URL labelled Homepage (pip 24 on: PEP 621
+    projects have no Home-page field; labels compared as PEP 753 normalizes them)."""
+    found = _first(metadata, "Home-page")
+    if found or metadata is None:
+        return found
+    for entry in metadata.values("Project-URL"):
+        label, _, url = entry.partition(",")
+        if "".join(ch for ch in label.lower() if ch.isalnum()) == "homepage":
+            return url.strip()
+    return ""
+
+
+def _license(metadata: CoreMetadata | None) -> tuple[str, str]:
+    """License-Expression in place of License from metadata 2.4 on, as pip shows it."""
+    expression = _first(metadata, "License-Expression")
+    version = _first(metadata, "Metadata-Version").split(".")
+    try:
+        newer = tuple(int(part) for part in version) >= (2, 4)
+    except ValueError:
+        newer = False
+    if newer and expression:
+        return ("License-Expression", expression)
+    return ("License", _first(metadata, "License"))
+
+
+def _required_by(
+    name: str,
+    metadata: Mapping[str, CoreMetadata | None],
+    requires: Mapping[str, list[str]],
+) -> list[str]:
+    """The installed distributions whose requirements (as Requires shows them) name
+    *name*, by the names their metadata give, as pip lists them."""
+    from packaging.utils import canonicalize_name
+
+    found = [
+        _first(metadata[other], "Name") or other
+        for other, needs in requires.items()
+        if name in {canonicalize_name(need) for need in needs}
+    ]
+    return sorted(found, key=str.lower)
+
+
+def _requires(dist: InstalledDist, metadata: CoreMetadata | None, markers: Any) -> list[str]:
+    """The names *dist*'s Requires-Dist gives, as written, once each spelling (as
+    pip), of the requirements that apply here (not an extra's; markers read for the
+    environment, as pip reads them); one that does not parse is left out."""
+    if metadata is None:
+        return []
+    variant_markers: list[VariantMarkers] = []
+
+    def variants() -> VariantMarkers:  # read once, for the first variant marker only
+        if not variant_markers:
+            variant_markers.append(_variant_markers(dist))
+        return variant_markers[0]
+
+    names: dict[str, None] = {}
+    for text in metadata.requires_dist:
+        requirement = _requirement(text)
+        if requirement is not None and _applies(requirement, markers, variants):
+            names[requirement.name] = None
+    return list(names)
+
+
+def _requirement(text: str) -> Requirement | None:
+    """*text* parsed, variant markers allowed (a variant build's dependencies use
+    them); None when it does not parse."""
+    from packaging.requirements import InvalidRequirement
+
+    from wheelwise.variants.markers import parse_requirement
+
+    try:
+        return parse_requirement(text)
+    except InvalidRequirement:
+        return None
+
+
+def _applies(
+    requirement: Requirement, markers: Mapping[str, str], variants: Callable[[], VariantMarkers]
+) -> bool:
+    """Whether *requirement* applies to the installed distribution: its marker read
+    with the environment's markers, no extra, and the build's variant markers; one
+    that cannot be read does not."""
+    marker = requirement.marker
+    if marker is None:
+        return True
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+
+    from wheelwise.variants.markers import evaluate_marker, uses_variant_markers
+
+    variant_env = variants() if uses_variant_markers(marker) else {}
+    try:
+        return evaluate_marker(marker, variant_env, {**markers, "extra": ""})
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return False
+
+
+def _variant_markers(dist: InstalledDist) -> VariantMarkers:
+    """The variant markers of *dist*'s build: its label and the properties its
+    variant.json gives that label (the build was installed because the machine has
+    them all); none of them for a non-variant install or a document that does not
+    read."""
+    from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
+    from wheelwise.userfiles import read_regular_file
+    from wheelwise.variants.errors import VariantError
+    from wheelwise.variants.labels import iter_properties
+    from wheelwise.variants.markers import variant_environment
+
+    if dist.variant is None:
+        return variant_environment(None)
+    try:
+        document = loads_json(read_regular_file(dist.location / "variant.json", limit=_MAX_BYTES))
+        properties = document["variants"][dist.variant]
+        return variant_environment(dist.variant, list(iter_properties(properties)))
+    except (OSError, UntrustedDocumentError, VariantError, LookupError, TypeError, AttributeError):
+        return variant_environment(dist.variant)
+
+
+def _echo_files(dist: InstalledDist) -> None:
+    """``Files:`` and *dist*'s RECORD paths, sorted, two spaces in, as pip lists them
+    (relative to Location: a script is ``../../../bin/NAME``)."""
+    from wheelwise.userfiles import read_regular_file
+    from wheelwise.wheels.record import parse_record_rows
+
+    click.echo("Files:")
+    record = dist.location / "RECORD"
+    try:
+        data = read_regular_file(record, limit=_MAX_BYTES)
+    except FileNotFoundError:
+        click.echo(_NO_RECORD)
+        return
+    # Through Path() as pip: "./a" and "a//b" are "a" and "a/b".
+    paths = sorted(str(Path(row[0])) for row in parse_record_rows(data, name=str(record)))
+    for path in paths:
+        click.echo(f"  {path.strip()}")
