@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -154,11 +155,12 @@ def test_any_document_gives_requirements_or_one_line(
     if text is None:
         return
     path = _project(tmp_path, text)
-    for read in (
+    reads: list[Callable[[], list[str]]] = [
         lambda: project_requirements(path, extras, False),
         lambda: project_requirements(path, [], True),
         lambda: group_requirements(path, extras or ["a"]),
-    ):
+    ]
+    for read in reads:
         try:
             assert all(isinstance(found, str) for found in read())
         except RequirementsFileError as exc:

@@ -85,6 +85,7 @@ def download(
     extras: tuple[str, ...],
     all_extras: bool,
     groups: tuple[str, ...],
+    exclude_newer: float | None,
     no_index: bool,
     dest: Path,
     pre: bool,
@@ -168,6 +169,7 @@ def download(
         refresh=refresh,
         warn=warn,
         formats=format_policy(files, only_binary, no_binary),
+        exclude_newer=exclude_newer,
         require_hashes=files.require_hashes or bool(files.hashes),
         hashes=files.hashes,
     )

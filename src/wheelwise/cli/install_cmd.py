@@ -611,6 +611,7 @@ def install(
     extras: tuple[str, ...],
     all_extras: bool,
     groups: tuple[str, ...],
+    exclude_newer: float | None,
     upgrade: bool,
     pre: bool,
     no_deps: bool,
@@ -700,6 +701,7 @@ def install(
             user=user,
             editables=all_editables,
             formats=format_policy(files, only_binary, no_binary),
+            exclude_newer=exclude_newer,
             build_isolation=not no_build_isolation,
             config_settings=parse_config_settings(config_settings),
             # A --hash on any requirement turns hash-checking on, as in pip and uv.

@@ -124,6 +124,7 @@ def lock(
     extras: tuple[str, ...],
     all_extras: bool,
     groups: tuple[str, ...],
+    exclude_newer: float | None,
     no_index: bool,
     pre: bool,
     python: str | None,
@@ -194,6 +195,7 @@ def lock(
         no_cache=no_cache,
         refresh=refresh,
         warn=warn,
+        exclude_newer=exclude_newer,
     )
     locked = run_lock(options, targets, preferences)
     text = write_pylock(locked)

@@ -78,13 +78,23 @@ def provider_options(func: _F, *, refresh_help: str = REFRESH_HELP) -> _F:
 
 def source_options(requirement_help: str) -> Callable[[_F], _F]:
     """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``,
-    ``-f``, ``--extra``, ``--all-extras`` and ``--group``: what to install or lock,
-    and where from."""
+    ``-f``, ``--extra``, ``--all-extras``, ``--group`` and ``--exclude-newer``: what
+    to install or lock, and where from."""
     from pathlib import Path
 
     from wheelwise.client.defaults import DEFAULT_INDEX_URL
 
     def decorate(func: _F) -> _F:
+        func = click.option(
+            "--exclude-newer",
+            type=UPLOAD_CUTOFF,
+            metavar="MOMENT",
+            envvar="WHEELWISE_EXCLUDE_NEWER",
+            help="Only files uploaded before MOMENT, as uv's --exclude-newer: a date "
+            "(2024-05-01), a timestamp (2024-05-01T12:00:00Z) or a span back from now "
+            "(7 days, P7D); files whose index gives no upload time are left out "
+            "[env: WHEELWISE_EXCLUDE_NEWER].",
+        )(func)
         func = click.option(
             "--group",
             "groups",
@@ -148,6 +158,27 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
         )(func)
 
     return decorate
+
+
+class UploadCutoff(click.ParamType):  # type: ignore[type-arg] # generic in newer click only
+    """``--exclude-newer``'s moment, in seconds since the epoch."""
+
+    name = "moment"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        from wheelwise.resolve.upload_cutoff import CutoffError, parse_cutoff
+
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_cutoff(str(value))
+        except CutoffError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+UPLOAD_CUTOFF = UploadCutoff()
 
 
 class Seconds(click.ParamType):  # type: ignore[type-arg] # generic in newer click only

@@ -46,6 +46,8 @@ class IndexFile:
     core_metadata: bool = False
     core_metadata_hashes: Mapping[str, str] = field(default_factory=dict, hash=False)
     size: int | None = None
+    # PEP 700's upload-time as the page gives it (read only for --exclude-newer).
+    upload_time: str | None = None
 
     @cached_property
     def kind(self) -> str:

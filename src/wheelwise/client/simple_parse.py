@@ -233,6 +233,7 @@ def _json_file(link: PageLink, url: str, warn: Warn | None) -> IndexFile | None:
         core_metadata=has_metadata,
         core_metadata_hashes=metadata_hashes,
         size=entry.get("size"),
+        upload_time=uploaded if isinstance(uploaded := entry.get("upload-time"), str) else None,
     )
 
 
@@ -395,6 +396,7 @@ def _html_file(
         yanked_reason=reason or None,
         core_metadata=has_metadata,
         core_metadata_hashes=metadata_hashes,
+        upload_time=attrs.get("data-upload-time") or None,
     )
 
 

@@ -140,6 +140,7 @@ def run_download(
             fetcher=fetcher,
             build=finder_build(builder) if builder is not None else None,
             formats=formats,
+            exclude_newer=options.exclude_newer,
         )
         with contextlib.closing(finder), lookahead:
             lookahead.serve(finder)

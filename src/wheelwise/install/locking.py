@@ -158,6 +158,7 @@ def run_lock(
                     python_version=target.full_version,
                     warn=options.warn,
                     wheel_cache=kept.wheels if kept is not None else None,
+                    exclude_newer=options.exclude_newer,
                 )
                 lookahead.serve(finder)  # a lock downloads no wheel ahead
                 try:

@@ -111,6 +111,8 @@ class InstallOptions:
     # Which projects may be built from sdists, and which may not take published
     # wheels (--only-binary, --no-binary).
     formats: FormatPolicy = field(default_factory=FormatPolicy)
+    # --exclude-newer: only files uploaded before this moment (seconds since the epoch).
+    exclude_newer: float | None = None
     # Build in a fresh environment whose build requirements wheelwise installs
     # (False: in the target environment, which must have them).
     build_isolation: bool = True

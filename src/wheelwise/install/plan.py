@@ -347,6 +347,7 @@ def _resolve_and_install(
             fetcher=fetcher,
             build=finder_build(builder),
             formats=options.formats,
+            exclude_newer=options.exclude_newer,
         )
         stack.enter_context(contextlib.closing(finder))
         # Each candidate the resolver pins starts downloading (a dry run downloads

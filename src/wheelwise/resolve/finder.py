@@ -55,6 +55,7 @@ from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.policy.hashes import file_sha256
 from wheelwise.resolve.candidates import WheelFile
 from wheelwise.resolve.formats import FormatPolicy, wheels_only_advice
+from wheelwise.resolve.upload_cutoff import uploaded_before
 from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.core_metadata import read_core_metadata
@@ -201,6 +202,7 @@ class IndexFinder:
         fetcher: Fetcher | None = None,
         build: BuildSource | None = None,
         formats: FormatPolicy | None = None,
+        exclude_newer: float | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
@@ -232,6 +234,10 @@ class IndexFinder:
         self.formats = formats if formats is not None else FormatPolicy()
         # The wheel built from each sdist, by the sdist's URL.
         self._built: dict[str, IndexFile] = {}
+        # --exclude-newer's moment (seconds since the epoch): later files are unseen,
+        # and how many versions that hid, by project (for messages).
+        self.exclude_newer = exclude_newer
+        self.hidden_versions: dict[NormalizedName, int] = {}
 
     def close(self) -> None:
         if self._temp is not None:
@@ -359,7 +365,12 @@ class IndexFinder:
             and not file.yanked
             and file.allows_python(self.python_version)
             and any(tag in self.tags for tag in wheel.tags)
+            and self.admits(file)
         )
+
+    def admits(self, file: IndexFile) -> bool:
+        """Whether *file* was uploaded before --exclude-newer's moment (if given)."""
+        return self.exclude_newer is None or uploaded_before(file.upload_time, self.exclude_newer)
 
     def _find(
         self, name: NormalizedName, fetched: Callable[[], list[SourceListing] | None] | None
@@ -405,6 +416,14 @@ class IndexFinder:
             versions = listings[0].listing.versions(kinds) if kinds else []
         else:
             versions = sorted({v for e in listings for v in e.listing.versions(kinds)})
+        if self.exclude_newer is not None:
+            listed = len(versions)
+            versions = [
+                v
+                for v in versions
+                if any(self.admits(f) for e in listings for f in e.listing.files_for(v))
+            ]
+            self.hidden_versions[listings[0].listing.name] = listed - len(versions)
         return [IndexRelease(version, listings, self) for version in versions]
 
     def choose_source(
@@ -429,7 +448,11 @@ class IndexFinder:
         yanked: list[WheelFile] = []
         if kinds & WHEEL_LINK:
             for file in listing.wheels_for(version):
-                if file.wheel is not None and file.allows_python(self.python_version):
+                if (
+                    file.wheel is not None
+                    and file.allows_python(self.python_version)
+                    and self.admits(file)
+                ):
                     wheel = WheelFile(file.wheel, Link(file, listing.source))
                     (yanked if file.yanked else usable).append(wheel)
         return listing, usable, ([] if usable else yanked)
@@ -446,6 +469,7 @@ class IndexFinder:
                         file.kind == SDIST
                         and file.yanked == want_yanked
                         and file.allows_python(self.python_version)
+                        and self.admits(file)
                     ):
                         name = entry.listing.name.replace("-", "_")
                         stand_in = WheelFile.parse(

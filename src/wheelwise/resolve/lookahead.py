@@ -174,6 +174,10 @@ class Lookahead:
     def not_built_reason(self, name: NormalizedName, version: Version) -> str:
         return self.finder.not_built_reason(name, version)
 
+    @property
+    def hidden_versions(self) -> dict[NormalizedName, int]:
+        return self.finder.hidden_versions
+
     def _ahead(self, index_file: IndexFile) -> bytes | None:
         """The METADATA of *index_file* from an early wheel or a metadata file fetched
         ahead; None if neither (the finder is asked then, and it is not fetched

@@ -756,7 +756,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             origins = _origins(infos)
             if name in self.constraints:
                 origins += f"; constraint {name}{self.constraints[name]}"
-            clashes.append(f"{name} ({origins}); available: {versions}")
+            clashes.append(f"{name} ({origins}); available: {versions}{self._hidden(name)}")
         alone = [info for infos in by_name.values() for info in infos]
         if (
             len(alone) == 1
@@ -782,6 +782,16 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             f"no release fits the target's Python {python}: {'; '.join(sorted(needs))} "
             "(in its METADATA); use another Python (--python), or pin a release that "
             "supports this one"
+        )
+
+    def _hidden(self, name: NormalizedName) -> str:
+        """What --exclude-newer left out of *name*'s releases, if anything."""
+        hidden = getattr(self.finder, "hidden_versions", {}).get(name, 0)  # a Finder's
+        if not hidden:
+            return ""
+        return (
+            f" ({hidden} more release{'s' if hidden != 1 else ''} left out by "
+            "--exclude-newer: uploaded after its moment, or with no upload time)"
         )
 
     def _sources_only(
@@ -810,7 +820,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         listed = getattr(self.finder, "source_only_versions", None)
         versions = sorted(listed(name) if listed else (), reverse=True)
         if not versions:
-            return f"no release of {name} was found ({_origins(infos)})"
+            return f"no release of {name} was found ({_origins(infos)}){self._hidden(name)}"
         specifiers = self.specifiers(name, reqs)
         newest = next((v for v in versions if _within(v, specifiers)), versions[0])
         which = (

@@ -1,0 +1,205 @@
+"""``--exclude-newer``: the moment it takes (``wheelwise.resolve.upload_cutoff``),
+upload times read from JSON and HTML pages, and real installs into venvs from an
+index on 127.0.0.1 whose links carry ``data-upload-time``, beside uv's installs."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexkit import demo_wheel, http_server, uv_executable
+from installkit import make_venv, site_packages
+from variantkit import wheelwise
+from wheelwise.client.simple_parse import parse_html_page, parse_json_page
+from wheelwise.publish.static import build_site
+from wheelwise.resolve.upload_cutoff import CutoffError, parse_cutoff, uploaded_before
+
+NOW = 1_750_000_000.0
+JAN_2024 = 1_704_067_200.0  # 2024-01-01T00:00:00Z
+
+
+@pytest.mark.parametrize(
+    ("text", "moment"),
+    [
+        ("2024-01-01T00:00:00Z", JAN_2024),
+        ("2024-01-01T01:30:00+01:30", JAN_2024),
+        ("2024-01-01t00:00:00.250z", JAN_2024 + 0.25),
+        ("7 days", NOW - 7 * 86400),
+        ("1 week, 2 days", NOW - 9 * 86400),
+        ("24h", NOW - 86400),
+        ("P7D", NOW - 7 * 86400),
+        ("PT36H", NOW - 36 * 3600),
+        ("P1W", NOW - 7 * 86400),
+    ],
+)
+def test_moments(text: str, moment: float) -> None:
+    assert parse_cutoff(text, now=NOW) == moment
+
+
+def test_a_date_is_its_midnight_here() -> None:
+    import datetime
+
+    assert parse_cutoff("2024-01-01") == datetime.datetime(2024, 1, 1).astimezone().timestamp()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("yesterday", "is not a moment"),
+        ("2024-13-01", "is not a valid date"),
+        ("P", "is not a moment"),
+        ("7 parsecs", "is not a moment"),
+        ("9" * 400 + " days", r"'9{37}\.\.\.' is not a moment"),
+    ],
+)
+def test_what_is_no_moment(text: str, message: str) -> None:
+    with pytest.raises(CutoffError, match=message):
+        parse_cutoff(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40) | st.from_regex(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}"))
+def test_any_text_is_a_moment_or_one_line(text: str) -> None:
+    try:
+        assert isinstance(parse_cutoff(text, now=NOW), float)
+    except CutoffError as exc:
+        assert "\n" not in str(exc)  # noqa: PT017 - one line, whatever the text
+    assert uploaded_before(text, JAN_2024) in (True, False)  # never raises
+
+
+def test_upload_times_before_the_moment_only() -> None:
+    assert uploaded_before("2023-12-31T23:59:59.999999Z", JAN_2024)
+    assert not uploaded_before("2024-01-01T00:00:00Z", JAN_2024)
+    assert not uploaded_before(None, JAN_2024)  # no time: nothing says it is old enough
+    assert not uploaded_before("soon", JAN_2024)
+
+
+def test_pages_give_the_upload_time() -> None:
+    body = {
+        "meta": {"api-version": "1.1"},
+        "name": "alpha",
+        "files": [
+            {"filename": "alpha-1.0-py3-none-any.whl", "url": "a.whl", "hashes": {},
+             "upload-time": "2024-01-01T00:00:00.000000Z"},
+            {"filename": "alpha-2.0-py3-none-any.whl", "url": "b.whl", "hashes": {},
+             "upload-time": 12},
+        ],
+    }  # fmt: skip
+    first, second = parse_json_page(json.dumps(body).encode(), "http://x/simple/alpha/")
+    assert first.upload_time == "2024-01-01T00:00:00.000000Z"
+    assert second.upload_time is None  # not a string: as if not given
+    html = b'<a href="a.whl" data-upload-time="2024-02-02T00:00:00Z">alpha-1.0-py3-none-any.whl</a>'
+    (linked,) = parse_html_page(html, "http://x/simple/alpha/")
+    assert linked.upload_time == "2024-02-02T00:00:00Z"
+
+
+# -- real installs -------------------------------------------------------------------
+
+UPLOADED = {
+    "alpha-1.0-py3-none-any.whl": "2024-01-10T00:00:00Z",
+    "alpha-2.0-py3-none-any.whl": "2024-06-10T00:00:00Z",
+    "beta-1.0-py3-none-any.whl": "2024-01-10T00:00:00Z",
+    # alpha 3.0: no upload time
+}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("exclude-newer")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    for version in ("1.0", "2.0", "3.0"):
+        demo_wheel(wheels, f"alpha-{version}-py3-none-any.whl")
+    demo_wheel(wheels, "beta-1.0-py3-none-any.whl", requires_dist=["alpha"])
+    site = root / "site"
+    build_site(wheels, site)
+    for page in (site / "simple").glob("*/index.html"):
+        text = page.read_text()
+        for filename, moment in UPLOADED.items():
+            text = re.sub(
+                rf'(<a href="[^"]*/{re.escape(filename)}[^"]*")',
+                rf'\1 data-upload-time="{moment}"',
+                text,
+            )
+        page.write_text(text)
+    with http_server(site) as base:
+        yield f"{base}/simple/"
+
+
+def _alpha(python: Path) -> str | None:
+    found = [p.name for p in site_packages(python).glob("alpha-*.dist-info")]
+    return found[0].removesuffix(".dist-info").split("-")[1] if found else None
+
+
+@pytest.mark.parametrize(
+    ("moment", "expected"),
+    [("2024-03-01", "1.0"), ("2025-01-01T00:00:00Z", "2.0"), (None, "3.0")],
+)
+def test_install_takes_what_was_uploaded_before(
+    index: str, tmp_path: Path, moment: str | None, expected: str
+) -> None:
+    flag = ["--exclude-newer", moment] if moment else []
+    ours = make_venv(tmp_path / "ours")
+    result = wheelwise(
+        ["install", "--python", str(ours), "-i", index, *flag, "beta"], tmp_path / "cache"
+    )
+    assert result.returncode == 0, result.stderr
+    theirs = make_venv(tmp_path / "theirs")
+    uv = subprocess.run(
+        [uv_executable(), "pip", "install", "--python", str(theirs), "--index-url", index,
+         "--no-cache", *flag, "beta"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert uv.returncode == 0, uv.stderr
+    assert _alpha(ours) == expected == _alpha(theirs)
+
+
+def test_what_was_left_out_is_said(index: str, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    result = wheelwise(
+        ["install", "--python", str(python), "-i", index, "--exclude-newer", "2024-03-01",
+         "alpha>=2"],
+        tmp_path / "cache",
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "2 more releases left out by --exclude-newer" in result.stderr
+    assert _alpha(python) is None
+
+
+def test_the_environment_variable_and_a_bad_value(index: str, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    args = ["install", "--python", str(python), "-i", index, "alpha"]
+    result = wheelwise(args, tmp_path / "cache", env={"WHEELWISE_EXCLUDE_NEWER": "2024-03-01"})
+    assert result.returncode == 0, result.stderr
+    assert _alpha(python) == "1.0"
+    bad = wheelwise([*args, "--exclude-newer", "soon"], tmp_path / "cache")
+    assert bad.returncode == 2
+    assert "'soon' is not a moment" in bad.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+def test_lock_and_download_take_it_too(index: str, tmp_path: Path) -> None:
+    locked = wheelwise(
+        ["lock", "-i", index, "--exclude-newer", "2024-03-01", "-o", "-", "beta"],
+        tmp_path / "cache",
+    )
+    assert locked.returncode == 0, locked.stderr
+    assert re.search(r'name = "alpha"\nversion = "1.0"', locked.stdout)
+    fetched = wheelwise(
+        ["download", "-i", index, "--exclude-newer", "2024-03-01", "-d", str(tmp_path / "d"),
+         "beta"],
+        tmp_path / "cache",
+    )  # fmt: skip
+    assert fetched.returncode == 0, fetched.stderr
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
+        "alpha-1.0-py3-none-any.whl",
+        "beta-1.0-py3-none-any.whl",
+    ]
