@@ -260,8 +260,15 @@ def network_options(func: _F) -> _F:
 
 
 def format_options(func: _F) -> _F:
-    """``--only-binary`` and ``--no-binary`` (pip's), as ``only_binary`` and
-    ``no_binary``; :func:`format_policy` reads them."""
+    """``--only-binary``, ``--no-binary`` and ``--prefer-binary`` (pip's), as
+    ``only_binary``, ``no_binary`` and ``prefer_binary``; :func:`format_policy`
+    reads them."""
+    func = click.option(
+        "--prefer-binary",
+        is_flag=True,
+        help="Take an older release with a wheel for this machine over a newer one that "
+        "would be built from its source distribution, as pip's --prefer-binary.",
+    )(func)
     func = click.option(
         "--no-binary",
         multiple=True,
@@ -279,7 +286,10 @@ def format_options(func: _F) -> _F:
 
 
 def format_policy(
-    files: RequirementsSet, only_binary: Sequence[str], no_binary: Sequence[str]
+    files: RequirementsSet,
+    only_binary: Sequence[str],
+    no_binary: Sequence[str],
+    prefer_binary: bool = False,
 ) -> FormatPolicy:
     """The policy of the options and of the requirements files' own lines (first)."""
     from wheelwise.resolve.formats import FormatPolicy, format_names
@@ -287,4 +297,5 @@ def format_policy(
     return FormatPolicy(
         format_names([*files.only_binary, *only_binary], "--only-binary"),
         format_names([*files.no_binary, *no_binary], "--no-binary"),
+        prefer_binary=prefer_binary or files.prefer_binary,
     )

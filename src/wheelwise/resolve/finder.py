@@ -368,6 +368,16 @@ class IndexFinder:
             and self.admits(file)
         )
 
+    def built_from_source(self, release: IndexRelease) -> bool:
+        """With --prefer-binary: whether *release* would be built from its sdist (no
+        wheel of it fits the target), so that releases with wheels come first."""
+        files = release.files or release.yanked_files
+        return (
+            self.formats.prefer_binary
+            and bool(files)
+            and all(_link(file).file.kind == SDIST for file in files)
+        )
+
     def admits(self, file: IndexFile) -> bool:
         """Whether *file* was uploaded before --exclude-newer's moment (if given)."""
         return self.exclude_newer is None or uploaded_before(file.upload_time, self.exclude_newer)

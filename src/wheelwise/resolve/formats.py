@@ -1,5 +1,6 @@
 """Which kinds of file a project may be installed from: pip's ``--only-binary`` and
-``--no-binary``.
+``--no-binary``; and pip's ``--prefer-binary``: a release with a wheel for the target
+is tried before any release that would be built from its sdist, however newer.
 
 Each option holds project names or ``:all:``; ``:none:`` empties what came before
 it. A name given to one option wins over ``:all:`` given to the other, as in pip.
@@ -59,6 +60,7 @@ class FormatPolicy:
 
     only_binary: frozenset[str] = frozenset()
     no_binary: frozenset[str] = frozenset()
+    prefer_binary: bool = False
 
     def builds(self, name: str) -> bool:
         """Whether *name* may be built from a source distribution."""

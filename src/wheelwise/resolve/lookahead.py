@@ -174,6 +174,9 @@ class Lookahead:
     def not_built_reason(self, name: NormalizedName, version: Version) -> str:
         return self.finder.not_built_reason(name, version)
 
+    def built_from_source(self, release: IndexRelease) -> bool:
+        return self.finder.built_from_source(release)
+
     @property
     def hidden_versions(self) -> dict[NormalizedName, int]:
         return self.finder.hidden_versions

@@ -4,8 +4,9 @@ Understood: requirement lines, blank lines and ``#`` comments, line continuation
 (``\\``), ``-r``/``--requirement`` and ``-c``/``--constraint`` (relative to the file
 that names them), ``-i``/``--index-url``, ``--extra-index-url``,
 ``-f``/``--find-links``, ``-e``/``--editable`` (a relative folder from the file's
-own), ``--only-binary``, ``--no-binary``, and the flags ``--pre``, ``--no-index`` and
-``--require-hashes``; ``--trusted-host`` is read and left alone (a warning says why).
+own), ``--only-binary``, ``--no-binary``, and the flags ``--pre``, ``--no-index``,
+``--prefer-binary`` and ``--require-hashes``; ``--trusted-host`` is read and left
+alone (a warning says why).
 Any other option is an error naming the file and line.
 A requirement may be followed by ``--hash=ALGORITHM:HEX`` options (sha256, sha384 or
 sha512; one per file the project may install, as ``pip-compile --generate-hashes``
@@ -52,6 +53,7 @@ _FLAGS = {
     "--pre": "pre",
     "--no-index": "no_index",
     "--require-hashes": "require_hashes",
+    "--prefer-binary": "prefer_binary",
 }
 # Options read and left alone, each with why (the command warns once).
 _IGNORED = {
@@ -85,6 +87,7 @@ class RequirementsSet:
     pre: bool = False
     no_index: bool = False
     require_hashes: bool = False
+    prefer_binary: bool = False
     # Options read and not acted on: a line each, for the command to warn with.
     ignored: list[str] = field(default_factory=list)
     # The --hash options of each requirement (by its text in ``requirements``):
@@ -209,7 +212,7 @@ def read_requirements(
             raise RequirementsFileError(
                 f"{where}: option {option} is not supported in requirements files "
                 "(supported: -r, -c, -e, --index-url, --extra-index-url, --find-links, "
-                "--no-index, --pre, --only-binary, --no-binary, --require-hashes)"
+                "--no-index, --pre, --only-binary, --no-binary, --prefer-binary, --require-hashes)"
             )
         if not value:
             raise RequirementsFileError(f"{where}: {option} needs a value")

@@ -567,9 +567,21 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             first = [r for r in releases if r.version == current]
             releases = first + [r for r in releases if r.version != current]
 
+        # --prefer-binary (a Finder's, optional): releases to be built come last.
+        from_source = getattr(self.finder, "built_from_source", None)
+
+        def of(release: ReleaseFiles) -> Iterator[Candidate]:
+            builds = self.builds(name, release)
+            if isinstance(builds, Unavailable):
+                return
+            for build in builds:
+                if (release.version, build.abi) not in excluded:
+                    yield Candidate(name, release.version, extras, build, build.abi)
+
         def candidates() -> Iterator[Candidate]:
             # Lazily: a release is checked only when the resolver gets that far.
             pre: bool | None = None  # decided at the first pre-release met
+            deferred: list[ReleaseFiles] = []
             for found in releases:
                 if not _within(found.version, specifiers):
                     continue
@@ -581,12 +593,12 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 release = self.usable(name, found, specifiers)
                 if release is None:
                     continue
-                builds = self.builds(name, release)
-                if isinstance(builds, Unavailable):
+                if from_source is not None and from_source(found):
+                    deferred.append(release)
                     continue
-                for build in builds:
-                    if (release.version, build.abi) not in excluded:
-                        yield Candidate(name, release.version, extras, build, build.abi)
+                yield from of(release)
+            for release in deferred:
+                yield from of(release)
 
         return functools.partial(self._looking_ahead, identifier, candidates)
 
