@@ -548,6 +548,15 @@ def test_uninstall_the_projects_a_requirements_file_names(tmp_path: Path) -> Non
     requirements.write_text(
         f"Alpha==1.0 --hash=sha256:{'0' * 64}\nbeta#cpu ; python_version > '3'\n"
     )
+    before = tree_hash(python)
+    planned = wheelwise(
+        ["uninstall", "--dry-run", "--python", str(python), "-r", str(requirements), "nope"],
+        tmp_path / "cache",
+    )
+    assert planned.returncode == 0, planned.stderr
+    assert planned.stdout.splitlines() == ["would uninstall alpha 1.0", "would uninstall beta 1.0"]
+    assert "skipped nope: it is not installed" in planned.stderr
+    assert tree_hash(python) == before
     removed = wheelwise(
         ["uninstall", "-y", "--python", str(python), "-r", str(requirements)], tmp_path / "cache"
     )

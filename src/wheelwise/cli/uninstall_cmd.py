@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -64,6 +65,11 @@ def _named_in(requirement_files: Sequence[Path]) -> list[str]:
     is_flag=True,
     help="Uninstall from an externally managed environment (PEP 668) anyway.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Say what would be uninstalled, and remove nothing (uv's --dry-run).",
+)
 @input_errors
 @install_errors
 def uninstall(
@@ -76,6 +82,7 @@ def uninstall(
     yes: bool,
     quiet: bool,
     break_system_packages: bool,
+    dry_run: bool,
 ) -> None:
     """Uninstall distributions NAME... (all or nothing; a NAME that is not installed
     is skipped with a warning, as in pip and uv)."""
@@ -90,6 +97,9 @@ def uninstall(
         raise InputError("nothing to uninstall: give NAME... or -r FILE")
 
     env = environment()
+    if dry_run:
+        _would_remove(env, names)
+        return
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
         raise InputError("nothing uninstalled")
     removed = remove(
@@ -123,3 +133,19 @@ def recover(
         click.echo(recovered.describe())
     if not found:
         click.echo(f"nothing to recover in {env.purelib}")
+
+
+def _would_remove(env: Any, names: Sequence[str]) -> None:
+    """What ``uninstall NAME...`` would remove from *env*: a line each, and a
+    warning for each name that is not installed."""
+    from packaging.utils import canonicalize_name
+
+    from wheelwise.environment.installed import list_installed
+
+    installed = {dist.name: dist for dist in list_installed(env)}
+    for name in dict.fromkeys(names):
+        dist = installed.get(canonicalize_name(name))
+        if dist is None:
+            warn(f"skipped {name}: it is not installed in {env.prefix}")
+        else:
+            click.echo(f"would uninstall {dist.name} {dist.version}")
