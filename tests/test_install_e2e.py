@@ -264,10 +264,10 @@ def test_requirements_file_and_find_links(house: Path, tmp_path: Path) -> None:
     assert strict.returncode == 2
     # Hash-checking mode, as pip's: the requirement must be pinned and hashed.
     assert "'cudart' is not pinned to one version with ==" in strict.stderr
-    requirements.write_text("--prefer-binary\napp\n")
+    requirements.write_text("--use-pep517\napp\n")
     bad = wheelwise(["install", "--python", str(python), "-r", str(requirements)], tmp_path)
     assert bad.returncode == 2
-    assert "--prefer-binary is not supported" in bad.stderr
+    assert "--use-pep517 is not supported" in bad.stderr
 
 
 # -- hostile indexes --------------------------------------------------------------------

@@ -71,7 +71,7 @@ def test_requirements_file_build_options(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("--prefer-binary\n", "option --prefer-binary is not supported"),
+        ("--use-pep517\n", "option --use-pep517 is not supported"),
         ("-e\n", "-e needs a value"),
         ("-r\n", "-r needs a value"),
         ("-r missing.txt\n", "requirements file not found"),
