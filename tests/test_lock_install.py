@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from indexkit import demo_wheel, uvicorn_thread
+from indexkit import demo_wheel, uv_executable, uvicorn_thread
 from installkit import WHEEL, installed_build, make_venv, tree_hash
 from paths import DATA
 from variantkit import SCHEMA, wheelwise
@@ -640,3 +640,58 @@ def test_a_changed_unpacked_entry_is_made_again(house: House, tmp_path: Path) ->
     assert b"# edited" in edited.read_bytes()
     assert not fresh.samefile(edited)
     assert installed(second) == {"alpha": None}
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([], {"alpha"}),
+        (["--extra", "GPU"], {"alpha", "beta"}),
+        (["--group", "dev"], {"alpha", "extra"}),
+        (["--all-extras", "--group", "dev"], {"alpha", "beta", "extra"}),
+    ],
+)
+def test_extras_and_groups_of_a_lock_as_uv_selects_them(
+    house: House, tmp_path: Path, args: list[str], expected: set[str]
+) -> None:
+    """PEP 751's ``'gpu' in extras`` and ``'dev' in dependency_groups`` markers, for
+    ``install -r``, ``sync`` and uv's ``pip install -r`` alike."""
+    packages = (
+        house.package("alpha", "1.0"),
+        house.package("beta", "2.0", marker="'gpu' in extras"),
+        house.package("extra", "1.0", marker="'dev' in dependency_groups"),
+    )
+    folder = tmp_path / "project"
+    folder.mkdir()
+    lock = folder / "pylock.toml"
+    text = write_pylock(
+        PyLock(
+            created_by="wheelwise", packages=packages, extras=("gpu",), dependency_groups=("dev",)
+        )
+    )
+    lock.write_text(text, encoding="utf-8")
+    for command in ("-r", "sync"):
+        python = make_venv(tmp_path / f"venv{command}")
+        result = install_lock(tmp_path, python, lock, "cpu", *args, command=command)
+        assert result.returncode == 0, result.stderr
+        assert set(installed(python)) == expected, command
+    theirs = make_venv(tmp_path / "uv")
+    uv = subprocess.run(
+        [uv_executable(), "pip", "install", "--python", str(theirs), "--no-cache",
+         "-r", str(lock), *args],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert uv.returncode == 0, uv.stderr
+    assert set(installed(theirs)) == expected
+
+
+def test_an_extra_the_lock_does_not_declare(house: House, tmp_path: Path) -> None:
+    lock = write_lock(tmp_path / "project", [house.package("alpha", "1.0")])
+    python = make_venv(tmp_path / "venv")
+    result = install_lock(tmp_path, python, lock, "cpu", "--extra", "gpu")
+    assert result.returncode == 2
+    assert f"{lock}: the lock has no extra 'gpu' (it has: none)" in result.stderr
+    excluded = install_lock(tmp_path, python, lock, "cpu", "--exclude-newer", "7 days")
+    assert excluded.returncode == 2
+    assert "--exclude-newer cannot be used with a lock file" in excluded.stderr
+    assert installed(python) == {}

@@ -496,6 +496,8 @@ _NOT_WITH_A_LOCK = (
     ("-i/--index-url", "index_url"),
     ("--extra-index-url", "extra_index_url"),
     ("-f/--find-links", "find_links"),
+    ("--exclude-newer", "exclude_newer"),
+    ("--prefer-binary", "prefer_binary"),
 )
 
 
@@ -647,6 +649,8 @@ def install(
             "index_url": index_url,
             "extra_index_url": extra_index_url,
             "find_links": find_links,
+            "exclude_newer": exclude_newer,
+            "prefer_binary": prefer_binary,
         },
     )
     location = check_location(target_dir, prefix_dir, user)
@@ -662,7 +666,8 @@ def install(
 
         base = target.install_options()
         if lock is not None:
-            install_lock(lock, query, target, sync=False)
+            selected = LockSelection(extras, all_extras, groups)
+            install_lock(lock, query, target, sync=False, selected=selected)
             return
         from wheelwise.cli.inputs import read_requirement_files
 
@@ -944,9 +949,44 @@ def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
         console.print("nothing to install")
 
 
-def install_lock(path: Path, query: PendingEnvironment, target: TargetArgs, *, sync: bool) -> None:
+@dataclass(frozen=True)
+class LockSelection:
+    """``--extra``, ``--all-extras`` and ``--group`` given with a lock file."""
+
+    extras: Sequence[str] = ()
+    all_extras: bool = False
+    groups: Sequence[str] = ()
+
+    def chosen(self, lock: Any, path: Path) -> tuple[list[str], list[str]]:
+        """The lock's extras and dependency groups asked for (normalized names, as
+        PEP 751 compares them); an InputError for one the lock does not declare."""
+        from packaging.utils import canonicalize_name
+
+        extras = {canonicalize_name(e): e for e in lock.extras}
+        groups = {canonicalize_name(g): g for g in lock.dependency_groups}
+        wanted = list(extras) if self.all_extras else [canonicalize_name(e) for e in self.extras]
+        for kind, asked, known in (
+            ("extra", wanted, extras),
+            ("dependency group", [canonicalize_name(g) for g in self.groups], groups),
+        ):
+            for name in asked:
+                if name not in known:
+                    listed = ", ".join(sorted(known.values())) or "none"
+                    raise InputError(f"{path}: the lock has no {kind} {name!r} (it has: {listed})")
+        return [extras[e] for e in wanted], [groups[canonicalize_name(g)] for g in self.groups]
+
+
+def install_lock(
+    path: Path,
+    query: PendingEnvironment,
+    target: TargetArgs,
+    *,
+    sync: bool,
+    selected: LockSelection = LockSelection(),
+) -> None:
     """Install the lock file *path* into the environment *query* is about (with
-    *sync*, also remove what it does not select), and say what was done."""
+    *sync*, also remove what it does not select; *selected*: its extras and groups
+    asked for), and say what was done."""
     from dataclasses import replace
 
     from wheelwise.cli.inputs import read_bytes
@@ -954,13 +994,22 @@ def install_lock(path: Path, query: PendingEnvironment, target: TargetArgs, *, s
     from wheelwise.lock import read_pylock
 
     lock = read_pylock(read_bytes(path, "lock file"), source=str(path))
+    extras, groups = selected.chosen(lock, path)
     options = target.install_options()
     started = time.perf_counter()
     if interactive(target.quiet) and not target.dry_run:
         with RichProgress() as bar:
-            done = run_lock_install(lock, path, replace(options, progress=bar), query, sync=sync)
+            done = run_lock_install(
+                lock,
+                path,
+                replace(options, progress=bar),
+                query,
+                sync=sync,
+                extras=extras,
+                groups=groups,
+            )
     else:
-        done = run_lock_install(lock, path, options, query, sync=sync)
+        done = run_lock_install(lock, path, options, query, sync=sync, extras=extras, groups=groups)
     show_outcome(
         done.outcome,
         quiet=target.quiet,

@@ -76,6 +76,33 @@ def provider_options(func: _F, *, refresh_help: str = REFRESH_HELP) -> _F:
     )(func)
 
 
+def selection_options(func: _F) -> _F:
+    """``--extra``, ``--all-extras`` and ``--group`` (as ``extras``, ``all_extras``
+    and ``groups``): a project's optional dependencies and dependency groups, or
+    those a lock file marks as such."""
+    func = click.option(
+        "--group",
+        "groups",
+        multiple=True,
+        metavar="[PATH:]NAME",
+        help="Add the dependency group NAME (PEP 735) of PATH (default: pyproject.toml "
+        "here), as pip's --group, or the lock file's group NAME (repeatable).",
+    )(func)
+    func = click.option(
+        "--all-extras",
+        is_flag=True,
+        help="With -r pyproject.toml or a lock file: add every extra's optional dependencies.",
+    )(func)
+    return click.option(
+        "--extra",
+        "extras",
+        multiple=True,
+        metavar="NAME",
+        help="With -r pyproject.toml or a lock file: add the optional dependencies of extra NAME "
+        "(repeatable), as uv's --extra.",
+    )(func)
+
+
 def source_options(requirement_help: str) -> Callable[[_F], _F]:
     """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``,
     ``-f``, ``--extra``, ``--all-extras``, ``--group`` and ``--exclude-newer``: what
@@ -95,27 +122,7 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
             "(7 days, P7D); files whose index gives no upload time are left out "
             "[env: WHEELWISE_EXCLUDE_NEWER].",
         )(func)
-        func = click.option(
-            "--group",
-            "groups",
-            multiple=True,
-            metavar="[PATH:]NAME",
-            help="Add the dependency group NAME (PEP 735) of PATH (default: pyproject.toml "
-            "here), as pip's --group (repeatable).",
-        )(func)
-        func = click.option(
-            "--all-extras",
-            is_flag=True,
-            help="With -r pyproject.toml: add every extra's optional dependencies.",
-        )(func)
-        func = click.option(
-            "--extra",
-            "extras",
-            multiple=True,
-            metavar="NAME",
-            help="With -r pyproject.toml: add the optional dependencies of extra NAME "
-            "(repeatable), as uv's --extra.",
-        )(func)
+        func = selection_options(func)
         func = click.option(
             "-f",
             "--find-links",
