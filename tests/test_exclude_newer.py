@@ -5,6 +5,7 @@ index on 127.0.0.1 whose links carry ``data-upload-time``, beside uv's installs.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -44,10 +45,11 @@ def test_moments(text: str, moment: float) -> None:
     assert parse_cutoff(text, now=NOW) == moment
 
 
-def test_a_date_is_its_midnight_here() -> None:
+def test_a_date_is_the_whole_day_here() -> None:
     import datetime
 
-    assert parse_cutoff("2024-01-01") == datetime.datetime(2024, 1, 1).astimezone().timestamp()
+    # uv's reading: uploads of that day count, up to the next midnight here.
+    assert parse_cutoff("2024-01-01") == datetime.datetime(2024, 1, 2).astimezone().timestamp()
 
 
 @pytest.mark.parametrize(
@@ -105,7 +107,7 @@ def test_pages_give_the_upload_time() -> None:
 
 UPLOADED = {
     "alpha-1.0-py3-none-any.whl": "2024-01-10T00:00:00Z",
-    "alpha-2.0-py3-none-any.whl": "2024-06-10T00:00:00Z",
+    "alpha-2.0-py3-none-any.whl": "2024-06-10T12:00:00Z",
     "beta-1.0-py3-none-any.whl": "2024-01-10T00:00:00Z",
     # alpha 3.0: no upload time
 }
@@ -141,22 +143,29 @@ def _alpha(python: Path) -> str | None:
 
 @pytest.mark.parametrize(
     ("moment", "expected"),
-    [("2024-03-01", "1.0"), ("2025-01-01T00:00:00Z", "2.0"), (None, "3.0")],
+    [
+        ("2024-03-01", "1.0"),
+        ("2024-06-10", "2.0"),  # a date: the whole day, as uv reads it
+        ("2024-06-10T00:00:00Z", "1.0"),
+        ("2025-01-01T00:00:00Z", "2.0"),
+        (None, "3.0"),
+    ],
 )
 def test_install_takes_what_was_uploaded_before(
     index: str, tmp_path: Path, moment: str | None, expected: str
 ) -> None:
     flag = ["--exclude-newer", moment] if moment else []
     ours = make_venv(tmp_path / "ours")
+    zone = {"TZ": "UTC"}
     result = wheelwise(
-        ["install", "--python", str(ours), "-i", index, *flag, "beta"], tmp_path / "cache"
+        ["install", "--python", str(ours), "-i", index, *flag, "beta"], tmp_path / "cache", zone
     )
     assert result.returncode == 0, result.stderr
     theirs = make_venv(tmp_path / "theirs")
     uv = subprocess.run(
         [uv_executable(), "pip", "install", "--python", str(theirs), "--index-url", index,
          "--no-cache", *flag, "beta"],
-        capture_output=True, text=True, check=False,
+        capture_output=True, text=True, check=False, env={**os.environ, **zone},
     )  # fmt: skip
     assert uv.returncode == 0, uv.stderr
     assert _alpha(ours) == expected == _alpha(theirs)
@@ -203,3 +212,30 @@ def test_lock_and_download_take_it_too(index: str, tmp_path: Path) -> None:
         "alpha-1.0-py3-none-any.whl",
         "beta-1.0-py3-none-any.whl",
     ]
+
+
+def test_find_links_and_direct_references_are_taken_as_uv_takes_them(tmp_path: Path) -> None:
+    """Only an index gives upload times: the files of a find-links folder, and a
+    wheel named by path, are not left out (uv installs them too)."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version in ("1.0", "2.0"):
+        demo_wheel(wheels, f"alpha-{version}-py3-none-any.whl")
+    local = demo_wheel(tmp_path, "gamma-1.0-py3-none-any.whl")
+    flag = ["--exclude-newer", "2000-01-01"]
+    for name, args in (("links", ["-f", str(wheels), "alpha"]), ("path", [str(local)])):
+        ours = make_venv(tmp_path / f"ours-{name}")
+        result = wheelwise(
+            ["install", "--python", str(ours), "--no-index", *flag, *args], tmp_path / "cache"
+        )
+        assert result.returncode == 0, result.stderr
+        theirs = make_venv(tmp_path / f"theirs-{name}")
+        uv = subprocess.run(
+            [uv_executable(), "pip", "install", "--python", str(theirs), "--no-index",
+             "--no-cache", *flag, *args],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert uv.returncode == 0, uv.stderr
+        found = {p.name for p in site_packages(ours).glob("*.dist-info")}
+        assert found == {p.name for p in site_packages(theirs).glob("*.dist-info")}
+        assert found == ({"alpha-2.0.dist-info"} if name == "links" else {"gamma-1.0.dist-info"})

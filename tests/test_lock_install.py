@@ -694,4 +694,12 @@ def test_an_extra_the_lock_does_not_declare(house: House, tmp_path: Path) -> Non
     excluded = install_lock(tmp_path, python, lock, "cpu", "--exclude-newer", "7 days")
     assert excluded.returncode == 2
     assert "--exclude-newer cannot be used with a lock file" in excluded.stderr
+    editable = install_lock(tmp_path, python, lock, "cpu", "-e", str(tmp_path))
+    assert editable.returncode == 2
+    assert "-e/--editable cannot be used with a lock file" in editable.stderr
     assert installed(python) == {}
+    # Set in the environment, it is a default for resolving, which a lock has done.
+    head = ["install", "-r", str(lock), "--system", str(system(tmp_path, "cpu"))]
+    quiet = run(tmp_path, *head, "--python", str(python), env={"WHEELWISE_EXCLUDE_NEWER": "7 days"})
+    assert quiet.returncode == 0, quiet.stderr
+    assert installed(python) == {"alpha": None}

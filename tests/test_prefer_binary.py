@@ -5,6 +5,7 @@ beside pip's."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,17 @@ def test_a_requirements_file_may_say_it(links: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert _alpha(python) == "1.0"
+
+
+def test_an_installed_version_is_kept(links: Path, tmp_path: Path) -> None:
+    """As pip: a built release already installed still meets the requirement;
+    --prefer-binary does not trade it for an older wheel."""
+    python = make_venv(tmp_path / "venv")
+    args = ["install", "--python", str(python), "--no-index", "-f", str(links)]
+    assert wheelwise([*args, "alpha==2.0"], tmp_path / "cache").returncode == 0
+    # --dry-run asks the resolver, which a met requirement would not otherwise need.
+    result = wheelwise([*args, "--prefer-binary", "--dry-run", "--report", "-", "alpha"],
+                       tmp_path / "cache")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert [item["metadata"]["version"] for item in json.loads(result.stdout)["install"]] == []
+    assert _alpha(python) == "2.0"

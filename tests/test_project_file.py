@@ -98,6 +98,39 @@ def test_a_broken_file_is_one_line(tmp_path: Path, text: str, message: str) -> N
     assert str(tmp_path) in str(caught.value)
 
 
+def test_a_marker_on_the_extra_itself(tmp_path: Path) -> None:
+    """``extra == 'X'`` in X's own list holds for X (uv reads it so), and not in
+    another's; mixed with the machine's variables it cannot be split here."""
+    text = (
+        '[project]\nname = "p"\ndependencies = ["a; extra == \'gpu\'"]\n'
+        "[project.optional-dependencies]\n"
+        "gpu = [\"b ; extra == 'gpu'\", \"c ; extra == 'cpu'\"]\n"
+    )
+    path = _project(tmp_path, text)
+    assert project_requirements(path, ["gpu"], False) == ["b"]
+    mixed = text.replace("extra == 'cpu'", "extra == 'cpu' and os_name == 'posix'")
+    with pytest.raises(RequirementsFileError, match="on extra and on the machine at once"):
+        project_requirements(_project(tmp_path, mixed), ["gpu"], False)
+
+
+def test_a_self_reference_in_the_dependencies(tmp_path: Path) -> None:
+    text = '[project]\nname = "p"\ndependencies = ["p[x]"]\n'
+    text += '[project.optional-dependencies]\nx = ["q"]\n'
+    assert project_requirements(_project(tmp_path, text), [], False) == ["q"]
+
+
+def test_a_relative_file_url_is_refused(tmp_path: Path) -> None:
+    text = '[project]\nname = "p"\ndependencies = ["q @ file:./q-1.0-py3-none-any.whl"]\n'
+    with pytest.raises(RequirementsFileError, match="a relative file: URL"):
+        project_requirements(_project(tmp_path, text), [], False)
+
+
+def test_a_missing_included_group_is_named(tmp_path: Path) -> None:
+    path = _project(tmp_path, '[dependency-groups]\na = [{include-group = "zz"}]\n')
+    with pytest.raises(RequirementsFileError, match="'zz' not found"):
+        group_requirements(path, ["a"])
+
+
 def test_groups_include_groups(tmp_path: Path) -> None:
     assert group_requirements(_project(tmp_path), ["test"]) == ["zeta", "eta>=2"]
 

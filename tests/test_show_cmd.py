@@ -236,3 +236,19 @@ def test_the_same_lines_as_pip_show(wheels: Path, tmp_path: Path) -> None:
     theirs = pip(python, "show", "--files", *names)
     assert theirs.returncode == 0, theirs.stderr
     assert ours.stdout == theirs.stdout
+
+
+def test_a_broken_record_is_a_warning_and_the_others_are_shown(
+    wheels: Path, tmp_path: Path
+) -> None:
+    python = make_venv(tmp_path / "venv")
+    _install(python, wheels, "alpha")
+    record = next(site_packages(python).glob("beta-*.dist-info")) / "RECORD"
+    record.write_bytes(b"\xff\xfe not utf-8\n")
+    shown = _show(python, "-f", "beta", "alpha")
+    assert shown.returncode == 0
+    assert "wheelwise: warning: beta: its files cannot be listed:" in shown.stderr
+    assert "is not valid UTF-8" in shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "Name: Alpha" in lines
+    assert "  alpha/__init__.py" in lines

@@ -498,7 +498,20 @@ _NOT_WITH_A_LOCK = (
     ("-f/--find-links", "find_links"),
     ("--exclude-newer", "exclude_newer"),
     ("--prefer-binary", "prefer_binary"),
+    ("--only-binary", "only_binary"),
+    ("--no-binary", "no_binary"),
+    ("-e/--editable", "editables"),
+    ("-C/--config-settings", "config_settings"),
+    ("--no-build-isolation", "no_build_isolation"),
 )
+
+
+def _on_command_line(parameter: str) -> bool:
+    """Whether the running command's *parameter* was given on its command line."""
+    from click.core import ParameterSource
+
+    source = click.get_current_context().get_parameter_source(parameter)
+    return source is ParameterSource.COMMANDLINE
 
 
 def _lock_among(
@@ -649,8 +662,14 @@ def install(
             "index_url": index_url,
             "extra_index_url": extra_index_url,
             "find_links": find_links,
-            "exclude_newer": exclude_newer,
+            # Set in the environment, it is a default for resolving: a lock has resolved.
+            "exclude_newer": exclude_newer if _on_command_line("exclude_newer") else None,
             "prefer_binary": prefer_binary,
+            "only_binary": only_binary,
+            "no_binary": no_binary,
+            "editables": editables,
+            "config_settings": config_settings,
+            "no_build_isolation": no_build_isolation,
         },
     )
     location = check_location(target_dir, prefix_dir, user)

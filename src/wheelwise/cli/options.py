@@ -118,9 +118,9 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
             metavar="MOMENT",
             envvar="WHEELWISE_EXCLUDE_NEWER",
             help="Only files uploaded before MOMENT, as uv's --exclude-newer: a date "
-            "(2024-05-01), a timestamp (2024-05-01T12:00:00Z) or a span back from now "
-            "(7 days, P7D); files whose index gives no upload time are left out "
-            "[env: WHEELWISE_EXCLUDE_NEWER].",
+            "(2024-05-01, the whole day), a timestamp (2024-05-01T12:00:00Z) or a span "
+            "back from now (7 days, P7D); an index's files without an upload time are "
+            "left out, find-links files are not [env: WHEELWISE_EXCLUDE_NEWER].",
         )(func)
         func = selection_options(func)
         func = click.option(

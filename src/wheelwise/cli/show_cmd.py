@@ -270,16 +270,22 @@ def _echo_files(dist: InstalledDist) -> None:
     """``Files:`` and *dist*'s RECORD paths, sorted, two spaces in, as pip lists them
     (relative to Location: a script is ``../../../bin/NAME``)."""
     from wheelwise.userfiles import read_regular_file
+    from wheelwise.wheels.errors import WheelError
     from wheelwise.wheels.record import parse_record_rows
 
     click.echo("Files:")
     record = dist.location / "RECORD"
     try:
         data = read_regular_file(record, limit=_MAX_BYTES)
+        rows = parse_record_rows(data, name=str(record))
     except FileNotFoundError:
         click.echo(_NO_RECORD)
         return
+    except (OSError, WheelError) as exc:
+        # One distribution's broken RECORD does not stop the others being shown.
+        warn(f"{dist.name}: its files cannot be listed: {exc}")
+        return
     # Through Path() as pip: "./a" and "a//b" are "a" and "a/b".
-    paths = sorted(str(Path(row[0])) for row in parse_record_rows(data, name=str(record)))
+    paths = sorted(str(Path(row[0])) for row in rows)
     for path in paths:
         click.echo(f"  {path.strip()}")

@@ -39,6 +39,7 @@ from packaging.version import Version
 
 from wheelwise.cache.scratch import make_scratch
 from wheelwise.client.index_client import (
+    INDEX,
     IndexClient,
     IndexFile,
     IndexSource,
@@ -365,7 +366,6 @@ class IndexFinder:
             and not file.yanked
             and file.allows_python(self.python_version)
             and any(tag in self.tags for tag in wheel.tags)
-            and self.admits(file)
         )
 
     def built_from_source(self, release: IndexRelease) -> bool:
@@ -378,9 +378,15 @@ class IndexFinder:
             and all(_link(file).file.kind == SDIST for file in files)
         )
 
-    def admits(self, file: IndexFile) -> bool:
-        """Whether *file* was uploaded before --exclude-newer's moment (if given)."""
-        return self.exclude_newer is None or uploaded_before(file.upload_time, self.exclude_newer)
+    def admits(self, file: IndexFile, source: IndexSource) -> bool:
+        """Whether *file*, listed by *source*, was uploaded before --exclude-newer's
+        moment (if given). Only an index gives upload times: files of find-links
+        folders and pages, and those of direct references, are taken, as uv takes them."""
+        return (
+            self.exclude_newer is None
+            or source.kind != INDEX
+            or uploaded_before(file.upload_time, self.exclude_newer)
+        )
 
     def _find(
         self, name: NormalizedName, fetched: Callable[[], list[SourceListing] | None] | None
@@ -431,7 +437,11 @@ class IndexFinder:
             versions = [
                 v
                 for v in versions
-                if any(self.admits(f) for e in listings for f in e.listing.files_for(v))
+                if any(
+                    self.admits(f, e.listing.source)
+                    for e in listings
+                    for f in e.listing.files_for(v)
+                )
             ]
             self.hidden_versions[listings[0].listing.name] = listed - len(versions)
         return [IndexRelease(version, listings, self) for version in versions]
@@ -446,7 +456,7 @@ class IndexFinder:
         other). An sdist stands in as a wheel named ``{name}-{version}-py3-none-any``
         whose link is the sdist: built when its dependencies are asked for."""
         kinds = self._kinds(listings[0].listing.name) if listings else WHEEL_LINK
-        chosen = first_viable_source(version, listings, self.viable) if kinds & WHEEL_LINK else None
+        chosen = self._first_viable(version, listings) if kinds & WHEEL_LINK else None
         if chosen is None and kinds & SDIST_LINK:
             found = self._sdist_source(version, listings)
             if found is not None:
@@ -461,11 +471,26 @@ class IndexFinder:
                 if (
                     file.wheel is not None
                     and file.allows_python(self.python_version)
-                    and self.admits(file)
+                    and self.admits(file, listing.source)
                 ):
                     wheel = WheelFile(file.wheel, Link(file, listing.source))
                     (yanked if file.yanked else usable).append(wheel)
         return listing, usable, ([] if usable else yanked)
+
+    def _first_viable(
+        self, version: Version, listings: Sequence[SourceListing]
+    ) -> SourceListing | None:
+        """The first listing with a viable wheel of *version* that --exclude-newer
+        admits (see :func:`first_viable_source`)."""
+        if self.exclude_newer is None:
+            return first_viable_source(version, listings, self.viable)
+        for entry in listings:
+            source = entry.listing.source
+            if any(
+                self.viable(f) and self.admits(f, source) for f in entry.listing.files_for(version)
+            ):
+                return entry
+        return None
 
     def _sdist_source(
         self, version: Version, listings: Sequence[SourceListing]
@@ -479,7 +504,7 @@ class IndexFinder:
                         file.kind == SDIST
                         and file.yanked == want_yanked
                         and file.allows_python(self.python_version)
-                        and self.admits(file)
+                        and self.admits(file, entry.listing.source)
                     ):
                         name = entry.listing.name.replace("-", "_")
                         stand_in = WheelFile.parse(

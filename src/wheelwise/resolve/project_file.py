@@ -11,11 +11,12 @@ be read from the file: installing the project folder builds them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.markers import Marker
+from packaging.markers import Marker, default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -56,10 +57,17 @@ def _strings(value: object, where: str) -> list[str]:
 
 def _parsed(text: str, where: str) -> Requirement:
     try:
-        return Requirement(text)
+        requirement = Requirement(text)
     except InvalidRequirement as exc:
         first = str(exc).splitlines()[0] if str(exc) else "invalid"
         raise RequirementsFileError(f"{where}: {text!r} is not a requirement ({first})") from None
+    url = requirement.url
+    if url is not None and url.lower().startswith("file:") and not url[5:].startswith("/"):
+        # Relative to what? PEP 508 URLs are absolute; uv refuses these too.
+        raise RequirementsFileError(
+            f"{where}: {text!r}: a relative file: URL; write it as file:///ABSOLUTE/PATH"
+        )
+    return requirement
 
 
 def _joined(requirement: Requirement, outer: Marker | None) -> str:
@@ -125,12 +133,13 @@ class _Project:
         project itself replaced by the requirements of the extras it names."""
         found: list[str] = []
         no_marker: Marker | None = None
-        pending = [(text, no_marker, where, within) for text in texts]
+        pending = [(text, no_marker, where, within, _only(within)) for text in texts]
         while pending:
-            text, outer, at, seen = pending.pop(0)
+            text, outer, at, seen, extra_of = pending.pop(0)
             requirement = _parsed(text, at)
             if self.name is None or canonicalize_name(requirement.name) != self.name:
-                found.append(_joined(requirement, outer))
+                if _for_extra(requirement, extra_of, at):
+                    found.append(_joined(requirement, outer))
                 continue
             if requirement.url or requirement.specifier:
                 raise RequirementsFileError(
@@ -144,8 +153,42 @@ class _Project:
                 if extra not in extras:
                     raise _no_extra(self.path, extra, extras)
                 inner = f"{self.path}: project.optional-dependencies.{extra}"
-                pending.extend((item, marker, inner, seen | {extra}) for item in extras[extra])
+                pending.extend(
+                    (item, marker, inner, seen | {extra}, extra) for item in extras[extra]
+                )
         return found
+
+
+def _only(extras: frozenset[str]) -> str | None:
+    return next(iter(extras)) if len(extras) == 1 else None
+
+
+# A marker's variables: its words outside quoted values, less the operators.
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_OPERATORS = {"and", "or", "in", "not"}
+
+
+def _for_extra(requirement: Requirement, extra: str | None, at: str) -> bool:
+    """Whether *requirement*, read for *extra* (None: not an extra's), applies: a
+    marker on ``extra`` alone (``extra == 'gpu'`` in the gpu extra's list, as some
+    projects write it) holds or not for that extra, and is then dropped; one that
+    also reads the machine cannot be split here."""
+    marker = requirement.marker
+    if marker is None:
+        return True
+    words = set(_WORD.findall(_QUOTED.sub("", str(marker)))) - _OPERATORS
+    if "extra" not in words:
+        return True
+    if words != {"extra"}:
+        raise RequirementsFileError(
+            f"{at}: {str(requirement)!r}: a marker on extra and on the machine at once "
+            "cannot be read from the file; drop the extra part (the list is that extra's)"
+        )
+    environment: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
+    holds = marker.evaluate({**environment, "extra": extra or ""})
+    requirement.marker = None
+    return holds
 
 
 def _outer_of(requirement: Requirement, outer: Marker | None) -> Marker | None:
@@ -170,9 +213,9 @@ def project_requirements(path: Path, extras: Sequence[str], all_extras: bool) ->
     project = _Project(path, read_project_file(path))
     where = f"{path}: project.dependencies"
     wanted: list[str] = [canonicalize_name(extra) for extra in extras]
+    known = project.extras() if wanted or all_extras or _names_itself(project) else {}
     if not wanted and not all_extras:
-        return project.expand(project.dependencies(), where, {})
-    known = project.extras()
+        return project.expand(project.dependencies(), where, known)
     for extra in wanted:
         if extra not in known:
             raise _no_extra(path, extra, known)
@@ -182,6 +225,14 @@ def project_requirements(path: Path, extras: Sequence[str], all_extras: bool) ->
         inner = f"{path}: project.optional-dependencies.{extra}"
         found.extend(project.expand(known[extra], inner, known, frozenset({extra})))
     return list(dict.fromkeys(found))
+
+
+def _names_itself(project: _Project) -> bool:
+    """Whether the project's dependencies name the project itself (``me[gpu]``)."""
+    return any(
+        project.name is not None and canonicalize_name(_parsed(text, "").name) == project.name
+        for text in project.dependencies()
+    )
 
 
 def split_group(given: str) -> tuple[Path, str]:
@@ -212,12 +263,13 @@ def group_requirements(path: Path, names: Sequence[str]) -> list[str]:
         )
     try:
         found = resolve(table, *names)
-    except LookupError:
+    except LookupError as exc:
         missing = [n for n in names if canonicalize_name(n) not in _group_names(table)]
         known = ", ".join(sorted(map(str, table))) or "none"
+        if not missing:  # a group asked for includes one there is not
+            raise RequirementsFileError(f"{path}: [dependency-groups]: {exc}") from None
         raise RequirementsFileError(
-            f"{path}: no dependency group {', '.join(map(repr, missing or names))} "
-            f"(its groups: {known})"
+            f"{path}: no dependency group {', '.join(map(repr, missing))} (its groups: {known})"
         ) from None
     except (ValueError, TypeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

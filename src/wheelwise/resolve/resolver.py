@@ -563,7 +563,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         specifiers = self.specifiers(name, reqs)
         releases = self.in_range(name, specifiers)
         current = self.installed.get(name)
+        kept = None  # the installed version, tried first, where it is not upgraded
         if not upgrades(self.upgrade, name) and current is not None:
+            kept = current
             first = [r for r in releases if r.version == current]
             releases = first + [r for r in releases if r.version != current]
 
@@ -593,7 +595,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 release = self.usable(name, found, specifiers)
                 if release is None:
                     continue
-                if from_source is not None and from_source(found):
+                if from_source is not None and found.version != kept and from_source(found):
                     deferred.append(release)
                     continue
                 yield from of(release)

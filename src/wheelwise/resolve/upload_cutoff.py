@@ -1,7 +1,8 @@
 """``--exclude-newer``: only files uploaded before a moment, as uv takes it.
 
 The moment is an RFC 3339 timestamp (``2024-05-01T12:00:00Z``; without an offset,
-this machine's time zone), a date (``2024-05-01``: its midnight here), or a span
+this machine's time zone), a date (``2024-05-01``: the whole day here, so the next
+midnight, as uv reads it), or a span
 back from now: ``7 days``, ``24 hours``, ``2 weeks`` or ISO 8601's ``P7D``,
 ``PT24H`` (a day is 24 hours). A file's upload time is its page's ``upload-time``
 (PEP 700; ``data-upload-time`` on an HTML page, as PyTorch's index writes it). A
@@ -60,6 +61,8 @@ def _stamp(text: str) -> float | None:
         int(fraction),
     )
     offset = found["offset"]
+    if found["hour"] is None:  # a date: up to its end, here
+        moment += timedelta(days=1)
     if offset is None:
         return moment.astimezone().timestamp()  # this machine's time zone
     if offset in ("Z", "z"):
