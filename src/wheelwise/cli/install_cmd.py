@@ -16,6 +16,7 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors, one_line, warn
 from wheelwise.cli.locations import check_location, location_options, python_option
+from wheelwise.cli.lock_install import NOTHING_SELECTED, LockSelection, lock_among, on_command_line
 from wheelwise.cli.options import (
     REFRESH_HELP,
     format_options,
@@ -487,63 +488,6 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
     return cast("Callable[..., _R]", wrapped)
 
 
-# Options of `install` that choose what to install: a lock file has chosen already.
-_NOT_WITH_A_LOCK = (
-    ("-U/--upgrade", "upgrade"),
-    ("-P/--upgrade-package", "upgrade_package"),
-    ("--pre", "pre"),
-    ("--no-deps", "no_deps"),
-    ("-i/--index-url", "index_url"),
-    ("--extra-index-url", "extra_index_url"),
-    ("-f/--find-links", "find_links"),
-    ("--exclude-newer", "exclude_newer"),
-    ("--prefer-binary", "prefer_binary"),
-    ("--only-binary", "only_binary"),
-    ("--no-binary", "no_binary"),
-    ("-e/--editable", "editables"),
-    ("-C/--config-settings", "config_settings"),
-    ("--no-build-isolation", "no_build_isolation"),
-)
-
-
-def _on_command_line(parameter: str) -> bool:
-    """Whether the running command's *parameter* was given on its command line."""
-    from click.core import ParameterSource
-
-    source = click.get_current_context().get_parameter_source(parameter)
-    return source is ParameterSource.COMMANDLINE
-
-
-def _lock_among(
-    requirement_files: tuple[Path, ...],
-    requirements: tuple[str, ...],
-    constraint_files: tuple[Path, ...],
-    given: dict[str, object],
-) -> Path | None:
-    """The lock file given with ``-r`` (named ``pylock.toml`` or ``pylock.*.toml``,
-    as pip and uv tell one), checked to come alone; None when there is none."""
-    if not requirement_files:
-        return None
-    from wheelwise.lock import is_lock_file_name
-
-    locks = [path for path in requirement_files if is_lock_file_name(path.name)]
-    if not locks:
-        return None
-    lock = locks[0]
-    if requirements or constraint_files or len(requirement_files) > 1:
-        raise InputError(
-            f"{lock}: a lock file is installed on its own; give no other requirements, "
-            "-r or -c files with it"
-        )
-    for flag, name in _NOT_WITH_A_LOCK:
-        if given[name]:
-            raise InputError(
-                f"{flag} cannot be used with a lock file ({lock}): the lock gives every "
-                f"package, version and file; drop {flag.split('/')[-1]}"
-            )
-    return lock
-
-
 @click.command()
 @click.argument("requirements", nargs=-1, metavar="[REQ[#LABEL]]...")
 @source_options(
@@ -650,7 +594,7 @@ def install(
     REQ is a requirement (``torch>=2.9``, ``torch#cu128`` for a variant), a project
     folder (``./my-project``), a wheel or source archive (a path or URL),
     ``NAME @ URL`` or a ``git+URL[@REV]``."""
-    lock = _lock_among(
+    lock = lock_among(
         requirement_files,
         requirements,
         constraint_files,
@@ -663,7 +607,7 @@ def install(
             "extra_index_url": extra_index_url,
             "find_links": find_links,
             # Set in the environment, it is a default for resolving: a lock has resolved.
-            "exclude_newer": exclude_newer if _on_command_line("exclude_newer") else None,
+            "exclude_newer": exclude_newer if on_command_line("exclude_newer") else None,
             "prefer_binary": prefer_binary,
             "only_binary": only_binary,
             "no_binary": no_binary,
@@ -968,40 +912,13 @@ def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
         console.print("nothing to install")
 
 
-@dataclass(frozen=True)
-class LockSelection:
-    """``--extra``, ``--all-extras`` and ``--group`` given with a lock file."""
-
-    extras: Sequence[str] = ()
-    all_extras: bool = False
-    groups: Sequence[str] = ()
-
-    def chosen(self, lock: Any, path: Path) -> tuple[list[str], list[str]]:
-        """The lock's extras and dependency groups asked for (normalized names, as
-        PEP 751 compares them); an InputError for one the lock does not declare."""
-        from packaging.utils import canonicalize_name
-
-        extras = {canonicalize_name(e): e for e in lock.extras}
-        groups = {canonicalize_name(g): g for g in lock.dependency_groups}
-        wanted = list(extras) if self.all_extras else [canonicalize_name(e) for e in self.extras]
-        for kind, asked, known in (
-            ("extra", wanted, extras),
-            ("dependency group", [canonicalize_name(g) for g in self.groups], groups),
-        ):
-            for name in asked:
-                if name not in known:
-                    listed = ", ".join(sorted(known.values())) or "none"
-                    raise InputError(f"{path}: the lock has no {kind} {name!r} (it has: {listed})")
-        return [extras[e] for e in wanted], [groups[canonicalize_name(g)] for g in self.groups]
-
-
 def install_lock(
     path: Path,
     query: PendingEnvironment,
     target: TargetArgs,
     *,
     sync: bool,
-    selected: LockSelection = LockSelection(),
+    selected: LockSelection = NOTHING_SELECTED,
 ) -> None:
     """Install the lock file *path* into the environment *query* is about (with
     *sync*, also remove what it does not select; *selected*: its extras and groups

@@ -8,13 +8,8 @@ from pathlib import Path
 import click
 
 from wheelwise.cli.errors import input_errors
-from wheelwise.cli.install_cmd import (
-    LockSelection,
-    TargetArgs,
-    install_errors,
-    install_lock,
-    target_options,
-)
+from wheelwise.cli.install_cmd import TargetArgs, install_errors, install_lock, target_options
+from wheelwise.cli.lock_install import LockSelection
 from wheelwise.cli.options import selection_options
 
 
