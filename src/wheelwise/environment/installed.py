@@ -34,6 +34,7 @@ __all__ = [
     "find_installed",
     "importable_installed",
     "list_installed",
+    "read_metadata",
     "read_name_version",
 ]
 
@@ -135,6 +136,14 @@ def _name_and_version(location: Path) -> tuple[str, str] | None:
     except OSError:
         return None
     return found
+
+
+def read_metadata(dist: InstalledDist) -> bytes | None:
+    """The whole ``METADATA`` of *dist*, or None when it cannot be read; never raises."""
+    try:
+        return (dist.location / "METADATA").read_bytes()
+    except OSError:
+        return None
 
 
 def _folder_project(folder: str) -> str:

@@ -113,6 +113,12 @@ def decide(
     ``direct_url.json`` text of each project given as a direct reference (by
     normalized name), installed again every time, as pip does."""
     finder = lookahead.finder
+    # What is kept as installed needs no download (and an sdist no build) to be read.
+    lookahead.keep_installed(
+        dist
+        for name, dist in installed.items()
+        if not _installed_again(name, reinstall, direct_urls)
+    )
     resolution = resolve_with(
         requirements,
         lookahead,
@@ -136,16 +142,11 @@ def decide(
         # another installed build of the same version is replaced, even without -U.
         keep_variant = not upgrades(upgrade, package.name) and not package.abi
         direct_url = (direct_urls or {}).get(package.name)
-        again = (
-            reinstall is True
-            or (reinstall is not False and package.name in reinstall)
-            or direct_url is not None
-        )
         skipped = (
             current is not None
             and package.is_installed
             and (keep_variant or current.variant == package.label)
-            and not again
+            and not _installed_again(package.name, reinstall, direct_urls)
         )
         release = finder.release(package.name, package.version)
         metadata = release.variant_metadata() if release is not None else None
@@ -171,3 +172,15 @@ def decide(
             )
         )
     return Plan(env, tuple(packages), tuple(resolution.notes))
+
+
+def _installed_again(
+    name: str, reinstall: bool | Collection[str], direct_urls: Mapping[str, str] | None
+) -> bool:
+    """Whether *name* is installed again even at its installed version: *reinstall*
+    is True or names it, or it is given as a direct reference (as pip does)."""
+    return (
+        reinstall is True
+        or (reinstall is not False and name in reinstall)
+        or name in (direct_urls or {})
+    )

@@ -16,6 +16,11 @@ installed. :class:`Lookahead` acts on those guesses in background threads:
   ends. A small one is read for its ``METADATA`` rather than fetching its metadata
   file: one request less, for a wait of about one round trip.
 
+What needs no fetching at all: a wheel (or sdist) of exactly the distribution that
+is installed and kept (:meth:`Lookahead.keep_installed`) is answered from the
+installed ``METADATA``, as pip reads an installed candidate's: an sdist-only release
+is not built again just to read its dependencies.
+
 It stands between the resolver and the :class:`~wheelwise.resolve.finder.IndexFinder`:
 the resolver asks it (it is a :class:`~wheelwise.resolve.candidates.Finder`) and
 tells it what it is about to do (it is the resolver's
@@ -37,16 +42,19 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from wheelwise.client.errors import SourceError
 from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource, SourceListing
 from wheelwise.client.index_file import WHEEL
+from wheelwise.environment.installed import InstalledDist, read_metadata
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
 from wheelwise.models.errors import DownloadDeadline
 from wheelwise.resolve.candidates import WheelFile
 from wheelwise.resolve.finder import IndexFinder, IndexRelease, link_of, requires_dist
 from wheelwise.resolve.prefetch import ListingPrefetcher
+from wheelwise.variants.filenames import WheelFilename
+from wheelwise.wheels.core_metadata import CoreMetadataError
 
 if TYPE_CHECKING:
     from wheelwise.fetch.verify import VerifiedWheel
@@ -102,6 +110,10 @@ class Lookahead:
         # Small wheels downloaded early, by URL (_early_lock guards their source).
         self._early: dict[str, _EarlyWheel] = {}
         self._early_lock = threading.Lock()
+        # Installed distributions the resolution keeps when it chooses them, by
+        # name, and their METADATA once read (None: unreadable, asked as usual).
+        self._kept: dict[str, InstalledDist] = {}
+        self._kept_metadata: dict[str, bytes | None] = {}
 
     def want(self, names: Iterable[str]) -> None:
         """Start fetching the listings of *names* (the requested projects)."""
@@ -124,6 +136,13 @@ class Lookahead:
         if fetcher is not None and verify is not None:
             self._wheels = _EarlyWheels(fetcher, verify, set(installed))
 
+    def keep_installed(self, dists: Iterable[InstalledDist]) -> None:
+        """*dists* are kept as installed wherever the resolution chooses them (not
+        reinstalled): the dependencies of the same name, version and variant label
+        come from their installed ``METADATA``, with nothing downloaded or built."""
+        self._kept = {dist.name: dist for dist in dists}
+        self._kept_metadata = {}
+
     @property
     def finder(self) -> IndexFinder:
         if self._finder is None:
@@ -137,6 +156,9 @@ class Lookahead:
         return self.finder.versions(name, lambda: self._listings.take(name))
 
     def dependencies(self, file: WheelFile) -> list[str]:
+        installed = self._installed_metadata(file)
+        if installed is not None:
+            return requires_dist(installed)
         index_file = _index_file(file)
         if index_file.url not in self._metadata and self._early_source(index_file) == _FROM_WHEEL:
             verified = self._verified(index_file)  # None if it failed: as below
@@ -159,7 +181,11 @@ class Lookahead:
         return self.finder.python_excluded(file, self.core_metadata(file))
 
     def core_metadata(self, file: WheelFile) -> bytes:
-        """The ``METADATA`` of *file*: fetched ahead, else the finder's answer."""
+        """The ``METADATA`` of *file*: installed and kept, fetched ahead, else the
+        finder's answer."""
+        installed = self._installed_metadata(file)
+        if installed is not None:
+            return installed
         index_file = _index_file(file)
         if self._early_source(index_file) == _FROM_WHEEL and index_file.url not in self._metadata:
             verified = self._verified(index_file)
@@ -180,6 +206,17 @@ class Lookahead:
     @property
     def hidden_versions(self) -> dict[NormalizedName, int]:
         return self.finder.hidden_versions
+
+    def _installed_metadata(self, file: WheelFile) -> bytes | None:
+        """The installed ``METADATA`` of the kept distribution *file* is a build of
+        (see :meth:`keep_installed`); None when there is none, or it does not read."""
+        name = file.filename.name
+        dist = self._kept.get(name)
+        if dist is None or not _same_build(dist, file.filename):
+            return None
+        if name not in self._kept_metadata:
+            self._kept_metadata[name] = _readable(read_metadata(dist))
+        return self._kept_metadata[name]
 
     def _ahead(self, index_file: IndexFile) -> bytes | None:
         """The METADATA of *index_file* from an early wheel or a metadata file fetched
@@ -501,6 +538,27 @@ def _result(started: _Started | None) -> Fetched | None:
     if started is None or started.wheel.cancelled():
         return None
     return started.wheel.result()
+
+
+def _same_build(dist: InstalledDist, filename: WheelFilename) -> bool:
+    """Whether *filename* names the build *dist* is: its version and variant label.
+    (An sdist stands in as a non-variant wheel, as a build of it installs.)"""
+    try:
+        version = Version(dist.version)
+    except InvalidVersion:
+        return False
+    return version == filename.version and dist.variant == filename.variant_label
+
+
+def _readable(metadata: bytes | None) -> bytes | None:
+    """*metadata*, if its fields read (else the index's answer is asked for)."""
+    if metadata is None:
+        return None
+    try:
+        requires_dist(metadata)
+    except CoreMetadataError:
+        return None
+    return metadata
 
 
 def _index_file(file: WheelFile) -> IndexFile:
