@@ -8,6 +8,7 @@ import itertools
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -15,7 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -126,14 +127,19 @@ class QuietHTTPServer(http.server.ThreadingHTTPServer):
 
 
 @contextlib.contextmanager
-def handler_served(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
-    """*handler* answering on 127.0.0.1 in a thread of this process; yields the base
-    URL, and stops the server once done."""
+def handler_served(
+    handler: Callable[..., http.server.BaseHTTPRequestHandler],
+    tls: ssl.SSLContext | None = None,
+) -> Iterator[str]:
+    """*handler* answering on 127.0.0.1 in a thread of this process (over TLS with a
+    server context *tls*); yields the base URL, and stops the server once done."""
     httpd = QuietHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{httpd.server_address[1]}"
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 
 from indexkit import demo_wheel
 from wheelfactory import make_wheel, variant_doc
+from wheelwise.client.connection import HostPattern
 from wheelwise.client.index_client import IndexClient, IndexSource
 from wheelwise.environment.interpreter import PendingEnvironment, TargetEnvironment
 from wheelwise.install.plan import InstallOptions, metadata_json, run_install
@@ -86,16 +87,15 @@ def test_requirements_file_errors(tmp_path: Path, text: str, message: str) -> No
 
 
 def test_requirements_file_flags(tmp_path: Path) -> None:
-    """pip's flags in a requirements file; --trusted-host read and left alone."""
+    """pip's flags in a requirements file, and --trusted-host, a host each."""
     path = tmp_path / "r.txt"
-    path.write_text("--pre\n--no-index\n--require-hashes\n--trusted-host example.org\nx\n")
+    path.write_text(
+        "--pre\n--no-index\n--require-hashes\n--trusted-host example.org\n"
+        "--trusted-host [::1]:8443\nx\n"
+    )
     found = read_requirements(path)
     assert (found.pre, found.no_index, found.require_hashes) == (True, True, True)
-    assert found.ignored == [
-        f"{path}:4: --trusted-host ignored: certificates are always "
-        "verified for https, and http needs no trust (an index on http "
-        "is read as it is)"
-    ]
+    assert found.trusted_hosts == [HostPattern("example.org"), HostPattern("::1", 8443)]
     assert found.requirements == ["x"]
 
 

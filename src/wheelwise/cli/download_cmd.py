@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.install_cmd import install_errors
 from wheelwise.cli.options import (
+    connection_with,
     format_options,
     format_policy,
     network_options,
     provider_options,
     source_options,
 )
+
+if TYPE_CHECKING:
+    from wheelwise.client.connection import Connection
 
 
 @click.command()
@@ -103,6 +108,7 @@ def download(
     timeout: float,
     request_deadline: float,
     retries: int,
+    connection: Connection,
     concurrent_downloads: int | None,
     no_cache: bool,
     allow_provider: tuple[str, ...],
@@ -129,8 +135,6 @@ def download(
     )
     # What the files' own options say, as pip reads them.
     no_index, pre = no_index or files.no_index, pre or files.pre
-    for line in files.ignored:
-        warn(line)
     indexes = chosen_indexes(index_url, extra_index_url, files, no_index)
     wanted = [*requirements, *files.requirements]
     if not wanted:
@@ -165,6 +169,7 @@ def download(
         timeout=timeout,
         request_deadline=request_deadline,
         retries=retries,
+        connection=connection_with(connection, files),
         concurrent_downloads=concurrent_downloads,
         no_cache=no_cache,
         refresh=refresh,

@@ -7,13 +7,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wheelwise.cli.errors import InputError
-from wheelwise.userfiles import NotARegularFile, read_regular_file
+import click
+
+from wheelwise.cli.errors import InputError, warn
+from wheelwise.userfiles import MAX_DOCUMENT_BYTES, NotARegularFile, read_regular_file
 from wheelwise.variants.errors import InvalidSystem
 from wheelwise.variants.supported import SupportedProperties
 
 # Whitespace JSON allows before a value, and a UTF-8 byte order mark.
 JSON_LEADING_BYTES = b" \t\r\n\xef\xbb\xbf"
+# The name that makes -r and -c read standard input, as in uv (``-r -``).
+STDIN = "-"
 
 if TYPE_CHECKING:  # `install` reads no variant metadata file: it loads this when needed
     from wheelwise.resolve.reqfile import RequirementsSet
@@ -73,6 +77,45 @@ def load_system(path: Path | None) -> SupportedProperties:
         ) from None
 
 
+def is_stdin(path: Path) -> bool:
+    """Whether *path*, given to ``-r`` or ``-c``, names standard input."""
+    return str(path) == STDIN
+
+
+def read_stdin(flag: str, what: str) -> bytes:
+    """All of standard input, for ``FLAG -`` (at most :data:`MAX_DOCUMENT_BYTES`,
+    as for a file); a warning that it gives no *what* when it holds nothing but
+    whitespace (an empty requirements file gives no requirements, in pip and uv too)."""
+    try:
+        with click.open_file(STDIN, "rb") as stream:  # left open: it is standard input
+            data: bytes = stream.read(MAX_DOCUMENT_BYTES + 1)
+    except RuntimeError:  # click finds no standard input: it was closed
+        raise InputError(f"{flag} -: there is no standard input to read (it is closed)") from None
+    except OSError as exc:
+        raise InputError(f"{flag} -: standard input cannot be read ({exc})") from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise InputError(
+            f"{flag} -: standard input holds more than {MAX_DOCUMENT_BYTES >> 20} MiB, "
+            "more than a requirements file does"
+        )
+    if not data.strip():
+        warn(f"{flag} -: standard input is empty: no {what} from it")
+    return data
+
+
+def _one_stdin(requirement_files: Sequence[Path], constraint_files: Sequence[Path]) -> None:
+    """Standard input is read once: at most one ``-r -`` or ``-c -``."""
+    named = [
+        *(f"-r {STDIN}" for path in requirement_files if is_stdin(path)),
+        *(f"-c {STDIN}" for path in constraint_files if is_stdin(path)),
+    ]
+    if len(named) > 1:
+        raise InputError(
+            f"{' and '.join(named)}: standard input can be read only once; give - to "
+            "one -r or -c and write the other to a file"
+        )
+
+
 def read_requirement_files(
     requirement_files: Iterable[Path],
     constraint_files: Iterable[Path],
@@ -83,24 +126,30 @@ def read_requirement_files(
 ) -> RequirementsSet:
     """What ``-r FILE`` and ``-c FILE`` give, in the order named; a ``pyproject.toml``
     gives its project's dependencies and the *extras* asked for, and *groups* their
-    dependency groups (``[PATH:]NAME``)."""
+    dependency groups (``[PATH:]NAME``). ``-r -`` and ``-c -`` read a requirements
+    file from standard input, its relative paths from the current folder."""
     from wheelwise.resolve.project_file import (
         group_requirements,
         is_project_file,
         project_requirements,
         split_group,
     )
-    from wheelwise.resolve.reqfile import RequirementsSet, read_requirements
+    from wheelwise.resolve.reqfile import RequirementsSet, read_requirements, read_requirements_data
 
+    requirement_paths, constraint_paths = list(requirement_files), list(constraint_files)
+    _one_stdin(requirement_paths, constraint_paths)
     files = RequirementsSet()
     projects = 0
-    for path in requirement_files:
-        if path.name in ("setup.py", "setup.cfg"):
+    for path in requirement_paths:
+        if is_stdin(path):
+            data = read_stdin("-r", "requirements")
+            read_requirements_data(data, source="<stdin>", folder=Path(), into=files)
+        elif path.name in ("setup.py", "setup.cfg"):
             raise InputError(
                 f"-r {path}: its requirements are known once the project is built; "
                 f"install the project folder instead (wheelwise install {path.parent})"
             )
-        if is_project_file(path):
+        elif is_project_file(path):
             projects += 1
             files.requirements.extend(project_requirements(path, extras, all_extras))
         else:
@@ -114,6 +163,12 @@ def read_requirement_files(
         by_file.setdefault(path, []).append(name)
     for path, names in by_file.items():
         files.requirements.extend(group_requirements(path, names))
-    for path in constraint_files:
-        read_requirements(path, constraint=True, into=files)
+    for path in constraint_paths:
+        if is_stdin(path):
+            data = read_stdin("-c", "constraints")
+            read_requirements_data(
+                data, source="<stdin>", folder=Path(), constraint=True, into=files
+            )
+        else:
+            read_requirements(path, constraint=True, into=files)
     return files

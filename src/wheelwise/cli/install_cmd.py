@@ -19,6 +19,7 @@ from wheelwise.cli.locations import check_location, location_options, python_opt
 from wheelwise.cli.lock_install import NOTHING_SELECTED, LockSelection, lock_among, on_command_line
 from wheelwise.cli.options import (
     REFRESH_HELP,
+    connection_with,
     format_options,
     format_policy,
     network_options,
@@ -37,6 +38,7 @@ from wheelwise.resolve.variant_requirement import VariantRequirementError
 if TYPE_CHECKING:
     from rich.status import Status
 
+    from wheelwise.client.connection import Connection
     from wheelwise.environment.installed import InstalledDist
     from wheelwise.environment.interpreter import PendingEnvironment
     from wheelwise.install.plan import InstallOptions, InstallOutcome
@@ -325,6 +327,7 @@ class TargetArgs:
     timeout: float
     request_deadline: float
     retries: int
+    connection: Connection
     concurrent_downloads: int | None
     no_cache: bool
     quiet: bool
@@ -355,6 +358,7 @@ class TargetArgs:
             timeout=self.timeout,
             request_deadline=self.request_deadline,
             retries=self.retries,
+            connection=self.connection,
             concurrent_downloads=self.concurrent_downloads,
             no_cache=self.no_cache,
             refresh=self.refresh,
@@ -639,8 +643,6 @@ def install(
         )
         # What the files' own options say, as pip reads them.
         no_index, pre = no_index or files.no_index, pre or files.pre
-        for line in files.ignored:
-            warn(line)
         wanted = [*requirements, *files.requirements]
         all_editables = [*editables, *files.editables]
         if not wanted and not all_editables:
@@ -657,6 +659,7 @@ def install(
             index_url=index_url,
             extra_index_urls=extra_index_urls,
             find_links=[*find_links, *files.find_links],
+            connection=connection_with(base.connection, files),
             upgrade=upgrade,
             pre=pre,
             no_deps=no_deps,

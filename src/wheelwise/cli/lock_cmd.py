@@ -13,7 +13,7 @@ import click
 from wheelwise.atomic_file import replace_with
 from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.inputs import read_bytes, read_requirement_files
-from wheelwise.cli.options import network_options, source_options
+from wheelwise.cli.options import connection_with, network_options, source_options
 from wheelwise.client.errors import SourceError
 from wheelwise.lock.errors import LockError
 from wheelwise.models.errors import InstallError
@@ -21,6 +21,7 @@ from wheelwise.resolve.reqfile import RequirementsFileError
 from wheelwise.resolve.variant_requirement import VariantRequirementError
 
 if TYPE_CHECKING:
+    from wheelwise.client.connection import Connection
     from wheelwise.environment.targets import LockEnvironment, Platform
     from wheelwise.lock import PyLock
 
@@ -137,6 +138,7 @@ def lock(
     timeout: float,
     request_deadline: float,
     retries: int,
+    connection: Connection,
     concurrent_downloads: int | None,
     no_cache: bool,
     refresh: bool,
@@ -153,8 +155,6 @@ def lock(
     )
     # What the files' own options say, as pip reads them.
     no_index, pre = no_index or files.no_index, pre or files.pre
-    for line in files.ignored:
-        warn(line)
     indexes = chosen_indexes(index_url, extra_index_url, files, no_index)
     wanted = [*requirements, *files.requirements]
     if not wanted:
@@ -191,6 +191,7 @@ def lock(
         timeout=timeout,
         request_deadline=request_deadline,
         retries=retries,
+        connection=connection_with(connection, files),
         concurrent_downloads=concurrent_downloads,
         no_cache=no_cache,
         refresh=refresh,

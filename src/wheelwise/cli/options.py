@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
+    from wheelwise.client.connection import Connection, HostPattern
     from wheelwise.resolve.formats import FormatPolicy
     from wheelwise.resolve.reqfile import RequirementsSet
 
 _F = TypeVar("_F", bound=Callable[..., object])
+_R = TypeVar("_R")
 
 
 def _check_trust(
@@ -106,7 +111,8 @@ def selection_options(func: _F) -> _F:
 def source_options(requirement_help: str) -> Callable[[_F], _F]:
     """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``,
     ``-f``, ``--extra``, ``--all-extras``, ``--group`` and ``--exclude-newer``: what
-    to install or lock, and where from."""
+    to install or lock, and where from. ``-r -`` or ``-c -`` reads standard input
+    (:func:`wheelwise.cli.inputs.read_requirement_files`)."""
     from pathlib import Path
 
     from wheelwise.client.defaults import DEFAULT_INDEX_URL
@@ -153,7 +159,8 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
             "constraint_files",
             multiple=True,
             type=click.Path(path_type=Path),
-            help="Constrain versions with a constraints file (repeatable).",
+            help="Constrain versions with a constraints file (repeatable; -c - reads it "
+            "from standard input).",
         )(func)
         return click.option(
             "-r",
@@ -161,7 +168,7 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
             "requirement_files",
             multiple=True,
             type=click.Path(path_type=Path),
-            help=requirement_help,
+            help=f"{requirement_help} -r - reads a requirements file from standard input.",
         )(func)
 
     return decorate
@@ -225,9 +232,108 @@ def request_deadline_option(help_text: str) -> Callable[[_F], _F]:
     )
 
 
+class HostEntry(click.ParamType):  # type: ignore[type-arg] # generic in newer click only
+    """A ``--trusted-host`` value: ``HOST``, ``HOST:PORT`` or a URL."""
+
+    name = "host"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> HostPattern:
+        from wheelwise.client.connection import HostPattern, InsecureHostError, parse_host
+
+        if isinstance(value, HostPattern):
+            return value
+        try:
+            return parse_host(str(value))
+        except InsecureHostError as exc:
+            self.fail(str(exc).split(": ", 1)[-1], param, ctx)
+
+
+def connection_options(func: Callable[..., _R]) -> Callable[..., _R]:
+    """``--cert``, ``--client-cert``, ``--native-tls``, ``--trusted-host`` and
+    ``--proxy``, which *func* gets as one keyword argument, ``connection`` (a
+    :class:`~wheelwise.client.connection.Connection`)."""
+
+    @functools.wraps(func)
+    def collected(*args: Any, **kwargs: Any) -> _R:
+        from wheelwise.client.connection import Connection
+
+        kwargs["connection"] = Connection(
+            cert=kwargs.pop("cert"),
+            native_tls=kwargs.pop("native_tls"),
+            client_cert=kwargs.pop("client_cert"),
+            insecure_hosts=tuple(dict.fromkeys(kwargs.pop("trusted_host"))),
+            proxy=kwargs.pop("proxy") or None,
+        )
+        return func(*args, **kwargs)
+
+    options = [
+        click.option(
+            "--cert",
+            type=click.Path(exists=True, path_type=Path),
+            default=None,
+            metavar="PATH",
+            help="Trust the CA certificates in PATH (a PEM bundle, or a folder OpenSSL "
+            "reads) instead of SSL_CERT_FILE, SSL_CERT_DIR or the built-in bundle, as pip's "
+            "--cert.",
+        ),
+        click.option(
+            "--client-cert",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            envvar="SSL_CLIENT_CERT",
+            metavar="PATH",
+            help="Show the servers this client certificate: one PEM file holding the "
+            "certificate and its private key, as pip's --client-cert [env: SSL_CLIENT_CERT].",
+        ),
+        click.option(
+            "--native-tls",
+            is_flag=True,
+            envvar="WHEELWISE_NATIVE_TLS",
+            help="Trust the operating system's certificates instead of the built-in bundle, "
+            "as uv's --native-tls (SSL_CERT_FILE and --cert still come first) "
+            "[env: WHEELWISE_NATIVE_TLS].",
+        ),
+        click.option(
+            "--trusted-host",
+            "--allow-insecure-host",
+            "trusted_host",
+            type=HostEntry(),
+            multiple=True,
+            envvar="WHEELWISE_TRUSTED_HOST",
+            metavar="HOST[:PORT]",
+            help="Do not check the certificate of this host (on any port, or on PORT), as "
+            "pip's --trusted-host and uv's --allow-insecure-host: only for a server you "
+            "trust, on a network you trust (repeatable) [env: WHEELWISE_TRUSTED_HOST, "
+            "space separated].",
+        ),
+        click.option(
+            "--proxy",
+            default=None,
+            metavar="URL",
+            help="Send requests through this proxy ([user:password@]host:port) instead of "
+            "HTTP_PROXY, HTTPS_PROXY and ALL_PROXY; NO_PROXY still holds. As pip's --proxy.",
+        ),
+    ]
+    wrapped: Callable[..., _R] = collected
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return wrapped
+
+
+def connection_with(connection: Connection, files: RequirementsSet) -> Connection:
+    """*connection* and the ``--trusted-host`` lines of the requirements files."""
+    if not files.trusted_hosts:
+        return connection
+    hosts = dict.fromkeys([*connection.insecure_hosts, *files.trusted_hosts])
+    return dataclasses.replace(connection, insecure_hosts=tuple(hosts))
+
+
 def network_options(func: _F) -> _F:
     """``--timeout``, ``--request-deadline``, ``--retries``, ``--concurrent-downloads``
-    and ``--no-cache-dir``."""
+    and ``--no-cache-dir``, and :func:`connection_options`."""
+    func = connection_options(func)  # type: ignore[assignment]
     func = click.option(
         "--concurrent-downloads",
         type=click.IntRange(min=1, max=256),

@@ -9,7 +9,13 @@ import click
 
 from wheelwise.cli.errors import InputError, input_errors
 from wheelwise.cli.inputs import load_system
-from wheelwise.cli.options import SECONDS, parse_size, request_deadline_option
+from wheelwise.cli.options import (
+    SECONDS,
+    connection_options,
+    parse_size,
+    request_deadline_option,
+)
+from wheelwise.client.connection import Connection
 from wheelwise.variants.supported import SupportedProperties
 
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -74,6 +80,7 @@ def _profile(text: str) -> tuple[str, Path]:
     "Seconds one upstream request may take in all (a wheel also gets 1 s per 16 KiB "
     "received) [env: WHEELWISE_REQUEST_DEADLINE]."
 )
+@connection_options
 @input_errors
 def proxy(
     upstreams: tuple[str, ...],
@@ -85,6 +92,7 @@ def proxy(
     max_cache_size: str,
     timeout: float,
     request_deadline: float,
+    connection: Connection,
 ) -> None:
     """Serve the upstream indexes so that plain pip, uv and poetry install the best
     build for the machine: each release's best variant as a plain wheel."""
@@ -114,5 +122,6 @@ def proxy(
         store_bytes=parse_size(max_cache_size),
         timeout=timeout,
         deadline=request_deadline,
+        connection=connection,
     )
     serve(options, host=host, port=port)

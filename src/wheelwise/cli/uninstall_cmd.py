@@ -50,7 +50,8 @@ def _named_in(requirement_files: Sequence[Path]) -> list[str]:
     "requirement_files",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="Uninstall the projects a requirements file names (repeatable), as pip's -r.",
+    help="Uninstall the projects a requirements file names (repeatable), as pip's -r; "
+    "-r - reads it from standard input (then give --yes or --dry-run).",
 )
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
@@ -92,6 +93,13 @@ def uninstall(
     from wheelwise.install.transaction import uninstall as remove
 
     if requirement_files:
+        from wheelwise.cli.inputs import is_stdin
+
+        if not (yes or dry_run) and any(map(is_stdin, requirement_files)):
+            raise InputError(
+                "-r - takes the names from standard input, which then cannot answer "
+                "the confirmation: give --yes (or --dry-run)"
+            )
         names = (*names, *_named_in(requirement_files))
     if not names:
         raise InputError("nothing to uninstall: give NAME... or -r FILE")

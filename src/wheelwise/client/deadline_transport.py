@@ -22,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 import ssl
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpcore
@@ -310,16 +310,21 @@ def _no_proxy_pattern(host: str) -> str:
 
 def _proxy_mounts(
     verify: ssl.SSLContext | str | bool,
+    proxy: str | None = None,
+    insecure: _Insecure | None = None,
 ) -> dict[str, httpx.BaseTransport | None]:
     """The mounts httpx makes from the environment's proxies (a given transport turns
     them off): proxied schemes through httpx's transport, ``NO_PROXY`` hosts (None)
-    through the client's own."""
+    through the client's own. *proxy* (``--proxy``) stands for the environment's
+    ``HTTP_PROXY``, ``HTTPS_PROXY`` and ``ALL_PROXY``."""
     found = urllib.request.getproxies()
+    if proxy:
+        found = {"http": proxy, "https": proxy, "no": found.get("no", "")}
     mounts: dict[str, httpx.BaseTransport | None] = {}
     for scheme in ("http", "https", "all"):
         if found.get(scheme):
             url = found[scheme] if "://" in found[scheme] else f"http://{found[scheme]}"
-            mounts[f"{scheme}://"] = httpx.HTTPTransport(verify=verify, proxy=url)
+            mounts[f"{scheme}://"] = _by_origin(_through(url), verify, insecure)
     for host in (entry.strip() for entry in found.get("no", "").split(",")):
         if host == "*":
             return {}
@@ -328,12 +333,71 @@ def _proxy_mounts(
     return mounts
 
 
-def deadline_client(*, verify: ssl.SSLContext | str | bool = True, **options: Any) -> httpx.Client:
+def _through(proxy: str) -> Callable[[ssl.SSLContext | str | bool], httpx.BaseTransport]:
+    """What makes httpx's transport through *proxy*, given a context."""
+    return lambda context: httpx.HTTPTransport(verify=context, proxy=proxy)
+
+
+# The context of the hosts whose certificates are not checked, and which they are.
+_Insecure = tuple[ssl.SSLContext, Callable[[str, int], bool]]
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class _ByOrigin(httpx.BaseTransport):
+    """Requests to the hosts whose certificates are not checked through a transport
+    made with the context that does not check them; the others through *checked*.
+    The choice is by host and port, which a TLS context alone does not see."""
+
+    def __init__(
+        self,
+        make: Callable[[ssl.SSLContext | str | bool], httpx.BaseTransport],
+        checked: httpx.BaseTransport,
+        insecure: _Insecure,
+    ) -> None:
+        self._make, self._checked, self._insecure = make, checked, insecure
+        self._unchecked: httpx.BaseTransport | None = None
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+        context, skips = self._insecure
+        if url.scheme != "https" or not skips(url.host, port):
+            return self._checked.handle_request(request)
+        if self._unchecked is None:
+            self._unchecked = self._make(context)
+        return self._unchecked.handle_request(request)
+
+    def close(self) -> None:
+        self._checked.close()
+        if self._unchecked is not None:
+            self._unchecked.close()
+
+
+def _by_origin(
+    make: Callable[[ssl.SSLContext | str | bool], httpx.BaseTransport],
+    verify: ssl.SSLContext | str | bool,
+    insecure: _Insecure | None,
+) -> httpx.BaseTransport:
+    """*make*'s transport with *verify*, or, with hosts whose certificates are not
+    checked, a :class:`_ByOrigin` of it."""
+    checked = make(verify)
+    return checked if insecure is None else _ByOrigin(make, checked, insecure)
+
+
+def deadline_client(
+    *,
+    verify: ssl.SSLContext | str | bool = True,
+    proxy: str | None = None,
+    insecure: _Insecure | None = None,
+    **options: Any,
+) -> httpx.Client:
     """An ``httpx.Client`` (*options* as for it, ``trust_env`` on) whose direct
-    requests go through a :class:`DeadlineTransport`."""
+    requests go through a :class:`DeadlineTransport`. *proxy* stands for the
+    environment's proxies; *insecure* is the context of the hosts whose
+    certificates are not checked, and the test of a host and port."""
     return httpx.Client(
-        transport=DeadlineTransport(verify=verify),
-        mounts=_proxy_mounts(verify),
+        transport=_by_origin(lambda context: DeadlineTransport(verify=context), verify, insecure),
+        mounts=_proxy_mounts(verify, proxy, insecure),
         trust_env=True,
         **options,
     )

@@ -57,6 +57,7 @@ from wheelwise.client.bounded import (
     Deadline,
     read_body,
 )
+from wheelwise.client.connection import Connection
 from wheelwise.client.errors import HashMismatch, InvalidPage, SourceError, SourceTimeout
 from wheelwise.client.grouped_cache import MIN_BODY, GroupedPages
 from wheelwise.client.index_file import SDIST, VARIANTS_JSON, WHEEL, IndexFile
@@ -314,7 +315,8 @@ class IndexClient:
     ``<user cache dir>/http``); ``cache=False`` disables the cache; with *revalidate*
     every cached page is revalidated, however fresh. *metadata_cache*, if given, keeps
     the PEP 658 metadata files fetched, by the hash their page gives. *warn* hears each
-    link of a page that was skipped because it cannot be read. Use as a context
+    link of a page that was skipped because it cannot be read. *connection*: the
+    certificates, trusted hosts and proxy of the command line. Use as a context
     manager, or call :meth:`close`.
     """
 
@@ -331,6 +333,7 @@ class IndexClient:
         warn: Callable[[str], None] | None = None,
         revalidate: bool = False,
         metadata_cache: ContentStore | None = None,
+        connection: Connection | None = None,
     ) -> None:
         self.revalidate = revalidate
         self.metadata_cache = metadata_cache
@@ -342,7 +345,8 @@ class IndexClient:
         # Big JSON pages, grouped by version, beside the entries they were read from.
         self.grouped = GroupedPages(self.cache.directory / "grouped") if self.cache else None
         self._sleep = sleep
-        self._http = LazyHttpClient(lambda: _http_client(timeout, transport))
+        self.connection = connection if connection is not None else Connection()
+        self._http = LazyHttpClient(lambda: _http_client(timeout, transport, self.connection))
 
     @property
     def http(self) -> httpx.Client:
@@ -705,6 +709,9 @@ class IndexClient:
             except httpx.InvalidURL as exc:
                 raise SourceError(url, f"{url}: invalid URL ({exc}); {hint}") from None
             except httpx.TransportError as exc:
+                problem = _tls_problem(url, exc)
+                if problem is not None:
+                    raise SourceError(url, problem) from None
                 what = str(exc) or type(exc).__name__
                 # A body cut short or a reset after connecting is no failure to connect.
                 failed = (
@@ -733,6 +740,42 @@ class IndexClient:
 _Reader = Callable[["httpx.Response", Deadline], bytes]
 
 
+# The alerts a server sends when it wants another client certificate (--client-cert).
+_CLIENT_CERT_ALERTS = {
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED": "the server asks for a client certificate",
+    "SSLV3_ALERT_BAD_CERTIFICATE": "the server refused the client certificate",
+    "TLSV1_ALERT_UNKNOWN_CA": "the server does not trust the client certificate",
+}
+
+
+def _tls_problem(url: str, exc: BaseException) -> str | None:
+    """What to say when *exc* is the server's certificate failing the check, or the
+    server asking for a client certificate; else None (neither is mended by trying
+    again)."""
+    import ssl
+
+    cause: BaseException | None = exc
+    for _ in range(8):  # httpx's error, httpcore's, then the ssl module's
+        if cause is None or isinstance(cause, ssl.SSLError):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        host = urlsplit(url).hostname or "HOST"
+        return (
+            f"{url}: the server's certificate is not trusted ({cause.verify_message}); give "
+            "the certificate of the authority that signed it with --cert PATH (or "
+            "SSL_CERT_FILE), take the system's certificates with --native-tls, or, for a "
+            f"server you trust, leave its certificate unchecked with --trusted-host {host}"
+        )
+    if isinstance(cause, ssl.SSLError) and cause.reason in _CLIENT_CERT_ALERTS:
+        return (
+            f"{url}: {_CLIENT_CERT_ALERTS[cause.reason]} ({cause.reason}); give one it "
+            "accepts with --client-cert PATH (or SSL_CLIENT_CERT): one PEM file holding "
+            "the certificate and its private key"
+        )
+    return None
+
+
 def host_problem(url: str, exc: UnicodeError) -> str | None:
     """What is wrong with *url*'s host name, when *exc* is the IDNA codec's refusal
     of it (``a..b``, ``xn--zz``: no resolver takes such a name); else None (a
@@ -746,13 +789,15 @@ def host_problem(url: str, exc: UnicodeError) -> str | None:
     return f"{host!r} is not a valid host name ({exc})"
 
 
-def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx.Client:
+def _http_client(
+    timeout: float, transport: httpx.BaseTransport | None, connection: Connection
+) -> httpx.Client:
     """The client an :class:`IndexClient` sends its requests with."""
     import httpx
 
     from wheelwise.client.deadline_transport import deadline_client
     from wheelwise.client.netrc_auth import netrc_auth
-    from wheelwise.client.tls import client_tls_context
+    from wheelwise.client.tls import client_tls_context, insecure_tls_context
 
     options: dict[str, Any] = {
         "timeout": httpx.Timeout(timeout),
@@ -768,8 +813,13 @@ def _http_client(timeout: float, transport: httpx.BaseTransport | None) -> httpx
         options["auth"] = auth
     if transport is not None:
         return httpx.Client(trust_env=True, transport=transport, **options)
+    insecure = None
+    if connection.insecure_hosts:
+        insecure = (insecure_tls_context(connection), connection.is_insecure)
     # The deadline bounds the whole request, headers and TLS included.
-    return deadline_client(verify=client_tls_context(), **options)
+    return deadline_client(
+        verify=client_tls_context(connection), proxy=connection.proxy, insecure=insecure, **options
+    )
 
 
 # A wheel is a zip archive: compressing it again for transfer hardly shrinks it.

@@ -1,7 +1,11 @@
-"""The TLS context of the index client: httpx's defaults, with the CA certificates
+"""The TLS contexts of the index client: httpx's defaults, with the CA certificates
 loaded when the first TLS connection is made.
 
-httpx trusts ``SSL_CERT_FILE``, else ``SSL_CERT_DIR``, else certifi's bundle.
+httpx trusts ``SSL_CERT_FILE``, else ``SSL_CERT_DIR``, else certifi's bundle; here
+``--cert`` comes before all three, and ``--native-tls`` puts the operating system's
+certificates in place of certifi's. ``--client-cert`` is loaded into every context,
+the one of the hosts whose certificates are not checked (:func:`insecure_tls_context`)
+too.
 Parsing that bundle is CPU work that an install from an ``http://`` or
 ``file://`` index never needs, so :func:`client_tls_context` only checks now that
 the bundle file can be read (an unreadable one is a :class:`SourceError` at once),
@@ -18,9 +22,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from wheelwise.client.connection import Connection
 from wheelwise.client.errors import SourceError
 
-__all__ = ["client_tls_context"]
+__all__ = ["client_tls_context", "insecure_tls_context"]
+
+DEFAULT_CONNECTION = Connection()
 
 
 class _TrustOnFirstUse(ssl.SSLContext):
@@ -40,7 +47,10 @@ class _TrustOnFirstUse(ssl.SSLContext):
             if self._loaded:
                 return
             try:
-                self.load_verify_locations(cafile=self._cafile, capath=self._capath)
+                if self._cafile is None and self._capath is None:
+                    self.load_default_certs()  # --native-tls
+                else:
+                    self.load_verify_locations(cafile=self._cafile, capath=self._capath)
             except OSError as error:  # ssl.SSLError included
                 raise _unreadable(self._where, error) from None
             self._loaded = True
@@ -54,18 +64,28 @@ class _TrustOnFirstUse(ssl.SSLContext):
         return super().wrap_bio(*args, **kwargs)
 
 
-def client_tls_context() -> ssl.SSLContext:
+def client_tls_context(connection: Connection = DEFAULT_CONNECTION) -> ssl.SSLContext:
     """httpx's default client context (CA certificates from ``SSL_CERT_FILE`` or
-    ``SSL_CERT_DIR``, else certifi), loading them at the first TLS connection.
-    Raises :class:`SourceError` when the chosen bundle file cannot be read."""
+    ``SSL_CERT_DIR``, else certifi), or *connection*'s ``--cert`` or system
+    certificates, loading them at the first TLS connection. Raises
+    :class:`SourceError` when the chosen bundle file or the client certificate cannot
+    be read."""
     cafile: str | None = None
     capath: str | None = None
-    if os.environ.get("SSL_CERT_FILE"):
+    if connection.cert is not None:
+        where = f"--cert {connection.cert}"
+        if connection.cert.is_dir():
+            capath = str(connection.cert)
+        else:
+            cafile = str(connection.cert)
+    elif os.environ.get("SSL_CERT_FILE"):
         cafile = os.environ["SSL_CERT_FILE"]
         where = f"SSL_CERT_FILE={cafile}"
     elif os.environ.get("SSL_CERT_DIR"):
         capath = os.environ["SSL_CERT_DIR"]
         where = f"SSL_CERT_DIR={capath}"
+    elif connection.native_tls:
+        where = "the system's certificates (--native-tls)"
     else:
         import certifi
 
@@ -83,10 +103,37 @@ def client_tls_context() -> ssl.SSLContext:
     context._cafile, context._capath, context._where = cafile, capath, where
     context._loaded = False
     context._loading = threading.Lock()
-    keylog = os.environ.get("SSLKEYLOGFILE")
-    if keylog and not sys.flags.ignore_environment:  # as ssl.create_default_context does
-        context.keylog_filename = keylog
+    _finish(context, connection)
     return context
+
+
+def insecure_tls_context(connection: Connection) -> ssl.SSLContext:
+    """The context of *connection*'s ``--trusted-host`` hosts: encrypted, but neither
+    the certificate nor the host name checked."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    _finish(context, connection)
+    return context
+
+
+def _finish(context: ssl.SSLContext, connection: Connection) -> None:
+    """The client certificate and the key log, as ``ssl.create_default_context``
+    reads ``SSLKEYLOGFILE``."""
+    if connection.client_cert is not None:
+        try:
+            context.load_cert_chain(connection.client_cert)
+        except OSError as error:  # ssl.SSLError included
+            why = error.strerror or getattr(error, "reason", None) or error
+            raise SourceError(
+                str(connection.client_cert),
+                f"cannot load the client certificate {connection.client_cert}: {why}; "
+                "--client-cert (SSL_CLIENT_CERT) takes one PEM file holding the "
+                "certificate and its private key, unencrypted",
+            ) from None
+    keylog = os.environ.get("SSLKEYLOGFILE")
+    if keylog and not sys.flags.ignore_environment:
+        context.keylog_filename = keylog
 
 
 def _unreadable(where: str, error: OSError) -> SourceError:

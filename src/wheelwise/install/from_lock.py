@@ -122,6 +122,7 @@ def run_lock_install(
             retry=RetryPolicy(retries=options.retries),
             cache=False,
             warn=warn,
+            connection=options.connection,
         ) as client,
         make_scratch("download", options.cache_dir) as folder,
     ):

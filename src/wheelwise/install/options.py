@@ -13,6 +13,7 @@ from packaging.utils import canonicalize_name
 
 from wheelwise.cachedir import user_cache_dir
 from wheelwise.client.bounded import DEFAULT_DEADLINE
+from wheelwise.client.connection import Connection
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
 from wheelwise.models.errors import ResolveError
 from wheelwise.resolve.formats import FormatPolicy
@@ -84,6 +85,8 @@ class InstallOptions:
     request_deadline: float = DEFAULT_DEADLINE
     # More tries after the first, on connection errors, timeouts and 5xx answers.
     retries: int = 3
+    # The certificates, unchecked hosts and proxy of the command line.
+    connection: Connection = field(default_factory=Connection)
     # Wheels downloaded at once (None: one per core, 4 to 16; see download_workers).
     concurrent_downloads: int | None = None
     # The cache root (default: the user cache dir): wheels/, metadata/, http/, scratch/.
@@ -185,6 +188,7 @@ def index_client(
         cache=kept is not None,
         revalidate=options.refresh,
         metadata_cache=kept.metadata if kept is not None else None,
+        connection=options.connection,
     )
 
 

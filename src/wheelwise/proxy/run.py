@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 
 from wheelwise.cache.wheel_cache import ContentStore
 from wheelwise.client.bounded import DEFAULT_DEADLINE
+from wheelwise.client.connection import Connection
 from wheelwise.client.index_client import IndexClient
 from wheelwise.proxy.app import create_app
 from wheelwise.proxy.errors import StreamCut
@@ -37,6 +38,8 @@ class ProxyOptions:
     # Seconds for one whole upstream request (a wheel gets more as bytes arrive): an
     # upstream that drips a byte now and then never trips the timeout.
     deadline: float = DEFAULT_DEADLINE
+    # The certificates, unchecked hosts and proxy for reaching the upstreams.
+    connection: Connection = field(default_factory=Connection)
 
 
 def build_app(options: ProxyOptions) -> Starlette:
@@ -63,6 +66,7 @@ def build_proxy(options: ProxyOptions) -> Proxy:
         # PEP 658 files by the hash their page gives: passed through without asking again.
         metadata_cache=ContentStore(root / "metadata"),
         warn=SKIPPED_LINKS.note,
+        connection=options.connection,
     )
     store = BuildStore(root / "store", max_bytes=options.store_bytes)
     return Proxy(options.upstreams, machines, store, client, root / "scratch")

@@ -2,11 +2,12 @@
 
 Understood: requirement lines, blank lines and ``#`` comments, line continuations
 (``\\``), ``-r``/``--requirement`` and ``-c``/``--constraint`` (relative to the file
-that names them), ``-i``/``--index-url``, ``--extra-index-url``,
+that names them, or to the folder given with text that comes from no file: ``-r -``),
+``-i``/``--index-url``, ``--extra-index-url``,
 ``-f``/``--find-links``, ``-e``/``--editable`` (a relative folder from the file's
 own), ``--only-binary``, ``--no-binary``, and the flags ``--pre``, ``--no-index``,
-``--prefer-binary`` and ``--require-hashes``; ``--trusted-host`` is read and left
-alone (a warning says why).
+``--prefer-binary`` and ``--require-hashes``, and ``--trusted-host`` (see
+:mod:`wheelwise.client.connection`).
 Any other option is an error naming the file and line.
 A requirement may be followed by ``--hash=ALGORITHM:HEX`` options (sha256, sha384 or
 sha512; one per file the project may install, as ``pip-compile --generate-hashes``
@@ -25,12 +26,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wheelwise.client.connection import HostPattern, InsecureHostError, parse_host
 from wheelwise.errors import WheelwiseError
 from wheelwise.policy.hashes import is_digest
 from wheelwise.resolve.variant_requirement import VariantRequirementError, split_variant_label
 from wheelwise.userfiles import NotARegularFile, read_regular_file
 
-__all__ = ["RequirementsFileError", "RequirementsSet", "read_requirements"]
+__all__ = [
+    "RequirementsFileError",
+    "RequirementsSet",
+    "read_requirements",
+    "read_requirements_data",
+]
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _OPTIONS = {
@@ -47,6 +54,7 @@ _OPTIONS = {
     "--editable": "editable",
     "--only-binary": "only_binary",
     "--no-binary": "no_binary",
+    "--trusted-host": "trusted_host",
 }
 # Options that take no value: pip's, as its requirements files write them.
 _FLAGS = {
@@ -54,11 +62,6 @@ _FLAGS = {
     "--no-index": "no_index",
     "--require-hashes": "require_hashes",
     "--prefer-binary": "prefer_binary",
-}
-# Options read and left alone, each with why (the command warns once).
-_IGNORED = {
-    "--trusted-host": "certificates are always verified for https, and http needs no "
-    "trust (an index on http is read as it is)",
 }
 _MAX_DEPTH = 20
 # ``--hash=sha256:HEX`` or ``--hash sha256:HEX`` after a requirement.
@@ -88,27 +91,36 @@ class RequirementsSet:
     no_index: bool = False
     require_hashes: bool = False
     prefer_binary: bool = False
-    # Options read and not acted on: a line each, for the command to warn with.
-    ignored: list[str] = field(default_factory=list)
+    # Hosts whose certificates are not checked (--trusted-host).
+    trusted_hosts: list[HostPattern] = field(default_factory=list)
     # The --hash options of each requirement (by its text in ``requirements``):
     # lower-case algorithm and hex digest pairs, any one of which a file may have.
     hashes: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
-def _lines(path: Path) -> list[tuple[int, str]]:
+def _read(path: Path) -> bytes:
     if str(path).startswith(("http:/", "https:/", "file:/")):  # a URL made a path
         raise RequirementsFileError(
             f"{str(path).replace(':/', '://', 1)}: requirements files are read from this "
             "machine, not from a URL; download it first"
         )
     try:
-        text = read_regular_file(path).decode("utf-8")
+        return read_regular_file(path)
     except FileNotFoundError:
         raise RequirementsFileError(f"{path}: requirements file not found") from None
     except NotARegularFile as exc:
         raise RequirementsFileError(f"{path}: {exc.strerror}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise RequirementsFileError(f"{path}: cannot be read ({exc})") from None
+
+
+def _lines(data: bytes, source: str) -> list[tuple[int, str]]:
+    """The numbered logical lines of a requirements file's *data*, comments and
+    continuations taken out, blank ones left out."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequirementsFileError(f"{source}: cannot be read ({exc})") from None
     joined: list[tuple[int, str]] = []
     pending = ""
     start = 0
@@ -177,8 +189,32 @@ def read_requirements(
     result = into if into is not None else RequirementsSet()
     if _depth > _MAX_DEPTH:
         raise RequirementsFileError(f"{path}: requirements files nest too deeply (a cycle?)")
-    for number, line in _lines(path):
-        where = f"{path}:{number}"
+    _parse(_read(path), str(path), path.parent, constraint, result, _depth)
+    return result
+
+
+def read_requirements_data(
+    data: bytes,
+    *,
+    source: str,
+    folder: Path,
+    constraint: bool = False,
+    into: RequirementsSet | None = None,
+) -> RequirementsSet:
+    """Read requirements-file *data* that comes from no file (``-r -``: standard
+    input) into *into* (or a new set): *source* names it in errors, and the relative
+    paths of its ``-r``, ``-c``, ``-e`` and ``--find-links`` lines are from *folder*."""
+    result = into if into is not None else RequirementsSet()
+    _parse(data, source, folder, constraint, result, 0)
+    return result
+
+
+def _parse(
+    data: bytes, source: str, folder: Path, constraint: bool, result: RequirementsSet, depth: int
+) -> None:
+    """Add the lines of *data* (named *source*, its relative paths from *folder*)."""
+    for number, line in _lines(data, source):
+        where = f"{source}:{number}"
         split = _split_option(line)
         if split is None:
             line, hashes = _hash_options(line, where)
@@ -204,15 +240,13 @@ def read_requirements(
         if flag is not None and not value:
             setattr(result, flag, True)
             continue
-        if option in _IGNORED:
-            result.ignored.append(f"{where}: {option} ignored: {_IGNORED[option]}")
-            continue
         kind = _OPTIONS.get(option)
         if kind is None:
             raise RequirementsFileError(
                 f"{where}: option {option} is not supported in requirements files "
                 "(supported: -r, -c, -e, --index-url, --extra-index-url, --find-links, "
-                "--no-index, --pre, --only-binary, --no-binary, --prefer-binary, --require-hashes)"
+                "--no-index, --pre, --only-binary, --no-binary, --prefer-binary, --require-hashes, "
+                "--trusted-host)"
             )
         if not value:
             raise RequirementsFileError(f"{where}: {option} needs a value")
@@ -224,12 +258,12 @@ def read_requirements(
                 )
             nested = Path(value)
             if not nested.is_absolute():
-                nested = path.parent / nested
+                nested = folder / nested
             read_requirements(
                 nested,
                 constraint=constraint or kind == "constraint",
                 into=result,
-                _depth=_depth + 1,
+                _depth=depth + 1,
             )
         elif kind == "index_url":
             result.index_url = value
@@ -238,15 +272,19 @@ def read_requirements(
         elif kind == "editable":
             local = "://" not in value and not value.startswith("file:")
             if local and not Path(value).is_absolute():
-                value = str(path.parent / value)
+                value = str(folder / value)
             result.editables.append(value)
         elif kind == "only_binary":
             result.only_binary.append(value)
         elif kind == "no_binary":
             result.no_binary.append(value)
+        elif kind == "trusted_host":
+            try:
+                result.trusted_hosts.append(parse_host(value))
+            except InsecureHostError as exc:
+                raise RequirementsFileError(f"{where}: {exc}") from None
         else:
             found = value
             if "://" not in value and not Path(value).is_absolute():
-                found = str(path.parent / value)
+                found = str(folder / value)
             result.find_links.append(found)
-    return result
