@@ -29,6 +29,8 @@ Summary: The first letter
 Author: Ada
 Author-email: Ada <ada@example.org>
 License: MIT
+Classifier: Programming Language :: Python :: 3
+Classifier: License :: OSI Approved :: MIT License
 Project-URL: Source, https://example.org/alpha/src
 Project-URL: Home-Page, https://example.org/alpha
 Provides-Extra: docs
@@ -236,6 +238,11 @@ def test_the_same_lines_as_pip_show(wheels: Path, tmp_path: Path) -> None:
     theirs = pip(python, "show", "--files", *names)
     assert theirs.returncode == 0, theirs.stderr
     assert ours.stdout == theirs.stdout
+    ours = _show(python, "--verbose", "--files", *names)
+    assert ours.returncode == 0, ours.stderr
+    assert "  alpha-cli = alpha:main" in ours.stdout.splitlines()
+    assert "Installer: wheelwise" in ours.stdout.splitlines()
+    assert ours.stdout == pip(python, "show", "--verbose", "--files", *names).stdout
 
 
 def test_a_broken_record_is_a_warning_and_the_others_are_shown(

@@ -43,6 +43,13 @@ VariantMarkers = Mapping[str, "str | frozenset[str]"]
     help="Also list each distribution's files (from its RECORD, relative to Location), "
     "as pip show --files.",
 )
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also show Metadata-Version, Installer, Classifiers, Entry-points and "
+    "Project-URLs, as pip show --verbose.",
+)
 @python_option("Show")
 @location_options("Show")
 @input_errors
@@ -50,6 +57,7 @@ VariantMarkers = Mapping[str, "str | frozenset[str]"]
 def show(
     names: tuple[str, ...],
     list_files: bool,
+    verbose: bool,
     python: str | None,
     target_dir: Path | None,
     prefix_dir: Path | None,
@@ -80,6 +88,9 @@ def show(
             click.echo("---")
         for key, value in _fields(dist, metadata, requires):
             click.echo(f"{key}: {value}")
+        if verbose:
+            for line in _verbose_lines(dist, metadata[dist.name]):
+                click.echo(line)
         if list_files:
             _echo_files(dist)
 
@@ -146,6 +157,44 @@ def _fields(
         ("Required-by", ", ".join(_required_by(dist.name, metadata, requires))),
     ]
     return fields
+
+
+def _verbose_lines(dist: InstalledDist, metadata: CoreMetadata | None) -> list[str]:
+    """pip show --verbose's lines: the metadata version, the installer, and the
+    classifiers, entry points (``entry_points.txt``'s lines) and project URLs, each
+    list two spaces in."""
+    lines = [
+        f"Metadata-Version: {_first(metadata, 'Metadata-Version')}",
+        f"Installer: {_installer(dist)}",
+        "Classifiers:",
+        *(f"  {value}" for value in _values(metadata, "Classifier")),
+        "Entry-points:",
+        *(f"  {line.strip()}" for line in _text_lines(dist, "entry_points.txt")),
+        "Project-URLs:",
+        *(f"  {value}" for value in _values(metadata, "Project-URL")),
+    ]
+    return lines
+
+
+def _values(metadata: CoreMetadata | None, field: str) -> list[str]:
+    return metadata.values(field) if metadata is not None else []
+
+
+def _installer(dist: InstalledDist) -> str:
+    """The first line of *dist*'s INSTALLER with something on it ("" if none)."""
+    return next((line.strip() for line in _text_lines(dist, "INSTALLER") if line.strip()), "")
+
+
+def _text_lines(dist: InstalledDist, name: str) -> list[str]:
+    """The lines of *dist*'s file *name*; none when it is missing or cannot be read
+    (as pip shows them)."""
+    from wheelwise.userfiles import read_regular_file
+
+    try:
+        data = read_regular_file(dist.location / name, limit=_MAX_BYTES)
+    except OSError:
+        return []
+    return data.decode("utf-8", "replace").splitlines()
 
 
 def _home_page(metadata: CoreMetadata | None) -> str:
