@@ -163,7 +163,7 @@ def _verbose_lines(dist: InstalledDist, metadata: CoreMetadata | None) -> list[s
     """pip show --verbose's lines: the metadata version, the installer, and the
     classifiers, entry points (``entry_points.txt``'s lines) and project URLs, each
     list two spaces in."""
-    lines = [
+    return [
         f"Metadata-Version: {_first(metadata, 'Metadata-Version')}",
         f"Installer: {_installer(dist)}",
         "Classifiers:",
@@ -173,7 +173,6 @@ def _verbose_lines(dist: InstalledDist, metadata: CoreMetadata | None) -> list[s
         "Project-URLs:",
         *(f"  {value}" for value in _values(metadata, "Project-URL")),
     ]
-    return lines
 
 
 def _values(metadata: CoreMetadata | None, field: str) -> list[str]:
