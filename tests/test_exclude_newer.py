@@ -21,7 +21,13 @@ from installkit import make_venv, site_packages
 from variantkit import wheelwise
 from wheelwise.client.simple_parse import parse_html_page, parse_json_page
 from wheelwise.publish.static import build_site
-from wheelwise.resolve.upload_cutoff import CutoffError, parse_cutoff, uploaded_before
+from wheelwise.resolve.upload_cutoff import (
+    CutoffError,
+    UploadCutoffs,
+    parse_cutoff,
+    parse_project_cutoff,
+    uploaded_before,
+)
 
 NOW = 1_750_000_000.0
 JAN_2024 = 1_704_067_200.0  # 2024-01-01T00:00:00Z
@@ -75,6 +81,52 @@ def test_any_text_is_a_moment_or_one_line(text: str) -> None:
     except CutoffError as exc:
         assert "\n" not in str(exc)  # noqa: PT017 - one line, whatever the text
     assert uploaded_before(text, JAN_2024) in (True, False)  # never raises
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("Six_X=2024-01-01T00:00:00Z", ("six-x", JAN_2024)),
+        ("torch = 7 days", ("torch", NOW - 7 * 86400)),
+        ("torch=false", ("torch", None)),
+        ("torch=FALSE", ("torch", None)),
+    ],
+)
+def test_project_moments(text: str, parsed: tuple[str, float | None]) -> None:
+    assert parse_project_cutoff(text, now=NOW) == parsed
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("torch", "is not NAME=MOMENT"),
+        ("=2024-01-01", "'' is not a project name"),
+        ("-x-=2024-01-01", "'-x-' is not a project name"),
+        ("torch=soon", "'soon' is not a moment"),
+    ],
+)
+def test_what_is_no_project_moment(text: str, message: str) -> None:
+    with pytest.raises(CutoffError, match=message):
+        parse_project_cutoff(text)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text(max_size=40) | st.from_regex(r"[a-zA-Z0-9_.-]{1,8}=.{0,20}", fullmatch=True))
+def test_any_text_is_a_project_moment_or_one_line(text: str) -> None:
+    try:
+        name, moment = parse_project_cutoff(text, now=NOW)
+    except CutoffError as exc:
+        assert "\n" not in str(exc)  # noqa: PT017 - one line, whatever the text
+        return
+    assert name
+    assert moment is None or isinstance(moment, float)
+
+
+def test_a_projects_moment_comes_before_everyones() -> None:
+    cutoffs = UploadCutoffs(JAN_2024, {"alpha": None, "beta": NOW})
+    assert (cutoffs.of("alpha"), cutoffs.of("beta"), cutoffs.of("gamma")) == (None, NOW, JAN_2024)
+    assert cutoffs.option("alpha") == "--exclude-newer-package"
+    assert cutoffs.option("gamma") == "--exclude-newer"
 
 
 def test_upload_times_before_the_moment_only() -> None:
@@ -192,6 +244,49 @@ def test_the_environment_variable_and_a_bad_value(index: str, tmp_path: Path) ->
     bad = wheelwise([*args, "--exclude-newer", "soon"], tmp_path / "cache")
     assert bad.returncode == 2
     assert "'soon' is not a moment" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--exclude-newer", "2024-03-01", "--exclude-newer-package", "alpha=2025-01-01"], "2.0"),
+        (["--exclude-newer-package", "alpha=2024-03-01"], "1.0"),
+        (["--exclude-newer", "2024-03-01", "--exclude-newer-package", "alpha=false"], "3.0"),
+        (["--exclude-newer-package", "beta=2024-03-01"], "3.0"),
+    ],
+    ids=["later-for-one", "one-alone", "none-for-one", "another-project"],
+)
+def test_a_projects_own_moment_as_uv_takes_it(
+    index: str, tmp_path: Path, flags: list[str], expected: str
+) -> None:
+    ours = make_venv(tmp_path / "ours")
+    zone = {"TZ": "UTC"}
+    result = wheelwise(
+        ["install", "--python", str(ours), "-i", index, *flags, "beta"], tmp_path / "cache", zone
+    )
+    assert result.returncode == 0, result.stderr
+    theirs = make_venv(tmp_path / "theirs")
+    uv = subprocess.run(
+        [uv_executable(), "pip", "install", "--python", str(theirs), "--index-url", index,
+         "--no-cache", *flags, "beta"],
+        capture_output=True, text=True, check=False, env={**os.environ, **zone},
+    )  # fmt: skip
+    assert uv.returncode == 0, uv.stderr
+    assert _alpha(ours) == expected == _alpha(theirs)
+
+
+def test_what_a_projects_moment_left_out_is_said(index: str, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    argv = ["install", "--python", str(python), "-i", index]
+    result = wheelwise(
+        [*argv, "--exclude-newer-package", "alpha=2024-03-01", "alpha>=2"], tmp_path / "cache"
+    )
+    assert result.returncode != 0
+    assert "2 more releases left out by --exclude-newer-package" in result.stderr
+    bad = wheelwise([*argv, "--exclude-newer-package", "alpha", "alpha"], tmp_path / "cache")
+    assert bad.returncode == 2
+    assert "'alpha' is not NAME=MOMENT (or NAME=false)" in bad.stderr
+    assert _alpha(python) is None
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")

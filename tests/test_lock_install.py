@@ -694,6 +694,9 @@ def test_an_extra_the_lock_does_not_declare(house: House, tmp_path: Path) -> Non
     excluded = install_lock(tmp_path, python, lock, "cpu", "--exclude-newer", "7 days")
     assert excluded.returncode == 2
     assert "--exclude-newer cannot be used with a lock file" in excluded.stderr
+    one = install_lock(tmp_path, python, lock, "cpu", "--exclude-newer-package", "alpha=7 days")
+    assert one.returncode == 2
+    assert "--exclude-newer-package cannot be used with a lock file" in one.stderr
     editable = install_lock(tmp_path, python, lock, "cpu", "-e", str(tmp_path))
     assert editable.returncode == 2
     assert "-e/--editable cannot be used with a lock file" in editable.stderr

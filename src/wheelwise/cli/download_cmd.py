@@ -16,6 +16,7 @@ from wheelwise.cli.options import (
     network_options,
     provider_options,
     source_options,
+    upload_cutoffs,
 )
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ def download(
     all_extras: bool,
     groups: tuple[str, ...],
     exclude_newer: float | None,
+    exclude_newer_package: tuple[tuple[str, float | None], ...],
     no_index: bool,
     dest: Path,
     pre: bool,
@@ -175,7 +177,7 @@ def download(
         refresh=refresh,
         warn=warn,
         formats=format_policy(files, only_binary, no_binary, prefer_binary),
-        exclude_newer=exclude_newer,
+        exclude_newer=upload_cutoffs(exclude_newer, exclude_newer_package),
         require_hashes=files.require_hashes or bool(files.hashes),
         hashes=files.hashes,
     )

@@ -26,6 +26,7 @@ from wheelwise.cli.options import (
     parse_size,
     provider_options,
     source_options,
+    upload_cutoffs,
 )
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
 from wheelwise.client.errors import SourceError
@@ -575,6 +576,7 @@ def install(
     all_extras: bool,
     groups: tuple[str, ...],
     exclude_newer: float | None,
+    exclude_newer_package: tuple[tuple[str, float | None], ...],
     upgrade: bool,
     pre: bool,
     no_deps: bool,
@@ -612,6 +614,7 @@ def install(
             "find_links": find_links,
             # Set in the environment, it is a default for resolving: a lock has resolved.
             "exclude_newer": exclude_newer if on_command_line("exclude_newer") else None,
+            "exclude_newer_package": exclude_newer_package,
             "prefer_binary": prefer_binary,
             "only_binary": only_binary,
             "no_binary": no_binary,
@@ -673,7 +676,7 @@ def install(
             user=user,
             editables=all_editables,
             formats=format_policy(files, only_binary, no_binary, prefer_binary),
-            exclude_newer=exclude_newer,
+            exclude_newer=upload_cutoffs(exclude_newer, exclude_newer_package),
             build_isolation=not no_build_isolation,
             config_settings=parse_config_settings(config_settings),
             # A --hash on any requirement turns hash-checking on, as in pip and uv.

@@ -13,7 +13,12 @@ import click
 from wheelwise.atomic_file import replace_with
 from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.inputs import read_bytes, read_requirement_files
-from wheelwise.cli.options import connection_with, network_options, source_options
+from wheelwise.cli.options import (
+    connection_with,
+    network_options,
+    source_options,
+    upload_cutoffs,
+)
 from wheelwise.client.errors import SourceError
 from wheelwise.lock.errors import LockError
 from wheelwise.models.errors import InstallError
@@ -126,6 +131,7 @@ def lock(
     all_extras: bool,
     groups: tuple[str, ...],
     exclude_newer: float | None,
+    exclude_newer_package: tuple[tuple[str, float | None], ...],
     no_index: bool,
     pre: bool,
     python: str | None,
@@ -196,7 +202,7 @@ def lock(
         no_cache=no_cache,
         refresh=refresh,
         warn=warn,
-        exclude_newer=exclude_newer,
+        exclude_newer=upload_cutoffs(exclude_newer, exclude_newer_package),
     )
     locked = run_lock(options, targets, preferences)
     text = write_pylock(locked)

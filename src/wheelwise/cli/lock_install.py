@@ -22,6 +22,7 @@ _NOT_WITH_A_LOCK = (
     ("--extra-index-url", "extra_index_url"),
     ("-f/--find-links", "find_links"),
     ("--exclude-newer", "exclude_newer"),
+    ("--exclude-newer-package", "exclude_newer_package"),
     ("--prefer-binary", "prefer_binary"),
     ("--only-binary", "only_binary"),
     ("--no-binary", "no_binary"),

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from wheelwise.client.connection import Connection, HostPattern
     from wheelwise.resolve.formats import FormatPolicy
     from wheelwise.resolve.reqfile import RequirementsSet
+    from wheelwise.resolve.upload_cutoff import UploadCutoffs
 
 _F = TypeVar("_F", bound=Callable[..., object])
 _R = TypeVar("_R")
@@ -110,7 +111,8 @@ def selection_options(func: _F) -> _F:
 
 def source_options(requirement_help: str) -> Callable[[_F], _F]:
     """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``,
-    ``-f``, ``--extra``, ``--all-extras``, ``--group`` and ``--exclude-newer``: what
+    ``-f``, ``--extra``, ``--all-extras``, ``--group``, ``--exclude-newer`` and
+    ``--exclude-newer-package``: what
     to install or lock, and where from. ``-r -`` or ``-c -`` reads standard input
     (:func:`wheelwise.cli.inputs.read_requirement_files`)."""
     from pathlib import Path
@@ -127,6 +129,15 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
             "(2024-05-01, the whole day), a timestamp (2024-05-01T12:00:00Z) or a span "
             "back from now (7 days, P7D); an index's files without an upload time are "
             "left out, find-links files are not [env: WHEELWISE_EXCLUDE_NEWER].",
+        )(func)
+        func = click.option(
+            "--exclude-newer-package",
+            type=PROJECT_CUTOFF,
+            multiple=True,
+            metavar="NAME=MOMENT",
+            help="Only files of NAME uploaded before MOMENT (as --exclude-newer reads it), "
+            "or NAME=false for no moment, in place of --exclude-newer's for NAME, as uv's "
+            "--exclude-newer-package (repeatable).",
         )(func)
         func = selection_options(func)
         func = click.option(
@@ -193,6 +204,42 @@ class UploadCutoff(click.ParamType):  # type: ignore[type-arg] # generic in newe
 
 
 UPLOAD_CUTOFF = UploadCutoff()
+
+
+class ProjectCutoff(click.ParamType):  # type: ignore[type-arg] # generic in newer click only
+    """``--exclude-newer-package NAME=MOMENT``: the normalized name, and the moment
+    (None for ``NAME=false``)."""
+
+    name = "name=moment"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, float | None]:
+        from wheelwise.resolve.upload_cutoff import CutoffError, parse_project_cutoff
+
+        if isinstance(value, tuple):
+            return value
+        try:
+            return parse_project_cutoff(str(value))
+        except CutoffError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+PROJECT_CUTOFF = ProjectCutoff()
+
+
+def upload_cutoffs(
+    exclude_newer: float | None, projects: Sequence[tuple[str, float | None]]
+) -> UploadCutoffs | None:
+    """What ``--exclude-newer`` and ``--exclude-newer-package`` give together (the
+    last value for a name given twice); None when neither is given."""
+    if exclude_newer is None and not projects:
+        return None
+    from packaging.utils import canonicalize_name
+
+    from wheelwise.resolve.upload_cutoff import UploadCutoffs
+
+    return UploadCutoffs(exclude_newer, {canonicalize_name(n): m for n, m in projects})
 
 
 class Seconds(click.ParamType):  # type: ignore[type-arg] # generic in newer click only

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from wheelwise.fetch.download import ProgressSink
     from wheelwise.install.link import Placement
     from wheelwise.resolve.finder import Warn
+    from wheelwise.resolve.upload_cutoff import UploadCutoffs
     from wheelwise.variants.metadata import VariantMetadata
     from wheelwise.variants.supported import SupportedProperties
 
@@ -114,8 +115,9 @@ class InstallOptions:
     # Which projects may be built from sdists, and which may not take published
     # wheels (--only-binary, --no-binary).
     formats: FormatPolicy = field(default_factory=FormatPolicy)
-    # --exclude-newer: only files uploaded before this moment (seconds since the epoch).
-    exclude_newer: float | None = None
+    # --exclude-newer and --exclude-newer-package: only files uploaded before a
+    # project's moment.
+    exclude_newer: UploadCutoffs | None = None
     # Build in a fresh environment whose build requirements wheelwise installs
     # (False: in the target environment, which must have them).
     build_isolation: bool = True

@@ -56,7 +56,7 @@ from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.policy.hashes import file_sha256
 from wheelwise.resolve.candidates import WheelFile
 from wheelwise.resolve.formats import FormatPolicy, wheels_only_advice
-from wheelwise.resolve.upload_cutoff import uploaded_before
+from wheelwise.resolve.upload_cutoff import UploadCutoffs, uploaded_before
 from wheelwise.variants.labels import NULL_LABEL
 from wheelwise.wheels.archive import WheelArchive
 from wheelwise.wheels.core_metadata import read_core_metadata
@@ -203,7 +203,7 @@ class IndexFinder:
         fetcher: Fetcher | None = None,
         build: BuildSource | None = None,
         formats: FormatPolicy | None = None,
-        exclude_newer: float | None = None,
+        exclude_newer: UploadCutoffs | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
@@ -235,10 +235,10 @@ class IndexFinder:
         self.formats = formats if formats is not None else FormatPolicy()
         # The wheel built from each sdist, by the sdist's URL.
         self._built: dict[str, IndexFile] = {}
-        # --exclude-newer's moment (seconds since the epoch): later files are unseen,
-        # and how many versions that hid, by project (for messages).
+        # --exclude-newer's and --exclude-newer-package's moments: later files are
+        # unseen, and how many versions that hid, by project (for messages).
         self.exclude_newer = exclude_newer
-        self.hidden_versions: dict[NormalizedName, int] = {}
+        self.hidden_versions: dict[NormalizedName, tuple[int, str]] = {}
 
     def close(self) -> None:
         if self._temp is not None:
@@ -378,15 +378,15 @@ class IndexFinder:
             and all(_link(file).file.kind == SDIST for file in files)
         )
 
-    def admits(self, file: IndexFile, source: IndexSource) -> bool:
-        """Whether *file*, listed by *source*, was uploaded before --exclude-newer's
-        moment (if given). Only an index gives upload times: files of find-links
-        folders and pages, and those of direct references, are taken, as uv takes them."""
-        return (
-            self.exclude_newer is None
-            or source.kind != INDEX
-            or uploaded_before(file.upload_time, self.exclude_newer)
-        )
+    def admits(self, file: IndexFile, source: IndexSource, name: NormalizedName) -> bool:
+        """Whether *file* of project *name*, listed by *source*, was uploaded before
+        its --exclude-newer(-package) moment (if any). Only an index gives upload
+        times: files of find-links folders and pages, and those of direct references,
+        are taken, as uv takes them."""
+        if self.exclude_newer is None or source.kind != INDEX:
+            return True
+        cutoff = self.exclude_newer.of(name)
+        return cutoff is None or uploaded_before(file.upload_time, cutoff)
 
     def _find(
         self, name: NormalizedName, fetched: Callable[[], list[SourceListing] | None] | None
@@ -438,12 +438,13 @@ class IndexFinder:
                 v
                 for v in versions
                 if any(
-                    self.admits(f, e.listing.source)
+                    self.admits(f, e.listing.source, e.listing.name)
                     for e in listings
                     for f in e.listing.files_for(v)
                 )
             ]
-            self.hidden_versions[listings[0].listing.name] = listed - len(versions)
+            name = listings[0].listing.name
+            self.hidden_versions[name] = (listed - len(versions), self.exclude_newer.option(name))
         return [IndexRelease(version, listings, self) for version in versions]
 
     def choose_source(
@@ -471,7 +472,7 @@ class IndexFinder:
                 if (
                     file.wheel is not None
                     and file.allows_python(self.python_version)
-                    and self.admits(file, listing.source)
+                    and self.admits(file, listing.source, listing.name)
                 ):
                     wheel = WheelFile(file.wheel, Link(file, listing.source))
                     (yanked if file.yanked else usable).append(wheel)
@@ -487,7 +488,8 @@ class IndexFinder:
         for entry in listings:
             source = entry.listing.source
             if any(
-                self.viable(f) and self.admits(f, source) for f in entry.listing.files_for(version)
+                self.viable(f) and self.admits(f, source, entry.listing.name)
+                for f in entry.listing.files_for(version)
             ):
                 return entry
         return None
@@ -504,7 +506,7 @@ class IndexFinder:
                         file.kind == SDIST
                         and file.yanked == want_yanked
                         and file.allows_python(self.python_version)
-                        and self.admits(file, entry.listing.source)
+                        and self.admits(file, entry.listing.source, entry.listing.name)
                     ):
                         name = entry.listing.name.replace("-", "_")
                         stand_in = WheelFile.parse(

@@ -204,7 +204,7 @@ class Lookahead:
         return self.finder.built_from_source(release)
 
     @property
-    def hidden_versions(self) -> dict[NormalizedName, int]:
+    def hidden_versions(self) -> dict[NormalizedName, tuple[int, str]]:
         return self.finder.hidden_versions
 
     def _installed_metadata(self, file: WheelFile) -> bytes | None:

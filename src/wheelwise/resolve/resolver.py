@@ -799,13 +799,15 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         )
 
     def _hidden(self, name: NormalizedName) -> str:
-        """What --exclude-newer left out of *name*'s releases, if anything."""
-        hidden = getattr(self.finder, "hidden_versions", {}).get(name, 0)  # a Finder's
-        if not hidden:
+        """What --exclude-newer (or --exclude-newer-package) left out of *name*'s
+        releases, if anything."""
+        found = getattr(self.finder, "hidden_versions", {}).get(name)  # a Finder's
+        if not found or not found[0]:
             return ""
+        hidden, option = found
         return (
             f" ({hidden} more release{'s' if hidden != 1 else ''} left out by "
-            "--exclude-newer: uploaded after its moment, or with no upload time)"
+            f"{option}: uploaded after its moment, or with no upload time)"
         )
 
     def _sources_only(

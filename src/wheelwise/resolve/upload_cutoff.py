@@ -1,4 +1,6 @@
-"""``--exclude-newer``: only files uploaded before a moment, as uv takes it.
+"""``--exclude-newer``: only files uploaded before a moment, as uv takes it; and
+``--exclude-newer-package NAME=MOMENT`` (or ``NAME=false``: no moment), one project's
+own, which comes before it.
 
 The moment is an RFC 3339 timestamp (``2024-05-01T12:00:00Z``; without an offset,
 this machine's time zone), a date (``2024-05-01``: the whole day here, so the next
@@ -14,11 +16,21 @@ from __future__ import annotations
 import functools
 import re
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+
+from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 
 from wheelwise.errors import WheelwiseError
 
-__all__ = ["CutoffError", "parse_cutoff", "uploaded_before"]
+__all__ = [
+    "CutoffError",
+    "UploadCutoffs",
+    "parse_cutoff",
+    "parse_project_cutoff",
+    "uploaded_before",
+]
 
 
 class CutoffError(ValueError, WheelwiseError):
@@ -104,6 +116,41 @@ def parse_cutoff(text: str, now: float | None = None) -> float:
             "(2024-05-01T12:00:00Z) or a span back from now (7 days, P7D)"
         )
     return (time.time() if now is None else now) - span
+
+
+def parse_project_cutoff(
+    text: str, now: float | None = None
+) -> tuple[NormalizedName, float | None]:
+    """``NAME=MOMENT`` as uv's ``--exclude-newer-package`` takes it: the project's
+    normalized name and its moment (None for ``NAME=false``: no moment for it)."""
+    name, equals, moment = text.partition("=")
+    shown = repr(text) if len(text) <= 60 else repr(text[:57] + "...")
+    if not equals:
+        raise CutoffError(f"{shown} is not NAME=MOMENT (or NAME=false)")
+    try:
+        project = canonicalize_name(name.strip(), validate=True)
+    except InvalidName:
+        raise CutoffError(f"{shown}: {name.strip()!r} is not a project name") from None
+    if moment.strip().lower() == "false":
+        return project, None
+    return project, parse_cutoff(moment, now)
+
+
+@dataclass(frozen=True)
+class UploadCutoffs:
+    """The moment before which a project's files were uploaded to be seen: its own
+    (``--exclude-newer-package``), else everyone's (``--exclude-newer``)."""
+
+    default: float | None = None
+    # By normalized name; None: no moment for that project.
+    projects: Mapping[NormalizedName, float | None] = field(default_factory=dict)
+
+    def of(self, name: NormalizedName) -> float | None:
+        return self.projects.get(name, self.default)
+
+    def option(self, name: NormalizedName) -> str:
+        """The option that set *name*'s moment (for messages)."""
+        return "--exclude-newer-package" if name in self.projects else "--exclude-newer"
 
 
 @functools.lru_cache(maxsize=4096)
