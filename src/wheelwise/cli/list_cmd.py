@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from wheelwise.cli.errors import input_errors
+from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.install_cmd import install_errors
 from wheelwise.cli.locations import (
     environment_getter,
@@ -17,9 +17,13 @@ from wheelwise.cli.locations import (
     python_option,
     warn_if_interrupted,
 )
+from wheelwise.cli.options import index_options, network_options, provider_options
 
 if TYPE_CHECKING:
+    from wheelwise.client.connection import Connection
     from wheelwise.environment.installed import InstalledDist
+    from wheelwise.environment.interpreter import TargetEnvironment
+    from wheelwise.install.options import InstallOptions
 
 FORMATS = ("columns", "json", "freeze")
 
@@ -36,6 +40,27 @@ FORMATS = ("columns", "json", "freeze")
     "pip list --format.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (--format json).")
+@click.option(
+    "-o",
+    "--outdated",
+    is_flag=True,
+    help="List only the distributions of which the sources offer a newer release for "
+    "the environment, with it and the variant install would choose of it, as pip list "
+    "--outdated (and uv pip list --outdated).",
+)
+@click.option("--pre", is_flag=True, help="With --outdated: count pre-releases too.")
+@index_options
+@click.option("--no-index", is_flag=True, help="With --outdated: only --find-links.")
+@click.option(
+    "--system",
+    "system_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="With --outdated: choose variants for the machine this JSON or TOML file "
+    "describes (wheelwise detect --json), not this one.",
+)
+@provider_options
+@network_options
 @input_errors
 @install_errors
 def list_cmd(
@@ -45,12 +70,59 @@ def list_cmd(
     user: bool,
     output_format: str | None,
     as_json: bool,
+    outdated: bool,
+    pre: bool,
+    index_url: str | None,
+    extra_index_url: tuple[str, ...],
+    find_links: tuple[str, ...],
+    no_index: bool,
+    system_file: Path | None,
+    allow_provider: tuple[str, ...],
+    enable_provider: tuple[str, ...],
+    refresh: bool,
+    timeout: float,
+    request_deadline: float,
+    retries: int,
+    connection: Connection,
+    concurrent_downloads: int | None,
+    no_cache: bool,
 ) -> None:
-    """List installed distributions with their variant label."""
+    """List installed distributions with their variant label; with --outdated, those
+    of which a newer release is offered."""
     if as_json and output_format not in (None, "json"):
         raise click.UsageError(f"--json and --format {output_format} contradict each other")
-    dists, editables = _installed(python, target_dir, prefix_dir, user)
+    env, dists, editables = _installed(python, target_dir, prefix_dir, user)
     chosen = "json" if as_json else output_format or "columns"
+    if outdated:
+        if chosen == "freeze":
+            raise InputError("--format freeze cannot be used with --outdated, as in pip")
+        from wheelwise.cli.inputs import load_system
+        from wheelwise.cli.install_cmd import chosen_indexes
+        from wheelwise.install.options import InstallOptions
+        from wheelwise.resolve.reqfile import RequirementsSet
+
+        index, extra = chosen_indexes(index_url, extra_index_url, RequirementsSet(), no_index)
+        if index is None and not extra and not find_links:
+            raise InputError("--no-index leaves no package source: give --find-links DIR|URL")
+        options = InstallOptions(
+            index_url=index,
+            extra_index_urls=extra,
+            find_links=list(find_links),
+            pre=pre,
+            python=Path(python) if python is not None else None,
+            system=load_system(system_file) if system_file is not None else None,
+            allowed_providers=allow_provider,
+            enabled_providers=enable_provider,
+            refresh=refresh,
+            timeout=timeout,
+            request_deadline=request_deadline,
+            retries=retries,
+            connection=connection,
+            no_cache=no_cache,
+            warn=warn,
+        )
+        _outdated(dists, env, options, chosen)
+        return
     if chosen == "freeze":
         _freeze(dists, editables)
         return
@@ -69,17 +141,55 @@ def list_cmd(
         ]
         click.echo(json.dumps(document, indent=2))
         return
+    columns = ["name", "version", "variant", "installer"]
+    any_editable = any(editables)
+    rows = [
+        [d.name, d.version, d.variant or "-", d.installer or "-"]
+        + ([editable or "-"] if any_editable else [])
+        for d, editable in zip(dists, editables, strict=True)
+    ]
+    _table([*columns, "editable project location"] if any_editable else columns, rows)
+
+
+def _outdated(
+    dists: list[InstalledDist], env: TargetEnvironment, options: InstallOptions, chosen: str
+) -> None:
+    """The distributions of which a newer release is offered, as pip lists them."""
+    from wheelwise.install.outdated import newer_releases
+
+    found = newer_releases(dists, env, options)
+    if chosen == "json":
+        document = [
+            {
+                "name": n.name,
+                "version": n.version,
+                "variant": n.variant,
+                # pip list --outdated --format json's keys.
+                "latest_version": n.latest,
+                "latest_variant": n.latest_variant,
+                "latest_filetype": n.latest_type,
+            }
+            for n in found
+        ]
+        click.echo(json.dumps(document, indent=2))
+        return
+    columns = ["name", "version", "variant", "latest", "latest variant", "type"]
+    rows = [
+        [n.name, n.version, n.variant or "-", n.latest, n.latest_variant or "-", n.latest_type]
+        for n in found
+    ]
+    _table(columns, rows)
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table()
-    columns = ["name", "version", "variant", "installer"]
-    any_editable = any(editables)
-    for column in [*columns, "editable project location"] if any_editable else columns:
+    for column in columns:
         table.add_column(column)
-    for d, editable in zip(dists, editables, strict=True):
-        row = [d.name, d.version, d.variant or "-", d.installer or "-"]
-        table.add_row(*row, *([editable or "-"] if any_editable else []))
+    for row in rows:
+        table.add_row(*row)
     Console(width=200 if not sys.stdout.isatty() else None).print(table)
 
 
@@ -95,14 +205,14 @@ def freeze(
     NAME==VERSION, NAME @ URL for a direct reference, -e FOLDER for an editable
     install; a variant build's label follows in a comment (pip reads the lines as
     they are; ``wheelwise install NAME==VERSION#LABEL`` chooses the same build)."""
-    dists, editables = _installed(python, target_dir, prefix_dir, user)
+    _, dists, editables = _installed(python, target_dir, prefix_dir, user)
     _freeze(dists, editables)
 
 
 def _installed(
     python: str | None, target_dir: Path | None, prefix_dir: Path | None, user: bool
-) -> tuple[list[InstalledDist], list[str | None]]:
-    """The distributions of the environment the options name, and the folder of each
+) -> tuple[Any, list[InstalledDist], list[str | None]]:
+    """The environment the options name, its distributions, and the folder of each
     editable one; a warning first when a killed run's journal is still there."""
     environment = environment_getter(python, target_dir, prefix_dir, user)
     from wheelwise.environment.installed import editable_location, list_installed
@@ -110,7 +220,7 @@ def _installed(
     env: Any = environment()
     warn_if_interrupted(env, target_dir, prefix_dir, user, "this list")
     dists = list_installed(env)
-    return dists, [editable_location(d) for d in dists]
+    return env, dists, [editable_location(d) for d in dists]
 
 
 def _freeze(dists: list[InstalledDist], editables: list[str | None]) -> None:

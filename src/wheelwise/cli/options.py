@@ -109,16 +109,43 @@ def selection_options(func: _F) -> _F:
     )(func)
 
 
+def index_options(func: _F) -> _F:
+    """``-i``/``--index-url``, ``--extra-index-url`` and ``-f``/``--find-links``:
+    where packages come from (see :func:`wheelwise.cli.install_cmd.chosen_indexes`)."""
+    from wheelwise.client.defaults import DEFAULT_INDEX_URL
+
+    func = click.option(
+        "-f",
+        "--find-links",
+        multiple=True,
+        metavar="DIR|URL",
+        envvar="WHEELWISE_FIND_LINKS",
+        help="A folder of wheels or an HTML page of links (repeatable) [env: "
+        "WHEELWISE_FIND_LINKS, space-separated].",
+    )(func)
+    func = click.option(
+        "--extra-index-url",
+        multiple=True,
+        envvar="WHEELWISE_EXTRA_INDEX_URL",
+        help="More indexes, after --index-url (repeatable) [env: "
+        "WHEELWISE_EXTRA_INDEX_URL, space-separated; config: [install] extra-index-url].",
+    )(func)
+    return click.option(
+        "-i",
+        "--index-url",
+        default=None,
+        envvar="WHEELWISE_INDEX_URL",
+        help=f"The package index (default {DEFAULT_INDEX_URL}) [env: WHEELWISE_INDEX_URL; "
+        "config: [install] index-url].",
+    )(func)
+
+
 def source_options(requirement_help: str) -> Callable[[_F], _F]:
     """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``,
     ``-f``, ``--extra``, ``--all-extras``, ``--group``, ``--exclude-newer`` and
     ``--exclude-newer-package``: what
     to install or lock, and where from. ``-r -`` or ``-c -`` reads standard input
     (:func:`wheelwise.cli.inputs.read_requirement_files`)."""
-    from pathlib import Path
-
-    from wheelwise.client.defaults import DEFAULT_INDEX_URL
-
     def decorate(func: _F) -> _F:
         func = click.option(
             "--exclude-newer",
@@ -140,30 +167,7 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
             "--exclude-newer-package (repeatable).",
         )(func)
         func = selection_options(func)
-        func = click.option(
-            "-f",
-            "--find-links",
-            multiple=True,
-            metavar="DIR|URL",
-            envvar="WHEELWISE_FIND_LINKS",
-            help="A folder of wheels or an HTML page of links (repeatable) [env: "
-            "WHEELWISE_FIND_LINKS, space-separated].",
-        )(func)
-        func = click.option(
-            "--extra-index-url",
-            multiple=True,
-            envvar="WHEELWISE_EXTRA_INDEX_URL",
-            help="More indexes, after --index-url (repeatable) [env: "
-            "WHEELWISE_EXTRA_INDEX_URL, space-separated; config: [install] extra-index-url].",
-        )(func)
-        func = click.option(
-            "-i",
-            "--index-url",
-            default=None,
-            envvar="WHEELWISE_INDEX_URL",
-            help=f"The package index (default {DEFAULT_INDEX_URL}) [env: WHEELWISE_INDEX_URL; "
-            "config: [install] index-url].",
-        )(func)
+        func = index_options(func)
         func = click.option(
             "-c",
             "--constraint",
