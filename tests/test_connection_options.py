@@ -17,15 +17,20 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+import click
+import httpx
 import pytest
 import trustme
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
 from clikit import run_wheelwise
 from fuzzkit import bounded
 from indexkit import demo_wheel, handler_served, installer_env
+from wheelwise.cli.options import connection_options
 from wheelwise.client.connection import Connection, HostPattern, InsecureHostError, parse_host
+from wheelwise.client.deadline_transport import _ByOrigin
 from wheelwise.client.tls import client_tls_context
 
 WHEEL = "demo_pkg-1.0-py3-none-any.whl"
@@ -142,6 +147,20 @@ def test_an_untrusted_certificate_is_one_line_that_names_the_ways_out(
     assert not (tmp_path / "out" / WHEEL).exists()
 
 
+def test_a_wheel_url_with_an_untrusted_certificate_is_one_line(
+    https_index: Served, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A direct reference's download (not an index page): the same line, no retry."""
+    url = https_index.index.replace("/simple/", f"/files/demo-pkg/{WHEEL}")
+    args: list[str | Path] = ["download", f"demo_pkg @ {url}", "-d", tmp_path / "out"]
+    done = run_wheelwise([*args, "--no-cache", "--retries", "3"], env, timeout=120)
+    line = one_error_line(done)
+    assert "certificate is not trusted" in line
+    assert "--trusted-host 127.0.0.1" in line
+    assert "tries" not in line
+    assert https_index.paths == []
+
+
 def test_cert_trusts_the_given_authority(
     https_index: Served, tmp_path: Path, env: dict[str, str], authority: trustme.CA
 ) -> None:
@@ -219,11 +238,47 @@ def test_native_tls_reads_the_systems_certificates(
 def test_native_tls_from_the_environment(
     https_index: Served, tmp_path: Path, env: dict[str, str], authority: trustme.CA
 ) -> None:
-    """WHEELWISE_NATIVE_TLS turns it on; SSL_CERT_FILE still comes first."""
+    """WHEELWISE_NATIVE_TLS turns it on (what the command gets); SSL_CERT_FILE still
+    comes first."""
+    got: list[Connection] = []
+
+    @click.command()
+    @connection_options
+    def probe(connection: Connection) -> None:
+        got.append(connection)
+
+    for value, expected in (("1", True), ("", False)):
+        result = CliRunner().invoke(probe, [], env={"WHEELWISE_NATIVE_TLS": value})
+        assert result.exit_code == 0, result.output
+        assert got[-1].native_tls is expected
     env["WHEELWISE_NATIVE_TLS"] = "1"
     env["SSL_CERT_FILE"] = str(authority_pem(authority, tmp_path))
     done = download(https_index.index, tmp_path / "out", env)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_trusted_host_matches_its_idna_name_and_its_unicode_one() -> None:
+    """A host written either way is the same host (httpx gives both)."""
+    seen: list[str] = []
+
+    def answer(name: str) -> httpx.MockTransport:
+        def handle(request: httpx.Request) -> httpx.Response:
+            seen.append(name)
+            return httpx.Response(200)
+
+        return httpx.MockTransport(handle)
+
+    context = ssl.create_default_context()
+    for entry in ("bücher.example", "xn--bcher-kva.example"):
+        connection = Connection(insecure_hosts=(parse_host(entry),))
+        routes = _ByOrigin(
+            lambda _: answer("unchecked"), answer("checked"), (context, connection.is_insecure)
+        )
+        with httpx.Client(transport=routes) as client:
+            client.get("https://xn--bcher-kva.example/simple/")
+            client.get("https://bücher.example/simple/")
+            client.get("https://other.example/simple/")
+    assert seen == ["unchecked", "unchecked", "checked"] * 2
 
 
 # -- hosts whose certificate is not checked -----------------------------------------
@@ -394,10 +449,10 @@ class _ForwardProxy(http.server.BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def forward_proxy(site: Path) -> Iterator[tuple[str, list[str]]]:
+def forward_proxy(site: Path, tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, list[str]]]:
     seen: list[str] = []
     handler = type("Proxy", (_ForwardProxy,), {"site": site, "seen": seen})
-    with handler_served(handler) as base:
+    with handler_served(handler, tls) as base:
         yield base, seen
 
 
@@ -409,10 +464,44 @@ def test_proxy_carries_the_requests(site: Path, tmp_path: Path, env: dict[str, s
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "out" / WHEEL).is_file()
         assert "GET http://pypi.invalid/simple/demo-pkg/" in seen
-        env["NO_PROXY"] = "pypi.invalid"  # still holds with --proxy
-        line = one_error_line(download(index, tmp_path / "again", env, "--proxy", proxy))
-        assert "pypi.invalid" in line
-        assert seen.count("GET http://pypi.invalid/simple/demo-pkg/") == 1
+        env["NO_PROXY"] = "pypi.invalid"  # --proxy takes every request, as pip's
+        again = download(index, tmp_path / "again", env, "--proxy", proxy)
+        assert again.returncode == 0, again.stderr
+        assert seen.count("GET http://pypi.invalid/simple/demo-pkg/") == 2
+
+
+def test_an_https_proxys_certificate_is_checked_with_cert(
+    site: Path, tmp_path: Path, env: dict[str, str], authority: trustme.CA
+) -> None:
+    """The proxy's own certificate is checked against --cert, as the index's is."""
+    with forward_proxy(site, server_tls(authority)) as (proxy, seen):
+        index = "http://pypi.invalid/simple/"
+        line = one_error_line(download(index, tmp_path / "a", env, "--proxy", proxy))
+        assert "certificate is not trusted" in line
+        assert seen == []
+        cert = authority_pem(authority, tmp_path)
+        done = download(index, tmp_path / "b", env, "--proxy", proxy, "--cert", cert)
+        assert done.returncode == 0, done.stderr
+        assert "GET http://pypi.invalid/simple/demo-pkg/" in seen
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("socks5://h:1080", "only http:// and https:// proxies are supported"),
+        ("http://user:secret@h:port", "Port could not be cast"),
+        ("http://", "no host"),
+    ],
+)
+def test_a_proxy_that_is_none_wheelwise_takes_is_a_usage_error(
+    tmp_path: Path, env: dict[str, str], value: str, message: str
+) -> None:
+    done = download("http://pypi.invalid/simple/", tmp_path / "out", env, "--proxy", value)
+    assert done.returncode == 2
+    assert "Invalid value for '--proxy'" in done.stderr
+    assert message in done.stderr
+    assert "secret" not in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_proxy_comes_before_the_environments(
@@ -512,3 +601,19 @@ def test_the_proxy_command_reaches_an_upstream_with_cert(
     assert answer.status_code == 200, answer.text
     assert WHEEL in answer.text
     assert "/simple/demo-pkg/" in server.paths
+
+
+@pytest.mark.parametrize("content", [None, "not a certificate\n"], ids=["missing", "junk"])
+def test_a_client_cert_from_the_environment_that_does_not_load_is_a_warning(
+    site: Path, tmp_path: Path, env: dict[str, str], content: str | None
+) -> None:
+    """As uv reads SSL_CLIENT_CERT: left out with a warning; the install goes on."""
+    path = tmp_path / "client.pem"
+    if content is not None:
+        path.write_text(content)
+    env["SSL_CLIENT_CERT"] = str(path)
+    args: list[str | Path] = ["download", "demo_pkg", "-d", tmp_path / "out", "--no-index"]
+    done = run_wheelwise([*args, "-f", site.parent / "wheels"], env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"wheelwise: warning: SSL_CLIENT_CERT={path}: left out" in done.stderr
+    assert (tmp_path / "out" / WHEEL).is_file()

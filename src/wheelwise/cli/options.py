@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -301,6 +302,57 @@ class HostEntry(click.ParamType):  # type: ignore[type-arg] # generic in newer c
             self.fail(str(exc).split(": ", 1)[-1], param, ctx)
 
 
+def _environment_client_cert() -> Path | None:
+    """``SSL_CLIENT_CERT``, as uv reads it: a file that does not load (missing, no
+    key, not PEM) is left out with a warning, and the command goes on."""
+    value = os.environ.get("SSL_CLIENT_CERT", "").strip()
+    if not value:
+        return None
+    import ssl
+
+    from wheelwise.cli.errors import warn
+
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(value)
+    except OSError as exc:  # ssl.SSLError included
+        why = exc.strerror or getattr(exc, "reason", None) or exc
+        warn(
+            f"SSL_CLIENT_CERT={value}: left out: it does not load as one PEM file holding "
+            f"a certificate and its private key ({why})"
+        )
+        return None
+    return Path(value)
+
+
+def _check_proxy(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--proxy``'s URL (``http://`` when no scheme is given, as pip reads it): an
+    http or https proxy, with a host and a port that is a number."""
+    if not value:
+        return None
+    from urllib.parse import urlsplit
+
+    url = value if "://" in value else f"http://{value}"
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port
+    except ValueError as exc:
+        raise click.BadParameter(f"{_shown(url)}: {exc}", ctx, param) from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise click.BadParameter(
+            f"{_shown(url)}: only http:// and https:// proxies are supported", ctx, param
+        )
+    if not host:
+        raise click.BadParameter(f"{_shown(url)}: no host", ctx, param)
+    return url
+
+
+def _shown(url: str) -> str:
+    """*url* without its credentials, for an error line."""
+    from wheelwise.cli.errors import one_line
+
+    return one_line(url)
+
+
 def connection_options(func: Callable[..., _R]) -> Callable[..., _R]:
     """``--cert``, ``--client-cert``, ``--native-tls``, ``--trusted-host`` and
     ``--proxy``, which *func* gets as one keyword argument, ``connection`` (a
@@ -310,10 +362,11 @@ def connection_options(func: Callable[..., _R]) -> Callable[..., _R]:
     def collected(*args: Any, **kwargs: Any) -> _R:
         from wheelwise.client.connection import Connection
 
+        client_cert = kwargs.pop("client_cert")
         kwargs["connection"] = Connection(
             cert=kwargs.pop("cert"),
             native_tls=kwargs.pop("native_tls"),
-            client_cert=kwargs.pop("client_cert"),
+            client_cert=client_cert if client_cert is not None else _environment_client_cert(),
             insecure_hosts=tuple(dict.fromkeys(kwargs.pop("trusted_host"))),
             proxy=kwargs.pop("proxy") or None,
         )
@@ -333,10 +386,10 @@ def connection_options(func: Callable[..., _R]) -> Callable[..., _R]:
             "--client-cert",
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
             default=None,
-            envvar="SSL_CLIENT_CERT",
             metavar="PATH",
             help="Show the servers this client certificate: one PEM file holding the "
-            "certificate and its private key, as pip's --client-cert [env: SSL_CLIENT_CERT].",
+            "certificate and its private key, as pip's --client-cert [env: SSL_CLIENT_CERT, "
+            "left out with a warning when it cannot be loaded, as uv does].",
         ),
         click.option(
             "--native-tls",
@@ -362,9 +415,11 @@ def connection_options(func: Callable[..., _R]) -> Callable[..., _R]:
         click.option(
             "--proxy",
             default=None,
+            callback=_check_proxy,
             metavar="URL",
-            help="Send requests through this proxy ([user:password@]host:port) instead of "
-            "HTTP_PROXY, HTTPS_PROXY and ALL_PROXY; NO_PROXY still holds. As pip's --proxy.",
+            help="Send every request through this proxy ([scheme://][user:password@]host:port, "
+            "http or https) instead of HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY, as "
+            "pip's --proxy.",
         ),
     ]
     wrapped: Callable[..., _R] = collected

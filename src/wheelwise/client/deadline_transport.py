@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import ssl
+import threading
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -315,16 +316,14 @@ def _proxy_mounts(
 ) -> dict[str, httpx.BaseTransport | None]:
     """The mounts httpx makes from the environment's proxies (a given transport turns
     them off): proxied schemes through httpx's transport, ``NO_PROXY`` hosts (None)
-    through the client's own. *proxy* (``--proxy``) stands for the environment's
-    ``HTTP_PROXY``, ``HTTPS_PROXY`` and ``ALL_PROXY``."""
-    found = urllib.request.getproxies()
-    if proxy:
-        found = {"http": proxy, "https": proxy, "no": found.get("no", "")}
+    through the client's own. *proxy* (``--proxy``) stands for all of them,
+    ``NO_PROXY`` too, as pip's ``--proxy`` does."""
+    found = {"http": proxy, "https": proxy} if proxy else urllib.request.getproxies()
     mounts: dict[str, httpx.BaseTransport | None] = {}
     for scheme in ("http", "https", "all"):
         if found.get(scheme):
             url = found[scheme] if "://" in found[scheme] else f"http://{found[scheme]}"
-            mounts[f"{scheme}://"] = _by_origin(_through(url), verify, insecure)
+            mounts[f"{scheme}://"] = _by_origin(_through(url, verify), verify, insecure)
     for host in (entry.strip() for entry in found.get("no", "").split(",")):
         if host == "*":
             return {}
@@ -333,9 +332,17 @@ def _proxy_mounts(
     return mounts
 
 
-def _through(proxy: str) -> Callable[[ssl.SSLContext | str | bool], httpx.BaseTransport]:
-    """What makes httpx's transport through *proxy*, given a context."""
-    return lambda context: httpx.HTTPTransport(verify=context, proxy=proxy)
+def _through(
+    proxy: str, verify: ssl.SSLContext | str | bool
+) -> Callable[[ssl.SSLContext | str | bool], httpx.BaseTransport]:
+    """What makes httpx's transport through *proxy*, given the context of the hosts
+    reached through it; an https proxy's own certificate is checked with *verify*
+    (httpx would check it with its defaults, not ``--cert``'s)."""
+    tls_proxy = proxy.lower().startswith("https://")
+    hop = verify if tls_proxy and isinstance(verify, ssl.SSLContext) else None
+    return lambda context: httpx.HTTPTransport(
+        verify=context, proxy=httpx.Proxy(proxy, ssl_context=hop)
+    )
 
 
 # The context of the hosts whose certificates are not checked, and which they are.
@@ -356,15 +363,19 @@ class _ByOrigin(httpx.BaseTransport):
     ) -> None:
         self._make, self._checked, self._insecure = make, checked, insecure
         self._unchecked: httpx.BaseTransport | None = None
+        self._making = threading.Lock()  # downloads run on several threads
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
         context, skips = self._insecure
-        if url.scheme != "https" or not skips(url.host, port):
+        # A host given as its Unicode name or as its IDNA (xn--) one.
+        ascii_host = url.raw_host.decode("ascii", "replace")
+        if url.scheme != "https" or not (skips(url.host, port) or skips(ascii_host, port)):
             return self._checked.handle_request(request)
-        if self._unchecked is None:
-            self._unchecked = self._make(context)
+        with self._making:
+            if self._unchecked is None:
+                self._unchecked = self._make(context)
         return self._unchecked.handle_request(request)
 
     def close(self) -> None:

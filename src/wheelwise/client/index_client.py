@@ -101,7 +101,8 @@ _DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", "-variants.json")
 INDEX_HINT = "check --index-url and that the index is up"
 _FIND_LINKS_HINT = "check --find-links"
 _NETWORK_HINT = (
-    "check the network connection and proxy settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY)"
+    "check the network connection and proxy settings (--proxy, HTTP_PROXY, HTTPS_PROXY, "
+    "NO_PROXY)"
 )
 
 INDEX = "index"
@@ -709,9 +710,9 @@ class IndexClient:
             except httpx.InvalidURL as exc:
                 raise SourceError(url, f"{url}: invalid URL ({exc}); {hint}") from None
             except httpx.TransportError as exc:
-                problem = _tls_problem(url, exc)
+                problem = tls_problem(url, exc)
                 if problem is not None:
-                    raise SourceError(url, problem) from None
+                    raise SourceError(url, f"{url}: {problem}") from None
                 what = str(exc) or type(exc).__name__
                 # A body cut short or a reset after connecting is no failure to connect.
                 failed = (
@@ -748,10 +749,10 @@ _CLIENT_CERT_ALERTS = {
 }
 
 
-def _tls_problem(url: str, exc: BaseException) -> str | None:
-    """What to say when *exc* is the server's certificate failing the check, or the
-    server asking for a client certificate; else None (neither is mended by trying
-    again)."""
+def tls_problem(url: str, exc: BaseException) -> str | None:
+    """What to say (after the URL) when *exc*, a request to *url*, is the server's
+    certificate failing the check, or the server asking for a client certificate;
+    else None. Neither is mended by trying again."""
     import ssl
 
     cause: BaseException | None = exc
@@ -762,14 +763,14 @@ def _tls_problem(url: str, exc: BaseException) -> str | None:
     if isinstance(cause, ssl.SSLCertVerificationError):
         host = urlsplit(url).hostname or "HOST"
         return (
-            f"{url}: the server's certificate is not trusted ({cause.verify_message}); give "
+            f"the server's certificate is not trusted ({cause.verify_message}); give "
             "the certificate of the authority that signed it with --cert PATH (or "
             "SSL_CERT_FILE), take the system's certificates with --native-tls, or, for a "
             f"server you trust, leave its certificate unchecked with --trusted-host {host}"
         )
     if isinstance(cause, ssl.SSLError) and cause.reason in _CLIENT_CERT_ALERTS:
         return (
-            f"{url}: {_CLIENT_CERT_ALERTS[cause.reason]} ({cause.reason}); give one it "
+            f"{_CLIENT_CERT_ALERTS[cause.reason]} ({cause.reason}); give one it "
             "accepts with --client-cert PATH (or SSL_CLIENT_CERT): one PEM file holding "
             "the certificate and its private key"
         )

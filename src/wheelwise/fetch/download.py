@@ -62,7 +62,7 @@ from wheelwise.client.bounded import (
     Deadline,
     read_body,
 )
-from wheelwise.client.index_client import host_problem, local_path
+from wheelwise.client.index_client import host_problem, local_path, tls_problem
 from wheelwise.client.lazy_http import LazyHttpClient, as_client_source
 from wheelwise.fetch.handover import prompt_handover
 from wheelwise.forked_map import cores
@@ -570,6 +570,9 @@ class _Fetcher:
                 ) from None
             raise _Retryable(f"protocol error: {exc}") from None
         except httpx.TransportError as exc:
+            problem = tls_problem(url, exc)
+            if problem is not None:  # no retry mends it
+                raise DownloadError(url, problem) from None
             raise _Retryable(f"connection error: {exc}") from None
         except httpx.HTTPError as exc:
             raise DownloadError(url, f"HTTP error: {exc}") from None
