@@ -155,9 +155,11 @@ def _outdated(
     dists: list[InstalledDist], env: TargetEnvironment, options: InstallOptions, chosen: str
 ) -> None:
     """The distributions of which a newer release is offered, as pip lists them."""
-    from wheelwise.install.outdated import newer_releases
+    from wheelwise.install.options import listing_finder
+    from wheelwise.resolve.outdated import newer_releases
 
-    found = newer_releases(dists, env, options)
+    with listing_finder(options, env) as (finder, spec):
+        found = newer_releases(dists, finder, spec, options.pre)
     if chosen == "json":
         document = [
             {

@@ -147,6 +147,7 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
     ``--exclude-newer-package``: what
     to install or lock, and where from. ``-r -`` or ``-c -`` reads standard input
     (:func:`wheelwise.cli.inputs.read_requirement_files`)."""
+
     def decorate(func: _F) -> _F:
         func = click.option(
             "--exclude-newer",

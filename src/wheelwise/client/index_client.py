@@ -101,8 +101,7 @@ _DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", "-variants.json")
 INDEX_HINT = "check --index-url and that the index is up"
 _FIND_LINKS_HINT = "check --find-links"
 _NETWORK_HINT = (
-    "check the network connection and proxy settings (--proxy, HTTP_PROXY, HTTPS_PROXY, "
-    "NO_PROXY)"
+    "check the network connection and proxy settings (--proxy, HTTP_PROXY, HTTPS_PROXY, NO_PROXY)"
 )
 
 INDEX = "index"

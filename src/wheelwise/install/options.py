@@ -1,9 +1,11 @@
 """What ``wheelwise install`` (and ``lock``, ``sync``) take, and what follows from it:
-the package sources, the caches, the index client, and what the machine supports."""
+the package sources, the caches, the index client, a finder that only lists, and what
+the machine supports."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +26,11 @@ from wheelwise.variants.markers import parse_requirement
 if TYPE_CHECKING:
     from wheelwise.cache.stores import ContentCache
     from wheelwise.client.index_client import IndexClient, IndexSource
+    from wheelwise.environment.interpreter import TargetEnvironment
     from wheelwise.fetch.download import ProgressSink
     from wheelwise.install.link import Placement
-    from wheelwise.resolve.finder import Warn
+    from wheelwise.resolve.finder import IndexFinder, Warn
+    from wheelwise.resolve.selection import TargetSpec
     from wheelwise.resolve.upload_cutoff import UploadCutoffs
     from wheelwise.variants.metadata import VariantMetadata
     from wheelwise.variants.supported import SupportedProperties
@@ -243,3 +247,39 @@ def requested_names(requirements: Sequence[str]) -> set[str]:
 def cache_root_of(options: InstallOptions) -> Path:
     """``options.cache_dir``, else the user cache folder."""
     return options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
+
+
+@contextlib.contextmanager
+def listing_finder(
+    options: InstallOptions, env: TargetEnvironment
+) -> Iterator[tuple[IndexFinder, TargetSpec]]:
+    """A finder over *options*' sources for *env* that builds nothing (sdists are
+    listed, never built), and the target its wheels are selected for: what asks
+    the index without installing (``list --outdated``)."""
+    from wheelwise.resolve.finder import IndexFinder
+    from wheelwise.resolve.outdated import never_built
+    from wheelwise.resolve.selection import TargetSpec
+
+    cache_root, kept = caches_for(options)
+    with index_client(options, cache_root, kept) as client:
+        finder = IndexFinder(
+            sources_for(options),
+            client,
+            tags=env.tags,
+            python_version=".".join(str(part) for part in env.version_info),
+            warn=options.warn,
+            wheel_cache=kept.wheels if kept is not None else None,
+            build=never_built,
+            formats=options.formats,
+            exclude_newer=options.exclude_newer,
+        )
+        spec = TargetSpec(
+            env.tags,
+            supported_for(options, env.markers),
+            no_variant=options.no_variant,
+            variant_choice={canonicalize_name(n): v for n, v in options.variant_choice.items()},
+        )
+        try:
+            yield finder, spec
+        finally:
+            finder.close()

@@ -7,14 +7,14 @@ wheel whose tags and ``Requires-Python`` fit (the best one, selected as an insta
 selects it, variant included), else an sdist where building is allowed; yanked files
 are not, nor pre-releases without ``pre``. Nothing is downloaded but the pages and
 the releases' variant metadata; nothing is built. The projects' pages are fetched
-several at a time.
+several at a time. The finder and the target come from the caller
+(:func:`wheelwise.install.options.listing_finder`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,21 +25,12 @@ from packaging.version import InvalidVersion, Version
 
 from wheelwise.client.index_client import find_candidates
 from wheelwise.client.index_file import SDIST
-from wheelwise.install.options import (
-    InstallOptions,
-    caches_for,
-    index_client,
-    sources_for,
-    supported_for,
-)
 from wheelwise.resolve.finder import IndexFinder, IndexRelease, link_of
 from wheelwise.resolve.selection import Selection, TargetSpec, select_wheel
 
 if TYPE_CHECKING:
-    from wheelwise.cache.stores import ContentCache
     from wheelwise.client.index_client import IndexFile, SourceListing
     from wheelwise.environment.installed import InstalledDist
-    from wheelwise.environment.interpreter import TargetEnvironment
 
 __all__ = ["Newer", "newer_releases"]
 
@@ -65,69 +56,39 @@ class Newer:
 
 
 def newer_releases(
-    dists: Sequence[InstalledDist], env: TargetEnvironment, options: InstallOptions
+    dists: Sequence[InstalledDist], finder: IndexFinder, spec: TargetSpec, pre: bool
 ) -> list[Newer]:
-    """Those of *dists* whose sources, as *options* give them, offer a newer release
-    for *env*, in the order of *dists*."""
+    """Those of *dists* of which *finder*'s sources offer a newer release for
+    *spec*'s target, in the order of *dists*; pre-releases only with *pre*."""
     wanted = [dist for dist in dists if _version(dist.version) is not None]
-    if not wanted:
-        return []
-    cache_root, kept = caches_for(options)
-    with _finder(env, options, cache_root, kept) as finder:
-        listings = _pages(finder, [canonicalize_name(dist.name) for dist in wanted])
-        spec = TargetSpec(
-            env.tags,
-            supported_for(options, env.markers),
-            no_variant=options.no_variant,
-            variant_choice={canonicalize_name(n): v for n, v in options.variant_choice.items()},
-        )
-        found = []
-        for dist in wanted:
-            name = canonicalize_name(dist.name)
-            releases = finder.versions(name, functools.partial(listings.get, name))
-            newest = _newest(releases, name, spec, options.pre)
-            installed = _version(dist.version)
-            if newest is None or installed is None or newest[0].version <= installed:
-                continue
-            release, selection = newest
-            found.append(
-                Newer(
-                    dist.name,
-                    dist.version,
-                    dist.variant,
-                    str(release.version),
-                    None if _is_sdist(selection) else selection.label,
-                    SDIST_TYPE if _is_sdist(selection) else WHEEL_TYPE,
-                )
+    listings = _pages(finder, [canonicalize_name(dist.name) for dist in wanted])
+    found = []
+    for dist in wanted:
+        name = canonicalize_name(dist.name)
+        releases = finder.versions(name, functools.partial(listings.get, name))
+        newest = _newest(releases, name, spec, pre)
+        installed = _version(dist.version)
+        if newest is None or installed is None or newest[0].version <= installed:
+            continue
+        release, selection = newest
+        sdist = _is_sdist(selection)
+        found.append(
+            Newer(
+                dist.name,
+                dist.version,
+                dist.variant,
+                str(release.version),
+                None if sdist else selection.label,
+                SDIST_TYPE if sdist else WHEEL_TYPE,
             )
-        return found
-
-
-@contextlib.contextmanager
-def _finder(
-    env: TargetEnvironment, options: InstallOptions, cache_root: Path, kept: ContentCache | None
-) -> Iterator[IndexFinder]:
-    with index_client(options, cache_root, kept) as client:
-        finder = IndexFinder(
-            sources_for(options),
-            client,
-            tags=env.tags,
-            python_version=".".join(str(part) for part in env.version_info),
-            warn=options.warn,
-            wheel_cache=kept.wheels if kept is not None else None,
-            build=_never_built,
-            formats=options.formats,
-            exclude_newer=options.exclude_newer,
         )
-        try:
-            yield finder
-        finally:
-            finder.close()
+    return found
 
 
-def _never_built(sdist: IndexFile, path: Path) -> Path:
-    """The finder lists sdists only with a builder; listing never builds one."""
-    raise RuntimeError(f"{sdist.filename}: list --outdated builds nothing")
+def never_built(sdist: IndexFile, path: Path) -> Path:
+    """The builder of a finder that lists sdists without building any: a finder
+    lists them only with a builder, and listing never builds one."""
+    raise RuntimeError(f"{sdist.filename}: listing releases builds nothing")
 
 
 def _pages(finder: IndexFinder, names: Sequence[NormalizedName]) -> dict[str, list[SourceListing]]:
