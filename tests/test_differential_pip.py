@@ -57,7 +57,7 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     site = replay_site(work)
     home = tmp_path_factory.mktemp("installer-home")
     handler = functools.partial(_QuietFiles, directory=str(site))
-    with handler_served(handler) as base:  # type: ignore[arg-type]
+    with handler_served(handler) as base:
         yield f"{base}/simple/", home
 
 
