@@ -24,7 +24,7 @@ import pytest
 
 from gpuhouse import GATED, HASWELL, demo_house, machine
 from indexkit import demo_wheel, http_server, uvicorn_thread, wheelwise_serve
-from installkit import installed_build, make_venv, pip, run_python
+from installkit import installed_build, make_venv, pip, run_python, site_packages
 from variantkit import wheelwise
 from wheelwise import __version__ as wheelwise_version
 from wheelwise.publish.static import build_site
@@ -565,3 +565,12 @@ def test_uninstall_the_projects_a_requirements_file_names(tmp_path: Path) -> Non
     nothing = wheelwise(["uninstall", "-y", "--python", str(python)], tmp_path / "cache")
     assert nothing.returncode == 2
     assert "nothing to uninstall: give NAME... or -r FILE" in nothing.stderr
+    # A distribution the run cannot remove: the dry run says so, in the same line.
+    (site_packages(python) / "gamma-1.0.dist-info" / "RECORD").unlink()
+    argv = ["uninstall", "--python", str(python), "gamma"]
+    planned = wheelwise([*argv, "--dry-run"], tmp_path / "cache")
+    real = wheelwise([*argv, "-y"], tmp_path / "cache")
+    assert planned.returncode == real.returncode == 2
+    assert "cannot uninstall gamma 1.0: no readable RECORD" in planned.stderr
+    assert planned.stderr == real.stderr
+    assert planned.stdout == ""

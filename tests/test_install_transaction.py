@@ -22,7 +22,7 @@ from wheelwise.environment.installed import list_installed
 from wheelwise.environment.interpreter import QUERY_SCRIPT, TargetEnvironment
 from wheelwise.fetch.verify import verify_wheel
 from wheelwise.install import parallel, unpack
-from wheelwise.install.transaction import install_wheels, uninstall
+from wheelwise.install.transaction import install_wheels, uninstall, would_uninstall
 from wheelwise.models.errors import ExternallyManagedError, InstallError, LockTimeoutError
 from wheelwise.wheels.archive import InMemoryWheel
 
@@ -285,6 +285,8 @@ def test_uninstall_refuses_files_outside_the_environment(
     record.write_text(record.read_text() + "../../../../precious.txt,,\n")
     before = tree_hash(env.prefix)
     with pytest.raises(InstallError, match="outside the environment"):
+        would_uninstall(env, ["beta"])
+    with pytest.raises(InstallError, match="outside the environment"):
         uninstall(env, ["beta"])
     assert outside.read_text() == "keep me"
     assert tree_hash(env.prefix) == before
@@ -309,6 +311,10 @@ def test_externally_managed_refused(tmp_path: Path, wheels: Path) -> None:
     install_wheels(env, [simple_wheel(wheels, "beta", "1.0")], break_system_packages=True)
     with pytest.raises(ExternallyManagedError):
         uninstall(env, ["beta"])
+    with pytest.raises(ExternallyManagedError):  # a dry run refuses as the run would
+        would_uninstall(env, ["beta"])
+    planned = would_uninstall(env, ["beta", "nope"], break_system_packages=True)
+    assert [dist.name for dist in planned] == ["beta"]
     assert uninstall(env, ["beta"], break_system_packages=True) == ["beta"]
 
 

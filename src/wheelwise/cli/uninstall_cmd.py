@@ -106,7 +106,7 @@ def uninstall(
 
     env = environment()
     if dry_run:
-        _would_remove(env, names)
+        _would_remove(env, names, break_system_packages)
         return
     if not yes and not click.confirm(f"uninstall {', '.join(names)} from {env.prefix}?"):
         raise InputError("nothing uninstalled")
@@ -143,16 +143,18 @@ def recover(
         click.echo(f"nothing to recover in {env.purelib}")
 
 
-def _would_remove(env: Any, names: Sequence[str]) -> None:
-    """What ``uninstall NAME...`` would remove from *env*: a line each, and a
-    warning for each name that is not installed."""
+def _would_remove(env: Any, names: Sequence[str], break_system_packages: bool) -> None:
+    """What ``uninstall NAME...`` would remove from *env*, after the checks the real
+    run makes (so that it fails as that would): a line each, and a warning for each
+    name that is not installed."""
     from packaging.utils import canonicalize_name
 
-    from wheelwise.environment.installed import list_installed
+    from wheelwise.install.transaction import would_uninstall
 
-    installed = {dist.name: dist for dist in list_installed(env)}
+    found = would_uninstall(env, names, break_system_packages=break_system_packages)
+    by_name = {dist.name: dist for dist in found}
     for name in dict.fromkeys(names):
-        dist = installed.get(canonicalize_name(name))
+        dist = by_name.get(canonicalize_name(name))
         if dist is None:
             warn(f"skipped {name}: it is not installed in {env.prefix}")
         else:

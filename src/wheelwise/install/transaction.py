@@ -45,7 +45,7 @@ from packaging.utils import canonicalize_name
 from wheelwise.cache.unpacked import UnpackedWheel, changed_entries
 from wheelwise.delete_tree import delete_tree
 from wheelwise.environment.dist_files import RemovableFiles, removable_files
-from wheelwise.environment.installed import InstalledDist, find_installed
+from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.install.cache_entry import EntrySource, build_entry
@@ -700,6 +700,25 @@ def _cross_device(env: TargetEnvironment, placement: Placement) -> str | None:
         "(put the cache on the same file system with WHEELWISE_CACHE_DIR, or use "
         "--link-mode copy to silence this)"
     )
+
+
+def would_uninstall(
+    env: TargetEnvironment, names: Sequence[str], *, break_system_packages: bool = False
+) -> list[InstalledDist]:
+    """What :func:`uninstall` of *names* would remove (those installed, in order),
+    after the checks it makes first: an externally managed environment, and each
+    distribution's RECORD (readable, naming nothing outside the environment).
+    Changes nothing."""
+    _check_managed(env, break_system_packages)
+    installed = {dist.name: dist for dist in list_installed(env)}
+    found = [
+        installed[name]
+        for name in dict.fromkeys(canonicalize_name(name) for name in names)
+        if name in installed
+    ]
+    for dist in found:
+        removable_files(dist, env.scheme_roots)
+    return found
 
 
 def uninstall(
