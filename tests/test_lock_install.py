@@ -697,6 +697,9 @@ def test_an_extra_the_lock_does_not_declare(house: House, tmp_path: Path) -> Non
     one = install_lock(tmp_path, python, lock, "cpu", "--exclude-newer-package", "alpha=7 days")
     assert one.returncode == 2
     assert "--exclude-newer-package cannot be used with a lock file" in one.stderr
+    torch = install_lock(tmp_path, python, lock, "cpu", "--torch-backend", "cu128")
+    assert torch.returncode == 2
+    assert "--torch-backend cannot be used with a lock file" in torch.stderr
     editable = install_lock(tmp_path, python, lock, "cpu", "-e", str(tmp_path))
     assert editable.returncode == 2
     assert "-e/--editable cannot be used with a lock file" in editable.stderr

@@ -16,6 +16,7 @@ from wheelwise.cli.options import (
     network_options,
     provider_options,
     source_options,
+    torch_backend_option,
     upload_cutoffs,
 )
 
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     help="Download this variant of package NAME (repeatable); or write NAME#LABEL.",
 )
 @format_options
+@torch_backend_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @network_options
 @provider_options
@@ -106,6 +108,7 @@ def download(
     only_binary: tuple[str, ...],
     no_binary: tuple[str, ...],
     prefer_binary: bool,
+    torch_backend: str | None,
     quiet: bool,
     timeout: float,
     request_deadline: float,
@@ -178,6 +181,7 @@ def download(
         warn=warn,
         formats=format_policy(files, only_binary, no_binary, prefer_binary),
         exclude_newer=upload_cutoffs(exclude_newer, exclude_newer_package),
+        torch_backend=torch_backend,
         require_hashes=files.require_hashes or bool(files.hashes),
         hashes=files.hashes,
     )

@@ -26,6 +26,7 @@ from wheelwise.cli.options import (
     parse_size,
     provider_options,
     source_options,
+    torch_backend_option,
     upload_cutoffs,
 )
 from wheelwise.client.defaults import DEFAULT_INDEX_URL
@@ -545,6 +546,7 @@ def target_options(func: Callable[..., _R]) -> Callable[..., _R]:
     help="Install the project in folder PATH in editable mode (PEP 660; repeatable).",
 )
 @format_options
+@torch_backend_option
 @click.option(
     "-C",
     "--config-settings",
@@ -589,6 +591,7 @@ def install(
     only_binary: tuple[str, ...],
     no_binary: tuple[str, ...],
     prefer_binary: bool,
+    torch_backend: str | None,
     no_build_isolation: bool,
     target_dir: Path | None,
     prefix_dir: Path | None,
@@ -615,6 +618,7 @@ def install(
             # Set in the environment, it is a default for resolving: a lock has resolved.
             "exclude_newer": exclude_newer if on_command_line("exclude_newer") else None,
             "exclude_newer_package": exclude_newer_package,
+            "torch_backend": torch_backend if on_command_line("torch_backend") else None,
             "prefer_binary": prefer_binary,
             "only_binary": only_binary,
             "no_binary": no_binary,
@@ -677,6 +681,7 @@ def install(
             editables=all_editables,
             formats=format_policy(files, only_binary, no_binary, prefer_binary),
             exclude_newer=upload_cutoffs(exclude_newer, exclude_newer_package),
+            torch_backend=torch_backend,
             build_isolation=not no_build_isolation,
             config_settings=parse_config_settings(config_settings),
             # A --hash on any requirement turns hash-checking on, as in pip and uv.

@@ -23,6 +23,7 @@ _NOT_WITH_A_LOCK = (
     ("-f/--find-links", "find_links"),
     ("--exclude-newer", "exclude_newer"),
     ("--exclude-newer-package", "exclude_newer_package"),
+    ("--torch-backend", "torch_backend"),
     ("--prefer-binary", "prefer_binary"),
     ("--only-binary", "only_binary"),
     ("--no-binary", "no_binary"),

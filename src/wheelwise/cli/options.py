@@ -234,6 +234,35 @@ class ProjectCutoff(click.ParamType):  # type: ignore[type-arg] # generic in new
 PROJECT_CUTOFF = ProjectCutoff()
 
 
+def _check_torch_backend(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> str | None:
+    if not value:
+        return None
+    from wheelwise.resolve.torch_backend import TorchBackendError, parse_backend
+
+    try:
+        return parse_backend(value)
+    except TorchBackendError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def torch_backend_option(func: _F) -> _F:
+    """``--torch-backend`` (``torch_backend``), as uv's."""
+    return click.option(
+        "--torch-backend",
+        default=None,
+        callback=_check_torch_backend,
+        envvar="WHEELWISE_TORCH_BACKEND",
+        metavar="BACKEND",
+        help="Take torch, torchvision, torchaudio, triton and the rest of the PyTorch "
+        "ecosystem from PyTorch's index for BACKEND (cpu, cu130, cu128, ..., rocm7.2, ..., "
+        "xpu), as uv's --torch-backend; auto: the best one this machine (or --system's) "
+        "runs, from its detected CUDA driver, AMD GPU or Intel GPU, else cpu [env: "
+        "WHEELWISE_TORCH_BACKEND].",
+    )(func)
+
+
 def upload_cutoffs(
     exclude_newer: float | None, projects: Sequence[tuple[str, float | None]]
 ) -> UploadCutoffs | None:

@@ -865,15 +865,31 @@ def verify_hashes(url: str, data: bytes, hashes: Mapping[str, str]) -> None:
 # -- several sources -------------------------------------------------------------------
 
 
+# Projects given sources of their own, in order: the first that has the project is
+# its only one (--torch-backend's PyTorch indexes).
+Routes = Mapping[str, Sequence[IndexSource]]
+
+
 def find_candidates(
-    name: str, sources: Sequence[IndexSource], client: IndexClient
+    name: str, sources: Sequence[IndexSource], client: IndexClient, routes: Routes | None = None
 ) -> list[SourceListing]:
     """Each source's listing for *name*, in the order of *sources*, kept apart: the
-    files (and variant metadata) of one source are never mixed with another's."""
-    return [
-        SourceListing(position, client.fetch_project(source, name))
-        for position, source in enumerate(sources)
-    ]
+    files (and variant metadata) of one source are never mixed with another's. A
+    project *routes* names has the first of its own sources that lists it instead
+    (all of them, none listing it, when none does)."""
+    own = routes.get(canonicalize_name(name)) if routes else None
+    if own is None:
+        return [
+            SourceListing(position, client.fetch_project(source, name))
+            for position, source in enumerate(sources)
+        ]
+    tried = []
+    for position, source in enumerate(own):
+        listing = SourceListing(position, client.fetch_project(source, name))
+        if listing.listing.found:
+            return [listing]
+        tried.append(listing)
+    return tried
 
 
 def _default_viable(file: IndexFile) -> bool:

@@ -34,6 +34,7 @@ from wheelwise.install.options import (
     InstallOptions,
     caches_for,
     index_client,
+    routes_for,
     sources_for,
     supported_for,
 )
@@ -129,7 +130,8 @@ def run_download(
                 references, builder=builder, fetcher=fetcher, folder=local, scratch=Path(scratch)
             )
             requirements = [*(one.requirement for one in prepared), *requirements]
-        lookahead = Lookahead(sources, client)
+        routes = routes_for(options, target.markers["sys_platform"])
+        lookahead = Lookahead(sources, client, routes)
         finder = IndexFinder(
             sources,
             client,
@@ -141,6 +143,7 @@ def run_download(
             build=finder_build(builder) if builder is not None else None,
             formats=formats,
             exclude_newer=options.exclude_newer,
+            routes=routes,
         )
         with contextlib.closing(finder), lookahead:
             lookahead.serve(finder)

@@ -25,7 +25,7 @@ from wheelwise.variants.markers import parse_requirement
 # install that finds every requirement installed makes none (bench/noop.py).
 if TYPE_CHECKING:
     from wheelwise.cache.stores import ContentCache
-    from wheelwise.client.index_client import IndexClient, IndexSource
+    from wheelwise.client.index_client import IndexClient, IndexSource, Routes
     from wheelwise.environment.interpreter import TargetEnvironment
     from wheelwise.fetch.download import ProgressSink
     from wheelwise.install.link import Placement
@@ -119,6 +119,8 @@ class InstallOptions:
     # Which projects may be built from sdists, and which may not take published
     # wheels (--only-binary, --no-binary).
     formats: FormatPolicy = field(default_factory=FormatPolicy)
+    # --torch-backend: auto, cpu, cuNNN, rocmX.Y or xpu (see routes_for).
+    torch_backend: str | None = None
     # --exclude-newer and --exclude-newer-package: only files uploaded before a
     # project's moment.
     exclude_newer: UploadCutoffs | None = None
@@ -154,6 +156,39 @@ def sources_for(options: InstallOptions, *, references: bool = False) -> list[In
     if not sources and not references:
         raise ResolveError("no package source: give --index-url or --find-links")
     return sources
+
+
+# The base of PyTorch's indexes (a mirror of https://download.pytorch.org/whl).
+PYTORCH_INDEX_VARIABLE = "WHEELWISE_PYTORCH_INDEX"
+
+
+def routes_for(options: InstallOptions, sys_platform: str) -> Routes | None:
+    """The PyTorch indexes ``--torch-backend`` gives the projects of the PyTorch
+    ecosystem, for a target on *sys_platform* (``auto``: the machine's, or
+    ``--system``'s, variant properties); None without it."""
+    if options.torch_backend is None:
+        return None
+    import os
+
+    from wheelwise.client.index_client import IndexSource
+    from wheelwise.resolve.torch_backend import (
+        AUTO,
+        PYTORCH_INDEX,
+        TORCH_PROJECTS,
+        backends_for,
+    )
+
+    supported: Mapping[str, Mapping[str, Sequence[str]]] = {}
+    if options.system is not None:
+        supported = options.system.namespaces
+    elif options.torch_backend == AUTO:
+        from wheelwise.providers.detect import detect_cached
+
+        supported = detect_cached(refresh=options.refresh)[0].system.namespaces
+    base = os.environ.get(PYTORCH_INDEX_VARIABLE, "").strip() or PYTORCH_INDEX
+    backends = backends_for(options.torch_backend, supported, sys_platform)
+    sources = [IndexSource.index(f"{base.rstrip('/')}/{name}/") for name in backends]
+    return dict.fromkeys(TORCH_PROJECTS, sources)
 
 
 def caches_for(options: InstallOptions) -> tuple[Path, ContentCache | None]:
@@ -272,6 +307,7 @@ def listing_finder(
             build=never_built,
             formats=options.formats,
             exclude_newer=options.exclude_newer,
+            routes=routes_for(options, env.markers.get("sys_platform", "")),
         )
         spec = TargetSpec(
             env.tags,

@@ -50,6 +50,7 @@ from wheelwise.install.options import (
     index_client,
     placement_for,
     requested_names,
+    routes_for,
     sources_for,
     supported_for,
 )
@@ -314,7 +315,9 @@ def _resolve_and_install(
             local.mkdir()
             sources = [IndexSource.find_links(local), *sources]
         client = stack.enter_context(index_client(options, cache_root, kept))
-        lookahead = stack.enter_context(Lookahead(sources, client))
+        # Installs are for this machine: its platform is the target's.
+        routes = routes_for(options, sys.platform)
+        lookahead = stack.enter_context(Lookahead(sources, client, routes))
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env, installed = target if target is not None else _target(pending.result(), options)
         # Small wheels stay in memory: nothing to write, and delete, on disk.
@@ -348,6 +351,7 @@ def _resolve_and_install(
             build=finder_build(builder),
             formats=options.formats,
             exclude_newer=options.exclude_newer,
+            routes=routes,
         )
         stack.enter_context(contextlib.closing(finder))
         # Each candidate the resolver pins starts downloading (a dry run downloads

@@ -82,8 +82,9 @@ def resolve_with(requirements: Iterable[str], lookahead: Lookahead, **options: A
     try:
         return resolve(requirements, lookahead, hints=lookahead, **options)
     except PackageNotFound as exc:
-        searched = ", ".join(source_label(source) for source in lookahead.finder.sources)
-        raise PackageNotFound(f"{exc}; searched {searched}") from None
+        sources = lookahead.finder.sources_of(exc.name)
+        searched = ", ".join(source_label(source) for source in sources)
+        raise PackageNotFound(f"{exc}; searched {searched}", exc.name) from None
     finally:
         lookahead.end_resolution()
 

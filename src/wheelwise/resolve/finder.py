@@ -45,6 +45,7 @@ from wheelwise.client.index_client import (
     IndexSource,
     InvalidPage,
     ProjectListing,
+    Routes,
     SourceListing,
     find_candidates,
     first_viable_source,
@@ -204,6 +205,7 @@ class IndexFinder:
         build: BuildSource | None = None,
         formats: FormatPolicy | None = None,
         exclude_newer: UploadCutoffs | None = None,
+        routes: Routes | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
@@ -217,6 +219,8 @@ class IndexFinder:
         )
         self.warn: Warn = warn if warn is not None else _ignore
         self.sources = list(sources)
+        # Projects with sources of their own (see find_candidates).
+        self.routes = routes
         self.client = client
         self.tags = frozenset(tags)
         self.python_version = python_version
@@ -259,6 +263,11 @@ class IndexFinder:
         if found is None:
             found = self._releases[name] = self._find(name, fetched)
         return found
+
+    def sources_of(self, name: str | None) -> Sequence[IndexSource]:
+        """The sources *name*'s releases are looked for in (its own, with routes)."""
+        own = self.routes.get(canonicalize_name(name)) if self.routes and name else None
+        return own if own is not None else self.sources
 
     def knows(self, name: NormalizedName) -> bool:
         """Whether the releases of *name* were asked for already."""
@@ -393,7 +402,7 @@ class IndexFinder:
     ) -> list[IndexRelease]:
         listings = fetched() if fetched is not None else None
         if listings is None:
-            listings = find_candidates(name, self.sources, self.client)
+            listings = find_candidates(name, self.sources, self.client, self.routes)
         self._listings[name] = listings
         return self.releases_from(listings)
 

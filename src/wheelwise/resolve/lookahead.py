@@ -45,7 +45,13 @@ from packaging.utils import NormalizedName, canonicalize_name, canonicalize_vers
 from packaging.version import InvalidVersion, Version
 
 from wheelwise.client.errors import SourceError
-from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource, SourceListing
+from wheelwise.client.index_client import (
+    IndexClient,
+    IndexFile,
+    IndexSource,
+    Routes,
+    SourceListing,
+)
 from wheelwise.client.index_file import WHEEL
 from wheelwise.environment.installed import InstalledDist, read_metadata
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
@@ -94,8 +100,10 @@ class Lookahead:
     nor for a lock). Use as a context manager, or call :meth:`close`, which leaves
     no thread running (the installer may fork)."""
 
-    def __init__(self, sources: Sequence[IndexSource], client: IndexClient) -> None:
-        self._listings = ListingPrefetcher(sources, client)
+    def __init__(
+        self, sources: Sequence[IndexSource], client: IndexClient, routes: Routes | None = None
+    ) -> None:
+        self._listings = ListingPrefetcher(sources, client, routes=routes)
         self._client = client
         self._finder: IndexFinder | None = None
         self._on_pinned: Callable[[IndexFile], None] | None = None

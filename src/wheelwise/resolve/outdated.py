@@ -94,7 +94,9 @@ def never_built(sdist: IndexFile, path: Path) -> Path:
 def _pages(finder: IndexFinder, names: Sequence[NormalizedName]) -> dict[str, list[SourceListing]]:
     """Every source's page of each of *names*, several fetched at once."""
     with ThreadPoolExecutor(max_workers=_PAGES_AT_ONCE, thread_name_prefix="page") as pool:
-        pages = pool.map(lambda n: find_candidates(n, finder.sources, finder.client), names)
+        pages = pool.map(
+            lambda n: find_candidates(n, finder.sources, finder.client, finder.routes), names
+        )
         return dict(zip(names, pages, strict=True))
 
 

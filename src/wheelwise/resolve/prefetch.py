@@ -21,7 +21,13 @@ from typing import TypeVar
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from wheelwise.client.index_client import IndexClient, IndexSource, SourceListing, find_candidates
+from wheelwise.client.index_client import (
+    IndexClient,
+    IndexSource,
+    Routes,
+    SourceListing,
+    find_candidates,
+)
 
 __all__ = ["ListingPrefetcher"]
 
@@ -34,10 +40,16 @@ T = TypeVar("T")
 
 class ListingPrefetcher:
     def __init__(
-        self, sources: Sequence[IndexSource], client: IndexClient, *, workers: int = WORKERS
+        self,
+        sources: Sequence[IndexSource],
+        client: IndexClient,
+        *,
+        workers: int = WORKERS,
+        routes: Routes | None = None,
     ) -> None:
         self.sources = list(sources)
         self.client = client
+        self.routes = routes
         self._workers = workers
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[NormalizedName, Future[list[SourceListing]]] = {}
@@ -79,7 +91,7 @@ class ListingPrefetcher:
             return self._pool.submit(job, *args)
 
     def _job(self, name: NormalizedName, then: FollowUp | None) -> list[SourceListing]:
-        listings = find_candidates(name, self.sources, self.client)
+        listings = find_candidates(name, self.sources, self.client, self.routes)
         if then is not None:
             self._follow(name, then, listings)
         return listings

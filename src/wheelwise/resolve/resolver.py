@@ -95,7 +95,11 @@ _PYTHON = NormalizedName("<requires-python>")
 
 
 class PackageNotFound(ResolveError):
-    """The source knows no release of a required package."""
+    """The source knows no release of a required package (*name*, when one)."""
+
+    def __init__(self, message: str, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 class ResolutionConflict(ResolveError):
@@ -739,7 +743,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             releases = self.releases(name)
             reqs = [info.requirement for info in infos]
             if not releases:
-                return PackageNotFound(self._no_wheels(name, reqs, infos))
+                return PackageNotFound(self._no_wheels(name, reqs, infos), name)
             specifiers = self.specifiers(name, reqs)
             allowed = [r for r in releases if self.allowed(name, r.version, reqs)]
             reasons: dict[Version, Unavailable] = {}
@@ -778,7 +782,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             and alone[0].requirement.name not in self.constraints
         ):
             # One requirement, asked for, and no release in its range: nothing conflicts.
-            return PackageNotFound(f"no release of {clashes[0]}")
+            return PackageNotFound(f"no release of {clashes[0]}", alone[0].requirement.name)
         return ResolutionConflict(f"the requirements conflict: {'; '.join(clashes)}")
 
     def _python_too_old(
