@@ -6,6 +6,7 @@ through real proxies, with pip as a peer."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.server
 import select
 import socket
@@ -147,15 +148,33 @@ def test_an_untrusted_certificate_is_one_line_that_names_the_ways_out(
     assert not (tmp_path / "out" / WHEEL).exists()
 
 
-def test_a_wheel_url_with_an_untrusted_certificate_is_one_line(
-    https_index: Served, tmp_path: Path, env: dict[str, str]
+def test_a_wheel_on_an_untrusted_host_is_one_line(
+    https_index: Served, site: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:
-    """A direct reference's download (not an index page): the same line, no retry."""
-    url = https_index.index.replace("/simple/", f"/files/demo-pkg/{WHEEL}")
-    args: list[str | Path] = ["download", f"demo_pkg @ {url}", "-d", tmp_path / "out"]
-    done = run_wheelwise([*args, "--no-cache", "--retries", "3"], env, timeout=120)
-    line = one_error_line(done)
-    assert "certificate is not trusted" in line
+    """An index page on http whose wheel is on an https host that fails the check
+    (and no PEP 658 file: the wheel itself is downloaded to read its metadata): the
+    download's line, as the page's, and no retry."""
+    wheel = f"{https_index.index.replace('/simple/', '/files/demo-pkg/')}{WHEEL}"
+    digest = hashlib.sha256(next(site.rglob(WHEEL)).read_bytes()).hexdigest()
+    page = f'<html><body><a href="{wheel}#sha256={digest}">{WHEEL}</a></body></html>'
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = page.encode() if self.path.rstrip("/").endswith("demo-pkg") else b""
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with handler_served(Page) as base:
+        args: list[str | Path] = ["download", "demo_pkg", "-d", tmp_path / "out"]
+        args += ["-i", f"{base}/simple/", "--no-cache", "--retries", "3"]
+        line = one_error_line(run_wheelwise(args, env, timeout=120))
+    assert line.startswith(f"wheelwise: error: {wheel}: the server's certificate is not trusted")
     assert "--trusted-host 127.0.0.1" in line
     assert "tries" not in line
     assert https_index.paths == []
@@ -477,7 +496,8 @@ def test_an_https_proxys_certificate_is_checked_with_cert(
     with forward_proxy(site, server_tls(authority)) as (proxy, seen):
         index = "http://pypi.invalid/simple/"
         line = one_error_line(download(index, tmp_path / "a", env, "--proxy", proxy))
-        assert "certificate is not trusted" in line
+        assert "the https proxy's certificate is not trusted" in line
+        assert "--trusted-host" not in line  # the index is on http: no use here
         assert seen == []
         cert = authority_pem(authority, tmp_path)
         done = download(index, tmp_path / "b", env, "--proxy", proxy, "--cert", cert)
@@ -617,3 +637,44 @@ def test_a_client_cert_from_the_environment_that_does_not_load_is_a_warning(
     assert done.returncode == 0, done.stderr
     assert f"wheelwise: warning: SSL_CLIENT_CERT={path}: left out" in done.stderr
     assert (tmp_path / "out" / WHEEL).is_file()
+
+
+def test_an_empty_proxy_sends_directly(
+    https_index: Served, tmp_path: Path, env: dict[str, str], authority: trustme.CA
+) -> None:
+    """As pip reads --proxy '': the environment's proxy (nothing listens there) is
+    left out."""
+    env["HTTPS_PROXY"] = "http://127.0.0.1:9"
+    cert = authority_pem(authority, tmp_path)
+    line = one_error_line(download(https_index.index, tmp_path / "a", env, "--cert", cert))
+    assert "cannot connect" in line
+    done = download(https_index.index, tmp_path / "b", env, "--cert", cert, "--proxy", "")
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_encrypted_key_is_refused_not_asked_for(
+    https_index: Served, site: Path, tmp_path: Path, env: dict[str, str], authority: trustme.CA
+) -> None:
+    """No passphrase prompt (standard input closed, a terminal or not): from
+    SSL_CLIENT_CERT a warning, from --client-cert one line."""
+    issued = trustme.CA().issue_cert("client@example.invalid")
+    plain = tmp_path / "key.pem"
+    issued.private_key_pem.write_to_path(str(plain))
+    encrypted = subprocess.run(
+        ["openssl", "pkey", "-in", str(plain), "-aes256", "-passout", "pass:secret"],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    mine = tmp_path / "client.pem"
+    mine.write_bytes(encrypted + issued.cert_chain_pems[0].bytes())
+    env["SSL_CLIENT_CERT"] = str(mine)
+    args: list[str | Path] = ["download", "demo_pkg", "-d", tmp_path / "out", "--no-index"]
+    warned = subprocess.run(
+        [sys.executable, "-m", "wheelwise", *map(str, args), "-f", str(site.parent / "wheels")],
+        env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert warned.returncode == 0, warned.stderr
+    assert f"SSL_CLIENT_CERT={mine}: left out" in warned.stderr
+    assert "pass phrase" not in warned.stderr
+    del env["SSL_CLIENT_CERT"]
+    line = one_error_line(download(https_index.index, tmp_path / "b", env, "--client-cert", mine))
+    assert f"cannot load the client certificate {mine}" in line

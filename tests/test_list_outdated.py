@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from buildkit import backend_wheel, project
 from indexkit import demo_sdist, demo_wheel, http_server, installer_env, uv_executable
 from installkit import make_venv
 from variantkit import system_file, wheelwise
@@ -40,6 +41,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     demo_wheel(wheels, "vpkg-1.0-py3-none-any.whl")
     demo_wheel(wheels, "vpkg-2.0-py3-none-any-x86_64_v3.whl", "x86_64_v3", V3)
     demo_wheel(wheels, "vpkg-2.0-py3-none-any-null.whl", "null", {})
+    backend_wheel(wheels)  # the build backend of the editable project below
     site = root / "site"
     build_site(wheels, site)
     with http_server(site) as base:
@@ -148,3 +150,28 @@ def test_without_outdated_the_index_is_not_asked(python: Path, tmp_path: Path) -
     done = wheelwise(["list", "--python", str(python), "-i", "http://127.0.0.1:9/"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert "vpkg" in done.stdout
+
+
+def test_an_editable_project_has_its_folder_as_pip_and_uv_give_it(
+    index: str, tmp_path: Path
+) -> None:
+    python = make_venv(tmp_path / "venv")
+    tree = project(tmp_path / "alpha-src", "alpha", "0.5")
+    args = ["install", "--python", str(python), "-i", index, "-e", str(tree)]
+    done = wheelwise(args, tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    (ours,) = outdated(python, index, tmp_path / "cache")
+    assert ours["editable_project_location"] == str(tree)
+    env = installer_env(tmp_path / "home")
+    argv = [sys.executable, "-m", "pip", "--python", str(python), "list", "-o"]
+    pip = subprocess.run(
+        [*argv, "--format", "json", "--index-url", index],
+        env=env, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert pip.returncode == 0, pip.stderr
+    (theirs,) = [e for e in json.loads(pip.stdout) if e["name"] == "alpha"]
+    keys = ("version", "latest_version", "latest_filetype", "editable_project_location")
+    assert {k: ours[k] for k in keys} == {k: theirs[k] for k in keys}
+    table = wheelwise(["list", "--python", str(python), "-o", "-i", index], tmp_path / "cache")
+    assert "editable project location" in table.stdout
+    assert str(tree) in table.stdout

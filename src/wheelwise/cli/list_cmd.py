@@ -118,10 +118,11 @@ def list_cmd(
             request_deadline=request_deadline,
             retries=retries,
             connection=connection,
+            concurrent_downloads=concurrent_downloads,
             no_cache=no_cache,
             warn=warn,
         )
-        _outdated(dists, env, options, chosen)
+        _outdated(dists, editables, env, options, chosen)
         return
     if chosen == "freeze":
         _freeze(dists, editables)
@@ -152,17 +153,24 @@ def list_cmd(
 
 
 def _outdated(
-    dists: list[InstalledDist], env: TargetEnvironment, options: InstallOptions, chosen: str
+    dists: list[InstalledDist],
+    editables: list[str | None],
+    env: TargetEnvironment,
+    options: InstallOptions,
+    chosen: str,
 ) -> None:
-    """The distributions of which a newer release is offered, as pip lists them."""
+    """The distributions of which a newer release is offered, as pip lists them (an
+    editable one with its folder, as pip and uv give it)."""
     from wheelwise.install.options import listing_finder
     from wheelwise.resolve.outdated import newer_releases
 
     with listing_finder(options, env) as (finder, spec):
-        found = newer_releases(dists, finder, spec, options.pre)
+        found = newer_releases(dists, finder, spec, options.pre, options.concurrent_downloads)
+    folders = {d.name: e for d, e in zip(dists, editables, strict=True) if e is not None}
     if chosen == "json":
-        document = [
-            {
+        document = []
+        for n in found:
+            entry: dict[str, object] = {
                 "name": n.name,
                 "version": n.version,
                 "variant": n.variant,
@@ -171,16 +179,19 @@ def _outdated(
                 "latest_variant": n.latest_variant,
                 "latest_filetype": n.latest_type,
             }
-            for n in found
-        ]
+            if n.name in folders:
+                entry["editable_project_location"] = folders[n.name]
+            document.append(entry)
         click.echo(json.dumps(document, indent=2))
         return
     columns = ["name", "version", "variant", "latest", "latest variant", "type"]
+    any_editable = any(n.name in folders for n in found)
     rows = [
         [n.name, n.version, n.variant or "-", n.latest, n.latest_variant or "-", n.latest_type]
+        + ([folders.get(n.name, "-")] if any_editable else [])
         for n in found
     ]
-    _table(columns, rows)
+    _table([*columns, "editable project location"] if any_editable else columns, rows)
 
 
 def _table(columns: list[str], rows: list[list[str]]) -> None:

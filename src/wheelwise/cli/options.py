@@ -343,7 +343,7 @@ def _environment_client_cert() -> Path | None:
     from wheelwise.cli.errors import warn
 
     try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(value)
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(value, password=_no_password)
     except OSError as exc:  # ssl.SSLError included
         why = exc.strerror or getattr(exc, "reason", None) or exc
         warn(
@@ -354,11 +354,18 @@ def _environment_client_cert() -> Path | None:
     return Path(value)
 
 
+def _no_password() -> bytes:
+    """An encrypted key is refused, never asked a passphrase for (OpenSSL would
+    prompt on the terminal)."""
+    return b""
+
+
 def _check_proxy(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--proxy``'s URL (``http://`` when no scheme is given, as pip reads it): an
-    http or https proxy, with a host and a port that is a number."""
-    if not value:
-        return None
+    http or https proxy, with a host and a port that is a number; ``""``: no proxy,
+    the environment's left out too (as pip reads ``--proxy ""``)."""
+    if value is None or value == "":
+        return value
     from urllib.parse import urlsplit
 
     url = value if "://" in value else f"http://{value}"
@@ -398,7 +405,7 @@ def connection_options(func: Callable[..., _R]) -> Callable[..., _R]:
             native_tls=kwargs.pop("native_tls"),
             client_cert=client_cert if client_cert is not None else _environment_client_cert(),
             insecure_hosts=tuple(dict.fromkeys(kwargs.pop("trusted_host"))),
-            proxy=kwargs.pop("proxy") or None,
+            proxy=kwargs.pop("proxy"),
         )
         return func(*args, **kwargs)
 
@@ -449,7 +456,7 @@ def connection_options(func: Callable[..., _R]) -> Callable[..., _R]:
             metavar="URL",
             help="Send every request through this proxy ([scheme://][user:password@]host:port, "
             "http or https) instead of HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY, as "
-            "pip's --proxy.",
+            "pip's --proxy; --proxy '' sends them directly, whatever those say.",
         ),
     ]
     wrapped: Callable[..., _R] = collected

@@ -76,8 +76,8 @@ class Connection:
     # One PEM file holding the client's certificate and its private key.
     client_cert: Path | None = None
     insecure_hosts: tuple[HostPattern, ...] = ()
-    # The proxy for http and https, instead of the environment's (NO_PROXY still
-    # holds).
+    # The proxy of every request, instead of the environment's (NO_PROXY too);
+    # "": none, the environment's left out.
     proxy: str | None = None
 
     def is_insecure(self, host: str, port: int) -> bool:

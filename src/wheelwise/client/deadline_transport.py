@@ -317,8 +317,11 @@ def _proxy_mounts(
     """The mounts httpx makes from the environment's proxies (a given transport turns
     them off): proxied schemes through httpx's transport, ``NO_PROXY`` hosts (None)
     through the client's own. *proxy* (``--proxy``) stands for all of them,
-    ``NO_PROXY`` too, as pip's ``--proxy`` does."""
-    found = {"http": proxy, "https": proxy} if proxy else urllib.request.getproxies()
+    ``NO_PROXY`` too, as pip's ``--proxy`` does; ``""`` for none."""
+    if proxy is not None:  # "": none at all, the environment's left out too
+        found = {"http": proxy, "https": proxy} if proxy else {}
+    else:
+        found = urllib.request.getproxies()
     mounts: dict[str, httpx.BaseTransport | None] = {}
     for scheme in ("http", "https", "all"):
         if found.get(scheme):

@@ -760,7 +760,14 @@ def tls_problem(url: str, exc: BaseException) -> str | None:
             break
         cause = cause.__cause__ or cause.__context__
     if isinstance(cause, ssl.SSLCertVerificationError):
-        host = urlsplit(url).hostname or "HOST"
+        parts = urlsplit(url)
+        if parts.scheme.lower() == "http":  # no TLS to the server: the https proxy's
+            return (
+                f"the https proxy's certificate is not trusted ({cause.verify_message}); "
+                "give the certificate of the authority that signed it with --cert PATH "
+                "(or SSL_CERT_FILE), or take the system's certificates with --native-tls"
+            )
+        host = parts.hostname or "HOST"
         return (
             f"the server's certificate is not trusted ({cause.verify_message}); give "
             "the certificate of the authority that signed it with --cert PATH (or "

@@ -122,7 +122,8 @@ def _finish(context: ssl.SSLContext, connection: Connection) -> None:
     reads ``SSLKEYLOGFILE``."""
     if connection.client_cert is not None:
         try:
-            context.load_cert_chain(connection.client_cert)
+            # An encrypted key is refused, never asked a passphrase for on the terminal.
+            context.load_cert_chain(connection.client_cert, password=lambda: b"")
         except OSError as error:  # ssl.SSLError included
             why = error.strerror or getattr(error, "reason", None) or error
             raise SourceError(

@@ -56,19 +56,24 @@ class Newer:
 
 
 def newer_releases(
-    dists: Sequence[InstalledDist], finder: IndexFinder, spec: TargetSpec, pre: bool
+    dists: Sequence[InstalledDist],
+    finder: IndexFinder,
+    spec: TargetSpec,
+    pre: bool,
+    pages_at_once: int | None = None,
 ) -> list[Newer]:
     """Those of *dists* of which *finder*'s sources offer a newer release for
-    *spec*'s target, in the order of *dists*; pre-releases only with *pre*."""
-    wanted = [dist for dist in dists if _version(dist.version) is not None]
-    listings = _pages(finder, [canonicalize_name(dist.name) for dist in wanted])
+    *spec*'s target, in the order of *dists*; pre-releases only with *pre*. The
+    pages are fetched *pages_at_once* at a time (default 8)."""
+    installed = {canonicalize_name(d.name): (d, _version(d.version)) for d in dists}
+    wanted = {name: (dist, version) for name, (dist, version) in installed.items() if version}
+    listings = _pages(finder, list(wanted), pages_at_once or _PAGES_AT_ONCE)
     found = []
-    for dist in wanted:
-        name = canonicalize_name(dist.name)
+    for name, (dist, version) in wanted.items():
+        assert version is not None
         releases = finder.versions(name, functools.partial(listings.get, name))
-        newest = _newest(releases, name, spec, pre)
-        installed = _version(dist.version)
-        if newest is None or installed is None or newest[0].version <= installed:
+        newest = _newest(releases, name, spec, pre, version)
+        if newest is None:
             continue
         release, selection = newest
         sdist = _is_sdist(selection)
@@ -91,9 +96,11 @@ def never_built(sdist: IndexFile, path: Path) -> Path:
     raise RuntimeError(f"{sdist.filename}: listing releases builds nothing")
 
 
-def _pages(finder: IndexFinder, names: Sequence[NormalizedName]) -> dict[str, list[SourceListing]]:
-    """Every source's page of each of *names*, several fetched at once."""
-    with ThreadPoolExecutor(max_workers=_PAGES_AT_ONCE, thread_name_prefix="page") as pool:
+def _pages(
+    finder: IndexFinder, names: Sequence[NormalizedName], at_once: int
+) -> dict[str, list[SourceListing]]:
+    """Every source's page of each of *names*, *at_once* fetched at a time."""
+    with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="page") as pool:
         pages = pool.map(
             lambda n: find_candidates(n, finder.sources, finder.client, finder.routes), names
         )
@@ -105,10 +112,14 @@ def _newest(
     name: NormalizedName,
     spec: TargetSpec,
     pre: bool,
+    installed: Version,
 ) -> tuple[IndexRelease, Selection] | None:
-    """The newest of *releases* (oldest first) with a file for the target, and the
-    one install would choose of it."""
+    """The newest of *releases* (oldest first) newer than *installed* with a file
+    for the target, and the one install would choose of it; the releases at or
+    below *installed* are not looked at (each may cost its variant metadata)."""
     for release in reversed(releases):
+        if release.version <= installed:
+            return None
         if release.version.is_prerelease and not pre:
             continue
         if not release.files:  # none fits, or only yanked ones

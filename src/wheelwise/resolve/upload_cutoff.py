@@ -128,10 +128,10 @@ def parse_project_cutoff(
     if not equals:
         raise CutoffError(f"{shown} is not NAME=MOMENT (or NAME=false)")
     try:
-        project = canonicalize_name(name.strip(), validate=True)
+        project = canonicalize_name(name, validate=True)
     except InvalidName:
-        raise CutoffError(f"{shown}: {name.strip()!r} is not a project name") from None
-    if moment.strip().lower() == "false":
+        raise CutoffError(f"{shown}: {name!r} is not a project name") from None
+    if moment == "false":  # as uv spells it
         return project, None
     return project, parse_cutoff(moment, now)
 
