@@ -191,6 +191,25 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"{base}/simple/"
 
 
+def _alpha_both_install(index: str, tmp_path: Path, flags: list[str]) -> tuple[str | None, ...]:
+    """The alpha wheelwise installs with beta and *flags*, and the one uv installs
+    (both in UTC: a date is a day here)."""
+    ours = make_venv(tmp_path / "ours")
+    zone = {"TZ": "UTC"}
+    result = wheelwise(
+        ["install", "--python", str(ours), "-i", index, *flags, "beta"], tmp_path / "cache", zone
+    )
+    assert result.returncode == 0, result.stderr
+    theirs = make_venv(tmp_path / "theirs")
+    uv = subprocess.run(
+        [uv_executable(), "pip", "install", "--python", str(theirs), "--index-url", index,
+         "--no-cache", *flags, "beta"],
+        capture_output=True, text=True, check=False, env={**os.environ, **zone},
+    )  # fmt: skip
+    assert uv.returncode == 0, uv.stderr
+    return _alpha(ours), _alpha(theirs)
+
+
 def _alpha(python: Path) -> str | None:
     found = [p.name for p in site_packages(python).glob("alpha-*.dist-info")]
     return found[0].removesuffix(".dist-info").split("-")[1] if found else None
@@ -210,20 +229,7 @@ def test_install_takes_what_was_uploaded_before(
     index: str, tmp_path: Path, moment: str | None, expected: str
 ) -> None:
     flag = ["--exclude-newer", moment] if moment else []
-    ours = make_venv(tmp_path / "ours")
-    zone = {"TZ": "UTC"}
-    result = wheelwise(
-        ["install", "--python", str(ours), "-i", index, *flag, "beta"], tmp_path / "cache", zone
-    )
-    assert result.returncode == 0, result.stderr
-    theirs = make_venv(tmp_path / "theirs")
-    uv = subprocess.run(
-        [uv_executable(), "pip", "install", "--python", str(theirs), "--index-url", index,
-         "--no-cache", *flag, "beta"],
-        capture_output=True, text=True, check=False, env={**os.environ, **zone},
-    )  # fmt: skip
-    assert uv.returncode == 0, uv.stderr
-    assert _alpha(ours) == expected == _alpha(theirs)
+    assert _alpha_both_install(index, tmp_path, flag) == (expected, expected)
 
 
 def test_what_was_left_out_is_said(index: str, tmp_path: Path) -> None:
@@ -262,20 +268,7 @@ def test_the_environment_variable_and_a_bad_value(index: str, tmp_path: Path) ->
 def test_a_projects_own_moment_as_uv_takes_it(
     index: str, tmp_path: Path, flags: list[str], expected: str
 ) -> None:
-    ours = make_venv(tmp_path / "ours")
-    zone = {"TZ": "UTC"}
-    result = wheelwise(
-        ["install", "--python", str(ours), "-i", index, *flags, "beta"], tmp_path / "cache", zone
-    )
-    assert result.returncode == 0, result.stderr
-    theirs = make_venv(tmp_path / "theirs")
-    uv = subprocess.run(
-        [uv_executable(), "pip", "install", "--python", str(theirs), "--index-url", index,
-         "--no-cache", *flags, "beta"],
-        capture_output=True, text=True, check=False, env={**os.environ, **zone},
-    )  # fmt: skip
-    assert uv.returncode == 0, uv.stderr
-    assert _alpha(ours) == expected == _alpha(theirs)
+    assert _alpha_both_install(index, tmp_path, flags) == (expected, expected)
 
 
 def test_what_a_projects_moment_left_out_is_said(index: str, tmp_path: Path) -> None:

@@ -67,6 +67,18 @@ def outdated(python: Path, index: str, cache: Path, *args: str) -> list[dict[str
     return found
 
 
+def pip_outdated(python: Path, index: str, env: dict[str, str]) -> list[dict[str, str]]:
+    """``pip list --outdated --format json`` of *python*'s environment."""
+    argv = [sys.executable, "-m", "pip", "--python", str(python), "list", "-o"]
+    pip = subprocess.run(
+        [*argv, "--format", "json", "--index-url", index],
+        env=env, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert pip.returncode == 0, pip.stderr
+    found: list[dict[str, str]] = json.loads(pip.stdout)
+    return found
+
+
 def test_newer_releases_as_pip_and_uv_list_them(python: Path, index: str, tmp_path: Path) -> None:
     """gamma's newer release is an sdist (pip and uv list it), delta's does not fit
     this Python, beta has none, and alpha's pre-release is not counted."""
@@ -75,12 +87,7 @@ def test_newer_releases_as_pip_and_uv_list_them(python: Path, index: str, tmp_pa
         for entry in outdated(python, index, tmp_path / "cache")
     }
     env = installer_env(tmp_path / "home")
-    argv = [sys.executable, "-m", "pip", "--python", str(python), "list", "-o"]
-    pip = subprocess.run(
-        [*argv, "--format", "json", "--index-url", index],
-        env=env, capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert pip.returncode == 0, pip.stderr
+    pip = pip_outdated(python, index, env)
     uv = subprocess.run(
         [uv_executable(), "pip", "list", "--outdated", "--format", "json", "--no-config",
          "--python", str(python), "--index-url", index, "--no-cache"],
@@ -89,10 +96,10 @@ def test_newer_releases_as_pip_and_uv_list_them(python: Path, index: str, tmp_pa
     assert uv.returncode == 0, uv.stderr
     # Neither reads variant wheels: vpkg 2.0 is no release for them.
     plain = {name: entry for name, entry in ours.items() if name != "vpkg"}
-    for answer in (pip.stdout, uv.stdout):
+    for answer in (pip, json.loads(uv.stdout)):
         theirs = {
             e["name"]: (e["version"], e["latest_version"], e["latest_filetype"])
-            for e in json.loads(answer)
+            for e in answer
             if e["name"] in {"alpha", "beta", "gamma", "delta", "vpkg"}
         }
         assert plain == theirs
@@ -163,13 +170,8 @@ def test_an_editable_project_has_its_folder_as_pip_and_uv_give_it(
     (ours,) = outdated(python, index, tmp_path / "cache")
     assert ours["editable_project_location"] == str(tree)
     env = installer_env(tmp_path / "home")
-    argv = [sys.executable, "-m", "pip", "--python", str(python), "list", "-o"]
-    pip = subprocess.run(
-        [*argv, "--format", "json", "--index-url", index],
-        env=env, capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert pip.returncode == 0, pip.stderr
-    (theirs,) = [e for e in json.loads(pip.stdout) if e["name"] == "alpha"]
+    pip = pip_outdated(python, index, env)
+    (theirs,) = [e for e in pip if e["name"] == "alpha"]
     keys = ("version", "latest_version", "latest_filetype", "editable_project_location")
     assert {k: ours[k] for k in keys} == {k: theirs[k] for k in keys}
     table = wheelwise(["list", "--python", str(python), "-o", "-i", index], tmp_path / "cache")
