@@ -330,3 +330,28 @@ def test_find_links_and_direct_references_are_taken_as_uv_takes_them(tmp_path: P
         found = {p.name for p in site_packages(ours).glob("*.dist-info")}
         assert found == {p.name for p in site_packages(theirs).glob("*.dist-info")}
         assert found == ({"alpha-2.0.dist-info"} if name == "links" else {"gamma-1.0.dist-info"})
+
+
+@pytest.mark.parametrize(
+    ("flags", "latest"),
+    [
+        ([], "3.0"),
+        (["--exclude-newer", "2025-01-01T00:00:00Z"], "2.0"),
+        (["--exclude-newer", "2024-03-01T00:00:00Z"], None),
+        (["--exclude-newer-package", "alpha=2025-01-01T00:00:00Z"], "2.0"),
+    ],
+)
+def test_list_outdated_takes_the_moments(
+    index: str, tmp_path: Path, flags: list[str], latest: str | None
+) -> None:
+    """The same releases as an install sees (uv 0.13.9's pip list --outdated takes
+    the options and lists alpha 3.0 whatever they say)."""
+    python = make_venv(tmp_path / "venv")
+    done = wheelwise(["install", "--python", str(python), "-i", index, "alpha==1.0"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    ours = wheelwise(
+        ["list", "--python", str(python), "-o", "--json", "-i", index, *flags], tmp_path
+    )
+    assert ours.returncode == 0, ours.stderr
+    found = {e["name"]: e["latest_version"] for e in json.loads(ours.stdout)}
+    assert found.get("alpha") == latest

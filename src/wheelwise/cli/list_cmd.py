@@ -17,7 +17,13 @@ from wheelwise.cli.locations import (
     python_option,
     warn_if_interrupted,
 )
-from wheelwise.cli.options import index_options, network_options, provider_options
+from wheelwise.cli.options import (
+    cutoff_options,
+    index_options,
+    network_options,
+    provider_options,
+    upload_cutoffs,
+)
 
 if TYPE_CHECKING:
     from wheelwise.client.connection import Connection
@@ -50,6 +56,7 @@ FORMATS = ("columns", "json", "freeze")
 )
 @click.option("--pre", is_flag=True, help="With --outdated: count pre-releases too.")
 @index_options
+@cutoff_options
 @click.option("--no-index", is_flag=True, help="With --outdated: only --find-links.")
 @click.option(
     "--system",
@@ -75,6 +82,8 @@ def list_cmd(
     index_url: str | None,
     extra_index_url: tuple[str, ...],
     find_links: tuple[str, ...],
+    exclude_newer: float | None,
+    exclude_newer_package: tuple[tuple[str, float | None], ...],
     no_index: bool,
     system_file: Path | None,
     allow_provider: tuple[str, ...],
@@ -109,6 +118,7 @@ def list_cmd(
             extra_index_urls=extra,
             find_links=list(find_links),
             pre=pre,
+            exclude_newer=upload_cutoffs(exclude_newer, exclude_newer_package),
             python=Path(python) if python is not None else None,
             system=load_system(system_file) if system_file is not None else None,
             allowed_providers=allow_provider,

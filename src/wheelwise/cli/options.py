@@ -141,6 +141,29 @@ def index_options(func: _F) -> _F:
     )(func)
 
 
+def cutoff_options(func: _F) -> _F:
+    """``--exclude-newer`` and ``--exclude-newer-package`` (see :func:`upload_cutoffs`)."""
+    func = click.option(
+        "--exclude-newer",
+        type=UPLOAD_CUTOFF,
+        metavar="MOMENT",
+        envvar="WHEELWISE_EXCLUDE_NEWER",
+        help="Only files uploaded before MOMENT, as uv's --exclude-newer: a date "
+        "(2024-05-01, the whole day), a timestamp (2024-05-01T12:00:00Z) or a span "
+        "back from now (7 days, P7D); an index's files without an upload time are "
+        "left out, find-links files are not [env: WHEELWISE_EXCLUDE_NEWER].",
+    )(func)
+    return click.option(
+        "--exclude-newer-package",
+        type=PROJECT_CUTOFF,
+        multiple=True,
+        metavar="NAME=MOMENT",
+        help="Only files of NAME uploaded before MOMENT (as --exclude-newer reads it), "
+        "or NAME=false for no moment, in place of --exclude-newer's for NAME, as uv's "
+        "--exclude-newer-package (repeatable).",
+    )(func)
+
+
 def source_options(requirement_help: str) -> Callable[[_F], _F]:
     """``-r`` (its help: *requirement_help*), ``-c``, ``-i``, ``--extra-index-url``,
     ``-f``, ``--extra``, ``--all-extras``, ``--group``, ``--exclude-newer`` and
@@ -149,25 +172,7 @@ def source_options(requirement_help: str) -> Callable[[_F], _F]:
     (:func:`wheelwise.cli.inputs.read_requirement_files`)."""
 
     def decorate(func: _F) -> _F:
-        func = click.option(
-            "--exclude-newer",
-            type=UPLOAD_CUTOFF,
-            metavar="MOMENT",
-            envvar="WHEELWISE_EXCLUDE_NEWER",
-            help="Only files uploaded before MOMENT, as uv's --exclude-newer: a date "
-            "(2024-05-01, the whole day), a timestamp (2024-05-01T12:00:00Z) or a span "
-            "back from now (7 days, P7D); an index's files without an upload time are "
-            "left out, find-links files are not [env: WHEELWISE_EXCLUDE_NEWER].",
-        )(func)
-        func = click.option(
-            "--exclude-newer-package",
-            type=PROJECT_CUTOFF,
-            multiple=True,
-            metavar="NAME=MOMENT",
-            help="Only files of NAME uploaded before MOMENT (as --exclude-newer reads it), "
-            "or NAME=false for no moment, in place of --exclude-newer's for NAME, as uv's "
-            "--exclude-newer-package (repeatable).",
-        )(func)
+        func = cutoff_options(func)
         func = selection_options(func)
         func = index_options(func)
         func = click.option(
