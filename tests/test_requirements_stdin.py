@@ -96,6 +96,11 @@ def dry_run(
     return chosen(done.stdout)
 
 
+def quiet_install(venv: Path, links: Path) -> list[str | Path]:
+    """``install -q`` into *venv* from the *links* folder only."""
+    return ["install", "--python", venv, "-q", "--no-index", "-f", links]
+
+
 def stdin_dry_run(python: Path, links: Path) -> list[str | Path]:
     """``install --dry-run`` from the *links* folder only, ``-r -``."""
     return ["install", "--python", python, "--dry-run", "--no-index", "-f", links, "-r", "-"]
@@ -131,13 +136,7 @@ def test_stdin_adds_to_requirements_and_files_given_with_it(
 def test_install_from_stdin_installs(links: Path, env: dict[str, str], tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "venv")
     argv: list[str | Path] = [
-        "install",
-        "--python",
-        venv,
-        "-q",
-        "--no-index",
-        "-f",
-        links,
+        *quiet_install(venv, links),
         "-r",
         "-",
     ]
@@ -276,17 +275,7 @@ def test_uninstall_reads_the_names_from_stdin(
     links: Path, env: dict[str, str], tmp_path: Path
 ) -> None:
     venv = make_venv(tmp_path / "venv")
-    argv: list[str | Path] = [
-        "install",
-        "--python",
-        venv,
-        "-q",
-        "--no-index",
-        "-f",
-        links,
-        "alpha",
-        "gamma",
-    ]
+    argv = [*quiet_install(venv, links), "alpha", "gamma"]
     assert wheelwise(argv, None, env, tmp_path).returncode == 0
     site = site_packages(venv)
     # Standard input holds the names: it cannot answer the question as well.
