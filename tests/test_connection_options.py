@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from clikit import run_wheelwise
 from fuzzkit import bounded
 from indexkit import demo_wheel, handler_served, installer_env
-from wheelwise.cli.options import connection_options
+from wheelwise.cli.options import _check_proxy, connection_options
 from wheelwise.client.connection import Connection, HostPattern, InsecureHostError, parse_host
 from wheelwise.client.deadline_transport import _ByOrigin
 from wheelwise.client.tls import client_tls_context
@@ -678,3 +678,22 @@ def test_an_encrypted_key_is_refused_not_asked_for(
     del env["SSL_CLIENT_CERT"]
     line = one_error_line(download(https_index.index, tmp_path / "b", env, "--client-cert", mine))
     assert f"cannot load the client certificate {mine}" in line
+
+
+@bounded(300)
+@given(
+    st.text(max_size=40) | st.from_regex(r"(https?|socks5)://[a-z0-9:@.\[\]]{0,20}", fullmatch=True)
+)
+def test_any_proxy_value_is_a_url_or_one_usage_error(value: str) -> None:
+    """``--proxy``'s check: an http(s) URL with a host, or click's usage error."""
+    command = click.Command("probe", params=[click.Option(["--proxy"], callback=_check_proxy)])
+    context = click.Context(command)
+    parameter = command.params[0]
+    try:
+        url = _check_proxy(context, parameter, value)
+    except click.BadParameter as exc:
+        assert "\n" not in exc.format_message()  # noqa: PT017 - one line, whatever the text
+        return
+    assert url == "" if value == "" else url is not None
+    if url:
+        assert url.split("://", 1)[0].lower() in ("http", "https")

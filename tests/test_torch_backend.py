@@ -260,3 +260,16 @@ def test_download_takes_it_for_another_machine(indexes: tuple[str, str], tmp_pat
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in (tmp_path / "d").iterdir())
     assert names == ["filelock-3.0-py3-none-any.whl", "torch-2.9.0+rocm6.4-py3-none-any.whl"]
+
+
+def test_a_pytorch_index_that_is_down_is_one_line(indexes: tuple[str, str], tmp_path: Path) -> None:
+    main, _ = indexes
+    python = make_venv(tmp_path / "venv")
+    argv = ["install", "--python", str(python), "-i", main, "--torch-backend", "cu128"]
+    down = {"WHEELWISE_PYTORCH_INDEX": "http://127.0.0.1:9/whl"}
+    done = wheelwise([*argv, "--retries", "0", "torch"], tmp_path / "cache", down)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "http://127.0.0.1:9/whl/cu128/torch/: cannot connect" in lines[0]
+    assert torch_installed(python) is None
