@@ -343,26 +343,17 @@ def _environment_client_cert() -> Path | None:
     value = os.environ.get("SSL_CLIENT_CERT", "").strip()
     if not value:
         return None
-    import ssl
-
     from wheelwise.cli.errors import warn
+    from wheelwise.client.tls import client_cert_problem
 
-    try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(value, password=_no_password)
-    except OSError as exc:  # ssl.SSLError included
-        why = exc.strerror or getattr(exc, "reason", None) or exc
+    why = client_cert_problem(value)
+    if why is not None:
         warn(
             f"SSL_CLIENT_CERT={value}: left out: it does not load as one PEM file holding "
             f"a certificate and its private key ({why})"
         )
         return None
     return Path(value)
-
-
-def _no_password() -> bytes:
-    """An encrypted key is refused, never asked a passphrase for (OpenSSL would
-    prompt on the terminal)."""
-    return b""
 
 
 def _check_proxy(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -34,10 +34,6 @@ class HostPattern:
     def matches(self, host: str, port: int) -> bool:
         return host.lower() == self.host and (self.port is None or self.port == port)
 
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if self.port is None else f"{host}:{self.port}"
-
 
 def parse_host(entry: str) -> HostPattern:
     """*entry* as pip's ``--trusted-host`` and uv's ``--allow-insecure-host`` take it:

@@ -25,7 +25,7 @@ from typing import Any
 from wheelwise.client.connection import Connection
 from wheelwise.client.errors import SourceError
 
-__all__ = ["client_tls_context", "insecure_tls_context"]
+__all__ = ["client_cert_problem", "client_tls_context", "insecure_tls_context"]
 
 DEFAULT_CONNECTION = Connection()
 
@@ -121,20 +121,33 @@ def _finish(context: ssl.SSLContext, connection: Connection) -> None:
     """The client certificate and the key log, as ``ssl.create_default_context``
     reads ``SSLKEYLOGFILE``."""
     if connection.client_cert is not None:
-        try:
-            # An encrypted key is refused, never asked a passphrase for on the terminal.
-            context.load_cert_chain(connection.client_cert, password=lambda: b"")
-        except OSError as error:  # ssl.SSLError included
-            why = error.strerror or getattr(error, "reason", None) or error
+        why = _load_client_cert(context, connection.client_cert)
+        if why is not None:
             raise SourceError(
                 str(connection.client_cert),
                 f"cannot load the client certificate {connection.client_cert}: {why}; "
                 "--client-cert (SSL_CLIENT_CERT) takes one PEM file holding the "
                 "certificate and its private key, unencrypted",
-            ) from None
+            )
     keylog = os.environ.get("SSLKEYLOGFILE")
     if keylog and not sys.flags.ignore_environment:
         context.keylog_filename = keylog
+
+
+def client_cert_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the client certificate at *path* does not load, or None when it does."""
+    return _load_client_cert(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), path)
+
+
+def _load_client_cert(context: ssl.SSLContext, path: str | os.PathLike[str]) -> str | None:
+    """Load *path* (one PEM file: certificate and key) into *context*; why not, if it
+    does not load. An encrypted key is refused, never asked a passphrase for on the
+    terminal."""
+    try:
+        context.load_cert_chain(path, password=lambda: b"")
+    except OSError as error:  # ssl.SSLError included
+        return str(error.strerror or getattr(error, "reason", None) or error)
+    return None
 
 
 def _unreadable(where: str, error: OSError) -> SourceError:
