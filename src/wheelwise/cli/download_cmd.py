@@ -89,6 +89,7 @@ def download(
     constraint_files: tuple[Path, ...],
     index_url: str | None,
     extra_index_url: tuple[str, ...],
+    index_strategy: str | None,
     find_links: tuple[str, ...],
     extras: tuple[str, ...],
     all_extras: bool,
@@ -124,7 +125,12 @@ def download(
     --python-version, --platform), with their *-variants.json, into a folder that
     `wheelwise install --no-index -f DIR` installs from without a network."""
     from wheelwise.cli.inputs import load_system, read_requirement_files
-    from wheelwise.cli.install_cmd import _all_references, _variant_option, chosen_indexes
+    from wheelwise.cli.install_cmd import (
+        _all_references,
+        _variant_option,
+        chosen_index_strategy,
+        chosen_indexes,
+    )
     from wheelwise.environment.interpreter import TargetEnvironment, default_python
     from wheelwise.environment.targets import (
         interpreter_target,
@@ -162,6 +168,7 @@ def download(
         constraints=files.constraints,
         index_url=indexes[0],
         extra_index_urls=indexes[1],
+        index_strategy=chosen_index_strategy(index_strategy),
         find_links=[*find_links, *files.find_links],
         pre=pre,
         no_deps=no_deps,

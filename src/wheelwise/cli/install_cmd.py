@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from rich.status import Status
 
     from wheelwise.client.connection import Connection
+    from wheelwise.client.index_strategy import IndexStrategy
     from wheelwise.environment.installed import InstalledDist
     from wheelwise.environment.interpreter import PendingEnvironment
     from wheelwise.install.plan import InstallOptions, InstallOutcome
@@ -287,6 +288,27 @@ def chosen_indexes(
     configured, extras = configured_indexes()
     index = index_url or files.index_url or configured or DEFAULT_INDEX_URL
     return index, [*extra_index_urls, *files.extra_index_urls, *extras]
+
+
+def chosen_index_strategy(given: str | None) -> IndexStrategy | None:
+    """``--index-strategy`` (or its variable), else ``[install] index-strategy`` of the
+    configuration file; None (pip's way) when neither is set. Raises InputError for a
+    configured value that is not one."""
+    from wheelwise.client.index_strategy import INDEX_STRATEGIES
+
+    for strategy in INDEX_STRATEGIES:
+        if given == strategy:
+            return strategy
+    configured, where = _configured("install", "index-strategy")
+    if configured is None:
+        return None
+    for strategy in INDEX_STRATEGIES:
+        if configured == strategy:
+            return strategy
+    raise InputError(
+        f"{where}: [install] index-strategy = {configured!r} is not one of "
+        f"{', '.join(INDEX_STRATEGIES)}"
+    )
 
 
 def configured_link_mode() -> str | None:
@@ -573,6 +595,7 @@ def install(
     constraint_files: tuple[Path, ...],
     index_url: str | None,
     extra_index_url: tuple[str, ...],
+    index_strategy: str | None,
     find_links: tuple[str, ...],
     extras: tuple[str, ...],
     all_extras: bool,
@@ -614,6 +637,8 @@ def install(
             "no_deps": no_deps,
             "index_url": index_url,
             "extra_index_url": extra_index_url,
+            # Set in the environment, it is a default for resolving: a lock has resolved.
+            "index_strategy": index_strategy if on_command_line("index_strategy") else None,
             "find_links": find_links,
             # Set in the environment, it is a default for resolving: a lock has resolved.
             "exclude_newer": exclude_newer if on_command_line("exclude_newer") else None,
@@ -665,6 +690,7 @@ def install(
             constraints=files.constraints,
             index_url=index_url,
             extra_index_urls=extra_index_urls,
+            index_strategy=chosen_index_strategy(index_strategy),
             find_links=[*find_links, *files.find_links],
             connection=connection_with(base.connection, files),
             upgrade=upgrade,

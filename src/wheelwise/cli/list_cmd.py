@@ -81,6 +81,7 @@ def list_cmd(
     pre: bool,
     index_url: str | None,
     extra_index_url: tuple[str, ...],
+    index_strategy: str | None,
     find_links: tuple[str, ...],
     exclude_newer: float | None,
     exclude_newer_package: tuple[tuple[str, float | None], ...],
@@ -106,7 +107,7 @@ def list_cmd(
         if chosen == "freeze":
             raise InputError("--format freeze cannot be used with --outdated, as in pip")
         from wheelwise.cli.inputs import load_system
-        from wheelwise.cli.install_cmd import chosen_indexes
+        from wheelwise.cli.install_cmd import chosen_index_strategy, chosen_indexes
         from wheelwise.install.options import InstallOptions
         from wheelwise.resolve.reqfile import RequirementsSet
 
@@ -116,6 +117,7 @@ def list_cmd(
         options = InstallOptions(
             index_url=index,
             extra_index_urls=extra,
+            index_strategy=chosen_index_strategy(index_strategy),
             find_links=list(find_links),
             pre=pre,
             exclude_newer=upload_cutoffs(exclude_newer, exclude_newer_package),

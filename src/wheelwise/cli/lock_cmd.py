@@ -126,6 +126,7 @@ def lock(
     constraint_files: tuple[Path, ...],
     index_url: str | None,
     extra_index_url: tuple[str, ...],
+    index_strategy: str | None,
     find_links: tuple[str, ...],
     extras: tuple[str, ...],
     all_extras: bool,
@@ -150,7 +151,7 @@ def lock(
     refresh: bool,
 ) -> None:
     """Lock requirements into a pylock.toml (PEP 751) that lists every wheel variant."""
-    from wheelwise.cli.install_cmd import chosen_indexes
+    from wheelwise.cli.install_cmd import chosen_index_strategy, chosen_indexes
     from wheelwise.environment.targets import parse_platform, parse_python_version
     from wheelwise.install.locking import locked_versions, run_lock
     from wheelwise.install.plan import InstallOptions
@@ -192,6 +193,7 @@ def lock(
         constraints=files.constraints,
         index_url=indexes[0],
         extra_index_urls=indexes[1],
+        index_strategy=chosen_index_strategy(index_strategy),
         find_links=[*find_links, *files.find_links],
         pre=pre,
         timeout=timeout,

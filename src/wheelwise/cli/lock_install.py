@@ -20,6 +20,7 @@ _NOT_WITH_A_LOCK = (
     ("--no-deps", "no_deps"),
     ("-i/--index-url", "index_url"),
     ("--extra-index-url", "extra_index_url"),
+    ("--index-strategy", "index_strategy"),
     ("-f/--find-links", "find_links"),
     ("--exclude-newer", "exclude_newer"),
     ("--exclude-newer-package", "exclude_newer_package"),

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from wheelwise.client.index_strategy import INDEX_STRATEGIES
+
 if TYPE_CHECKING:
     from wheelwise.client.connection import Connection, HostPattern
     from wheelwise.resolve.formats import FormatPolicy
@@ -111,8 +113,9 @@ def selection_options(func: _F) -> _F:
 
 
 def index_options(func: _F) -> _F:
-    """``-i``/``--index-url``, ``--extra-index-url`` and ``-f``/``--find-links``:
-    where packages come from (see :func:`wheelwise.cli.install_cmd.chosen_indexes`)."""
+    """``-i``/``--index-url``, ``--extra-index-url``, ``--index-strategy`` and
+    ``-f``/``--find-links``: where packages come from (see
+    :func:`wheelwise.cli.install_cmd.chosen_indexes` and ``chosen_index_strategy``)."""
     from wheelwise.client.defaults import DEFAULT_INDEX_URL
 
     func = click.option(
@@ -123,6 +126,19 @@ def index_options(func: _F) -> _F:
         envvar="WHEELWISE_FIND_LINKS",
         help="A folder of wheels or an HTML page of links (repeatable) [env: "
         "WHEELWISE_FIND_LINKS, space-separated].",
+    )(func)
+    func = click.option(
+        "--index-strategy",
+        type=click.Choice(INDEX_STRATEGIES),
+        default=None,
+        envvar="WHEELWISE_INDEX_STRATEGY",
+        help="How the indexes combine, as uv's: first-index (a project only from the "
+        "first index that lists it), unsafe-first-match (the first index's releases "
+        "tried before the next's) or unsafe-best-match (the best release of any index). "
+        "With any of them, --extra-index-url comes before --index-url, as in uv. "
+        "Default: every index, the best version wins (as pip), its files from the "
+        "first source that has one that fits, --index-url first [env: "
+        "WHEELWISE_INDEX_STRATEGY; config: [install] index-strategy].",
     )(func)
     func = click.option(
         "--extra-index-url",

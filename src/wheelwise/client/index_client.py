@@ -61,6 +61,7 @@ from wheelwise.client.connection import Connection
 from wheelwise.client.errors import HashMismatch, InvalidPage, SourceError, SourceTimeout
 from wheelwise.client.grouped_cache import MIN_BODY, GroupedPages
 from wheelwise.client.index_file import SDIST, VARIANTS_JSON, WHEEL, IndexFile
+from wheelwise.client.index_strategy import FIRST_INDEX, IndexStrategy
 from wheelwise.client.lazy_http import LazyHttpClient
 from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK, PageFiles
 from wheelwise.client.simple_parse import page_kind, read_html_page, read_json_page, read_page
@@ -878,25 +879,46 @@ Routes = Mapping[str, Sequence[IndexSource]]
 
 
 def find_candidates(
-    name: str, sources: Sequence[IndexSource], client: IndexClient, routes: Routes | None = None
+    name: str,
+    sources: Sequence[IndexSource],
+    client: IndexClient,
+    routes: Routes | None = None,
+    strategy: IndexStrategy | None = None,
 ) -> list[SourceListing]:
     """Each source's listing for *name*, in the order of *sources*, kept apart: the
     files (and variant metadata) of one source are never mixed with another's. A
     project *routes* names has the first of its own sources that lists it instead
-    (all of them, none listing it, when none does)."""
+    (all of them, none listing it, when none does). With the ``first-index``
+    *strategy*, only the first index that lists it is kept, with the find-links
+    sources (see :mod:`wheelwise.client.index_strategy`)."""
     own = routes.get(canonicalize_name(name)) if routes else None
-    if own is None:
-        return [
-            SourceListing(position, client.fetch_project(source, name))
-            for position, source in enumerate(sources)
-        ]
-    tried = []
-    for position, source in enumerate(own):
-        listing = SourceListing(position, client.fetch_project(source, name))
-        if listing.listing.found:
-            return [listing]
-        tried.append(listing)
-    return tried
+    if own is not None:
+        return _first_listing(name, own, client, keep_find_links=False)
+    if strategy == FIRST_INDEX:
+        return _first_listing(name, sources, client, keep_find_links=True)
+    return [
+        SourceListing(position, client.fetch_project(source, name))
+        for position, source in enumerate(sources)
+    ]
+
+
+def _first_listing(
+    name: str, sources: Sequence[IndexSource], client: IndexClient, *, keep_find_links: bool
+) -> list[SourceListing]:
+    """The listing of the first of *sources* that lists *name* (the indexes after it
+    are not asked), and with *keep_find_links* every find-links source's; every
+    listing asked for when none lists it (for the messages)."""
+    kept: list[SourceListing] = []
+    tried: list[SourceListing] = []
+    chosen = False
+    for position, source in enumerate(sources):
+        if keep_find_links and source.kind == FIND_LINKS:
+            kept.append(SourceListing(position, client.fetch_project(source, name)))
+        elif not chosen:
+            listing = SourceListing(position, client.fetch_project(source, name))
+            (kept if listing.listing.found else tried).append(listing)
+            chosen = listing.listing.found
+    return kept if chosen else sorted([*tried, *kept], key=lambda entry: entry.position)
 
 
 def _default_viable(file: IndexFile) -> bool:

@@ -33,6 +33,7 @@ from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.install.options import (
     InstallOptions,
     caches_for,
+    finder_for,
     index_client,
     routes_for,
     sources_for,
@@ -42,7 +43,7 @@ from wheelwise.install.plan import finder_build, source_builder, split_reference
 from wheelwise.models.errors import InstallError
 from wheelwise.policy.hashes import file_sha256, trusted_hashes
 from wheelwise.resolve.decide import resolve_with
-from wheelwise.resolve.finder import IndexFinder, link_of
+from wheelwise.resolve.finder import link_of
 from wheelwise.resolve.formats import ALL
 from wheelwise.resolve.lookahead import Lookahead
 from wheelwise.resolve.user_hashes import (
@@ -131,18 +132,17 @@ def run_download(
             )
             requirements = [*(one.requirement for one in prepared), *requirements]
         routes = routes_for(options, target.markers["sys_platform"])
-        lookahead = Lookahead(sources, client, routes)
-        finder = IndexFinder(
+        lookahead = Lookahead(sources, client, routes, options.index_strategy)
+        finder = finder_for(
+            options,
             sources,
             client,
+            kept,
             tags=target.tags,
             python_version=target.full_version,
-            warn=options.warn,
-            wheel_cache=kept.wheels if kept is not None else None,
             fetcher=fetcher,
             build=finder_build(builder) if builder is not None else None,
             formats=formats,
-            exclude_newer=options.exclude_newer,
             routes=routes,
         )
         with contextlib.closing(finder), lookahead:

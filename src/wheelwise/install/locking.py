@@ -29,7 +29,13 @@ from packaging.version import Version
 
 from wheelwise.client.index_client import INDEX, IndexFile
 from wheelwise.environment.targets import LockEnvironment
-from wheelwise.install.options import InstallOptions, caches_for, index_client, sources_for
+from wheelwise.install.options import (
+    InstallOptions,
+    caches_for,
+    finder_for,
+    index_client,
+    sources_for,
+)
 from wheelwise.lock import Package, PyLock, VariantsJson, Wheel
 from wheelwise.models.errors import ResolveError
 from wheelwise.publish.distfiles import sha256_file
@@ -68,11 +74,13 @@ class LockInputs:
     find_links: tuple[str, ...]
     targets: tuple[Mapping[str, str], ...]
     pre: bool
+    index_strategy: str | None = None
 
     def document(self) -> dict[str, Any]:
         """The inputs, the order of the requirements and constraints left out (the
-        sources keep theirs: it is their priority)."""
-        return {
+        sources keep theirs: it is their priority); the index strategy only where
+        one was given (a lock made without one keeps its hash)."""
+        document: dict[str, Any] = {
             "requirements": sorted(self.requirements),
             "constraints": sorted(self.constraints),
             "index-urls": list(self.index_urls),
@@ -80,6 +88,9 @@ class LockInputs:
             "targets": [dict(sorted(target.items())) for target in self.targets],
             "pre": self.pre,
         }
+        if self.index_strategy is not None:
+            document["index-strategy"] = self.index_strategy
+        return document
 
     @property
     def digest(self) -> str:
@@ -100,6 +111,7 @@ def lock_inputs(options: InstallOptions, targets: Sequence[LockEnvironment]) -> 
         find_links=tuple(options.find_links),
         targets=tuple(target.record() for target in targets),
         pre=options.pre,
+        index_strategy=options.index_strategy,
     )
 
 
@@ -150,15 +162,14 @@ def run_lock(
     entries: dict[tuple[NormalizedName, Version], _Entry] = {}
     with index_client(options, cache_root, kept) as client:
         for position, target in enumerate(targets):
-            with Lookahead(sources, client) as lookahead:
-                finder = IndexFinder(
+            with Lookahead(sources, client, strategy=options.index_strategy) as lookahead:
+                finder = finder_for(
+                    options,
                     sources,
                     client,
+                    kept,
                     tags=target.tags,
                     python_version=target.full_version,
-                    warn=options.warn,
-                    wheel_cache=kept.wheels if kept is not None else None,
-                    exclude_newer=options.exclude_newer,
                 )
                 lookahead.serve(finder)  # a lock downloads no wheel ahead
                 try:

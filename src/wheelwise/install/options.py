@@ -5,7 +5,7 @@ the machine supports."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,12 +24,15 @@ from wheelwise.variants.markers import parse_requirement
 # The client, caches and fetcher are imported by the functions that make them: an
 # install that finds every requirement installed makes none (bench/noop.py).
 if TYPE_CHECKING:
+    from packaging.tags import Tag
+
     from wheelwise.cache.stores import ContentCache
     from wheelwise.client.index_client import IndexClient, IndexSource, Routes
+    from wheelwise.client.index_strategy import IndexStrategy
     from wheelwise.environment.interpreter import TargetEnvironment
-    from wheelwise.fetch.download import ProgressSink
+    from wheelwise.fetch.download import Fetcher, ProgressSink
     from wheelwise.install.link import Placement
-    from wheelwise.resolve.finder import IndexFinder, Warn
+    from wheelwise.resolve.finder import BuildSource, IndexFinder, Warn
     from wheelwise.resolve.selection import TargetSpec
     from wheelwise.resolve.upload_cutoff import UploadCutoffs
     from wheelwise.variants.metadata import VariantMetadata
@@ -39,6 +42,7 @@ __all__ = [
     "InstallOptions",
     "cache_root_of",
     "caches_for",
+    "finder_for",
     "index_client",
     "placement_for",
     "requested_names",
@@ -56,6 +60,9 @@ class InstallOptions:
     index_url: str | None = DEFAULT_INDEX_URL
     extra_index_urls: Sequence[str] = ()
     find_links: Sequence[str] = ()
+    # --index-strategy: first-index, unsafe-first-match or unsafe-best-match (None:
+    # pip's way; see wheelwise.client.index_strategy).
+    index_strategy: IndexStrategy | None = None
     upgrade: bool = False
     # -P NAME: these (normalized names) upgraded, the rest kept as --upgrade would not.
     upgrade_packages: frozenset[str] = frozenset()
@@ -144,14 +151,16 @@ def placement_for(options: InstallOptions, kept: ContentCache | None) -> Placeme
 
 
 def sources_for(options: InstallOptions, *, references: bool = False) -> list[IndexSource]:
-    """The package sources in priority order: index, extra indexes, find-links (none
-    with *references*: requirements that name their own files need none)."""
+    """The package sources in priority order: the indexes (``--index-url`` first,
+    else last with ``--index-strategy``: see :func:`ranked_indexes`), then find-links
+    (none with *references*: requirements that name their own files need none)."""
     from wheelwise.client.index_client import IndexSource
+    from wheelwise.client.index_strategy import ranked_indexes
 
-    sources: list[IndexSource] = []
-    if options.index_url:
-        sources.append(IndexSource.index(options.index_url))
-    sources += [IndexSource.index(url) for url in options.extra_index_urls]
+    urls = ranked_indexes(
+        options.index_url or None, options.extra_index_urls, options.index_strategy
+    )
+    sources = [IndexSource.index(url) for url in urls]
     sources += [IndexSource.find_links(location) for location in options.find_links]
     if not sources and not references:
         raise ResolveError("no package source: give --index-url or --find-links")
@@ -284,6 +293,41 @@ def cache_root_of(options: InstallOptions) -> Path:
     return options.cache_dir if options.cache_dir is not None else Path(user_cache_dir())
 
 
+def finder_for(
+    options: InstallOptions,
+    sources: Sequence[IndexSource],
+    client: IndexClient,
+    kept: ContentCache | None,
+    *,
+    tags: Collection[Tag],
+    python_version: str,
+    fetcher: Fetcher | None = None,
+    build: BuildSource | None = None,
+    formats: FormatPolicy | None = None,
+    routes: Routes | None = None,
+) -> IndexFinder:
+    """The finder of an install, a download, a lock or a listing, over *sources* for
+    a target with *tags* and *python_version*: with *options*' warnings, upload
+    moments, index strategy and formats (*formats* in their place), and the
+    cache's wheels (*kept*, None without a cache)."""
+    from wheelwise.resolve.finder import IndexFinder
+
+    return IndexFinder(
+        sources,
+        client,
+        tags=tags,
+        python_version=python_version,
+        warn=options.warn,
+        wheel_cache=kept.wheels if kept is not None else None,
+        fetcher=fetcher,
+        build=build,
+        formats=formats if formats is not None else options.formats,
+        exclude_newer=options.exclude_newer,
+        routes=routes,
+        strategy=options.index_strategy,
+    )
+
+
 @contextlib.contextmanager
 def listing_finder(
     options: InstallOptions, env: TargetEnvironment
@@ -291,22 +335,19 @@ def listing_finder(
     """A finder over *options*' sources for *env* that builds nothing (sdists are
     listed, never built), and the target its wheels are selected for: what asks
     the index without installing (``list --outdated``)."""
-    from wheelwise.resolve.finder import IndexFinder
     from wheelwise.resolve.outdated import never_built
     from wheelwise.resolve.selection import TargetSpec
 
     cache_root, kept = caches_for(options)
     with index_client(options, cache_root, kept) as client:
-        finder = IndexFinder(
+        finder = finder_for(
+            options,
             sources_for(options),
             client,
+            kept,
             tags=env.tags,
             python_version=".".join(str(part) for part in env.version_info),
-            warn=options.warn,
-            wheel_cache=kept.wheels if kept is not None else None,
             build=never_built,
-            formats=options.formats,
-            exclude_newer=options.exclude_newer,
             routes=routes_for(options, env.markers.get("sys_platform", "")),
         )
         spec = TargetSpec(

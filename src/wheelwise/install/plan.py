@@ -47,6 +47,7 @@ from wheelwise.install.options import (
     InstallOptions,
     cache_root_of,
     caches_for,
+    finder_for,
     index_client,
     placement_for,
     requested_names,
@@ -303,7 +304,6 @@ def _resolve_and_install(
         from wheelwise.install.head_start import HeadStartFailed
         from wheelwise.install.transaction import install_wheels
         from wheelwise.resolve.decide import decide
-        from wheelwise.resolve.finder import IndexFinder
         from wheelwise.resolve.lookahead import Lookahead
         from wheelwise.sources.direct import prepare_references
 
@@ -317,7 +317,7 @@ def _resolve_and_install(
         client = stack.enter_context(index_client(options, cache_root, kept))
         # Installs are for this machine: its platform is the target's.
         routes = routes_for(options, sys.platform)
-        lookahead = stack.enter_context(Lookahead(sources, client, routes))
+        lookahead = stack.enter_context(Lookahead(sources, client, routes, options.index_strategy))
         lookahead.want(sorted(requested))  # the metadata comes once the target is known
         env, installed = target if target is not None else _target(pending.result(), options)
         # Small wheels stay in memory: nothing to write, and delete, on disk.
@@ -340,17 +340,15 @@ def _resolve_and_install(
             direct_urls = {one.name: one.direct_url for one in prepared}
             requested |= set(direct_urls)
         verify = Verifier()
-        finder = IndexFinder(
+        finder = finder_for(
+            options,
             sources,
             client,
+            kept,
             tags=env.tags,
             python_version=".".join(str(part) for part in env.version_info),
-            warn=options.warn,
-            wheel_cache=kept.wheels if kept is not None else None,
             fetcher=fetcher,
             build=finder_build(builder),
-            formats=options.formats,
-            exclude_newer=options.exclude_newer,
             routes=routes,
         )
         stack.enter_context(contextlib.closing(finder))

@@ -82,9 +82,10 @@ def resolve_with(requirements: Iterable[str], lookahead: Lookahead, **options: A
     try:
         return resolve(requirements, lookahead, hints=lookahead, **options)
     except PackageNotFound as exc:
-        sources = lookahead.finder.sources_of(exc.name)
-        searched = ", ".join(source_label(source) for source in sources)
-        raise PackageNotFound(f"{exc}; searched {searched}", exc.name) from None
+        finder = lookahead.finder
+        searched = ", ".join(source_label(source) for source in finder.sources_of(exc.name))
+        advice = finder.strategy_advice(exc.name)
+        raise PackageNotFound(f"{exc}; searched {searched}{advice}", exc.name) from None
     finally:
         lookahead.end_resolution()
 

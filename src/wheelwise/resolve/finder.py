@@ -52,10 +52,17 @@ from wheelwise.client.index_client import (
     local_path,
 )
 from wheelwise.client.index_file import SDIST, python_allowed
+from wheelwise.client.index_strategy import (
+    FIRST_INDEX,
+    UNSAFE_BEST_MATCH,
+    UNSAFE_FIRST_MATCH,
+    IndexStrategy,
+    index_ranks,
+)
 from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK
 from wheelwise.fetch.download import DownloadItem, Fetcher
 from wheelwise.policy.hashes import file_sha256
-from wheelwise.resolve.candidates import WheelFile
+from wheelwise.resolve.candidates import ReleaseFiles, WheelFile
 from wheelwise.resolve.formats import FormatPolicy, wheels_only_advice
 from wheelwise.resolve.upload_cutoff import UploadCutoffs, uploaded_before
 from wheelwise.variants.labels import NULL_LABEL
@@ -206,6 +213,7 @@ class IndexFinder:
         formats: FormatPolicy | None = None,
         exclude_newer: UploadCutoffs | None = None,
         routes: Routes | None = None,
+        strategy: IndexStrategy | None = None,
     ) -> None:
         if not sources:
             raise ValueError("IndexFinder needs at least one source")
@@ -219,8 +227,13 @@ class IndexFinder:
         )
         self.warn: Warn = warn if warn is not None else _ignore
         self.sources = list(sources)
-        # Projects with sources of their own (see find_candidates).
+        # Projects with sources of their own, and how the sources combine (see
+        # find_candidates).
         self.routes = routes
+        self.strategy = strategy
+        # unsafe-first-match: each source's group, the first tried first.
+        ranks = index_ranks([source.kind == INDEX for source in self.sources])
+        self._ranks = dict(zip(self.sources, ranks, strict=True))
         self.client = client
         self.tags = frozenset(tags)
         self.python_version = python_version
@@ -265,9 +278,38 @@ class IndexFinder:
         return found
 
     def sources_of(self, name: str | None) -> Sequence[IndexSource]:
-        """The sources *name*'s releases are looked for in (its own, with routes)."""
-        own = self.routes.get(canonicalize_name(name)) if self.routes and name else None
+        """The sources *name*'s releases were looked for in: those whose listings were
+        read (with ``first-index``, the indexes after the first that lists it are
+        not), else those they would be looked for in (its own, with routes)."""
+        key = canonicalize_name(name) if name else None
+        read = self._listings.get(key) if key is not None else None
+        if read:
+            return [entry.source for entry in read]
+        own = self.routes.get(key) if self.routes and key else None
         return own if own is not None else self.sources
+
+    def strategy_advice(self, name: str | None) -> str:
+        """Why later indexes were not read for *name*, under ``first-index`` (empty
+        otherwise, or when every index was)."""
+        if self.strategy != FIRST_INDEX or len(self.sources_of(name)) == len(self.sources):
+            return ""
+        return (
+            f" (--index-strategy {FIRST_INDEX} reads only the first index that lists "
+            f"{name}; --index-strategy {UNSAFE_BEST_MATCH} reads every index)"
+        )
+
+    @property
+    def exhausts_indexes_in_order(self) -> bool:
+        """Whether the resolver tries every release of one index before the next's
+        (``unsafe-first-match``; see :meth:`index_rank`)."""
+        return self.strategy == UNSAFE_FIRST_MATCH
+
+    def index_rank(self, release: ReleaseFiles) -> int:
+        """The group of the index *release* comes from (0 is tried first; a
+        find-links file's is the first index's)."""
+        if not isinstance(release, IndexRelease):
+            return 0
+        return self._ranks.get(release.source, 0)
 
     def knows(self, name: NormalizedName) -> bool:
         """Whether the releases of *name* were asked for already."""
@@ -402,7 +444,7 @@ class IndexFinder:
     ) -> list[IndexRelease]:
         listings = fetched() if fetched is not None else None
         if listings is None:
-            listings = find_candidates(name, self.sources, self.client, self.routes)
+            listings = find_candidates(name, self.sources, self.client, self.routes, self.strategy)
         self._listings[name] = listings
         return self.releases_from(listings)
 
@@ -466,6 +508,8 @@ class IndexFinder:
         other). An sdist stands in as a wheel named ``{name}-{version}-py3-none-any``
         whose link is the sdist: built when its dependencies are asked for."""
         kinds = self._kinds(listings[0].listing.name) if listings else WHEEL_LINK
+        if self.strategy == UNSAFE_FIRST_MATCH:
+            listings = self._owner(version, listings)
         chosen = self._first_viable(version, listings) if kinds & WHEEL_LINK else None
         if chosen is None and kinds & SDIST_LINK:
             found = self._sdist_source(version, listings)
@@ -486,6 +530,15 @@ class IndexFinder:
                     wheel = WheelFile(file.wheel, Link(file, listing.source))
                     (yanked if file.yanked else usable).append(wheel)
         return listing, usable, ([] if usable else yanked)
+
+    def _owner(self, version: Version, listings: Sequence[SourceListing]) -> list[SourceListing]:
+        """Under ``unsafe-first-match``, the one listing whose files of *version* are
+        looked at: the first in index order that lists any (another index's are
+        never looked at, even where this one's do not fit the target, as in uv)."""
+        owners = [entry for entry in listings if entry.listing.files_for(version)]
+        if not owners:
+            return list(listings)
+        return [min(owners, key=lambda entry: (self._ranks.get(entry.source, 0), entry.position))]
 
     def _first_viable(
         self, version: Version, listings: Sequence[SourceListing]

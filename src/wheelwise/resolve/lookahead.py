@@ -53,10 +53,11 @@ from wheelwise.client.index_client import (
     SourceListing,
 )
 from wheelwise.client.index_file import WHEEL
+from wheelwise.client.index_strategy import IndexStrategy
 from wheelwise.environment.installed import InstalledDist, read_metadata
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
 from wheelwise.models.errors import DownloadDeadline
-from wheelwise.resolve.candidates import WheelFile
+from wheelwise.resolve.candidates import ReleaseFiles, WheelFile
 from wheelwise.resolve.finder import IndexFinder, IndexRelease, link_of, requires_dist
 from wheelwise.resolve.prefetch import ListingPrefetcher
 from wheelwise.variants.filenames import WheelFilename
@@ -101,9 +102,13 @@ class Lookahead:
     no thread running (the installer may fork)."""
 
     def __init__(
-        self, sources: Sequence[IndexSource], client: IndexClient, routes: Routes | None = None
+        self,
+        sources: Sequence[IndexSource],
+        client: IndexClient,
+        routes: Routes | None = None,
+        strategy: IndexStrategy | None = None,
     ) -> None:
-        self._listings = ListingPrefetcher(sources, client, routes=routes)
+        self._listings = ListingPrefetcher(sources, client, routes=routes, strategy=strategy)
         self._client = client
         self._finder: IndexFinder | None = None
         self._on_pinned: Callable[[IndexFile], None] | None = None
@@ -207,6 +212,13 @@ class Lookahead:
 
     def not_built_reason(self, name: NormalizedName, version: Version) -> str:
         return self.finder.not_built_reason(name, version)
+
+    @property
+    def exhausts_indexes_in_order(self) -> bool:
+        return self.finder.exhausts_indexes_in_order
+
+    def index_rank(self, release: ReleaseFiles) -> int:
+        return self.finder.index_rank(release)
 
     def built_from_source(self, release: IndexRelease) -> bool:
         return self.finder.built_from_source(release)

@@ -72,7 +72,11 @@ def newer_releases(
     for name, (dist, version) in wanted.items():
         assert version is not None
         releases = finder.versions(name, functools.partial(listings.get, name))
-        newest = _newest(releases, name, spec, pre, version)
+        newest = (
+            _first_match(releases, finder, name, spec, pre, version)
+            if finder.exhausts_indexes_in_order
+            else _newest(releases, name, spec, pre, version)
+        )
         if newest is None:
             continue
         release, selection = newest
@@ -102,7 +106,10 @@ def _pages(
     """Every source's page of each of *names*, *at_once* fetched at a time."""
     with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="page") as pool:
         pages = pool.map(
-            lambda n: find_candidates(n, finder.sources, finder.client, finder.routes), names
+            lambda n: find_candidates(
+                n, finder.sources, finder.client, finder.routes, finder.strategy
+            ),
+            names,
         )
         return dict(zip(names, pages, strict=True))
 
@@ -127,6 +134,27 @@ def _newest(
         chosen = select_wheel(name, release, spec)
         if isinstance(chosen, Selection):
             return release, chosen
+    return None
+
+
+def _first_match(
+    releases: Sequence[IndexRelease],
+    finder: IndexFinder,
+    name: NormalizedName,
+    spec: TargetSpec,
+    pre: bool,
+    installed: Version,
+) -> tuple[IndexRelease, Selection] | None:
+    """Under ``unsafe-first-match``: the release install would try first (the first
+    index's newest with a file for the target, before the next index's), when it is
+    newer than *installed*."""
+    newest_first = list(reversed(releases))
+    for release in sorted(newest_first, key=finder.index_rank):  # stable: newest first
+        if (release.version.is_prerelease and not pre) or not release.files:
+            continue
+        chosen = select_wheel(name, release, spec)
+        if isinstance(chosen, Selection):
+            return (release, chosen) if release.version > installed else None
     return None
 
 

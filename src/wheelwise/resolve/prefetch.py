@@ -28,6 +28,7 @@ from wheelwise.client.index_client import (
     SourceListing,
     find_candidates,
 )
+from wheelwise.client.index_strategy import IndexStrategy
 
 __all__ = ["ListingPrefetcher"]
 
@@ -46,10 +47,12 @@ class ListingPrefetcher:
         *,
         workers: int = WORKERS,
         routes: Routes | None = None,
+        strategy: IndexStrategy | None = None,
     ) -> None:
         self.sources = list(sources)
         self.client = client
         self.routes = routes
+        self.strategy = strategy
         self._workers = workers
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[NormalizedName, Future[list[SourceListing]]] = {}
@@ -91,7 +94,7 @@ class ListingPrefetcher:
             return self._pool.submit(job, *args)
 
     def _job(self, name: NormalizedName, then: FollowUp | None) -> list[SourceListing]:
-        listings = find_candidates(name, self.sources, self.client, self.routes)
+        listings = find_candidates(name, self.sources, self.client, self.routes, self.strategy)
         if then is not None:
             self._follow(name, then, listings)
         return listings

@@ -566,6 +566,11 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         excluded = {(c.version, c.abi) for c in incompatibilities[identifier]}
         specifiers = self.specifiers(name, reqs)
         releases = self.in_range(name, specifiers)
+        # unsafe-first-match (a Finder's, optional): each index's releases, newest
+        # first, before the next index's.
+        rank = getattr(self.finder, "index_rank", None)
+        if rank is not None and getattr(self.finder, "exhausts_indexes_in_order", False):
+            releases = sorted(releases, key=rank)
         current = self.installed.get(name)
         kept = None  # the installed version, tried first, where it is not upgraded
         if not upgrades(self.upgrade, name) and current is not None:
