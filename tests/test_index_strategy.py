@@ -22,7 +22,7 @@ from fuzzkit import bounded
 from indexkit import demo_wheel, free_port, http_server, installer_env, uv_executable
 from installkit import make_venv, site_packages
 from variantkit import wheelwise
-from wheelwise.client.index_strategy import INDEX_STRATEGIES, index_ranks, ranked_indexes
+from wheelwise.client.index_strategy import INDEX_STRATEGIES, find_links_first, ranked_indexes
 from wheelwise.publish.static import build_site
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
@@ -33,8 +33,8 @@ def test_uv_ranks_the_extra_indexes_first() -> None:
     for strategy in INDEX_STRATEGIES:
         assert ranked_indexes("main", ["x", "y"], strategy) == ["x", "y", "main"]
     assert ranked_indexes(None, ["x"], "first-index") == ["x"]
-    # find-links sources are read with the first index
-    assert index_ranks([True, True, False, True, False]) == [0, 1, 0, 2, 0]
+    assert not find_links_first(None)
+    assert all(find_links_first(strategy) for strategy in INDEX_STRATEGIES)
 
 
 # -- two indexes and a folder, and uv on them ----------------------------------------
@@ -57,7 +57,8 @@ def _wheel(folder: Path, name: str, version: str, origin: str, tag: str = "any")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sources]:
     """``main`` (the --index-url): demo 1.0 and 1.5, onlymain, same 1.0, tagged 1.0;
     ``extra``: demo 0.5 and 0.7, same 1.0 (another file), tagged 1.0 for Windows
-    only; a find-links folder: demo 0.1 and 1.2."""
+    only; a find-links folder: demo 0.1 and 1.2; and lonly, sv and sv2 in the folder
+    and on the indexes."""
     root = tmp_path_factory.mktemp("index-strategy")
     main, extra, links = root / "main-wheels", root / "extra-wheels", root / "links"
     for folder in (main, extra, links):
@@ -73,6 +74,15 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sources]:
     _wheel(extra, "tagged", "1.0", "extra", tag="win_amd64")
     for version in ("0.1", "1.2"):
         _wheel(links, "demo", version, "links")
+    # find-links files beside the indexes' (uv reads them with every index)
+    _wheel(links, "lonly", "1.0", "links")
+    _wheel(main, "lonly", "2.0", "main")
+    _wheel(links, "sv", "1.0", "links")
+    _wheel(extra, "sv", "1.0", "extra")
+    _wheel(main, "sv", "1.0", "main")
+    _wheel(links, "sv2", "1.0", "links")
+    _wheel(extra, "sv2", "1.0", "extra", tag="win_amd64")
+    _wheel(extra, "sv2", "0.5", "extra")
     served = root / "served"
     build_site(main, served / "main")
     build_site(extra, served / "extra")
@@ -218,6 +228,54 @@ def test_without_a_strategy_a_version_comes_from_the_first_source(
     done = wheelwise(["install", "-q", "--python", str(python), *args, "same"], tmp_path / "c")
     assert done.returncode == 0, done.stderr
     assert origin(python, "same") == "main"
+
+
+def test_find_links_files_go_with_every_index_and_come_first(
+    sources: Sources, tmp_path: Path
+) -> None:
+    """lonly: 1.0 in the folder, 2.0 on the main index only: the folder's files are
+    read with the main index, so 2.0 wins. sv2: 1.0 in the folder and a Windows-only
+    1.0 on the extra index: the folder's 1.0 is taken, not the extra index's 0.5."""
+    for strategy in INDEX_STRATEGIES:
+        args = index_args(sources, strategy, True)
+        for requirement, expected in [("lonly", "2.0"), ("sv2", "1.0")]:
+            assert ours(sources, tmp_path, args, requirement) == expected, (strategy, requirement)
+            assert uv_picks(sources, tmp_path, args, requirement) == expected, strategy
+
+
+@pytest.mark.parametrize("strategy", INDEX_STRATEGIES)
+def test_a_version_in_the_folder_is_taken_from_it(
+    sources: Sources, tmp_path: Path, strategy: str
+) -> None:
+    """sv 1.0 is in the folder and on both indexes: with a strategy its file comes from
+    the folder (uv takes find-links files over an index's), on real installs."""
+    args = index_args(sources, strategy, True)
+    python = make_venv(tmp_path / "ours")
+    done = wheelwise(["install", "-q", "--python", str(python), *args, "sv"], tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    assert origin(python, "sv") == "links"
+    peer = make_venv(tmp_path / "uv")
+    argv = [uv_executable(), "pip", "install", "--no-config", "--no-cache", "-q"]
+    subprocess.run(
+        [*argv, "--python", str(peer), *args, "sv"],
+        env=installer_env(tmp_path),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert origin(peer, "sv") == "links"
+
+
+def test_no_advice_when_every_index_was_asked(sources: Sources, tmp_path: Path) -> None:
+    """onlymain is on the last-ranked index: every index was asked, and the error
+    names both, with no advice to read more."""
+    argv = ["install", "--dry-run", "--python", str(sources.python)]
+    argv += [*index_args(sources, "first-index", False), "onlymain==5"]
+    done = wheelwise(argv, tmp_path / "cache")
+    assert done.returncode != 0
+    line = done.stderr.strip()
+    assert f"searched {sources.extra}, {sources.main}" in line
+    assert "--index-strategy" not in line
 
 
 def test_first_index_does_not_ask_the_indexes_after_it(sources: Sources, tmp_path: Path) -> None:

@@ -272,7 +272,8 @@ def _difference(path: Path, on_disk: bytes, locked: PyLock) -> str:
     new = (locked.tool or {}).get(TOOL, {})
     if not isinstance(old, dict) or old.get("inputs-hash") != new.get("inputs-hash"):
         return (
-            "the inputs changed (requirements, constraints, sources, targets or --pre: "
+            "the inputs changed (requirements, constraints, sources, --index-strategy, "
+            "targets or --pre: "
             "its inputs-hash differs)"
         )
     return "the inputs are the same, but locking them again gives another lock"

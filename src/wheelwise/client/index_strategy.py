@@ -7,13 +7,16 @@ order ``--index-url``, each ``--extra-index-url``, ``--find-links``, that has a
 wheel of it the target can use (index priority, PEP 825's non-normative section).
 
 With one, the indexes are ranked as uv ranks them (each ``--extra-index-url`` in
-the order given, then ``--index-url``), and:
+the order given, then ``--index-url``); ``--find-links`` files are read with every
+index that lists the project, and a version they have is taken from them (uv calls
+them overrides of the index's answer). Then:
 
 * ``first-index``: a project comes only from the first index that lists it; the
-  others are not asked. ``--find-links`` files are read with it.
+  others are not asked.
 * ``unsafe-first-match``: every index is read; the resolver tries the releases of
-  the first index (with the ``--find-links`` files), newest first, before those of
-  the next. A version takes the files of the first index that has it.
+  the first index that lists the project (with the find-links files), newest first,
+  before those of the next. A version takes the files of the first index that lists
+  it, even where they do not fit the target.
 * ``unsafe-best-match``: every index is read, and the best version wins; a
   version's files come from the first index with a wheel of it that fits.
 """
@@ -29,7 +32,7 @@ __all__ = [
     "UNSAFE_BEST_MATCH",
     "UNSAFE_FIRST_MATCH",
     "IndexStrategy",
-    "index_ranks",
+    "find_links_first",
     "ranked_indexes",
 ]
 
@@ -54,13 +57,7 @@ def ranked_indexes(
     return [*extra_index_urls, *first]
 
 
-def index_ranks(is_index: Sequence[bool]) -> list[int]:
-    """For sources in order, each one's group under ``unsafe-first-match`` (0 is tried
-    first): an index's place among the indexes; a find-links source is read with
-    the first index (uv reads find-links files as part of it)."""
-    ranks: list[int] = []
-    seen = 0
-    for index in is_index:
-        ranks.append(seen if index else 0)
-        seen += 1 if index else 0
-    return ranks
+def find_links_first(strategy: IndexStrategy | None) -> bool:
+    """Whether find-links sources come before the indexes: with a strategy, a version
+    they have is taken from them; without one, they come last."""
+    return strategy is not None

@@ -28,6 +28,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from wheelwise.client.index_client import INDEX, IndexFile
+from wheelwise.client.index_strategy import IndexStrategy
 from wheelwise.environment.targets import LockEnvironment
 from wheelwise.install.options import (
     InstallOptions,
@@ -74,7 +75,7 @@ class LockInputs:
     find_links: tuple[str, ...]
     targets: tuple[Mapping[str, str], ...]
     pre: bool
-    index_strategy: str | None = None
+    index_strategy: IndexStrategy | None = None
 
     def document(self) -> dict[str, Any]:
         """The inputs, the order of the requirements and constraints left out (the

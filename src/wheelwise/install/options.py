@@ -153,15 +153,16 @@ def placement_for(options: InstallOptions, kept: ContentCache | None) -> Placeme
 def sources_for(options: InstallOptions, *, references: bool = False) -> list[IndexSource]:
     """The package sources in priority order: the indexes (``--index-url`` first,
     else last with ``--index-strategy``: see :func:`ranked_indexes`), then find-links
-    (none with *references*: requirements that name their own files need none)."""
+    (first with a strategy: :func:`find_links_first`); none with *references*:
+    requirements that name their own files need none."""
     from wheelwise.client.index_client import IndexSource
-    from wheelwise.client.index_strategy import ranked_indexes
+    from wheelwise.client.index_strategy import find_links_first, ranked_indexes
 
-    urls = ranked_indexes(
-        options.index_url or None, options.extra_index_urls, options.index_strategy
-    )
-    sources = [IndexSource.index(url) for url in urls]
-    sources += [IndexSource.find_links(location) for location in options.find_links]
+    strategy = options.index_strategy
+    urls = ranked_indexes(options.index_url or None, options.extra_index_urls, strategy)
+    indexes = [IndexSource.index(url) for url in urls]
+    links = [IndexSource.find_links(location) for location in options.find_links]
+    sources = [*links, *indexes] if find_links_first(strategy) else [*indexes, *links]
     if not sources and not references:
         raise ResolveError("no package source: give --index-url or --find-links")
     return sources

@@ -57,7 +57,6 @@ from wheelwise.client.index_strategy import (
     UNSAFE_BEST_MATCH,
     UNSAFE_FIRST_MATCH,
     IndexStrategy,
-    index_ranks,
 )
 from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK
 from wheelwise.fetch.download import DownloadItem, Fetcher
@@ -166,6 +165,11 @@ class IndexRelease:
     def source(self) -> IndexSource:
         return self.listing.source
 
+    @property
+    def listings(self) -> Sequence[SourceListing]:
+        """Every source's listing of the project, the chosen one among them."""
+        return self._listings
+
     def variant_metadata(self) -> VariantMetadata | None:
         if not self._loaded:
             self._metadata = self.finder.load_variant_metadata(self)
@@ -231,9 +235,9 @@ class IndexFinder:
         # find_candidates).
         self.routes = routes
         self.strategy = strategy
-        # unsafe-first-match: each source's group, the first tried first.
-        ranks = index_ranks([source.kind == INDEX for source in self.sources])
-        self._ranks = dict(zip(self.sources, ranks, strict=True))
+        # unsafe-first-match: each index's group, the first tried first.
+        indexes = [source for source in self.sources if source.kind == INDEX]
+        self._ranks = {source: rank for rank, source in enumerate(indexes)}
         self.client = client
         self.tags = frozenset(tags)
         self.python_version = python_version
@@ -278,20 +282,27 @@ class IndexFinder:
         return found
 
     def sources_of(self, name: str | None) -> Sequence[IndexSource]:
-        """The sources *name*'s releases were looked for in: those whose listings were
-        read (with ``first-index``, the indexes after the first that lists it are
-        not), else those they would be looked for in (its own, with routes)."""
+        """The sources *name*'s releases are looked for in: its own, with routes;
+        with ``first-index``, once its listings are read, those asked (the
+        find-links sources and the indexes up to the first that lists it)."""
         key = canonicalize_name(name) if name else None
-        read = self._listings.get(key) if key is not None else None
-        if read:
-            return [entry.source for entry in read]
         own = self.routes.get(key) if self.routes and key else None
-        return own if own is not None else self.sources
+        if own is not None:
+            return own
+        read = self._listings.get(key, []) if key is not None and self.strategy else []
+        if self.strategy == FIRST_INDEX:
+            chosen = [e.position for e in read if e.source.kind == INDEX and e.listing.found]
+            if chosen:
+                return self.sources[: chosen[0] + 1]
+        return self.sources
 
     def strategy_advice(self, name: str | None) -> str:
-        """Why later indexes were not read for *name*, under ``first-index`` (empty
-        otherwise, or when every index was)."""
-        if self.strategy != FIRST_INDEX or len(self.sources_of(name)) == len(self.sources):
+        """Under ``first-index``, when indexes after the one that lists *name* were not
+        asked: which strategy asks them (empty otherwise)."""
+        routed = bool(self.routes and name and canonicalize_name(name) in self.routes)
+        if self.strategy != FIRST_INDEX or routed:
+            return ""  # a project with its own indexes reads them whatever the strategy
+        if len(self.sources_of(name)) == len(self.sources):
             return ""
         return (
             f" (--index-strategy {FIRST_INDEX} reads only the first index that lists "
@@ -305,11 +316,20 @@ class IndexFinder:
         return self.strategy == UNSAFE_FIRST_MATCH
 
     def index_rank(self, release: ReleaseFiles) -> int:
-        """The group of the index *release* comes from (0 is tried first; a
-        find-links file's is the first index's)."""
+        """The group of the index *release* comes from (0 is tried first): a
+        find-links file's is that of the first index that lists its project (uv
+        reads them with every index that does)."""
         if not isinstance(release, IndexRelease):
             return 0
-        return self._ranks.get(release.source, 0)
+        rank = self._ranks.get(release.source)
+        if rank is not None:
+            return rank
+        listed = [
+            self._ranks[entry.source]
+            for entry in release.listings
+            if entry.source in self._ranks and entry.listing.found
+        ]
+        return min(listed, default=0)
 
     def knows(self, name: NormalizedName) -> bool:
         """Whether the releases of *name* were asked for already."""
@@ -532,13 +552,16 @@ class IndexFinder:
         return listing, usable, ([] if usable else yanked)
 
     def _owner(self, version: Version, listings: Sequence[SourceListing]) -> list[SourceListing]:
-        """Under ``unsafe-first-match``, the one listing whose files of *version* are
-        looked at: the first in index order that lists any (another index's are
-        never looked at, even where this one's do not fit the target, as in uv)."""
+        """Under ``unsafe-first-match``, the listings whose files of *version* are
+        looked at: the find-links sources that have it (they come first, see
+        :func:`~wheelwise.client.index_strategy.find_links_first`), else the first
+        index that lists it (a later index's are never looked at, even where this
+        one's do not fit the target, as in uv)."""
         owners = [entry for entry in listings if entry.listing.files_for(version)]
         if not owners:
             return list(listings)
-        return [min(owners, key=lambda entry: (self._ranks.get(entry.source, 0), entry.position))]
+        links = [entry for entry in owners if entry.source.kind != INDEX]
+        return links or owners[:1]
 
     def _first_viable(
         self, version: Version, listings: Sequence[SourceListing]
