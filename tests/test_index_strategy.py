@@ -195,6 +195,24 @@ def origin(python: Path, name: str) -> str:
     return (site_packages(python) / name / "origin.txt").read_text()
 
 
+def installed_origins(tmp_path: Path, args: list[str], name: str) -> tuple[str, str]:
+    """Where the file of *name* came from, installed by wheelwise and by uv into new
+    venvs from the sources *args* name."""
+    python = make_venv(tmp_path / "ours")
+    done = wheelwise(["install", "-q", "--python", str(python), *args, name], tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    peer = make_venv(tmp_path / "uv")
+    argv = [uv_executable(), "pip", "install", "--no-config", "--no-cache", "-q"]
+    subprocess.run(
+        [*argv, "--python", str(peer), *args, name],
+        env=installer_env(tmp_path),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return origin(python, name), origin(peer, name)
+
+
 @pytest.mark.parametrize("strategy", INDEX_STRATEGIES)
 def test_a_version_on_both_indexes_installs_the_first_ranked_file(
     sources: Sources, tmp_path: Path, strategy: str
@@ -202,20 +220,7 @@ def test_a_version_on_both_indexes_installs_the_first_ranked_file(
     """Real installs of same 1.0, which both indexes have: with any strategy, the
     extra index's file, as uv installs it."""
     args = index_args(sources, strategy, False)
-    python = make_venv(tmp_path / "ours")
-    done = wheelwise(["install", "-q", "--python", str(python), *args, "same"], tmp_path / "c")
-    assert done.returncode == 0, done.stderr
-    assert origin(python, "same") == "extra"
-    peer = make_venv(tmp_path / "uv")
-    argv = [uv_executable(), "pip", "install", "--no-config", "--no-cache", "-q"]
-    subprocess.run(
-        [*argv, "--python", str(peer), *args, "same"],
-        env=installer_env(tmp_path),
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    assert origin(peer, "same") == "extra"
+    assert installed_origins(tmp_path, args, "same") == ("extra", "extra")
 
 
 def test_without_a_strategy_a_version_comes_from_the_first_source(
@@ -250,20 +255,7 @@ def test_a_version_in_the_folder_is_taken_from_it(
     """sv 1.0 is in the folder and on both indexes: with a strategy its file comes from
     the folder (uv takes find-links files over an index's), on real installs."""
     args = index_args(sources, strategy, True)
-    python = make_venv(tmp_path / "ours")
-    done = wheelwise(["install", "-q", "--python", str(python), *args, "sv"], tmp_path / "c")
-    assert done.returncode == 0, done.stderr
-    assert origin(python, "sv") == "links"
-    peer = make_venv(tmp_path / "uv")
-    argv = [uv_executable(), "pip", "install", "--no-config", "--no-cache", "-q"]
-    subprocess.run(
-        [*argv, "--python", str(peer), *args, "sv"],
-        env=installer_env(tmp_path),
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    assert origin(peer, "sv") == "links"
+    assert installed_origins(tmp_path, args, "sv") == ("links", "links")
 
 
 def test_no_advice_when_every_index_was_asked(sources: Sources, tmp_path: Path) -> None:
