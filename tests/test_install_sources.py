@@ -358,3 +358,12 @@ def test_no_build_isolation_builds_in_the_target_environment(index: str, tmp_pat
     built = _install(python, index, cache, "--no-build-isolation", str(tree))
     assert built.returncode == 0, built.stderr
     assert run_python(python, "import noiso").returncode == 0
+
+
+def test_a_cache_folder_named_with_a_colon_still_builds(index: str, tmp_path: Path) -> None:
+    """venv refuses a folder whose path holds the PATH separator: the isolated build
+    environment is then made in the system's temporary folder."""
+    python = make_venv(tmp_path / "venv")
+    result = _install(python, index, tmp_path / "cache:dir", "plainsrc")
+    assert result.returncode == 0, result.stderr
+    assert run_python(python, "import plainsrc").returncode == 0

@@ -109,6 +109,15 @@ def _failure(message: str, output: str, *, lines: int = QUOTED_OUTPUT_LINES) -> 
 InstallHook = Callable[[str, Sequence[str]], None]
 
 
+def _venv_parent(scratch: Path | None) -> Path | None:
+    """Where a build environment is made: in *scratch*, unless its path holds the
+    PATH separator, where ``venv`` refuses to make one (a cache folder named with a
+    colon): then in the system's temporary folder."""
+    if scratch is not None and os.pathsep in str(Path(scratch).absolute()):
+        return None
+    return scratch
+
+
 class _VenvEnv:
     """A new virtual environment of the target interpreter *base*, without pip: what
     ``build``'s ``IsolatedEnv`` protocol asks of an isolated environment, its
@@ -184,7 +193,9 @@ def build_plain_wheel(
         warnings.simplefilter("always", pyproject_hooks.BuildBackendWarning)
         try:
             if isolation and install is not None:
-                with tempfile.TemporaryDirectory(prefix="build-env-", dir=scratch) as folder:
+                with tempfile.TemporaryDirectory(
+                    prefix="build-env-", dir=_venv_parent(scratch)
+                ) as folder:
                     venv = _VenvEnv(python or sys.executable, Path(folder))
                     builder = build.ProjectBuilder.from_isolated_env(
                         venv, source_dir, runner=runner
