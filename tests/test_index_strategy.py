@@ -4,6 +4,7 @@ and the same rules through ``lock``, ``download`` and ``list --outdated``."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import re
@@ -19,7 +20,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzzkit import bounded
-from indexkit import demo_wheel, free_port, http_server, installer_env, uv_executable
+from indexkit import (
+    demo_wheel,
+    free_port,
+    handler_served,
+    http_server,
+    installer_env,
+    uv_executable,
+)
 from installkit import make_venv, site_packages
 from variantkit import wheelwise
 from wheelwise.client.index_strategy import INDEX_STRATEGIES, find_links_first, ranked_indexes
@@ -45,11 +53,14 @@ class Sources:
         self.main, self.extra, self.links, self.python = main, extra, links, python
 
 
-def _wheel(folder: Path, name: str, version: str, origin: str, tag: str = "any") -> None:
+def _wheel(
+    folder: Path, name: str, version: str, origin: str, tag: str = "any", requires: str = ""
+) -> None:
     demo_wheel(
         folder,
         f"{name}-{version}-py3-none-{tag}.whl",
         extra_members={f"{name}/origin.txt": origin.encode()},
+        requires_dist=[requires] if requires else [],
     )
 
 
@@ -83,6 +94,10 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sources]:
     _wheel(links, "sv2", "1.0", "links")
     _wheel(extra, "sv2", "1.0", "extra", tag="win_amd64")
     _wheel(extra, "sv2", "0.5", "extra")
+    # app (extra) needs dep2>=2, which only the main index has
+    _wheel(extra, "app", "1.0", "extra", requires="dep2>=2")
+    _wheel(extra, "dep2", "1.0", "extra")
+    _wheel(main, "dep2", "2.0", "main")
     served = root / "served"
     build_site(main, served / "main")
     build_site(extra, served / "extra")
@@ -115,8 +130,12 @@ def ours(sources: Sources, tmp_path: Path, args: list[str], requirement: str) ->
         assert "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         return None
+    name = re.split(r"[<>=!~ ]", requirement)[0]
     report = json.loads(done.stdout)
-    return str(report["install"][0]["metadata"]["version"])
+    (version,) = [
+        e["metadata"]["version"] for e in report["install"] if e["metadata"]["name"] == name
+    ]
+    return str(version)
 
 
 def index_args(sources: Sources, strategy: str | None, links: bool) -> list[str]:
@@ -258,6 +277,34 @@ def test_a_version_in_the_folder_is_taken_from_it(
     assert installed_origins(tmp_path, args, "sv") == ("links", "links")
 
 
+def test_other_errors_of_first_index_give_the_advice_too(sources: Sources, tmp_path: Path) -> None:
+    """A conflict (dep2>=2 is on the main index only) and a release whose file does
+    not fit (tagged), each with the advice; the strategy that reads every index
+    installs both, as uv does."""
+    first = index_args(sources, "first-index", False)
+    for requirement, starts in [
+        ("app", "wheelwise: error: the requirements conflict: dep2 (dep2>=2 required by app"),
+        ("tagged", "wheelwise: error: no compatible wheel for tagged"),
+    ]:
+        argv = ["install", "--dry-run", "--python", str(sources.python)]
+        done = wheelwise([*argv, *first, requirement], tmp_path / "c")
+        line = done.stderr.strip()
+        assert done.returncode != 0
+        assert line.startswith(starts), line
+        name = "dep2" if requirement == "app" else requirement
+        assert line.endswith(
+            f"(--index-strategy first-index reads only the first index that lists {name}; "
+            "--index-strategy unsafe-best-match reads every index)"
+        ), line
+        assert (
+            uv_picks(sources, tmp_path, index_args(sources, "first-index", False), requirement)
+            is None
+        )
+        best = index_args(sources, "unsafe-best-match", False)
+        assert ours(sources, tmp_path, best, requirement) == "1.0"
+        assert uv_picks(sources, tmp_path, best, requirement) == "1.0"
+
+
 def test_no_advice_when_every_index_was_asked(sources: Sources, tmp_path: Path) -> None:
     """onlymain is on the last-ranked index: every index was asked, and the error
     names both, with no advice to read more."""
@@ -277,6 +324,43 @@ def test_first_index_does_not_ask_the_indexes_after_it(sources: Sources, tmp_pat
     args = ["--index-url", dead, "--extra-index-url", sources.extra, "--retries", "0"]
     assert ours(sources, tmp_path, [*args, "--index-strategy", "first-index"], "demo") == "0.7"
     assert ours(sources, tmp_path, args, "demo") is None
+
+
+class Forbidden(http.server.BaseHTTPRequestHandler):
+    """An index that refuses every request (credentials missing)."""
+
+    def do_GET(self) -> None:
+        self.send_response(403)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_refusing_index_is_passed_over_only_by_the_unsafe_strategies(
+    sources: Sources, tmp_path: Path
+) -> None:
+    """An extra index answering 403: the unsafe strategies install from the main
+    index with a warning, as uv does; first-index and the default stop there."""
+    with handler_served(Forbidden) as base:
+        args = ["--index-url", sources.main, "--extra-index-url", f"{base}/simple/"]
+        for strategy, expected in [
+            ("unsafe-best-match", "1.5"),
+            ("unsafe-first-match", "1.5"),
+            ("first-index", None),
+            (None, None),
+        ]:
+            chosen = [*args, "--index-strategy", strategy] if strategy else args
+            assert ours(sources, tmp_path, chosen, "demo") == expected, strategy
+            if strategy is not None:
+                assert uv_picks(sources, tmp_path, chosen, "demo") == expected, strategy
+        argv = ["install", "--dry-run", "-q", "--python", str(sources.python)]
+        done = wheelwise(
+            [*argv, *args, "--index-strategy", "unsafe-best-match", "demo"], tmp_path / "c"
+        )
+        assert done.returncode == 0, done.stderr
+        assert "answered 403; passed over under --index-strategy unsafe-best-match" in done.stderr
 
 
 def test_the_variable_the_configuration_and_a_bad_value(sources: Sources, tmp_path: Path) -> None:

@@ -28,3 +28,11 @@ class InvalidPage(SourceError):
 
 class HashMismatch(SourceError):
     """A downloaded file does not have the hash its index page gave for it."""
+
+
+class AccessDenied(SourceError):
+    """A source answered 401 or 403 (*status*): credentials are missing or refused."""
+
+    def __init__(self, url: str, message: str, status: int) -> None:
+        super().__init__(url, message)
+        self.status = status

@@ -58,10 +58,21 @@ from wheelwise.client.bounded import (
     read_body,
 )
 from wheelwise.client.connection import Connection
-from wheelwise.client.errors import HashMismatch, InvalidPage, SourceError, SourceTimeout
+from wheelwise.client.errors import (
+    AccessDenied,
+    HashMismatch,
+    InvalidPage,
+    SourceError,
+    SourceTimeout,
+)
 from wheelwise.client.grouped_cache import MIN_BODY, GroupedPages
 from wheelwise.client.index_file import SDIST, VARIANTS_JSON, WHEEL, IndexFile
-from wheelwise.client.index_strategy import FIRST_INDEX, IndexStrategy
+from wheelwise.client.index_strategy import (
+    FIRST_INDEX,
+    UNSAFE_BEST_MATCH,
+    UNSAFE_FIRST_MATCH,
+    IndexStrategy,
+)
 from wheelwise.client.lazy_http import LazyHttpClient
 from wheelwise.client.page_files import SDIST_LINK, WHEEL_LINK, PageFiles
 from wheelwise.client.simple_parse import page_kind, read_html_page, read_json_page, read_page
@@ -637,11 +648,12 @@ class IndexClient:
             return None
         if response.status_code >= 400 or response.status_code == 304:
             reason = response.reason_phrase or ""
-            raise SourceError(
-                url,
-                f"{url}: the server answered {response.status_code} {reason}".rstrip()
-                + f"; {hint}",
+            message = (
+                f"{url}: the server answered {response.status_code} {reason}".rstrip() + f"; {hint}"
             )
+            if response.status_code in (401, 403):
+                raise AccessDenied(url, message, response.status_code)
+            raise SourceError(url, message)
         fetched = _Fetched.read(str(response.url), response.headers.get("content-type"), body)
         allowed = freshness(response.headers)
         if cached and self.cache is not None and allowed.store:
@@ -896,10 +908,32 @@ def find_candidates(
         return _first_listing(name, own, client, keep_find_links=False)
     if strategy == FIRST_INDEX:
         return _first_listing(name, sources, client, keep_find_links=True)
+    if strategy in (UNSAFE_FIRST_MATCH, UNSAFE_BEST_MATCH):
+        return [
+            SourceListing(position, _listing_or_none(client, source, name, strategy))
+            for position, source in enumerate(sources)
+        ]
     return [
         SourceListing(position, client.fetch_project(source, name))
         for position, source in enumerate(sources)
     ]
+
+
+def _listing_or_none(
+    client: IndexClient, source: IndexSource, name: str, strategy: IndexStrategy
+) -> ProjectListing:
+    """*source*'s listing of *name*; under the unsafe strategies, an index that
+    refuses the request (401, 403) lists nothing, with a warning, as uv passes over
+    it: the other indexes may have the project."""
+    try:
+        return client.fetch_project(source, name)
+    except AccessDenied as exc:
+        if client.warn is not None:
+            client.warn(
+                f"{exc.url}: the server answered {exc.status}; passed over under "
+                f"--index-strategy {strategy}"
+            )
+        return ProjectListing(canonicalize_name(name), source, (), exc.url, found=False)
 
 
 def _first_listing(

@@ -64,7 +64,15 @@ class VariantMismatch(InstallError):
 
 
 class ResolveError(WheelwiseError):
-    """Resolution failed; the message says why, naming packages and versions."""
+    """Resolution failed; the message says why, naming packages and versions
+    (:attr:`projects`: those it is about, for advice added to it)."""
+
+    projects: tuple[str, ...] = ()
+
+    def advised(self, advice: str) -> ResolveError:
+        """This error, *advice* added to the end of its message."""
+        self.args = (f"{self}{advice}",)
+        return self
 
 
 # What a NoCompatibleWheel message names: the reasons, and the releases of each.
@@ -79,6 +87,7 @@ class NoCompatibleWheel(ResolveError):
         self, name: str, reasons: Mapping[Version, str], *, about_sources: bool = True
     ) -> None:
         self.name = name
+        self.projects = (name,)
         self.reasons = dict(reasons)
         # Releases that fail for the same reason share it, the newest named: a project
         # may have hundreds, and the line stays short.

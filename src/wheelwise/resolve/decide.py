@@ -21,6 +21,7 @@ from wheelwise.client.index_client import IndexFile, IndexSource
 from wheelwise.client.index_file import SDIST
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.models.errors import ResolveError
 from wheelwise.resolve.finder import link_of, source_label
 from wheelwise.resolve.lookahead import Lookahead
 from wheelwise.resolve.resolver import (
@@ -81,11 +82,15 @@ def resolve_with(requirements: Iterable[str], lookahead: Lookahead, **options: A
     nothing more is fetched ahead of it."""
     try:
         return resolve(requirements, lookahead, hints=lookahead, **options)
-    except PackageNotFound as exc:
+    except ResolveError as exc:
         finder = lookahead.finder
-        searched = ", ".join(source_label(source) for source in finder.sources_of(exc.name))
-        advice = finder.strategy_advice(exc.name)
-        raise PackageNotFound(f"{exc}; searched {searched}{advice}", exc.name) from None
+        advice = next(filter(None, map(finder.strategy_advice, exc.projects)), "")
+        if isinstance(exc, PackageNotFound):
+            searched = ", ".join(source_label(s) for s in finder.sources_of(exc.name))
+            raise PackageNotFound(f"{exc}; searched {searched}{advice}", exc.name) from None
+        if advice:
+            exc.advised(advice)
+        raise
     finally:
         lookahead.end_resolution()
 

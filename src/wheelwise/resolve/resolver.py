@@ -100,10 +100,15 @@ class PackageNotFound(ResolveError):
     def __init__(self, message: str, name: str | None = None) -> None:
         super().__init__(message)
         self.name = name
+        self.projects = (name,) if name else ()
 
 
 class ResolutionConflict(ResolveError):
-    """The requirements cannot all be met by the available releases."""
+    """The requirements cannot all be met by the available releases (of *projects*)."""
+
+    def __init__(self, message: str, projects: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.projects = tuple(projects)
 
 
 class AbiMatch(NamedTuple):
@@ -788,7 +793,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         ):
             # One requirement, asked for, and no release in its range: nothing conflicts.
             return PackageNotFound(f"no release of {clashes[0]}", alone[0].requirement.name)
-        return ResolutionConflict(f"the requirements conflict: {'; '.join(clashes)}")
+        return ResolutionConflict(f"the requirements conflict: {'; '.join(clashes)}", list(by_name))
 
     def _python_too_old(
         self, infos: Iterable[RequirementInformation[Requirement, Candidate]]
