@@ -574,3 +574,30 @@ def test_uninstall_the_projects_a_requirements_file_names(tmp_path: Path) -> Non
     assert "cannot uninstall gamma 1.0: no readable RECORD" in planned.stderr
     assert planned.stderr == real.stderr
     assert planned.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("first", "kept"), [(["gpukit#x86_64_v3"], "'x86_64_v3'"), (["gpukit", "--no-variant"], "None")]
+)
+def test_a_kept_build_brings_its_own_dependencies(
+    static: str, tmp_path: Path, first: list[str], kept: str
+) -> None:
+    """An installed build that is not the machine's best (chosen by label, or
+    non-variant) stays when another package needs it, and its dependencies are its
+    own: the CUDA builds' cudart is not installed for it. With -U, the machine's
+    best build replaces it, cudart with it."""
+    python = make_venv(tmp_path / "venv")
+    cache = tmp_path / "cache"
+    env = machine(cpu=HASWELL, driver="12.8", gpus="8.6")
+    assert install(python, static, cache, env, *first).returncode == 0
+    result = install(python, static, cache, env, "app")
+    assert result.returncode == 0, result.stderr
+    assert installed_build(python, "gpukit") == kept
+    names = sorted(p.name for p in site_packages(python).glob("*.dist-info"))
+    assert names == ["app-1.0.dist-info", "gpukit-1.0.dist-info"]
+    variant = " (variant x86_64_v3)" if kept != "None" else ""
+    assert f"already installed gpukit 1.0{variant}\n" in result.stdout
+    result = install(python, static, cache, env, "app", "-U")
+    assert result.returncode == 0, result.stderr
+    assert installed_build(python, "gpukit") == "'cu128'"
+    assert any(site_packages(python).glob("cudart-1.0.dist-info"))

@@ -136,6 +136,11 @@ def decide(
         pre=pre,
         upgrade=upgrade,
         installed={name: dist.version for name, dist in installed.items()},
+        installed_labels={
+            name: dist.variant
+            for name, dist in installed.items()
+            if not _installed_again(name, reinstall, direct_urls)
+        },
         no_deps=no_deps,
         no_variant=no_variant,
         variant_choice=variant_choice,

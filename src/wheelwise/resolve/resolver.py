@@ -209,6 +209,7 @@ def resolve(
     pre: bool = False,
     upgrade: bool | Collection[str] = False,
     installed: Mapping[str, str | Version] | None = None,
+    installed_labels: Mapping[str, str | None] | None = None,
     no_deps: bool = False,
     no_variant: bool = False,
     variant_choice: Mapping[str, str] | None = None,
@@ -222,7 +223,10 @@ def resolve(
     *tags* (best first) and *environment* (marker values) describe the target
     Python and default to this interpreter's. *constraints* narrow versions
     without adding packages. Without *upgrade* (True, or the normalized names it
-    applies to), an *installed* version that meets the requirements is preferred.
+    applies to), an *installed* version that meets the requirements is preferred,
+    and where it is chosen, the installed build (its variant label from
+    *installed_labels*, None for a non-variant wheel) before the machine's best, when
+    the machine supports it: it is the build that stays, and its dependencies count.
     *variant_choice* picks a variant by label per package. Raises
     :class:`ResolveError` subclasses with readable messages.
 
@@ -245,6 +249,7 @@ def resolve(
         variant_choice={canonicalize_name(k): v for k, v in (variant_choice or {}).items()},
         abi_preferred=_abi_preferred(roots, constraint_map, installed_versions, upgrade),
         every_wheel=every_wheel,
+        kept_builds=_kept_builds(installed_versions, installed_labels or {}, upgrade),
     )
     provider = _Provider(
         finder,
@@ -357,6 +362,21 @@ def _abi_preferred(
         if version is not None:
             preferred[name] = version
     return preferred
+
+
+def _kept_builds(
+    installed: Mapping[str, Version],
+    labels: Mapping[str, str | None],
+    upgrade: bool | Collection[str],
+) -> dict[NormalizedName, tuple[Version, str | None]]:
+    """The installed builds kept where their version is chosen: those *labels* names,
+    unless upgrading."""
+    named = {canonicalize_name(name): label for name, label in labels.items()}
+    return {
+        name: (version, named[name])
+        for name, version in ((canonicalize_name(k), v) for k, v in installed.items())
+        if name in named and not upgrades(upgrade, name)
+    }
 
 
 def _installed(installed: Mapping[str, str | Version]) -> dict[str, Version]:

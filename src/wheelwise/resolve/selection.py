@@ -56,6 +56,10 @@ class TargetSpec:
     # Locking: a release's selection lists every wheel that fits the tags (see
     # every_wheel), whatever the machine supports.
     every_wheel: bool = False
+    # Installed builds kept where their version is chosen (not upgraded): the version
+    # and variant label (None: a non-variant wheel), tried first among the builds
+    # the machine supports, so that the dependencies are those of the kept build.
+    kept_builds: Mapping[NormalizedName, tuple[Version, str | None]] = field(default_factory=dict)
     tag_rank: Mapping[Tag, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -190,6 +194,9 @@ def select_builds(
     ordered = order_wheels([f.filename for f in ranked_files], ranking)
     if not ordered:
         return Unavailable(_variant_reason(ranked_files, metadata, supported, ranking))
+    kept = target.kept_builds.get(name)
+    if kept is not None and kept[0] == release.version:
+        ordered = _kept_first(ordered, kept[1])
     selections = [
         Selection(
             _file_for(filename, ranked_files),
@@ -199,6 +206,15 @@ def select_builds(
         for filename in (ordered if uses_abi else ordered[:1])
     ]
     return _abi_builds(selections, metadata, supported) if uses_abi else (selections[0],)
+
+
+def _kept_first(ordered: list[WheelFilename], label: str | None) -> list[WheelFilename]:
+    """*ordered* with the best wheel of the installed build's *label* first, when the
+    machine supports it (else as it is: the best build is chosen)."""
+    for position, filename in enumerate(ordered):
+        if filename.variant_label == label:
+            return [filename, *ordered[:position], *ordered[position + 1 :]]
+    return ordered
 
 
 _ABI_NAMESPACE = "abi_dependency"  # wheelwise.variants.abi_dependency.NAMESPACE, unimported
