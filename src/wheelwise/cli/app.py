@@ -26,6 +26,7 @@ COMMANDS = {
     "select": "wheelwise.cli.select_cmd:select",
     "show": "wheelwise.cli.show_cmd:show",
     "sync": "wheelwise.cli.sync_cmd:sync",
+    "tree": "wheelwise.cli.tree_cmd:tree",
     "uninstall": "wheelwise.cli.uninstall_cmd:uninstall",
     "variant": "wheelwise.cli.variant_cmd:variant",
 }

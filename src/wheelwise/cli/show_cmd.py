@@ -3,7 +3,7 @@ them, with the variant label of a variant build."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +19,6 @@ from wheelwise.cli.locations import (
 )
 
 if TYPE_CHECKING:
-    from packaging.requirements import Requirement
-
     from wheelwise.environment.installed import InstalledDist
     from wheelwise.wheels.core_metadata import CoreMetadata
 
@@ -29,8 +27,6 @@ if TYPE_CHECKING:
 _MAX_BYTES = 64 << 20
 # pip's line for a distribution without a RECORD, kept for readers of pip's output.
 _NO_RECORD = "Cannot locate RECORD or installed-files.txt"
-
-VariantMarkers = Mapping[str, "str | frozenset[str]"]
 
 
 @click.command()
@@ -79,7 +75,9 @@ def show(
     if not found:
         raise click.exceptions.Exit(1)
     # Required-by needs every distribution's requirements, as pip reads them.
-    metadata = {name: _metadata(dist) for name, dist in installed.items()}
+    from wheelwise.environment.dependencies import installed_metadata
+
+    metadata = {name: installed_metadata(dist) for name, dist in installed.items()}
     requires = {
         name: _requires(dist, metadata[name], env.markers) for name, dist in installed.items()
     }
@@ -110,19 +108,6 @@ def _found(
         else:
             found.setdefault(dist.name, dist)
     return list(found.values())
-
-
-def _metadata(dist: InstalledDist) -> CoreMetadata | None:
-    """*dist*'s METADATA header fields (the body, a long description, is not read);
-    None when it cannot be read: its fields show empty, as pip shows a missing one."""
-    from wheelwise.userfiles import read_regular_file
-    from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
-
-    try:
-        data = read_regular_file(dist.location / "METADATA", limit=_MAX_BYTES)
-        return read_core_metadata(data, body=False)
-    except (OSError, CoreMetadataError):
-        return None
 
 
 def _first(metadata: CoreMetadata | None, field: str) -> str:
@@ -243,75 +228,10 @@ def _requires(dist: InstalledDist, metadata: CoreMetadata | None, markers: Any) 
     """The names *dist*'s Requires-Dist gives, as written, once each spelling (as
     pip), of the requirements that apply here (not an extra's; markers read for the
     environment, as pip reads them); one that does not parse is left out."""
-    if metadata is None:
-        return []
-    variant_markers: list[VariantMarkers] = []
+    from wheelwise.environment.dependencies import installed_requirements
 
-    def variants() -> VariantMarkers:  # read once, for the first variant marker only
-        if not variant_markers:
-            variant_markers.append(_variant_markers(dist))
-        return variant_markers[0]
-
-    names: dict[str, None] = {}
-    for text in metadata.requires_dist:
-        requirement = _requirement(text)
-        if requirement is not None and _applies(requirement, markers, variants):
-            names[requirement.name] = None
-    return list(names)
-
-
-def _requirement(text: str) -> Requirement | None:
-    """*text* parsed, variant markers allowed (a variant build's dependencies use
-    them); None when it does not parse."""
-    from packaging.requirements import InvalidRequirement
-
-    from wheelwise.variants.markers import parse_requirement
-
-    try:
-        return parse_requirement(text)
-    except InvalidRequirement:
-        return None
-
-
-def _applies(
-    requirement: Requirement, markers: Mapping[str, str], variants: Callable[[], VariantMarkers]
-) -> bool:
-    """Whether *requirement* applies to the installed distribution: its marker read
-    with the environment's markers, no extra, and the build's variant markers; one
-    that cannot be read does not."""
-    marker = requirement.marker
-    if marker is None:
-        return True
-    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-
-    from wheelwise.variants.markers import evaluate_marker, uses_variant_markers
-
-    variant_env = variants() if uses_variant_markers(marker) else {}
-    try:
-        return evaluate_marker(marker, variant_env, {**markers, "extra": ""})
-    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-        return False
-
-
-def _variant_markers(dist: InstalledDist) -> VariantMarkers:
-    """The variant markers of *dist*'s build: its label and the properties its
-    variant.json gives that label (the build was installed because the machine has
-    them all); none of them for a non-variant install or a document that does not
-    read."""
-    from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
-    from wheelwise.userfiles import read_regular_file
-    from wheelwise.variants.errors import VariantError
-    from wheelwise.variants.labels import iter_properties
-    from wheelwise.variants.markers import variant_environment
-
-    if dist.variant is None:
-        return variant_environment(None)
-    try:
-        document = loads_json(read_regular_file(dist.location / "variant.json", limit=_MAX_BYTES))
-        properties = document["variants"][dist.variant]
-        return variant_environment(dist.variant, list(iter_properties(properties)))
-    except (OSError, UntrustedDocumentError, VariantError, LookupError, TypeError, AttributeError):
-        return variant_environment(dist.variant)
+    found = installed_requirements(dist, metadata, markers)
+    return list(dict.fromkeys(requirement.name for requirement in found))
 
 
 def _echo_files(dist: InstalledDist) -> None:
