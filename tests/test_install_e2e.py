@@ -601,3 +601,95 @@ def test_a_kept_build_brings_its_own_dependencies(
     assert result.returncode == 0, result.stderr
     assert installed_build(python, "gpukit") == "'cu128'"
     assert any(site_packages(python).glob("cudart-1.0.dist-info"))
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "build", "cudart"),
+    [
+        (["gpukit", "--no-variant"], ["app", "gpukit#cu128"], "'cu128'", True),
+        (["gpukit#x86_64_v3"], ["app", "--no-variant"], "None", False),
+        (["gpukit#x86_64_v3"], ["app", "--variant", "gpukit=null"], "'null'", False),
+    ],
+    ids=["label", "no-variant", "variant-option"],
+)
+def test_a_build_asked_for_replaces_the_installed_one(
+    static: str, tmp_path: Path, first: list[str], then: list[str], build: str, cudart: bool
+) -> None:
+    python = make_venv(tmp_path / "venv")
+    cache = tmp_path / "cache"
+    env = machine(cpu=HASWELL, driver="12.8", gpus="8.6")
+    assert install(python, static, cache, env, *first).returncode == 0
+    result = install(python, static, cache, env, *then)
+    assert result.returncode == 0, result.stderr
+    assert installed_build(python, "gpukit") == build
+    assert any(site_packages(python).glob("cudart-*.dist-info")) == cudart
+
+
+def test_a_kept_build_the_machine_no_longer_runs_is_named_as_it_is(
+    static: str, tmp_path: Path
+) -> None:
+    """The CUDA build installed, then the machine without its GPU: the build stays
+    (no --upgrade), and the line names that build, not the one the machine would
+    choose now."""
+    python = make_venv(tmp_path / "venv")
+    cache = tmp_path / "cache"
+    gpu = machine(cpu=HASWELL, driver="12.8", gpus="8.6")
+    assert install(python, static, cache, gpu, "gpukit").returncode == 0
+    result = install(python, static, cache, machine(cpu=HASWELL), "app")
+    assert result.returncode == 0, result.stderr
+    assert "already installed gpukit 1.0 (variant cu128)\n" in result.stdout
+    assert installed_build(python, "gpukit") == "'cu128'"
+
+
+@pytest.fixture(scope="module")
+def conflicting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """gpukit 0.9 and 1.0, whose x86_64_v3 builds require dep<2 and whose cu128
+    builds require nothing; dep 1.0 and 2.0."""
+    from gpuhouse import CUDA, NAMESPACES, metadata_member, wheel
+
+    root = tmp_path_factory.mktemp("kept-conflict")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    for version in ("0.9", "1.0"):
+        wheel(wheels, f"gpukit-{version}-py3-none-any.whl")
+        wheel(
+            wheels,
+            f"gpukit-{version}-py3-none-any-x86_64_v3.whl",
+            "x86_64_v3",
+            {"x86_64": {"level": ["v3"]}},
+            namespaces=NAMESPACES,
+            extra_members=metadata_member("gpukit", version, ["dep<2"]),
+        )
+        bound, archs = CUDA["cu128"]
+        properties = {"nvidia": {"cuda_version_lower_bound": [bound], "sm_arch": archs}}
+        wheel(
+            wheels,
+            f"gpukit-{version}-py3-none-any-cu128.whl",
+            "cu128",
+            properties,
+            namespaces=NAMESPACES,
+        )
+    for version in ("1.0", "2.0"):
+        wheel(wheels, f"dep-{version}-py3-none-any.whl")
+    build_site(wheels, root / "site")
+    with http_server(root / "site") as base:
+        yield f"{base}/simple/"
+
+
+@pytest.mark.parametrize("then", [["dep>=2", "gpukit"], ["dep>=2", "gpukit==1.0"]])
+def test_a_kept_build_whose_dependencies_conflict_gives_way_to_another_build(
+    conflicting: str, tmp_path: Path, then: list[str]
+) -> None:
+    """The installed x86_64_v3 build needs dep<2, dep>=2 is asked for: the machine's
+    other build of the same version (cu128) replaces it, rather than a downgrade of
+    gpukit or a conflict, and nothing is left broken."""
+    python = make_venv(tmp_path / "venv")
+    cache = tmp_path / "cache"
+    env = machine(cpu=HASWELL, driver="12.8", gpus="8.6")
+    assert install(python, conflicting, cache, env, "gpukit#x86_64_v3").returncode == 0
+    result = install(python, conflicting, cache, env, *then)
+    assert result.returncode == 0, result.stderr
+    assert installed_build(python, "gpukit") == "'cu128'"
+    names = sorted(p.name for p in site_packages(python).glob("*.dist-info"))
+    assert names == ["dep-2.0.dist-info", "gpukit-1.0.dist-info"]
+    assert "warning" not in result.stderr

@@ -853,7 +853,7 @@ def show_outcome(
         if planned.skipped:
             click.echo(
                 f"already installed {planned.name} {planned.package.version}"
-                + (f" (variant {planned.package.label})" if planned.package.label else ""),
+                + (f" (variant {planned.installed_variant})" if planned.installed_variant else ""),
                 err=to_stderr,
             )
             continue
@@ -933,14 +933,17 @@ def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
     for planned in outcome.plan:
         package = planned.package
         version = str(package.version)
+        label, won_by = package.label, package.won_by
         if planned.skipped:
             version += " (installed)"
+            if planned.installed_variant != label:  # the installed build stays
+                label, won_by = planned.installed_variant, None
         rejected = "\n".join(f"{label}: {reason}" for label, reason in package.rejected.items())
         table.add_row(
             package.name,
             version,
-            package.label or "-",
-            str(package.won_by) if package.won_by is not None else "-",
+            label or "-",
+            str(won_by) if won_by is not None else "-",
             source_label(planned.source),
             rejected or "-",
         )

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.utils import NormalizedName
+from packaging.utils import NormalizedName, canonicalize_name
 
 from wheelwise.client.index_client import IndexFile, IndexSource
 from wheelwise.client.index_file import SDIST
@@ -55,6 +55,9 @@ class PlannedPackage:
     built_from: IndexFile | None = None
     # PEP 610's direct_url.json for a package given as a direct reference.
     direct_url: str | None = None
+    # The variant label of the build installed now (where one is), which a skipped
+    # package keeps whatever build the resolver chose.
+    installed_variant: str | None = None
 
     @property
     def name(self) -> NormalizedName:
@@ -146,13 +149,22 @@ def decide(
         variant_choice=variant_choice,
     )
     asked = set(requested)
+    chosen = {canonicalize_name(name) for name in variant_choice or {}}
     packages: list[PlannedPackage] = []
     for package in resolution:
         link = link_of(package.file)
         current = installed.get(package.name)
         # An abi_dependency build must match its dependency's resolved version:
-        # another installed build of the same version is replaced, even without -U.
-        keep_variant = not upgrades(upgrade, package.name) and not package.abi
+        # another installed build of the same version is replaced, even without -U;
+        # so is one where a build was asked for (NAME#LABEL, --no-variant), and one
+        # whose own dependencies did not fit.
+        keep_variant = (
+            not upgrades(upgrade, package.name)
+            and not package.abi
+            and not package.replaces_kept
+            and package.name not in chosen
+            and not (no_variant and current is not None and current.variant is not None)
+        )
         direct_url = (direct_urls or {}).get(package.name)
         skipped = (
             current is not None
@@ -181,6 +193,7 @@ def decide(
                 variant_source=variant_source,
                 built_from=link.file if built is not None else None,
                 direct_url=direct_url,
+                installed_variant=current.variant if current is not None else None,
             )
         )
     return Plan(env, tuple(packages), tuple(resolution.notes))

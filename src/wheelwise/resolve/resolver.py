@@ -149,6 +149,9 @@ class ResolvedPackage:
     # those of ``requires`` required only through specifiers with variant markers.
     listed: tuple[ListedWheel, ...] = ()
     variant_gated: tuple[NormalizedName, ...] = ()
+    # The installed build of this version was tried first, and its dependencies did
+    # not fit: this build replaces it.
+    replaces_kept: bool = False
 
     @property
     def is_installed(self) -> bool:
@@ -188,13 +191,18 @@ class Candidate:
     selection: Selection = field(compare=False)
     # The abi_dependency values of the build (one candidate per build of a release).
     abi: tuple[VariantProperty, ...] = ()
+    # The variant label, where a release offers more than one build without
+    # abi_dependency values (an installed build kept, then the machine's best).
+    label: str | None = None
+    # Offered after the installed build (whose dependencies did not fit).
+    after_kept: bool = field(default=False, compare=False)
 
     @property
     def identifier(self) -> str:
         return identifier(self.name, self.extras)
 
     def __str__(self) -> str:
-        build = f" (variant {self.selection.label})" if self.abi else ""
+        build = f" (variant {self.selection.label})" if self.abi or self.label else ""
         return f"{self.identifier} {self.version}{build}"
 
 
@@ -588,7 +596,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         if name == _PYTHON:
             return lambda: iter(())
         extras = frozenset().union(*(r.extras for r in reqs))
-        excluded = {(c.version, c.abi) for c in incompatibilities[identifier]}
+        excluded = {(c.version, c.abi, c.label) for c in incompatibilities[identifier]}
         specifiers = self.specifiers(name, reqs)
         releases = self.in_range(name, specifiers)
         # unsafe-first-match (a Finder's, optional): each index's releases, newest
@@ -610,9 +618,14 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             builds = self.builds(name, release)
             if isinstance(builds, Unavailable):
                 return
-            for build in builds:
-                if (release.version, build.abi) not in excluded:
-                    yield Candidate(name, release.version, extras, build, build.abi)
+            several = len(builds) > 1 and not any(build.abi for build in builds)
+            for position, build in enumerate(builds):
+                label = build.label if several else None
+                if (release.version, build.abi, label) not in excluded:
+                    after_kept = several and position > 0
+                    yield Candidate(
+                        name, release.version, extras, build, build.abi, label, after_kept
+                    )
 
         def candidates() -> Iterator[Candidate]:
             # Lazily: a release is checked only when the resolver gets that far.
@@ -1008,6 +1021,7 @@ def _resolution(
             found = bases[dep].version if dep in bases else installed.get(dep)
             abi.append(AbiMatch(prop, dep, found))
         packages[name] = ResolvedPackage(
+            replaces_kept=bases[name].after_kept,
             name=name,
             version=bases[name].version,
             file=chosen.file,

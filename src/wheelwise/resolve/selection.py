@@ -195,26 +195,31 @@ def select_builds(
     if not ordered:
         return Unavailable(_variant_reason(ranked_files, metadata, supported, ranking))
     kept = target.kept_builds.get(name)
-    if kept is not None and kept[0] == release.version:
-        ordered = _kept_first(ordered, kept[1])
+    if uses_abi:  # an installed abi_dependency build is matched, not kept (resolver)
+        offered = ordered
+    elif kept is not None and kept[0] == release.version:
+        offered = _kept_then_best(ordered, kept[1])
+    else:
+        offered = ordered[:1]
     selections = [
         Selection(
             _file_for(filename, ranked_files),
             ranking,
             ranking.get(filename.variant_label) if filename.variant_label is not None else None,
         )
-        for filename in (ordered if uses_abi else ordered[:1])
+        for filename in offered
     ]
-    return _abi_builds(selections, metadata, supported) if uses_abi else (selections[0],)
+    return _abi_builds(selections, metadata, supported) if uses_abi else tuple(selections)
 
 
-def _kept_first(ordered: list[WheelFilename], label: str | None) -> list[WheelFilename]:
-    """*ordered* with the best wheel of the installed build's *label* first, when the
-    machine supports it (else as it is: the best build is chosen)."""
-    for position, filename in enumerate(ordered):
+def _kept_then_best(ordered: list[WheelFilename], label: str | None) -> list[WheelFilename]:
+    """The best wheel of the installed build's *label*, when the machine supports it,
+    then the machine's best build (tried when the kept one's dependencies conflict);
+    the best alone otherwise."""
+    for filename in ordered:
         if filename.variant_label == label:
-            return [filename, *ordered[:position], *ordered[position + 1 :]]
-    return ordered
+            return [filename] if filename == ordered[0] else [filename, ordered[0]]
+    return ordered[:1]
 
 
 _ABI_NAMESPACE = "abi_dependency"  # wheelwise.variants.abi_dependency.NAMESPACE, unimported
