@@ -42,6 +42,10 @@ PROJECTS = [
     ("multi", "1.0", ["shared<5,>=0.5", "base==1.*; python_version>'3'"]),
     ("old", "1.0", ["base>=2"]),
     ("Odd_Name", "2.0b1", ["base"]),
+    ("norm", "1.0", ["base<2.0a.0,>=0.5"]),
+    ("selfish", "1.0", ["selfish", "base"]),
+    ("urlreq", "1.0", ["base @ https://example.com/base-1.0-py3-none-any.whl"]),
+    ("strict_pkg", "1.0", ['Not_There[b]<2,>=1.0; sys_platform == "linux"']),
 ]
 CYCLE = [("cyc_a", "1.0", ["cyc-b"]), ("cyc_b", "1.0", ["cyc-a"])]
 
@@ -113,6 +117,9 @@ def test_what_the_tree_shows(plain: Path, tmp_path: Path) -> None:
     assert "├── base v1.0 [required: ==1.*]" in lines
     assert "└── shared v1.0 [required: >=0.5, <5]" in lines
     assert "│   └── shared v1.0 [required: >=0.5] (*)" in lines
+    assert "└── base v1.0 [required: >=0.5, <2.0a0]" in lines
+    assert "└── base v1.0 [required: https://example.com/base-1.0-py3-none-any.whl]" in lines
+    assert "└── selfish v1.0 [required: *] (*)" in lines
     assert lines[-1] == SEEN_NOTE
     assert not any("winonly" in line or "missing" in line for line in lines)
 
@@ -124,6 +131,8 @@ def test_strict_warns_of_what_is_missing(plain: Path, tmp_path: Path) -> None:
     assert warnings == {
         "wheelwise: warning: The package `old` requires `base>=2`, but `1.0` is installed",
         "wheelwise: warning: The package `other` requires `missing>=2`, but it's not installed",
+        "wheelwise: warning: The package `strict-pkg` requires "
+        "`not-there[b]>=1.0,<2 ; sys_platform == 'linux'`, but it's not installed",
     }
     uv = subprocess.run(
         [uv_executable(), "pip", "tree", "--no-config", "--strict", "--python", str(plain)],
@@ -134,13 +143,26 @@ def test_strict_warns_of_what_is_missing(plain: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [[], ["--show-version-specifiers"], ["--package", "cyc-a", "--no-dedupe"]], ids=str
+    "args",
+    [
+        [],
+        ["--show-version-specifiers"],
+        ["--package", "cyc-a", "--no-dedupe"],
+        ["--package", "cyc-b"],
+    ],
+    ids=str,
 )
 def test_a_cycle(cyclic: Path, tmp_path: Path, args: list[str]) -> None:
     ours, uv = both(cyclic, tmp_path, *args)
     assert ours == uv
     note = CYCLE_NOTE if "--no-dedupe" in args else SEEN_NOTE
     assert ours.splitlines()[-1] == note
+
+
+def test_depth_is_at_most_255_as_in_uv(plain: Path, tmp_path: Path) -> None:
+    done = wheelwise(["tree", "--python", str(plain), "--depth", "256"], tmp_path / "cache")
+    assert done.returncode == 2
+    assert "256 is not in the range 0<=x<=255" in done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from wheelwise.cli.locations import environment_getter, location_options, python
 @click.option(
     "-d",
     "--depth",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=255),
     default=255,
     show_default=True,
     help="How many levels of dependencies to draw.",

@@ -72,7 +72,7 @@ def dependency_graph(
     for name, dist in sorted(graph.dists.items()):
         for requirement in installed_requirements(dist, installed_metadata(dist), markers):
             target = canonicalize_name(requirement.name)
-            wanted = f"{requirement.name}{requirement.specifier}"
+            wanted = _written(requirement)
             found = graph.dists.get(target)
             if found is None:
                 graph.problems.append(
@@ -94,11 +94,40 @@ def _meets(dist: InstalledDist, requirement: Requirement) -> bool:
         return False
 
 
-def _specifier(requirement: Requirement) -> str:
-    """*requirement*'s range, ``, ``-separated, lowest version first (as uv prints
-    it); ``*`` for any version."""
+def _specifier(requirement: Requirement, separator: str = ", ") -> str:
+    """*requirement*'s range as uv prints it: versions normalized, lowest first,
+    *separator* between; its URL for a direct reference; ``*`` for any version."""
+    if requirement.url:
+        return requirement.url
     parts = sorted(requirement.specifier, key=lambda s: (_version_key(s.version), str(s)))
-    return ", ".join(str(part) for part in parts) or "*"
+    return separator.join(_normalized(part.operator, part.version) for part in parts) or "*"
+
+
+def _written(requirement: Requirement) -> str:
+    """*requirement* as uv's warnings write it: the normalized name, its extras, its
+    range (or `` @ URL``) and its marker."""
+    text: str = canonicalize_name(requirement.name)
+    if requirement.extras:
+        text += f"[{','.join(sorted(requirement.extras))}]"
+    if requirement.url:
+        text += f" @ {requirement.url}"
+    elif requirement.specifier:
+        text += _specifier(requirement, ",")
+    if requirement.marker is not None:
+        text += f" ; {str(requirement.marker).replace(chr(34), chr(39))}"
+    return text
+
+
+def _normalized(operator: str, version: str) -> str:
+    """``OPERATOR VERSION`` with the version normalized (``2.0a.0`` as ``2.0a0``),
+    a wildcard kept; an arbitrary equality (``===``) as written."""
+    if operator == "===":
+        return f"{operator}{version}"
+    stem, wildcard = (version[:-2], ".*") if version.endswith(".*") else (version, "")
+    try:
+        return f"{operator}{Version(stem)}{wildcard}"
+    except InvalidVersion:
+        return f"{operator}{version}"
 
 
 def _version_key(text: str) -> tuple[int, Version | str]:
@@ -117,8 +146,7 @@ def draw_tree(graph: DependencyGraph, options: TreeOptions) -> list[str]:
         if edge.source in options.prune or edge.target in options.prune:
             continue
         parent, child = (edge.target, edge.source) if options.invert else (edge.source, edge.target)
-        if parent != child:
-            children[parent].append((child, edge))
+        children[parent].append((child, edge))
     for listed in children.values():
         listed.sort(key=lambda item: item[0])
     drawing = _Drawing(graph, options, children)
@@ -138,17 +166,15 @@ def _roots(
     points at, then one of each cycle left (by name)."""
     names = sorted(name for name in graph.dists if name not in options.prune)
     if options.packages:
-        # Those asked for that no other asked for leads to (its tree holds them).
-        asked = sorted(n for n in set(options.packages) if n in graph.dists and n in names)
-        below = {
-            child
-            for name in _reachable(asked, children)
-            for child, _ in children.get(name, ())
-            if child != name
-        }
-        return [name for name in asked if name not in below] or asked[:1]
-    pointed = {child for listed in children.values() for child, _ in listed}
-    roots = [name for name in names if name not in pointed]
+        # The tree of those asked for: what they lead to, drawn from those of them
+        # nothing else there leads to.
+        asked = [n for n in set(options.packages) if n in graph.dists and n in names]
+        names = sorted(_reachable(asked, children))
+        pointed = {child for name in names for child, _ in children.get(name, ())}
+        roots = [name for name in sorted(asked) if name not in pointed]
+    else:
+        pointed = {child for listed in children.values() for child, _ in listed}
+        roots = [name for name in names if name not in pointed]
     reached = _reachable(roots, children)
     for name in names:
         if name not in reached:
