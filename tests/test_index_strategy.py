@@ -172,6 +172,15 @@ def test_each_strategy_picks_what_uv_picks(
     assert [uv_picks(sources, tmp_path, uv_args, r) for r in requirements] == picked
 
 
+def test_uvs_names_of_the_index_options(sources: Sources, tmp_path: Path) -> None:
+    """--default-index and --index, as uv spells --index-url and --extra-index-url."""
+    args = ["--default-index", sources.main, "--index", sources.extra]
+    for strategy, expected in [("first-index", "0.7"), ("unsafe-best-match", "1.5")]:
+        chosen = [*args, "--index-strategy", strategy]
+        assert ours(sources, tmp_path, chosen, "demo") == expected
+        assert uv_picks(sources, tmp_path, chosen, "demo") == expected
+
+
 def test_first_index_says_which_index_it_read(sources: Sources, tmp_path: Path) -> None:
     argv = ["install", "--dry-run", "--python", str(sources.python)]
     argv += [*index_args(sources, "first-index", False), "demo>0.9"]

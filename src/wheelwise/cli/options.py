@@ -142,18 +142,22 @@ def index_options(func: _F) -> _F:
     )(func)
     func = click.option(
         "--extra-index-url",
+        "--index",
+        "extra_index_url",
         multiple=True,
         envvar="WHEELWISE_EXTRA_INDEX_URL",
-        help="More indexes, after --index-url (repeatable) [env: "
+        help="More indexes, after --index-url (repeatable; --index is uv's name) [env: "
         "WHEELWISE_EXTRA_INDEX_URL, space-separated; config: [install] extra-index-url].",
     )(func)
     return click.option(
         "-i",
         "--index-url",
+        "--default-index",
+        "index_url",
         default=None,
         envvar="WHEELWISE_INDEX_URL",
-        help=f"The package index (default {DEFAULT_INDEX_URL}) [env: WHEELWISE_INDEX_URL; "
-        "config: [install] index-url].",
+        help=f"The package index (default {DEFAULT_INDEX_URL}; --default-index is uv's "
+        "name) [env: WHEELWISE_INDEX_URL; config: [install] index-url].",
     )(func)
 
 
