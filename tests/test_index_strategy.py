@@ -94,6 +94,9 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sources]:
     _wheel(links, "sv2", "1.0", "links")
     _wheel(extra, "sv2", "1.0", "extra", tag="win_amd64")
     _wheel(extra, "sv2", "0.5", "extra")
+    # a pre-release only on the extra index, a final release on the main one
+    _wheel(extra, "pre", "2.0b1", "extra")
+    _wheel(main, "pre", "1.0", "main")
     # app (extra) needs dep2>=2, which only the main index has
     _wheel(extra, "app", "1.0", "extra", requires="dep2>=2")
     _wheel(extra, "dep2", "1.0", "extra")
@@ -181,6 +184,27 @@ def test_uvs_names_of_the_index_options(sources: Sources, tmp_path: Path) -> Non
         assert uv_picks(sources, tmp_path, chosen, "demo") == expected
 
 
+def assert_picks(
+    sources: Sources, tmp_path: Path, requirement: str, expected: list[str | None]
+) -> None:
+    """What *requirement* installs under first-index, unsafe-first-match,
+    unsafe-best-match and no strategy (*expected*, in that order; None: an error),
+    for wheelwise and for uv (unsafe-best-match standing for no strategy)."""
+    for strategy, version in zip([*INDEX_STRATEGIES, None], expected, strict=True):
+        args = index_args(sources, strategy, False)
+        assert ours(sources, tmp_path, args, requirement) == version, strategy
+        uv_args = index_args(sources, strategy or "unsafe-best-match", False)
+        assert uv_picks(sources, tmp_path, uv_args, requirement) == version, strategy
+
+
+def test_pre_releases_are_allowed_index_by_index_under_first_match(
+    sources: Sources, tmp_path: Path
+) -> None:
+    """pre: 2.0b1 on the first-ranked index, 1.0 on the other. Under the first-index
+    strategies only the first index's releases count for the pre-release rule."""
+    assert_picks(sources, tmp_path, "pre", ["2.0b1", "2.0b1", "1.0", "1.0"])
+
+
 def test_first_index_says_which_index_it_read(sources: Sources, tmp_path: Path) -> None:
     argv = ["install", "--dry-run", "--python", str(sources.python)]
     argv += [*index_args(sources, "first-index", False), "demo>0.9"]
@@ -207,16 +231,7 @@ def test_first_match_never_looks_at_a_later_index_for_a_version(
     """tagged 1.0 on the first-ranked index fits only Windows: under
     unsafe-first-match (and first-index) the main index's wheel of it is not looked
     at; unsafe-best-match and pip's way take it."""
-    for strategy, expected in [
-        ("first-index", None),
-        ("unsafe-first-match", None),
-        ("unsafe-best-match", "1.0"),
-        (None, "1.0"),
-    ]:
-        args = index_args(sources, strategy, False)
-        assert ours(sources, tmp_path, args, "tagged==1.0") == expected, strategy
-        uv_args = index_args(sources, strategy or "unsafe-best-match", False)
-        assert uv_picks(sources, tmp_path, uv_args, "tagged==1.0") == expected, strategy
+    assert_picks(sources, tmp_path, "tagged==1.0", [None, None, "1.0", "1.0"])
 
 
 def origin(python: Path, name: str) -> str:

@@ -492,6 +492,26 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         self.pre_fallback.add(name)
         return True
 
+    def _pre_in_group(
+        self,
+        name: NormalizedName,
+        specifiers: Sequence[SpecifierSet],
+        releases: Sequence[ReleaseFiles],
+        rank: Callable[[ReleaseFiles], int],
+        group: int,
+    ) -> bool:
+        """Under ``unsafe-first-match``, whether the pre-releases of index *group* may
+        be chosen: as :meth:`allow_pre`, but with the final releases of that index
+        only (uv decides index by index)."""
+        if self.pre or any(s.prereleases for s in specifiers):
+            return True
+        for other in releases:
+            version = other.version
+            if not version.is_prerelease and _within(version, specifiers) and rank(other) == group:
+                return False
+        self.pre_fallback.add(name)
+        return True
+
     def allowed(
         self, name: NormalizedName, version: Version, requirements: Sequence[Requirement]
     ) -> bool:
@@ -602,7 +622,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         # unsafe-first-match (a Finder's, optional): each index's releases, newest
         # first, before the next index's.
         rank = getattr(self.finder, "index_rank", None)
-        if rank is not None and getattr(self.finder, "exhausts_indexes_in_order", False):
+        if not getattr(self.finder, "exhausts_indexes_in_order", False):
+            rank = None
+        if rank is not None:
             releases = sorted(releases, key=rank)
         current = self.installed.get(name)
         kept = None  # the installed version, tried first, where it is not upgraded
@@ -630,15 +652,25 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         def candidates() -> Iterator[Candidate]:
             # Lazily: a release is checked only when the resolver gets that far.
             pre: bool | None = None  # decided at the first pre-release met
+            pre_by_group: dict[int, bool] = {}  # unsafe-first-match: index by index
             deferred: list[ReleaseFiles] = []
             for found in releases:
                 if not _within(found.version, specifiers):
                     continue
                 if found.version.is_prerelease:
-                    if pre is None:
-                        pre = self.allow_pre(name, specifiers)
-                    if not pre:
-                        continue
+                    if rank is not None:
+                        group = rank(found)
+                        if group not in pre_by_group:
+                            pre_by_group[group] = self._pre_in_group(
+                                name, specifiers, releases, rank, group
+                            )
+                        if not pre_by_group[group]:
+                            continue
+                    else:
+                        if pre is None:
+                            pre = self.allow_pre(name, specifiers)
+                        if not pre:
+                            continue
                 release = self.usable(name, found, specifiers)
                 if release is None:
                     continue
