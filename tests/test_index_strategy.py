@@ -205,6 +205,25 @@ def test_pre_releases_are_allowed_index_by_index_under_first_match(
     assert_picks(sources, tmp_path, "pre", ["2.0b1", "2.0b1", "1.0", "1.0"])
 
 
+def test_list_outdated_gives_what_an_upgrade_would_take(sources: Sources, tmp_path: Path) -> None:
+    """pre 1.0 installed; under unsafe-first-match an upgrade takes the first index's
+    2.0b1 (its only release), and list --outdated says so; pip's way lists nothing."""
+    venv = make_venv(tmp_path / "venv")
+    args = index_args(sources, None, False)
+    done = wheelwise(["install", "-q", "--python", str(venv), *args, "pre==1.0"], tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    listing = ["list", "-o", "--format", "json", "--python", str(venv)]
+    for strategy, latest in [("unsafe-first-match", ["2.0b1"]), (None, [])]:
+        done = wheelwise([*listing, *index_args(sources, strategy, False)], tmp_path / "c")
+        assert done.returncode == 0, done.stderr
+        assert [row["latest_version"] for row in json.loads(done.stdout)] == latest
+    upgrade = ["install", "-q", "-U", "--python", str(venv), "pre"]
+    chosen = index_args(sources, "unsafe-first-match", False)
+    done = wheelwise([*upgrade, *chosen, "--report", "-"], tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["install"][0]["metadata"]["version"] == "2.0b1"
+
+
 def test_first_index_says_which_index_it_read(sources: Sources, tmp_path: Path) -> None:
     argv = ["install", "--dry-run", "--python", str(sources.python)]
     argv += [*index_args(sources, "first-index", False), "demo>0.9"]
@@ -381,10 +400,12 @@ def test_a_refusing_index_is_passed_over_only_by_the_unsafe_strategies(
                 assert uv_picks(sources, tmp_path, chosen, "demo") == expected, strategy
         argv = ["install", "--dry-run", "-q", "--python", str(sources.python)]
         done = wheelwise(
-            [*argv, *args, "--index-strategy", "unsafe-best-match", "demo"], tmp_path / "c"
+            [*argv, *args, "--index-strategy", "unsafe-best-match", "demo", "onlymain"],
+            tmp_path / "c",
         )
         assert done.returncode == 0, done.stderr
-        assert "answered 403; passed over under --index-strategy unsafe-best-match" in done.stderr
+        warned = "answered 403; this index is passed over under --index-strategy unsafe-best-match"
+        assert done.stderr.count(warned) == 1, done.stderr
 
 
 def test_the_variable_the_configuration_and_a_bad_value(sources: Sources, tmp_path: Path) -> None:

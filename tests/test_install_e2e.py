@@ -635,6 +635,12 @@ def test_a_kept_build_the_machine_no_longer_runs_is_named_as_it_is(
     cache = tmp_path / "cache"
     gpu = machine(cpu=HASWELL, driver="12.8", gpus="8.6")
     assert install(python, static, cache, gpu, "gpukit").returncode == 0
+    planned = install(python, static, cache, machine(cpu=HASWELL), "app", "--dry-run")
+    assert planned.returncode == 0, planned.stderr
+    (row,) = [line for line in planned.stdout.splitlines() if line.startswith("│ gpukit")]
+    cells = [cell.strip() for cell in row.strip("│").split("│")]
+    assert cells[:4] == ["gpukit", "1.0 (installed)", "cu128", "-"]
+    assert cells[-1] == "-"  # the labels the resolver passed over belong to another build
     result = install(python, static, cache, machine(cpu=HASWELL), "app")
     assert result.returncode == 0, result.stderr
     assert "already installed gpukit 1.0 (variant cu128)\n" in result.stdout

@@ -815,3 +815,63 @@ def test_a_release_passed_over_for_a_source_only_dependency_is_told() -> None:
     index = Index().add("app", "2.0", ["dep==3.0"]).add("app", "1.0", ["dep==1.0"])
     index.add("dep", "1.0")
     assert run(index, "app").notes == ()
+
+
+# -- an installed build kept -----------------------------------------------------------
+
+
+def _kept_index(v2_requires: list[str]) -> Index:
+    """simdy 1.0 in x86_64_v2, v3 and v4 builds (v2's with *v2_requires*), other 1.0
+    and 2.0."""
+    name = "simdy-1.0-cp312-cp312-manylinux_2_17_x86_64-x86_64_{}.whl"
+    files = [name.format(v) for v in ("v2", "v3", "v4")]
+    index = Index().add(
+        "simdy", "1.0", files=files, metadata=LEVELS_META, per_file={files[0]: v2_requires}
+    )
+    return index.add("other", "1.0").add("other", "2.0")
+
+
+def _kept(*requirements: str, v2_requires: list[str], **options: object) -> Resolution:
+    return run(
+        _kept_index(v2_requires),
+        *requirements,
+        machine=simulated(cpu="linux-rhel7-haswell"),  # v3 is the machine's best
+        installed={"simdy": "1.0"},
+        installed_labels={"simdy": "x86_64_v2"},
+        **options,
+    )
+
+
+def test_the_installed_build_is_tried_first() -> None:
+    found = {str(p.name): p for p in _kept("simdy", "other", v2_requires=["other<2"])}
+    assert (found["simdy"].label, found["simdy"].replaces_kept) == ("x86_64_v2", False)
+    assert str(found["other"].version) == "1.0"  # the kept build's own requirement counts
+
+
+def test_the_machines_best_build_when_the_kept_ones_requirements_conflict() -> None:
+    found = {str(p.name): p for p in _kept("simdy", "other>=2", v2_requires=["other<2"])}
+    assert (found["simdy"].label, found["simdy"].replaces_kept) == ("x86_64_v3", True)
+    assert str(found["simdy"].version) == "1.0"
+
+
+def test_an_extra_and_its_base_stay_on_one_build() -> None:
+    """simdy[x] and simdy are two candidates: both move to v3 together when the v2
+    build's extra conflicts, never v2 for one and v3 for the other."""
+    found = {
+        str(p.name): p for p in _kept("simdy[x]", "other>=2", v2_requires=['other<2; extra == "x"'])
+    }
+    assert (found["simdy"].label, found["simdy"].replaces_kept) == ("x86_64_v3", True)
+    assert str(found["other"].version) == "2.0"
+
+
+def test_upgrade_or_an_unknown_label_gives_the_machines_best() -> None:
+    upgraded = {str(p.name): p for p in _kept("simdy", v2_requires=[], upgrade=True)}
+    assert (upgraded["simdy"].label, upgraded["simdy"].replaces_kept) == ("x86_64_v3", False)
+    unknown = run(
+        _kept_index([]),
+        "simdy",
+        machine=simulated(cpu="linux-rhel7-haswell"),
+        installed={"simdy": "1.0"},
+        installed_labels={"simdy": "x86_64_v9"},
+    )
+    assert [(p.label, p.replaces_kept) for p in unknown] == [("x86_64_v3", False)]

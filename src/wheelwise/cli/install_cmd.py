@@ -933,12 +933,12 @@ def _render_plan(outcome: InstallOutcome, to_stderr: bool = False) -> None:
     for planned in outcome.plan:
         package = planned.package
         version = str(package.version)
-        label, won_by = package.label, package.won_by
+        label, won_by, rejected_labels = package.label, package.won_by, package.rejected
         if planned.skipped:
             version += " (installed)"
             if planned.installed_variant != label:  # the installed build stays
-                label, won_by = planned.installed_variant, None
-        rejected = "\n".join(f"{label}: {reason}" for label, reason in package.rejected.items())
+                label, won_by, rejected_labels = planned.installed_variant, None, {}
+        rejected = "\n".join(f"{name}: {reason}" for name, reason in rejected_labels.items())
         table.add_row(
             package.name,
             version,

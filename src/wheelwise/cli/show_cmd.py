@@ -17,14 +17,12 @@ from wheelwise.cli.locations import (
     python_option,
     warn_if_interrupted,
 )
+from wheelwise.environment.dependencies import MAX_INSTALLED_FILE
 
 if TYPE_CHECKING:
     from wheelwise.environment.installed import InstalledDist
     from wheelwise.wheels.core_metadata import CoreMetadata
 
-# An installed file this command reads (METADATA, RECORD, variant.json) is at most
-# this big: torch's RECORD, the largest there is, is a few MB.
-_MAX_BYTES = 64 << 20
 # pip's line for a distribution without a RECORD, kept for readers of pip's output.
 _NO_RECORD = "Cannot locate RECORD or installed-files.txt"
 
@@ -175,7 +173,7 @@ def _text_lines(dist: InstalledDist, name: str) -> list[str]:
     from wheelwise.userfiles import read_regular_file
 
     try:
-        data = read_regular_file(dist.location / name, limit=_MAX_BYTES)
+        data = read_regular_file(dist.location / name, limit=MAX_INSTALLED_FILE)
     except OSError:
         return []
     return data.decode("utf-8", "replace").splitlines()
@@ -244,7 +242,7 @@ def _echo_files(dist: InstalledDist) -> None:
     click.echo("Files:")
     record = dist.location / "RECORD"
     try:
-        data = read_regular_file(record, limit=_MAX_BYTES)
+        data = read_regular_file(record, limit=MAX_INSTALLED_FILE)
         rows = parse_record_rows(data, name=str(record))
     except FileNotFoundError:
         click.echo(_NO_RECORD)

@@ -26,7 +26,8 @@ from wheelwise.cli.locations import environment_getter, location_options, python
     "--prune",
     multiple=True,
     metavar="NAME",
-    help="Leave NAME, and what it requires, out of the tree (repeatable).",
+    help="Leave NAME out of the tree (repeatable); what it requires is drawn where "
+    "something else leads to it.",
 )
 @click.option(
     "--package",

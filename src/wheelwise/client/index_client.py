@@ -352,6 +352,8 @@ class IndexClient:
         self.timeout = timeout
         self.deadline = deadline
         self.warn = warn
+        # Indexes that refused a page and were passed over (warned of once each).
+        self.passed_over: set[str] = set()
         self.retry = retry if retry is not None else RetryPolicy()
         self.cache = HttpCache(cache_dir or default_cache_dir()) if cache else None
         # Big JSON pages, grouped by version, beside the entries they were read from.
@@ -902,7 +904,8 @@ def find_candidates(
     project *routes* names has the first of its own sources that lists it instead
     (all of them, none listing it, when none does). With the ``first-index``
     *strategy*, only the first index that lists it is kept, with the find-links
-    sources (see :mod:`wheelwise.client.index_strategy`)."""
+    sources; under the unsafe ones an index that refuses the page (401, 403) lists
+    nothing (see :mod:`wheelwise.client.index_strategy`)."""
     own = routes.get(canonicalize_name(name)) if routes else None
     if own is not None:
         return _first_listing(name, own, client, keep_find_links=False)
@@ -910,7 +913,7 @@ def find_candidates(
         return _first_listing(name, sources, client, keep_find_links=True)
     if strategy in (UNSAFE_FIRST_MATCH, UNSAFE_BEST_MATCH):
         return [
-            SourceListing(position, _listing_or_none(client, source, name, strategy))
+            SourceListing(position, _listing_unless_refused(client, source, name, strategy))
             for position, source in enumerate(sources)
         ]
     return [
@@ -919,7 +922,7 @@ def find_candidates(
     ]
 
 
-def _listing_or_none(
+def _listing_unless_refused(
     client: IndexClient, source: IndexSource, name: str, strategy: IndexStrategy
 ) -> ProjectListing:
     """*source*'s listing of *name*; under the unsafe strategies, an index that
@@ -928,10 +931,12 @@ def _listing_or_none(
     try:
         return client.fetch_project(source, name)
     except AccessDenied as exc:
-        if client.warn is not None:
+        if client.warn is not None and source.url not in client.passed_over:
+            client.passed_over.add(source.url)
             client.warn(
-                f"{exc.url}: the server answered {exc.status}; passed over under "
-                f"--index-strategy {strategy}"
+                f"{exc.url}: the server answered {exc.status}; this index is passed over "
+                f"under --index-strategy {strategy} (give its credentials in the URL or "
+                "~/.netrc for it to be read)"
             )
         return ProjectListing(canonicalize_name(name), source, (), exc.url, found=False)
 

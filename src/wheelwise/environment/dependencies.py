@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     from wheelwise.environment.installed import InstalledDist
     from wheelwise.wheels.core_metadata import CoreMetadata
 
-__all__ = ["VariantMarkers", "installed_metadata", "installed_requirements"]
+__all__ = ["MAX_INSTALLED_FILE", "VariantMarkers", "installed_metadata", "installed_requirements"]
 
-# An installed METADATA or variant.json read here is at most this big.
-_MAX_BYTES = 64 << 20
+# An installed file read for what is installed (METADATA, RECORD, variant.json) is
+# at most this big: torch's RECORD, the largest there is, is a few MB.
+MAX_INSTALLED_FILE = 64 << 20
 
 VariantMarkers = Mapping[str, "str | frozenset[str]"]
 
@@ -33,7 +34,7 @@ def installed_metadata(dist: InstalledDist) -> CoreMetadata | None:
     from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
 
     try:
-        data = read_regular_file(dist.location / "METADATA", limit=_MAX_BYTES)
+        data = read_regular_file(dist.location / "METADATA", limit=MAX_INSTALLED_FILE)
         return read_core_metadata(data, body=False)
     except (OSError, CoreMetadataError):
         return None
@@ -108,7 +109,9 @@ def _variant_markers(dist: InstalledDist) -> VariantMarkers:
     if dist.variant is None:
         return variant_environment(None)
     try:
-        document = loads_json(read_regular_file(dist.location / "variant.json", limit=_MAX_BYTES))
+        document = loads_json(
+            read_regular_file(dist.location / "variant.json", limit=MAX_INSTALLED_FILE)
+        )
         properties = document["variants"][dist.variant]
         return variant_environment(dist.variant, list(iter_properties(properties)))
     except (OSError, UntrustedDocumentError, VariantError, LookupError, TypeError, AttributeError):

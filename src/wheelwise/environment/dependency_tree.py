@@ -168,7 +168,7 @@ def _roots(
     if options.packages:
         # The tree of those asked for: what they lead to, drawn from those of them
         # nothing else there leads to.
-        asked = [n for n in set(options.packages) if n in graph.dists and n in names]
+        asked = [name for name in set(options.packages) if name in names]
         names = sorted(_reachable(asked, children))
         pointed = {child for name in names for child, _ in children.get(name, ())}
         roots = [name for name in sorted(asked) if name not in pointed]

@@ -69,10 +69,9 @@ class ResolveError(WheelwiseError):
 
     projects: tuple[str, ...] = ()
 
-    def advised(self, advice: str) -> ResolveError:
-        """This error, *advice* added to the end of its message."""
+    def advise(self, advice: str) -> None:
+        """Add *advice* to the end of this error's message."""
         self.args = (f"{self}{advice}",)
-        return self
 
 
 # What a NoCompatibleWheel message names: the reasons, and the releases of each.

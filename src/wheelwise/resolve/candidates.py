@@ -121,6 +121,9 @@ class Requirement(NamedTuple):
     extras: frozenset[str]
     specifier: SpecifierSet
     text: str
+    # The one build allowed (its variant label, None for a non-variant wheel), where
+    # a release offers several: ``name[extra]`` needs ``name`` of its own build.
+    build: tuple[str | None, ...] = ()
 
     @property
     def identifier(self) -> str:

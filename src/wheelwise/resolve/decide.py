@@ -92,7 +92,7 @@ def resolve_with(requirements: Iterable[str], lookahead: Lookahead, **options: A
             searched = ", ".join(source_label(s) for s in finder.sources_of(exc.name))
             raise PackageNotFound(f"{exc}; searched {searched}{advice}", exc.name) from None
         if advice:
-            exc.advised(advice)
+            exc.advise(advice)
         raise
     finally:
         lookahead.end_resolution()

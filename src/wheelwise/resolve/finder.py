@@ -289,7 +289,7 @@ class IndexFinder:
         own = self.routes.get(key) if self.routes and key else None
         if own is not None:
             return own
-        read = self._listings.get(key, []) if key is not None and self.strategy else []
+        read = self._listings.get(key, []) if key is not None else []
         if self.strategy == FIRST_INDEX:
             chosen = [e.position for e in read if e.source.kind == INDEX and e.listing.found]
             if chosen:

@@ -145,16 +145,27 @@ def _first_match(
     pre: bool,
     installed: Version,
 ) -> tuple[IndexRelease, Selection] | None:
-    """Under ``unsafe-first-match``: the release install would try first (the first
-    index's newest with a file for the target, before the next index's), when it is
-    newer than *installed*."""
-    newest_first = list(reversed(releases))
-    for release in sorted(newest_first, key=finder.index_rank):  # stable: newest first
-        if (release.version.is_prerelease and not pre) or not release.files:
-            continue
-        chosen = select_wheel(name, release, spec)
-        if isinstance(chosen, Selection):
+    """Under ``unsafe-first-match``: the release install would try first, when it is
+    newer than *installed*: the first index's newest release with a file for the
+    target, before the next index's; an index's pre-releases only where none of its
+    final releases has one (as the resolver allows them, index by index)."""
+    groups: dict[int, list[IndexRelease]] = {}
+    for release in reversed(releases):  # newest first within each index
+        groups.setdefault(finder.index_rank(release), []).append(release)
+    for group in sorted(groups):
+        first_pre: tuple[IndexRelease, Selection] | None = None
+        for release in groups[group]:
+            if not release.files:
+                continue
+            chosen = select_wheel(name, release, spec)
+            if not isinstance(chosen, Selection):
+                continue
+            if release.version.is_prerelease and not pre:
+                first_pre = first_pre or (release, chosen)
+                continue
             return (release, chosen) if release.version > installed else None
+        if first_pre is not None:
+            return first_pre if first_pre[0].version > installed else None
     return None
 
 

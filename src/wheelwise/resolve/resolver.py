@@ -191,9 +191,10 @@ class Candidate:
     selection: Selection = field(compare=False)
     # The abi_dependency values of the build (one candidate per build of a release).
     abi: tuple[VariantProperty, ...] = ()
-    # The variant label, where a release offers more than one build without
-    # abi_dependency values (an installed build kept, then the machine's best).
-    label: str | None = None
+    # The variant label (None: non-variant) where a release offers more than one
+    # build without abi_dependency values (an installed build kept, then the
+    # machine's best); empty otherwise.
+    build: tuple[str | None, ...] = ()
     # Offered after the installed build (whose dependencies did not fit).
     after_kept: bool = field(default=False, compare=False)
 
@@ -202,7 +203,7 @@ class Candidate:
         return identifier(self.name, self.extras)
 
     def __str__(self) -> str:
-        build = f" (variant {self.selection.label})" if self.abi or self.label else ""
+        build = f" (variant {self.selection.label})" if self.abi or self.build else ""
         return f"{self.identifier} {self.version}{build}"
 
 
@@ -441,6 +442,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         # Who asked for what: each dependency's name, the candidates that required it
         # and how (to tell which releases were passed over, see notes).
         self.dependents: dict[NormalizedName, list[_Asked]] = {}
+        # unsafe-first-match: the index group of each release, by name and version.
+        self._ranks: dict[tuple[NormalizedName, Version], int] = {}
 
     # -- data ----------------------------------------------------------------------
 
@@ -466,7 +469,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
     def builds(
         self, name: NormalizedName, release: ReleaseFiles
     ) -> tuple[Selection, ...] | Unavailable:
-        """The wheels of *release* to try, best first (one unless abi_dependency)."""
+        """The wheels of *release* to try, best first: one, or one per abi_dependency
+        build, or the installed build kept and then the machine's best."""
         key = (name, release.version, isinstance(release, _YankedRelease))
         found = self._builds.get(key)
         if found is None:
@@ -491,6 +495,17 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             return False
         self.pre_fallback.add(name)
         return True
+
+    def _rank(
+        self, name: NormalizedName, rank: Callable[[ReleaseFiles], int], release: ReleaseFiles
+    ) -> int:
+        """*rank* of *name*'s *release*, once per release (find_matches sorts the same
+        releases again for each requirement on the project)."""
+        key = (name, release.version)
+        found = self._ranks.get(key)
+        if found is None:
+            found = self._ranks[key] = rank(release)
+        return found
 
     def _pre_in_group(
         self,
@@ -616,7 +631,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         if name == _PYTHON:
             return lambda: iter(())
         extras = frozenset().union(*(r.extras for r in reqs))
-        excluded = {(c.version, c.abi, c.label) for c in incompatibilities[identifier]}
+        excluded = {(c.version, c.abi, c.build) for c in incompatibilities[identifier]}
+        # name[extra] pins name to its own build where a release offers several.
+        wanted_builds = {r.build for r in reqs if r.build}
         specifiers = self.specifiers(name, reqs)
         releases = self.in_range(name, specifiers)
         # unsafe-first-match (a Finder's, optional): each index's releases, newest
@@ -625,7 +642,7 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         if not getattr(self.finder, "exhausts_indexes_in_order", False):
             rank = None
         if rank is not None:
-            releases = sorted(releases, key=rank)
+            releases = sorted(releases, key=functools.partial(self._rank, name, rank))
         current = self.installed.get(name)
         kept = None  # the installed version, tried first, where it is not upgraded
         if not upgrades(self.upgrade, name) and current is not None:
@@ -642,7 +659,9 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                 return
             several = len(builds) > 1 and not any(build.abi for build in builds)
             for position, build in enumerate(builds):
-                label = build.label if several else None
+                label: tuple[str | None, ...] = (build.label,) if several else ()
+                if wanted_builds and label not in wanted_builds:
+                    continue
                 if (release.version, build.abi, label) not in excluded:
                     after_kept = several and position > 0
                     yield Candidate(
@@ -659,10 +678,11 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
                     continue
                 if found.version.is_prerelease:
                     if rank is not None:
-                        group = rank(found)
+                        group = self._rank(name, rank, found)
                         if group not in pre_by_group:
+                            ranked = functools.partial(self._rank, name, rank)
                             pre_by_group[group] = self._pre_in_group(
-                                name, specifiers, releases, rank, group
+                                name, specifiers, releases, ranked, group
                             )
                         if not pre_by_group[group]:
                             continue
@@ -714,6 +734,8 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             yield ahead.popleft()
 
     def is_satisfied_by(self, requirement: Requirement, candidate: Candidate) -> bool:
+        if requirement.build and requirement.build != candidate.build:
+            return False
         return requirement.specifier.contains(candidate.version, prereleases=True)
 
     def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
@@ -729,7 +751,13 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
             # name[extra] needs name itself, at the same version.
             pin = f"=={candidate.version}"
             deps.append(
-                Requirement(candidate.name, frozenset(), SpecifierSet(pin), candidate.name + pin)
+                Requirement(
+                    candidate.name,
+                    frozenset(),
+                    SpecifierSet(pin),
+                    candidate.name + pin,
+                    candidate.build,
+                )
             )
         if self.no_deps:
             return deps

@@ -139,7 +139,9 @@ def select_builds(
     there is none.
 
     One wheel, unless variants use ``abi_dependency``: then one selection per such
-    build (and per matching value combination), up to the first wheel without.
+    build (and per matching value combination), up to the first wheel without; or,
+    where *target* keeps an installed build of this version, that build and then the
+    machine's best (:func:`_kept_then_best`).
     """
     if not release.files:
         return Unavailable("no wheels (source distributions are never built)")

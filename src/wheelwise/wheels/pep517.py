@@ -113,7 +113,7 @@ def _venv_parent(scratch: Path | None) -> Path | None:
     """Where a build environment is made: in *scratch*, unless its path holds the
     PATH separator, where ``venv`` refuses to make one (a cache folder named with a
     colon): then in the system's temporary folder."""
-    if scratch is not None and os.pathsep in str(Path(scratch).absolute()):
+    if scratch is not None and os.pathsep in str(scratch.absolute()):
         return None
     return scratch
 
