@@ -56,6 +56,15 @@ def _tree(top: Path, outside: Path) -> int:
     return count + 3
 
 
+def _a_child_logged(log: Path, parent: int) -> bool:
+    """Whether a process other than *parent* wrote a line of *log*."""
+    try:
+        lines = log.read_text().splitlines()
+    except FileNotFoundError:
+        return False
+    return any(line.split()[0] != str(parent) for line in lines if line.strip())
+
+
 def test_a_big_tree_is_deleted_by_several_processes(
     tmp_path: Path, forking: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,7 +77,11 @@ def test_a_big_tree_is_deleted_by_several_processes(
 
     def logged(run: dt._Run) -> None:
         if os.getpid() == forking:
-            time.sleep(0.02)  # the children take most runs
+            # The children take most runs: the parent waits until one has taken one
+            # (on a loaded runner they start late), for 10 s at most.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not _a_child_logged(log, forking):
+                time.sleep(0.01)
         with log.open("a") as out:  # appends from every process
             out.write(f"{os.getpid()} {len(run.names)}\n")
         real(run)
