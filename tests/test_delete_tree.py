@@ -56,13 +56,12 @@ def _tree(top: Path, outside: Path) -> int:
     return count + 3
 
 
-def _a_child_logged(log: Path, parent: int) -> bool:
-    """Whether a process other than *parent* wrote a line of *log*."""
+def _pids(log: Path) -> set[str]:
+    """The processes that wrote a line of *log*."""
     try:
-        lines = log.read_text().splitlines()
+        return {line.split()[0] for line in log.read_text().splitlines() if line.strip()}
     except FileNotFoundError:
-        return False
-    return any(line.split()[0] != str(parent) for line in lines if line.strip())
+        return set()
 
 
 def test_a_big_tree_is_deleted_by_several_processes(
@@ -76,12 +75,13 @@ def test_a_big_tree_is_deleted_by_several_processes(
     real = dt._unlink_run
 
     def logged(run: dt._Run) -> None:
-        if os.getpid() == forking:
-            # The children take most runs: the parent waits until one has taken one
-            # (on a loaded runner they start late), for 10 s at most.
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and not _a_child_logged(log, forking):
-                time.sleep(0.01)
+        # A process takes a second run only once another has taken one (for 5 s at
+        # most): on a loaded runner one process could otherwise take them all
+        # before the others start.
+        me = str(os.getpid())
+        deadline = time.monotonic() + 5
+        while me in _pids(log) and _pids(log) == {me} and time.monotonic() < deadline:
+            time.sleep(0.01)
         with log.open("a") as out:  # appends from every process
             out.write(f"{os.getpid()} {len(run.names)}\n")
         real(run)
