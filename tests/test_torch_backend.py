@@ -273,3 +273,27 @@ def test_a_pytorch_index_that_is_down_is_one_line(indexes: tuple[str, str], tmp_
     assert len(lines) == 1, done.stderr
     assert "http://127.0.0.1:9/whl/cu128/torch/: cannot connect" in lines[0]
     assert torch_installed(python) is None
+
+
+def test_a_strategy_leaves_the_pytorch_projects_to_their_indexes(
+    indexes: tuple[str, str], tmp_path: Path
+) -> None:
+    """--index-strategy first-index with the main index as an extra one: torch still
+    comes from the backend's index (its own route), filelock from the main index; a
+    torch release the backend lacks names the backend's index, with no strategy
+    advice (the strategy does not choose where torch comes from)."""
+    main, pytorch = indexes
+    python = make_venv(tmp_path / "venv")
+    argv = ["install", "--python", str(python), "--index-url", str(tmp_path / "nothing")]
+    argv += ["--extra-index-url", main, "--index-strategy", "first-index"]
+    argv += ["--torch-backend", "cu128"]
+    env = {"WHEELWISE_PYTORCH_INDEX": pytorch}
+    (tmp_path / "nothing").mkdir()
+    done = wheelwise([*argv, "torch"], tmp_path / "cache", env)
+    assert done.returncode == 0, done.stderr
+    assert torch_installed(python) == "2.9.0+cu128"
+    assert any(site_packages(python).glob("filelock-3.0.dist-info"))
+    missing = wheelwise([*argv, "torch==3.0"], tmp_path / "cache", env)
+    assert missing.returncode != 0
+    assert missing.stderr.strip().endswith("/whl/cu128/"), missing.stderr
+    assert "--index-strategy" not in missing.stderr
