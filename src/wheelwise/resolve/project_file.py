@@ -265,9 +265,12 @@ def group_requirements(path: Path, names: Sequence[str]) -> list[str]:
         found = resolve(table, *names)
     except LookupError as exc:
         missing = [n for n in names if canonicalize_name(n) not in _group_names(table)]
-        known = ", ".join(sorted(map(str, table))) or "none"
+        # A TOML key may hold any character: one that is not printable is quoted,
+        # so that the message stays one line.
+        known = ", ".join(sorted(_shown(str(name)) for name in table)) or "none"
         if not missing:  # a group asked for includes one there is not
-            raise RequirementsFileError(f"{path}: [dependency-groups]: {exc}") from None
+            shown = str(exc).replace("\n", "\\n")
+            raise RequirementsFileError(f"{path}: [dependency-groups]: {shown}") from None
         raise RequirementsFileError(
             f"{path}: no dependency group {', '.join(map(repr, missing))} (its groups: {known})"
         ) from None
@@ -280,3 +283,8 @@ def group_requirements(path: Path, names: Sequence[str]) -> list[str]:
 
 def _group_names(table: Mapping[object, object]) -> set[str]:
     return {canonicalize_name(name) for name in table if isinstance(name, str)}
+
+
+def _shown(name: str) -> str:
+    """*name* as written when it is printable, else quoted (``'a\\nb'``)."""
+    return name if name.isprintable() else repr(name)
