@@ -224,12 +224,18 @@ def test_list_outdated_gives_what_an_upgrade_would_take(sources: Sources, tmp_pa
     assert json.loads(done.stdout)["install"][0]["metadata"]["version"] == "2.0b1"
 
 
-def test_first_index_says_which_index_it_read(sources: Sources, tmp_path: Path) -> None:
+def first_index_failure(sources: Sources, tmp_path: Path, requirement: str) -> str:
+    """The one error line of a ``--dry-run`` install of *requirement* under
+    first-index, which must fail."""
     argv = ["install", "--dry-run", "--python", str(sources.python)]
-    argv += [*index_args(sources, "first-index", False), "demo>0.9"]
+    argv += [*index_args(sources, "first-index", False), requirement]
     done = wheelwise(argv, tmp_path / "cache")
     assert done.returncode != 0
-    line = done.stderr.strip()
+    return done.stderr.strip()
+
+
+def test_first_index_says_which_index_it_read(sources: Sources, tmp_path: Path) -> None:
+    line = first_index_failure(sources, tmp_path, "demo>0.9")
     assert f"searched {sources.extra.rstrip('/')}" in line
     assert sources.main.rstrip("/") not in line  # never asked
     assert "--index-strategy first-index reads only the first index that lists demo" in line
@@ -329,20 +335,14 @@ def test_other_errors_of_first_index_give_the_advice_too(sources: Sources, tmp_p
         ("app", "wheelwise: error: the requirements conflict: dep2 (dep2>=2 required by app"),
         ("tagged", "wheelwise: error: no compatible wheel for tagged"),
     ]:
-        argv = ["install", "--dry-run", "--python", str(sources.python)]
-        done = wheelwise([*argv, *first, requirement], tmp_path / "c")
-        line = done.stderr.strip()
-        assert done.returncode != 0
+        line = first_index_failure(sources, tmp_path, requirement)
         assert line.startswith(starts), line
         name = "dep2" if requirement == "app" else requirement
         assert line.endswith(
             f"(--index-strategy first-index reads only the first index that lists {name}; "
             "--index-strategy unsafe-best-match reads every index)"
         ), line
-        assert (
-            uv_picks(sources, tmp_path, index_args(sources, "first-index", False), requirement)
-            is None
-        )
+        assert uv_picks(sources, tmp_path, first, requirement) is None
         best = index_args(sources, "unsafe-best-match", False)
         assert ours(sources, tmp_path, best, requirement) == "1.0"
         assert uv_picks(sources, tmp_path, best, requirement) == "1.0"
@@ -351,11 +351,7 @@ def test_other_errors_of_first_index_give_the_advice_too(sources: Sources, tmp_p
 def test_no_advice_when_every_index_was_asked(sources: Sources, tmp_path: Path) -> None:
     """onlymain is on the last-ranked index: every index was asked, and the error
     names both, with no advice to read more."""
-    argv = ["install", "--dry-run", "--python", str(sources.python)]
-    argv += [*index_args(sources, "first-index", False), "onlymain==5"]
-    done = wheelwise(argv, tmp_path / "cache")
-    assert done.returncode != 0
-    line = done.stderr.strip()
+    line = first_index_failure(sources, tmp_path, "onlymain==5")
     assert f"searched {sources.extra}, {sources.main}" in line
     assert "--index-strategy" not in line
 
