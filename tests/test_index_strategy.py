@@ -30,6 +30,7 @@ from indexkit import (
 )
 from installkit import make_venv, site_packages
 from variantkit import wheelwise
+from wheelwise.client.index_name import IndexNameError, index_location
 from wheelwise.client.index_strategy import INDEX_STRATEGIES, find_links_first, ranked_indexes
 from wheelwise.publish.static import build_site
 
@@ -182,6 +183,68 @@ def test_uvs_names_of_the_index_options(sources: Sources, tmp_path: Path) -> Non
         chosen = [*args, "--index-strategy", strategy]
         assert ours(sources, tmp_path, chosen, "demo") == expected
         assert uv_picks(sources, tmp_path, chosen, "demo") == expected
+
+
+def test_uvs_named_indexes(sources: Sources, tmp_path: Path) -> None:
+    """uv's NAME=URL: the name is dropped, as uv's pip interface uses only the URL."""
+    args = ["--default-index", f"main={sources.main}"]
+    args += ["--index", f"extra.x_Y-9={sources.extra}", "--index-strategy", "first-index"]
+    assert ours(sources, tmp_path, args, "demo") == "0.7"
+    assert uv_picks(sources, tmp_path, args, "demo") == "0.7"
+    # A folder whose name holds an "=" stays whole where it exists (uv splits it and
+    # warns that it will not in the future), and so does a URL's query.
+    (tmp_path / "wheels").mkdir()
+    _wheel(tmp_path / "wheels", "demo", "3.0", "folder")
+    build_site(tmp_path / "wheels", tmp_path / "a=b")
+    for value, expected in [("a=b/simple", "3.0"), (f"{sources.extra}?x=y", "0.7")]:
+        argv = ["install", "--dry-run", "-q", "--report", "-", "--python", str(sources.python)]
+        done = subprocess.run(
+            [sys.executable, "-m", "wheelwise", *argv, "--default-index", value, "demo"],
+            cwd=tmp_path, env={**os.environ, "WHEELWISE_CACHE_DIR": str(tmp_path / "c")},
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (picked,) = json.loads(done.stdout)["install"]
+        assert picked["metadata"]["version"] == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "holds"), [("Bad Name=http://u:secret@h/simple/", "' '"), ("é=http://h/", "'é'")]
+)
+def test_a_name_uv_refuses_is_one_line_without_the_url(
+    sources: Sources, tmp_path: Path, value: str, holds: str
+) -> None:
+    for option in ("--index", "--default-index"):
+        argv = ["install", "--dry-run", "--python", str(sources.python), option, value, "demo"]
+        done = wheelwise(argv, tmp_path / "cache")
+        assert done.returncode == 2, done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert f"holds {holds}" in line
+        assert "http" not in line
+        assert "secret" not in line
+    # (uv's --index splits its value at spaces; its --default-index does not)
+    uv = subprocess.run(
+        [uv_executable(), "pip", "install", "--no-config", "--dry-run", "--python",
+         str(sources.python), "--default-index", value, "demo"],
+        env=installer_env(tmp_path), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert uv.returncode == 2, uv.stderr
+    assert "Index names" in uv.stderr
+
+
+@bounded(200)
+@given(st.text(max_size=40))
+def test_any_index_value_is_a_location_or_one_line(value: str) -> None:
+    try:
+        location = index_location(value)
+    except IndexNameError as exc:
+        message = str(exc)
+    else:
+        assert value.endswith(location)
+        assert location == value or value[: -len(location) - 1].isascii()
+        return
+    assert "\n" not in message
+    assert "(NAME=URL)" in message
 
 
 def assert_picks(

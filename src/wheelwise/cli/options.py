@@ -144,9 +144,11 @@ def index_options(func: _F) -> _F:
         "--extra-index-url",
         "--index",
         "extra_index_url",
+        type=INDEX_LOCATION,
         multiple=True,
         envvar="WHEELWISE_EXTRA_INDEX_URL",
-        help="More indexes, after --index-url (repeatable; --index is uv's name) [env: "
+        help="More indexes, after --index-url (repeatable; --index is uv's name, and "
+        "takes uv's NAME=URL too) [env: "
         "WHEELWISE_EXTRA_INDEX_URL, space-separated; config: [install] extra-index-url].",
     )(func)
     return click.option(
@@ -154,10 +156,12 @@ def index_options(func: _F) -> _F:
         "--index-url",
         "--default-index",
         "index_url",
+        type=INDEX_LOCATION,
         default=None,
         envvar="WHEELWISE_INDEX_URL",
         help=f"The package index (default {DEFAULT_INDEX_URL}; --default-index is uv's "
-        "name) [env: WHEELWISE_INDEX_URL; config: [install] index-url].",
+        "name, and takes uv's NAME=URL too) [env: WHEELWISE_INDEX_URL; config: [install] "
+        "index-url].",
     )(func)
 
 
@@ -337,6 +341,25 @@ def request_deadline_option(help_text: str) -> Callable[[_F], _F]:
         metavar="SECONDS",
         help=help_text,
     )
+
+
+class IndexLocation(click.ParamType):  # type: ignore[type-arg] # generic in newer click only
+    """An index's URL or folder, also given as uv's ``NAME=URL`` (the name dropped)."""
+
+    name = "url"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        from wheelwise.client.index_name import IndexNameError, index_location
+
+        try:
+            return index_location(str(value))
+        except IndexNameError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+INDEX_LOCATION = IndexLocation()
 
 
 class HostEntry(click.ParamType):  # type: ignore[type-arg] # generic in newer click only
