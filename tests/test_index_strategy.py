@@ -509,6 +509,13 @@ def test_download_lock_and_list_outdated_follow_it(sources: Sources, tmp_path: P
     assert done.returncode == 0, done.stderr
     assert "index-strategy" not in plain.read_text()
     assert 'version = "1.5"' in plain.read_text()
+    # --check with other inputs is stale (exit 1), even where they no longer resolve:
+    # demo>0.9 is only on the index first-index does not ask for demo
+    plain_check = ["lock", *index_args(sources, None, False), "--check", "-o", str(plain)]
+    assert wheelwise([*plain_check, "demo"], tmp_path / "cache").returncode == 0
+    stale = wheelwise([*plain_check, "--index-strategy", "first-index", "demo>0.9"], tmp_path)
+    assert stale.returncode == 1, stale.stderr
+    assert "the inputs changed" in stale.stderr
     # installing a lock takes no strategy: the lock has chosen
     venv = make_venv(tmp_path / "locked")
     refused = wheelwise(

@@ -6,7 +6,7 @@ import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, NoReturn, ParamSpec, TypeVar
 
 import click
 
@@ -28,7 +28,7 @@ from wheelwise.resolve.variant_requirement import VariantRequirementError
 if TYPE_CHECKING:
     from wheelwise.client.connection import Connection
     from wheelwise.environment.targets import LockEnvironment, Platform
-    from wheelwise.lock import PyLock
+    from wheelwise.install.locking import LockInputs
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -206,11 +206,19 @@ def lock(
         warn=warn,
         exclude_newer=upload_cutoffs(exclude_newer, exclude_newer_package),
     )
+    if check:
+        assert destination is not None
+        # Changed inputs make the lock stale, whether or not they resolve now.
+        from wheelwise.install.locking import lock_inputs
+
+        reason = _stale_without_resolving(destination, on_disk, lock_inputs(options, targets))
+        if reason is not None:
+            _out_of_date(destination, reason)
     locked = run_lock(options, targets, preferences)
     text = write_pylock(locked)
     if check:
         assert destination is not None
-        _check(destination, on_disk, text, locked)
+        _check(destination, on_disk, text)
         return
     if destination is None:
         click.echo(text, nl=False)
@@ -246,12 +254,16 @@ def _existing(path: Path | None) -> bytes | None:
     return read_bytes(path, "lock file")
 
 
-def _check(path: Path, on_disk: bytes | None, text: str, locked: PyLock) -> None:
-    """Exit 1 with the reason when *on_disk* is not *text*; say so when it is."""
+def _check(path: Path, on_disk: bytes | None, text: str) -> None:
+    """Exit 1 when *on_disk* is not *text* (its inputs are the same:
+    :func:`_stale_without_resolving` has found none changed); say so when it is."""
     if on_disk == text.encode("utf-8"):
         click.echo(f"wheelwise: {path} is up to date", err=True)
         return
-    reason = "there is no lock yet" if on_disk is None else _difference(path, on_disk, locked)
+    _out_of_date(path, "the inputs are the same, but locking them again gives another lock")
+
+
+def _out_of_date(path: Path, reason: str) -> NoReturn:
     click.echo(
         f"wheelwise: {path} is out of date: {reason}; run the same wheelwise lock command "
         "without --check to update it",
@@ -260,23 +272,25 @@ def _check(path: Path, on_disk: bytes | None, text: str, locked: PyLock) -> None
     raise click.exceptions.Exit(OUT_OF_DATE_EXIT)
 
 
-def _difference(path: Path, on_disk: bytes, locked: PyLock) -> str:
+def _stale_without_resolving(path: Path, on_disk: bytes | None, inputs: LockInputs) -> str | None:
+    """Why the lock *on_disk* is out of date before anything is resolved: there is
+    none, it does not read, or it was made from other inputs; else None."""
     from wheelwise.install.locking import TOOL
     from wheelwise.lock import read_pylock
 
+    if on_disk is None:
+        return "there is no lock yet"
     try:
         existing = read_pylock(on_disk, source=str(path))
     except LockError as exc:
         return f"it cannot be read ({exc})"
     old = (existing.tool or {}).get(TOOL, {})
-    new = (locked.tool or {}).get(TOOL, {})
-    if not isinstance(old, dict) or old.get("inputs-hash") != new.get("inputs-hash"):
+    if not isinstance(old, dict) or old.get("inputs-hash") != inputs.digest:
         return (
             "the inputs changed (requirements, constraints, sources, --index-strategy, "
-            "targets or --pre: "
-            "its inputs-hash differs)"
+            "targets or --pre: its inputs-hash differs)"
         )
-    return "the inputs are the same, but locking them again gives another lock"
+    return None
 
 
 def _write(path: Path, text: str) -> None:
