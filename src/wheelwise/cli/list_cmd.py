@@ -13,6 +13,7 @@ from wheelwise.cli.errors import InputError, input_errors, warn
 from wheelwise.cli.install_cmd import install_errors
 from wheelwise.cli.locations import (
     environment_getter,
+    installed_or_warned,
     location_options,
     python_option,
     warn_if_interrupted,
@@ -240,11 +241,11 @@ def _installed(
     """The environment the options name, its distributions, and the folder of each
     editable one; a warning first when a killed run's journal is still there."""
     environment = environment_getter(python, target_dir, prefix_dir, user)
-    from wheelwise.environment.installed import editable_location, list_installed
+    from wheelwise.environment.installed import editable_location
 
     env: Any = environment()
     warn_if_interrupted(env, target_dir, prefix_dir, user, "this list")
-    dists = list_installed(env)
+    dists = installed_or_warned(env)
     return env, dists, [editable_location(d) for d in dists]
 
 
@@ -268,11 +269,10 @@ def check(python: str | None, target_dir: Path | None, prefix_dir: Path | None, 
     """Say which installed distributions require what is not installed, or not in
     the range they ask for, as pip check does (exit 1 when any)."""
     environment = environment_getter(python, target_dir, prefix_dir, user)
-    from wheelwise.environment.installed import list_installed
     from wheelwise.environment.satisfied import unmet_requirements
 
     env: Any = environment()
-    problems = unmet_requirements({d.name: d for d in list_installed(env)}, env.markers)
+    problems = unmet_requirements({d.name: d for d in installed_or_warned(env)}, env.markers)
     for line in problems:
         click.echo(line)
     if problems:

@@ -119,3 +119,21 @@ def warn_if_interrupted(
         f"yet, so {what} may show it half done; run: wheelwise recover --python "
         f"{env.python}{again}"
     )
+
+
+def installed_or_warned(env: Any) -> list[Any]:
+    """The distributions installed in *env*
+    (:func:`~wheelwise.environment.installed.list_installed`), with a warning for each
+    ``.dist-info`` folder left out because its ``METADATA`` does not name it: ``list``,
+    ``freeze``, ``show``, ``tree`` and ``check`` would otherwise drop it silently."""
+    from wheelwise.cli.errors import warn
+    from wheelwise.environment.installed import list_installed
+
+    unreadable: list[Path] = []
+    dists = list_installed(env, unreadable)
+    for folder in unreadable:
+        warn(
+            f"{folder}: left out: its METADATA is missing, unreadable or gives no Name and "
+            "Version; remove the folder, then install that project again"
+        )
+    return dists

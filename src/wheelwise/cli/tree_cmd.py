@@ -10,7 +10,12 @@ import click
 
 from wheelwise.cli.errors import input_errors, warn
 from wheelwise.cli.install_cmd import install_errors
-from wheelwise.cli.locations import environment_getter, location_options, python_option
+from wheelwise.cli.locations import (
+    environment_getter,
+    installed_or_warned,
+    location_options,
+    python_option,
+)
 
 
 @click.command()
@@ -81,10 +86,9 @@ def tree(
     from packaging.utils import canonicalize_name
 
     from wheelwise.environment.dependency_tree import TreeOptions, dependency_graph, draw_tree
-    from wheelwise.environment.installed import list_installed
 
     env: Any = environment_getter(python, target_dir, prefix_dir, user)()
-    graph = dependency_graph(list_installed(env), env.markers)
+    graph = dependency_graph(installed_or_warned(env), env.markers)
     options = TreeOptions(
         depth=depth,
         prune=frozenset(canonicalize_name(name) for name in prune),

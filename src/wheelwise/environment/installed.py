@@ -156,12 +156,15 @@ def _named_like(folder: str, wanted: Collection[str]) -> bool:
 
 
 def dist_info_folders(
-    site_dirs: Iterable[Path], wanted: Collection[str] | None = None
+    site_dirs: Iterable[Path],
+    wanted: Collection[str] | None = None,
+    unreadable: list[Path] | None = None,
 ) -> list[DistInfo]:
     """The distributions in *site_dirs* (the first of each name, as imports find it),
-    sorted by name; folders that cannot be read are left out. With *wanted*
-    (normalized names), only folders named like one of them are read: each site
-    folder is listed once, however many names are asked for."""
+    sorted by name; folders whose ``METADATA`` gives no name and version (missing,
+    unreadable, or without either) are left out, and added to *unreadable* when it
+    is given. With *wanted* (normalized names), only folders named like one of them
+    are read: each site folder is listed once, however many names are asked for."""
     found: dict[str, DistInfo] = {}
     for site in site_dirs:
         try:
@@ -179,6 +182,8 @@ def dist_info_folders(
             location = Path(folder)
             fields = _name_and_version(location)
             if fields is None:
+                if unreadable is not None:
+                    unreadable.append(location)
                 continue
             name = canonicalize_name(fields[0])
             if name not in found and (wanted is None or name in wanted):
@@ -222,9 +227,13 @@ def _installed(found: DistInfo) -> InstalledDist:
     return InstalledDist(found.name, found.version, installer_name, variant, location)
 
 
-def list_installed(env: TargetEnvironment) -> list[InstalledDist]:
-    """The distributions installed in *env*'s purelib and platlib, sorted by name."""
-    return [_installed(found) for found in dist_info_folders(env.site_dirs)]
+def list_installed(
+    env: TargetEnvironment, unreadable: list[Path] | None = None
+) -> list[InstalledDist]:
+    """The distributions installed in *env*'s purelib and platlib, sorted by name;
+    the folders left out, as :func:`dist_info_folders` says, added to *unreadable*
+    when it is given."""
+    return [_installed(found) for found in dist_info_folders(env.site_dirs, None, unreadable)]
 
 
 def importable_installed(env: TargetEnvironment) -> list[InstalledDist]:
