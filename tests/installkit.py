@@ -6,6 +6,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from wheelfactory import make_wheel, variant_doc
@@ -116,6 +117,34 @@ def simple_wheel(directory: Path, name: str, version: str, *, record: bool = Tru
     return make_wheel(
         directory, f"{name}-{version}-py3-none-any.whl", extra_members=members, record=record
     )
+
+
+def nvidia_wheel(directory: Path, name: str, version: str, init: bytes = b"") -> Path:
+    """*name* (``nvidia_cublas_cu12``...) shipping ``nvidia/__init__.py`` (*init*:
+    empty in every CUDA 12 wheel) and its own ``nvidia/cublas/__init__.py``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    short = name.split("_")[1]
+    members = {
+        "nvidia/__init__.py": init,
+        f"nvidia/{short}/__init__.py": f"NAME = {short!r}\n".encode(),
+        f"{name}-{version}.dist-info/WHEEL": WHEEL,
+    }
+    return make_wheel(
+        directory, f"{name}-{version}-py3-none-any.whl", extra_members=members, record=True
+    )
+
+
+def tampered_wheel(directory: Path, name: str, version: str) -> Path:
+    """*name*'s :func:`simple_wheel` with its module changed after its RECORD was
+    written: installing it fails as that member is written."""
+    original = simple_wheel(directory / "original", name, version)
+    tampered = directory / original.name
+    with zipfile.ZipFile(original) as source, zipfile.ZipFile(tampered, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            changed = info.filename == f"{name}/__init__.py"
+            target.writestr(info.filename, data + b"# changed\n" if changed else data)
+    return tampered
 
 
 def tree_hash(root: Path) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from installkit import WHEEL, make_venv, run_python, simple_wheel, tree_hash
+from installkit import WHEEL, make_venv, run_python, simple_wheel, tampered_wheel, tree_hash
 from wheelfactory import make_wheel
 from wheelwise.environment.installed import list_installed
 from wheelwise.environment.interpreter import TargetEnvironment
@@ -135,7 +135,11 @@ def test_clash_between_two_wheels_rolls_back(
         record=True,
     )
     others = [simple_wheel(tmp_path / "c", name, "1.0") for name in ("kappa", "lambda_")]
-    with pytest.raises(InstallError, match=r"theta/__init__\.py already exists"):
+    # Found from their RECORDs, before anything changes.
+    with pytest.raises(
+        InstallError,
+        match=r"^theta 1.0 and iota 1.0 both install theta/__init__\.py, with different contents",
+    ):
         install_wheels(env, [first, *others, clash])
     assert tree_hash(env.prefix) == before
 
@@ -143,13 +147,7 @@ def test_clash_between_two_wheels_rolls_back(
 def test_tampered_wheel_rolls_back(env: TargetEnvironment, tmp_path: Path, strategy: str) -> None:
     before = tree_hash(env.prefix)
     good = gamma_wheel(tmp_path / "good")
-    small = simple_wheel(tmp_path / "small", "mu", "1.0")
-    tampered = tmp_path / "mu-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(small) as source, zipfile.ZipFile(tampered, "w") as target:
-        for info in source.infolist():
-            data = source.read(info)
-            changed = info.filename == "mu/__init__.py"
-            target.writestr(info.filename, data + b"# changed\n" if changed else data)
+    tampered = tampered_wheel(tmp_path / "tampered", "mu", "1.0")
     others = [simple_wheel(tmp_path / "c", name, "1.0") for name in ("xi", "omicron")]
     with pytest.raises(InstallError, match=r"mu/__init__\.py.*does not match its RECORD"):
         install_wheels(env, [good, *others, tampered])

@@ -31,7 +31,15 @@ from hypothesis import strategies as st
 
 from buildkit import backend_wheel, project, sdist
 from indexkit import wheelwise_serve
-from installkit import LOCK_NAME, alpha_wheel, make_venv, run_python, simple_wheel, tree_hash
+from installkit import (
+    LOCK_NAME,
+    alpha_wheel,
+    make_venv,
+    nvidia_wheel,
+    run_python,
+    simple_wheel,
+    tree_hash,
+)
 from wheelwise.cache.unpacked import UnpackedStore, verify_entry
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.install.transaction import install_wheels
@@ -320,6 +328,23 @@ def test_killed_fresh_installs_are_recovered_by_the_next_run(tmp_path: Path) -> 
 def test_killed_upgrades_are_recovered_by_the_next_run(tmp_path: Path) -> None:
     bench = _bench(tmp_path, with_alpha=True)
     _kill_and_recover(bench, bench.install_args("alpha==2.0"), points=12, seed=2)
+
+
+@pytest.mark.slow
+def test_killed_installs_sharing_a_file_are_recovered(tmp_path: Path) -> None:
+    """Every nvidia-*-cu12 wheel ships the same empty nvidia/__init__.py: cublas is
+    installed, and one run installs cudnn (sharing the installed file) and nccl
+    (sharing cudnn's, left to it)."""
+    bench = _bench(tmp_path, with_alpha=False)
+    for name in ("nvidia_cublas_cu12", "nvidia_cudnn_cu12", "nvidia_nccl_cu12"):
+        nvidia_wheel(bench.wheels, name, "12.4")
+    env = TargetEnvironment.from_python(bench.python)
+    install_wheels(env, [bench.wheels / _name("nvidia_cublas_cu12", "12.4")])
+    (bench.venv / LOCK_NAME).unlink(missing_ok=True)
+    shutil.rmtree(bench.pristine)
+    shutil.copytree(bench.venv, bench.pristine, symlinks=True)
+    args = bench.install_args("nvidia-cudnn-cu12", "nvidia-nccl-cu12")
+    _kill_and_recover(bench, args, points=12, seed=14)
 
 
 @pytest.mark.slow

@@ -84,10 +84,33 @@ def test_a_clash_is_named_by_its_whole_path(tmp_path: Path, open_folders: bool) 
     there.parent.mkdir(parents=True)
     there.write_text("someone else's")
     before = open_descriptors()
-    with pytest.raises(InstallError, match=f"^{there} already exists and belongs to no"):
+    with pytest.raises(InstallError, match=f"^{there} already exists with other contents"):
         Journal().link_many(placements, Linker())
     assert open_descriptors() == before
     assert there.read_text() == "someone else's"
+
+
+def test_a_file_there_with_the_same_bytes_is_shared(tmp_path: Path, open_folders: bool) -> None:
+    """As every nvidia-*-cu12 wheel's nvidia/__init__.py: kept as it is, and noted
+    as not this transaction's (a rollback leaves it)."""
+    relative = source_tree(tmp_path / "cache", 3, 4)
+    placements = [
+        (str(tmp_path / "site" / path), str(tmp_path / "cache" / path), False) for path in relative
+    ]
+    there = Path(placements[5][0])
+    there.parent.mkdir(parents=True)
+    there.write_bytes(Path(placements[5][1]).read_bytes())
+    inode = there.stat().st_ino
+    wal = WriteAhead.begin(tmp_path / "journal", {})
+    journal = Journal(wal)
+    journal.placing_threads = 2
+    journal.link_many(placements, Linker())
+    wal.close()
+    assert there.stat().st_ino == inode
+    for target, source, _ in placements:
+        assert Path(target).read_bytes() == Path(source).read_bytes()
+    lines = [json.loads(line) for line in (tmp_path / "journal").read_text().splitlines()[1:]]
+    assert [path for kind, path in lines if kind == "skip"] == [str(there)]
 
 
 def test_a_missing_source_fails_as_whole_paths_say(tmp_path: Path, open_folders: bool) -> None:

@@ -7,6 +7,8 @@ installed in it.
   platform).
 * ``installed``: the one reader of installed distributions (``.dist-info`` folders),
   used by install, list, uninstall, sync and doctor.
+* ``shared_files``: a file two distributions both install, shared where its bytes
+  are the same.
 
 Imports ``wheels``, ``models`` and the foundations.
 """

@@ -27,6 +27,7 @@ __all__ = [
     "inside_any",
     "is_inside",
     "joined",
+    "owner_of",
     "removable_files",
     "split_path",
 ]
@@ -244,3 +245,19 @@ def _normal(path: str | os.PathLike[str]) -> str:
     if os.sep == "/" and normal.startswith("//"):  # kept by normpath; the root on Linux
         normal = "/" + normal.lstrip("/")
     return normal
+
+
+def owner_of(dists: Iterable[InstalledDist], path: str) -> InstalledDist | None:
+    """The first of *dists* whose ``RECORD`` lists the file *path* (absolute), or
+    None; a RECORD that cannot be read lists nothing. For an error message: each
+    RECORD is read whole."""
+    target = os.path.normpath(path)
+    for dist in dists:
+        base = os.path.normpath(dist.location.parent)
+        try:
+            rows = parse_record_rows((dist.location / "RECORD").read_bytes(), name="RECORD")
+        except (OSError, WheelError):
+            continue
+        if any(row[0] and joined(base, row[0]) == target for row in rows):
+            return dist
+    return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,6 +62,32 @@ class VerifiedWheel:
         if isinstance(self.source, UnpackedWheel):
             return sum(file.size + 12_500 for file in self.source.files)
         return sum((entry.size or 0) + 12_500 for entry in self.record.values())
+
+    def top_names(self) -> set[str]:
+        """The top-level names of its files, its ``.dist-info`` and ``.data``
+        folders left out: a cache entry's are its folder's names, one listing."""
+        source = self.source
+        if isinstance(source, UnpackedWheel):
+            try:
+                names = {entry.name for entry in source.root.iterdir()}
+            except OSError:  # the entry's folder is gone: placing it will say so
+                names = {file.path.partition("/")[0] for file in source.files}
+        else:
+            names = {path.partition("/")[0] for path in self.record}
+        return {name for name in names if not name.endswith((".dist-info", ".data"))}
+
+    def root_files(self) -> Iterator[tuple[str, str, int | None]]:
+        """Its files with their digests (``sha256=...``, as RECORD writes one) and
+        sizes, as its cache entry or its ``RECORD`` lists them: paths relative to
+        the wheel, its ``.dist-info`` folder's included."""
+        source = self.source
+        if isinstance(source, UnpackedWheel):
+            for file in source.files:
+                yield file.path, f"sha256={file.sha256}", file.size
+            return
+        for path, entry in self.record.items():
+            if entry.hash_ is not None:
+                yield path, f"{entry.hash_.name}={entry.hash_.value}", entry.size
 
 
 def verify_wheel(source: Path | InMemoryWheel | UnpackedWheel) -> VerifiedWheel:

@@ -44,9 +44,10 @@ from packaging.utils import canonicalize_name
 
 from wheelwise.cache.unpacked import UnpackedWheel, changed_entries
 from wheelwise.delete_tree import delete_tree
-from wheelwise.environment.dist_files import RemovableFiles, removable_files
+from wheelwise.environment.dist_files import RemovableFiles, owner_of, removable_files
 from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
+from wheelwise.environment.shared_files import FileClash, root_files_left
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.install.cache_entry import EntrySource, build_entry
 from wheelwise.install.journal import (
@@ -218,10 +219,21 @@ class _Transaction:
 
     # -- installing -------------------------------------------------------------
 
-    def install_all(self, wheels: Sequence[VerifiedWheel], *, busy: int = 0) -> None:
+    def install_all(
+        self,
+        wheels: Sequence[VerifiedWheel],
+        *,
+        busy: int = 0,
+        left: Sequence[frozenset[str]] = (),
+    ) -> None:
         """Unpack *wheels*, several at once (see :mod:`wheelwise.install.parallel`),
-        on the cores but *busy* of them."""
-        tasks = [functools.partial(self._install_one, wheel) for wheel in wheels]
+        on the cores but *busy* of them; *left*: for each, the files it leaves to
+        another wheel (:func:`~wheelwise.environment.shared_files.root_files_left`)."""
+        leaves = [*left, *[frozenset[str]()] * (len(wheels) - len(left))]
+        tasks = [
+            functools.partial(self._install_one, wheel, left=files)
+            for wheel, files in zip(wheels, leaves, strict=True)
+        ]
         run_tasks(tasks, [wheel.work for wheel in wheels], self.journal, busy=busy)
         if self.interrupted:  # the workers stopped early
             raise KeyboardInterrupt
@@ -250,7 +262,9 @@ class _Transaction:
             )
             return None
 
-    def _install_one(self, wheel: VerifiedWheel, journal: Journal) -> None:
+    def _install_one(
+        self, wheel: VerifiedWheel, journal: Journal, left: frozenset[str] = frozenset()
+    ) -> None:
         metadata = dict(INSTALLER_METADATA)
         if wheel.direct_url is not None:
             metadata["direct_url.json"] = wheel.direct_url.encode()
@@ -267,6 +281,7 @@ class _Transaction:
                     linker=self.linker,
                     placed=source.take_root_files(),
                     metadata=metadata,
+                    left=left,
                 )
                 return
             unpack_wheel(
@@ -279,7 +294,13 @@ class _Transaction:
                 dist_info=wheel.dist_info,
                 archive=wheel.opened,
                 metadata=metadata,
+                left=left,
             )
+        except FileClash as exc:
+            owner = owner_of(list_installed(self.env), exc.target)
+            if owner is None:
+                raise
+            raise exc.with_owner(f"{owner.name} {owner.version}") from None
         except (InstallError, Cancelled):
             raise
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
@@ -547,9 +568,9 @@ class _Body:
                 transaction.remove(old)
                 removed.append(old)
         # A head start's worker keeps a core busy meanwhile.
-        transaction.install_all(
-            [wheel for wheel in self.wheels if wheel is not ahead], busy=int(ahead is not None)
-        )
+        placed = [wheel for wheel in self.wheels if wheel is not ahead]
+        left = self._left(placed, ahead)
+        transaction.install_all(placed, busy=int(ahead is not None), left=left)
         if self.ahead is not None:
             self.ahead[0].join(transaction.journal)
         # What was written is known: only where each .dist-info folder went is looked
@@ -563,6 +584,31 @@ class _Body:
                 InstalledDist(wheel.name, wheel.version, INSTALLER_NAME, wheel.variant, location)
             )
         return InstallReport(installed=installed, removed=removed)
+
+    def _left(
+        self, placed: list[VerifiedWheel], ahead: VerifiedWheel | None
+    ) -> list[frozenset[str]]:
+        """For each of *placed*, the files it does not place: another wheel of this
+        install places the same bytes there (*ahead* first: its worker places all of
+        its own), or an installed distribution this install keeps has them there
+        already (:func:`~wheelwise.environment.shared_files.root_files_left`). Raises
+        InstallError when the bytes differ, before anything is placed."""
+        purelib = os.path.normpath(os.path.abspath(self.env.purelib))  # noqa: PTH100
+        if purelib != os.path.normpath(os.path.abspath(self.env.platlib)):  # noqa: PTH100
+            return []  # each file found there when placed is compared then
+        try:
+            present = os.listdir(purelib)  # noqa: PTH208 - the names only
+        except OSError:
+            present = []
+        try:
+            wheels = [*([ahead] if ahead else []), *placed]
+            left = root_files_left(wheels, purelib, present, being_placed=int(ahead is not None))
+        except FileClash as exc:
+            owner = owner_of(list_installed(self.env), exc.target)
+            if owner is None:
+                raise
+            raise exc.with_owner(f"{owner.name} {owner.version}") from None
+        return left[1:] if ahead else left
 
 
 def install_wheels(

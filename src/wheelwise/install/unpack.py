@@ -35,6 +35,7 @@ from installer.scripts import Script
 from installer.sources import WheelContentElement, WheelSource
 from installer.utils import Scheme, fix_shebang, parse_wheel_filename
 
+from wheelwise.environment.shared_files import ComparingWriter, FileClash, holds_bytes, holds_file
 from wheelwise.install.journal import WriteAhead
 from wheelwise.install.link import Linker
 from wheelwise.models.errors import InstallError
@@ -163,13 +164,33 @@ class Journal:
                     self.wal.note("skip", folder)
         self._known_dirs.update(missing)
 
-    def create(self, target: str, executable: bool) -> BinaryIO:
-        """A new file at *target*, opened for writing; never replaces one."""
-        return open(self._create_fd(target, executable), "wb")  # closed by the caller
+    def create(self, target: str, executable: bool) -> BinaryIO | ComparingWriter:
+        """A new file at *target*, opened for writing; never replaces one. Where a
+        file is already, what is written is compared with it instead (the caller
+        then calls :meth:`keep_existing`)."""
+        try:
+            fd = self._create_fd(target, executable)
+        except FileExistsError:
+            return ComparingWriter.at(target)
+        return open(fd, "wb")  # closed by the caller
+
+    def keep_existing(self, target: str, compared: ComparingWriter) -> None:
+        """After :meth:`create` found a file at *target*: kept, shared, when it held
+        what was written (:mod:`~wheelwise.environment.shared_files`), else a clash."""
+        if not compared.same():
+            raise self._clash(target)
+        self._shared(target)
 
     def write_new(self, target: str, data: bytes, executable: bool) -> None:
-        """A new file at *target* holding *data*; never replaces one."""
-        fd = self._create_fd(target, executable)
+        """A new file at *target* holding *data*; never replaces one (one holding
+        *data* already is shared)."""
+        try:
+            fd = self._create_fd(target, executable)
+        except FileExistsError:
+            if not holds_bytes(target, data):
+                raise self._clash(target) from None
+            self._shared(target)
+            return
         try:
             write_all(fd, data)
         finally:
@@ -177,12 +198,13 @@ class Journal:
 
     def link_new(self, target: str, source: str, executable: bool, linker: Linker) -> None:
         """A new file at *target* with *source*'s content, placed by *linker*
-        (hard link, clone, copy or symbolic link); never replaces one."""
+        (hard link, clone, copy or symbolic link); never replaces one (one with
+        *source*'s bytes already is shared)."""
         self._intend(target)
         try:
             linker.place(source, target, executable)
         except FileExistsError:
-            raise self._clash(target) from None
+            self._share_or_clash(target, source)
 
     def link_many(self, placements: Sequence[tuple[str, str, bool]], linker: Linker) -> None:
         """``link_new(target, source, executable, linker)`` for each placement, with
@@ -210,7 +232,12 @@ class Journal:
                     try:
                         if not count % 256 and self.is_cancelled():
                             raise Cancelled
-                        linker.place(source, target, executable, folders)
+                        try:
+                            linker.place(source, target, executable, folders)
+                        except FileExistsError:
+                            if not holds_file(target, source):
+                                raise
+                            self._shared(target)
                     except BaseException as exc:  # told to the caller, in order
                         failures[index] = (exc, target)
                         return
@@ -236,11 +263,22 @@ class Journal:
             raise exc
 
     def _create_fd(self, target: str, executable: bool) -> int:
+        """A new file at *target*, its intent journaled first; raises
+        FileExistsError when a file is there."""
         self._intend(target)
-        try:
-            return os.open(target, _CREATE_FLAGS, 0o777 if executable else 0o666)
-        except FileExistsError:
+        return os.open(target, _CREATE_FLAGS, 0o777 if executable else 0o666)
+
+    def _share_or_clash(self, target: str, source: str) -> None:
+        """*target* turned out to exist: shared when it holds *source*'s bytes."""
+        if not holds_file(target, source):
             raise self._clash(target) from None
+        self._shared(target)
+
+    def _shared(self, target: str) -> None:
+        """*target* was there already with the bytes meant for it: kept, not ours
+        to remove (the new RECORD lists it as well)."""
+        if self.wal is not None:
+            self.wal.note("skip", target)
 
     def _intend(self, target: str) -> None:
         """Before creating *target*: stop if cancelled, make its folder, journal it."""
@@ -250,13 +288,11 @@ class Journal:
         if self.wal is not None:
             self.wal.note("file", target)
 
-    def _clash(self, target: str) -> InstallError:
-        """*target* turned out to exist: not ours to remove."""
+    def _clash(self, target: str) -> FileClash:
+        """*target* turned out to exist, with other bytes: not ours to remove."""
         if self.wal is not None:
             self.wal.note("skip", target)
-        return InstallError(
-            f"{target} already exists and belongs to no distribution being replaced"
-        )
+        return FileClash(target)
 
 
 class LinkedFile(NamedTuple):
@@ -452,8 +488,11 @@ class _JournalingDestination(WheelDestination):
         script_kind: LauncherKind,
         journal: Journal,
         linker: Linker | None = None,
+        left: frozenset[str] = frozenset(),
     ) -> None:
         self.linker = linker if linker is not None else Linker()
+        # Files another wheel of the transaction places with the same bytes.
+        self.left = left
         self.scheme = scheme
         self.interpreter = interpreter
         self.script_kind = script_kind
@@ -497,6 +536,8 @@ class _JournalingDestination(WheelDestination):
             (root + (path.replace("/", os.sep) if convert else path), source, executable)
             for path, source, executable, _, _ in members
         ]
+        if self.left:
+            placements = [row for row in placements if row[0] not in self.left]
         self.journal.link_many(placements, self.linker)
         self.placed.append((scheme, members))
 
@@ -540,6 +581,8 @@ class _JournalingDestination(WheelDestination):
         self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool
     ) -> RecordEntry:
         target = self._target(scheme, path)
+        if target in self.left:  # placed by another wheel: checked, listed, not written
+            return self._left_to_another(path, stream)
         if isinstance(stream, LinkedMember):
             self.journal.link_new(target, stream.source, is_executable, self.linker)
             return RecordEntry(path, Hash("sha256", stream.sha256), stream.size)
@@ -547,8 +590,24 @@ class _JournalingDestination(WheelDestination):
             data = stream.getvalue()
             self.journal.write_new(target, data, is_executable)
             return RecordEntry(path, Hash("sha256", stream.sha256), len(data))
-        with self.journal.create(target, is_executable) as out:
+        out = self.journal.create(target, is_executable)
+        if isinstance(out, ComparingWriter):  # a file is there: shared, or a clash
+            try:
+                sha256, size = copy_member(stream, out.write)
+                self.journal.keep_existing(target, out)
+            finally:
+                out.close()
+            return RecordEntry(path, Hash("sha256", sha256), size)
+        with out:
             sha256, size = copy_member(stream, out.write)
+        return RecordEntry(path, Hash("sha256", sha256), size)
+
+    @staticmethod
+    def _left_to_another(path: str, stream: BinaryIO) -> RecordEntry:
+        if isinstance(stream, LinkedMember | _CheckedMember):
+            size = stream.size if isinstance(stream, LinkedMember) else len(stream.getvalue())
+            return RecordEntry(path, Hash("sha256", stream.sha256), size)
+        sha256, size = copy_member(stream, len)  # read through: checked against RECORD
         return RecordEntry(path, Hash("sha256", sha256), size)
 
 
@@ -588,6 +647,7 @@ def unpack_wheel(
     dist_info: str,
     archive: zipfile.ZipFile | None = None,
     metadata: Mapping[str, bytes] = INSTALLER_METADATA,
+    left: frozenset[str] = frozenset(),
 ) -> None:
     """Install *wheel* (a path, or one in memory) into the folders of *scheme*,
     without bytecode.
@@ -597,9 +657,10 @@ def unpack_wheel(
     compared with it as it is written. *metadata*: the files added to its
     ``.dist-info`` (``INSTALLER``, and ``direct_url.json`` where given). *dist_info*:
     its ``.dist-info`` folder's name. *archive*: *wheel* already opened (its
-    directory parsed), closed here.
+    directory parsed), closed here. *left*: the files (their paths) another wheel of
+    the same transaction places with the same bytes: listed in RECORD, not written.
     """
-    destination = _JournalingDestination(scheme, interpreter, script_kind, journal)
+    destination = _JournalingDestination(scheme, interpreter, script_kind, journal, left=left)
     name = wheel.name if isinstance(wheel, InMemoryWheel) else os.path.basename(wheel)
     if archive is None or archive.fp is None:  # not given, or already used and closed
         archive = open_zip(wheel)
@@ -619,12 +680,16 @@ def install_source(
     linker: Linker,
     placed: tuple[Scheme, Sequence[LinkedFile]] | None = None,
     metadata: Mapping[str, bytes] = INSTALLER_METADATA,
+    left: frozenset[str] = frozenset(),
 ) -> None:
     """Install *source*, whose members are :class:`LinkedMember` (placed by
     *linker*) or checked streams, into the folders of *scheme*, as
     :func:`unpack_wheel` does. *placed*: files of the wheel that *source* leaves
-    out, all in one scheme, placed first in one go (their rows join RECORD)."""
-    destination = _JournalingDestination(scheme, interpreter, script_kind, journal, linker)
+    out, all in one scheme, placed first in one go (their rows join RECORD). *left*:
+    as :func:`unpack_wheel` takes it."""
+    destination = _JournalingDestination(
+        scheme, interpreter, script_kind, journal, linker, left=left
+    )
     if placed is not None:
         destination.place_all(*placed)
     installer.install(source, destination, additional_metadata=dict(metadata))

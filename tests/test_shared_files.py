@@ -1,0 +1,294 @@
+"""A file two distributions both install (every ``nvidia-*-cu12`` wheel of CUDA 12
+ships its own empty ``nvidia/__init__.py``): shared where the bytes are the same,
+in one install or one after another, in every way files are placed; refused, before
+anything changes, where they differ. pip and uv install the same sets, and their
+RECORDs list the same files."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fuzzkit import bounded
+from indexkit import installer_env, uv_executable, wheelwise_serve
+from installkit import (
+    make_venv,
+    nvidia_wheel,
+    pip,
+    run_python,
+    simple_wheel,
+    site_packages,
+    tampered_wheel,
+    tree_hash,
+)
+from variantkit import wheelwise
+from wheelfactory import make_wheel
+from wheelwise.environment import shared_files
+from wheelwise.environment.interpreter import TargetEnvironment
+from wheelwise.environment.shared_files import ComparingWriter, holds_bytes
+from wheelwise.install import parallel
+from wheelwise.install.transaction import install_wheels
+from wheelwise.models.errors import InstallError
+
+pytestmark = [
+    pytest.mark.interp,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout"),
+]
+
+EMPTY = b""  # nvidia/__init__.py, in every CUDA 12 wheel
+
+
+def record_paths(python: Path, name: str) -> set[str]:
+    found = list(importlib.metadata.distributions(name=name, path=[str(site_packages(python))]))
+    assert len(found) == 1, name
+    return {str(path) for path in found[0].files or []}
+
+
+def imports(python: Path, *modules: str) -> list[str]:
+    code = "; ".join(f"import nvidia.{m} as {m}" for m in modules)
+    code += "; print(" + ", ".join(f"{m}.NAME" for m in modules) + ")"
+    ran = run_python(python, code)
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout.split()
+
+
+# -- comparing bytes ------------------------------------------------------------------
+
+
+@bounded(200)
+@given(st.binary(max_size=300), st.binary(max_size=300), st.integers(1, 64))
+def test_a_file_holds_bytes_exactly_when_they_are_equal(
+    existing: bytes, written: bytes, read: int
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "f")
+        with open(path, "wb") as out:
+            out.write(existing)
+        with mock.patch.object(shared_files, "_READ", read):
+            assert holds_bytes(path, written) == (existing == written)
+            compared = ComparingWriter.at(path)
+            for start in range(0, len(written), 7):
+                compared.write(written[start : start + 7])
+            assert compared.same() == (existing == written)
+            compared.close()
+
+
+def test_what_is_not_a_regular_file_holds_nothing(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")  # never waited on
+    (tmp_path / "folder").mkdir()
+    for name in ("fifo", "folder", "missing"):
+        assert not holds_bytes(str(tmp_path / name), b"")
+        assert not ComparingWriter.at(str(tmp_path / name)).same()
+    (tmp_path / "real").write_bytes(b"x")
+    (tmp_path / "link").symlink_to(tmp_path / "real")  # --link-mode symlink's files
+    assert holds_bytes(str(tmp_path / "link"), b"x")
+
+
+# -- one transaction, every way of unpacking ---------------------------------------------
+
+
+@pytest.fixture(params=["serial", "threads", "fork"])
+def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(parallel, "STRATEGY", request.param)
+    monkeypatch.setattr(parallel, "cores", lambda: 3)  # children even on a 1-core runner
+    return str(request.param)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> TargetEnvironment:
+    return TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
+
+
+def test_wheels_of_one_install_share_a_file_with_the_same_bytes(
+    env: TargetEnvironment, tmp_path: Path, strategy: str
+) -> None:
+    wheels = [
+        nvidia_wheel(tmp_path / "w", name, "12.4")
+        for name in ("nvidia_cublas_cu12", "nvidia_cudnn_cu12", "nvidia_nccl_cu12")
+    ]
+    wheels.append(simple_wheel(tmp_path / "w", "beta", "1.0"))
+    install_wheels(env, wheels)
+    assert imports(env.python, "cublas", "cudnn", "nccl") == ["cublas", "cudnn", "nccl"]
+    for name in ("nvidia_cublas_cu12", "nvidia_cudnn_cu12", "nvidia_nccl_cu12"):
+        assert "nvidia/__init__.py" in record_paths(env.python, name)
+    assert (env.purelib / "nvidia" / "__init__.py").read_bytes() == EMPTY
+
+
+def test_different_bytes_are_refused_before_anything_changes(
+    env: TargetEnvironment, tmp_path: Path, strategy: str
+) -> None:
+    before = tree_hash(env.prefix)
+    wheels = [
+        nvidia_wheel(tmp_path / "w", "nvidia_cublas_cu12", "12.4"),
+        simple_wheel(tmp_path / "w", "beta", "1.0"),
+        nvidia_wheel(tmp_path / "w", "nvidia_other_x", "1.0", b"# mine\n"),
+    ]
+    with pytest.raises(InstallError) as raised:
+        install_wheels(env, wheels)
+    assert str(raised.value) == (
+        "nvidia-cublas-cu12 12.4 and nvidia-other-x 1.0 both install nvidia/__init__.py, "
+        "with different contents; wheelwise replaces no file: install only one of them"
+    )
+    assert tree_hash(env.prefix) == before
+
+
+# -- one install after another ------------------------------------------------------------
+
+
+def test_an_installed_file_with_the_same_bytes_is_shared_and_kept_by_a_rollback(
+    env: TargetEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "STRATEGY", "serial")  # cudnn placed, then mu fails
+    install_wheels(env, [nvidia_wheel(tmp_path / "w", "nvidia_cublas_cu12", "12.4")])
+    before = tree_hash(env.prefix)
+    # cudnn shares the installed file; the tampered wheel after it undoes the install.
+    bad = tampered_wheel(tmp_path / "tampered", "mu", "1.0")
+    cudnn = nvidia_wheel(tmp_path / "w", "nvidia_cudnn_cu12", "9.1")
+    with pytest.raises(InstallError, match="does not match its RECORD"):
+        install_wheels(env, [cudnn, bad])
+    assert tree_hash(env.prefix) == before
+    install_wheels(env, [cudnn])
+    assert imports(env.python, "cublas", "cudnn") == ["cublas", "cudnn"]
+    assert "nvidia/__init__.py" in record_paths(env.python, "nvidia_cudnn_cu12")
+    # Uninstalling one of them removes the shared file, as pip and uv do; the other
+    # still imports (nvidia is then a namespace package).
+    install_wheels(env, [], remove=["nvidia-cublas-cu12"])
+    assert not (env.purelib / "nvidia" / "__init__.py").exists()
+    assert imports(env.python, "cudnn") == ["cudnn"]
+
+
+def test_an_installed_file_with_other_bytes_names_its_owner(
+    env: TargetEnvironment, tmp_path: Path
+) -> None:
+    install_wheels(env, [nvidia_wheel(tmp_path / "w", "nvidia_cublas_cu12", "12.4")])
+    before = tree_hash(env.prefix)
+    with pytest.raises(InstallError) as raised:
+        install_wheels(env, [nvidia_wheel(tmp_path / "w", "nvidia_other_x", "1.0", b"# x\n")])
+    target = env.purelib / "nvidia" / "__init__.py"
+    assert str(raised.value).startswith(
+        f"{target} is already installed by nvidia-cublas-cu12 12.4, with other contents; "
+    )
+    assert "uninstall nvidia-cublas-cu12 first" in str(raised.value)
+    assert tree_hash(env.prefix) == before
+
+
+def test_a_stray_file_with_other_bytes_says_to_remove_it(
+    env: TargetEnvironment, tmp_path: Path
+) -> None:
+    stray = env.purelib / "nvidia" / "__init__.py"
+    stray.parent.mkdir()
+    stray.write_text("# left by hand\n")
+    before = tree_hash(env.prefix)
+    with pytest.raises(InstallError) as raised:
+        install_wheels(env, [nvidia_wheel(tmp_path / "w", "nvidia_cublas_cu12", "12.4")])
+    assert str(raised.value) == (
+        f"{stray} already exists with other contents, and no installed distribution lists "
+        "it; wheelwise replaces no such file: remove it, then install again"
+    )
+    assert tree_hash(env.prefix) == before
+
+
+def test_files_placed_by_their_scheme_are_compared_as_they_are_written(
+    env: TargetEnvironment, tmp_path: Path
+) -> None:
+    """A ``.data/purelib`` member is found there only as it is written: a small one
+    read whole, a large one (over 4 MiB) compared as it streams."""
+    big = bytes(range(256)) * (5 << 12)
+    for folder in ("a", "bad", "good"):
+        (tmp_path / folder).mkdir()
+    owner = make_wheel(
+        tmp_path / "a",
+        "owner-1.0-py3-none-any.whl",
+        extra_members={"nvidia/__init__.py": EMPTY, "nvidia/big.bin": big},
+        record=True,
+    )
+    install_wheels(env, [owner])
+
+    def data_wheel(folder: str, blob: bytes) -> Path:
+        return make_wheel(
+            tmp_path / folder,
+            "user-1.0-py3-none-any.whl",
+            extra_members={
+                "user-1.0.data/purelib/nvidia/__init__.py": EMPTY,
+                "user-1.0.data/purelib/nvidia/big.bin": blob,
+            },
+            record=True,
+        )
+
+    before = tree_hash(env.prefix)
+    for changed in (big[:-1] + b"!", big + b"!"):
+        with pytest.raises(InstallError, match=r"big\.bin is already installed by owner 1\.0"):
+            install_wheels(env, [data_wheel("bad", changed)])
+        assert tree_hash(env.prefix) == before
+    install_wheels(env, [data_wheel("good", big)])
+    assert (env.purelib / "nvidia" / "big.bin").read_bytes() == big
+    assert "nvidia/big.bin" in record_paths(env.python, "user")
+
+
+# -- the command line, through the cache, against pip and uv ------------------------------
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    wheels = tmp_path_factory.mktemp("nvidia-wheels")
+    for name in ("nvidia_cublas_cu12", "nvidia_cudnn_cu12"):
+        nvidia_wheel(wheels, name, "12.4")
+    with wheelwise_serve(wheels) as base:
+        yield f"{base}/simple/"
+
+
+NAMES = ["nvidia-cublas-cu12", "nvidia-cudnn-cu12"]
+
+
+def installed_files(python: Path) -> dict[str, set[str]]:
+    return {name: record_paths(python, name.replace("-", "_")) for name in NAMES}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["hardlink", "copy", "symlink"])
+def test_the_command_line_installs_what_pip_and_uv_install(
+    tmp_path: Path, index: str, mode: str
+) -> None:
+    cache = tmp_path / "cache"
+    together = make_venv(tmp_path / "together")
+    argv = ["install", "-q", "--index-url", index, "--link-mode", mode]
+    done = wheelwise([*argv, "--python", str(together), *NAMES], cache)
+    assert done.returncode == 0, done.stderr
+    # One after the other, from the entries the first install left in the cache.
+    apart = make_venv(tmp_path / "apart")
+    for name in NAMES:
+        done = wheelwise([*argv, "--python", str(apart), name], cache)
+        assert done.returncode == 0, done.stderr
+    by_pip = make_venv(tmp_path / "pip")
+    assert (
+        pip(by_pip, "install", "-q", "--no-compile", "--index-url", index, *NAMES).returncode == 0
+    )
+    by_uv = make_venv(tmp_path / "uv")
+    uv = [uv_executable(), "pip", "install", "--no-config", "--python", str(by_uv)]
+    ran = subprocess.run(
+        [*uv, "--index-url", index, *NAMES],
+        env=installer_env(tmp_path), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    for python in (together, apart):
+        assert imports(python, "cublas", "cudnn") == ["cublas", "cudnn"]
+        ours = installed_files(python)
+        for peer in (by_pip, by_uv):
+            theirs = installed_files(peer)
+            for name in NAMES:  # INSTALLER and REQUESTED differ by installer
+                assert {p for p in ours[name] if "dist-info" not in p} == {
+                    p for p in theirs[name] if "dist-info" not in p
+                }, name
+    report = wheelwise(["list", "--python", str(apart), "--format", "json"], cache)
+    assert [row["name"] for row in json.loads(report.stdout)] == NAMES
