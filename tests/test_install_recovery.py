@@ -294,7 +294,7 @@ def _kill_and_recover(
             # Killed once it was done (or finished by this run's recovery): the
             # uninstall asked again finds nothing to remove, and says so.
             if "finished an interrupted uninstall" in result.stderr:
-                assert "skipped alpha: it is not installed" in result.stderr
+                assert f"skipped {args[-1]}: it is not installed" in result.stderr
             assert tree_hash(bench.venv) == after, f"step {step} of {steps}"
             if pending:
                 assert "wheelwise: warning: " in result.stderr
@@ -334,7 +334,7 @@ def test_killed_upgrades_are_recovered_by_the_next_run(tmp_path: Path) -> None:
 def test_killed_installs_sharing_a_file_are_recovered(tmp_path: Path) -> None:
     """Every nvidia-*-cu12 wheel ships the same empty nvidia/__init__.py: cublas is
     installed, and one run installs cudnn (sharing the installed file) and nccl
-    (sharing cudnn's, left to it)."""
+    (sharing cudnn's, left to it); then one uninstalls cublas, the file staying."""
     bench = _bench(tmp_path, with_alpha=False)
     for name in ("nvidia_cublas_cu12", "nvidia_cudnn_cu12", "nvidia_nccl_cu12"):
         nvidia_wheel(bench.wheels, name, "12.4")
@@ -345,6 +345,15 @@ def test_killed_installs_sharing_a_file_are_recovered(tmp_path: Path) -> None:
     shutil.copytree(bench.venv, bench.pristine, symlinks=True)
     args = bench.install_args("nvidia-cudnn-cu12", "nvidia-nccl-cu12")
     _kill_and_recover(bench, args, points=12, seed=14)
+    # Then cudnn and nccl installed too, and cublas uninstalled: the shared file stays.
+    install_wheels(
+        env, [bench.wheels / _name(n, "12.4") for n in ("nvidia_cudnn_cu12", "nvidia_nccl_cu12")]
+    )
+    (bench.venv / LOCK_NAME).unlink(missing_ok=True)
+    shutil.rmtree(bench.pristine)
+    shutil.copytree(bench.venv, bench.pristine, symlinks=True)
+    uninstall = ["uninstall", "-y", "--python", str(bench.python), "nvidia-cublas-cu12"]
+    _kill_and_recover(bench, uninstall, points=4, seed=15, operation="uninstall")
 
 
 @pytest.mark.slow

@@ -146,7 +146,7 @@ def test_different_bytes_are_refused_before_anything_changes(
 # -- one install after another ------------------------------------------------------------
 
 
-def test_an_installed_file_with_the_same_bytes_is_shared_and_kept_by_a_rollback(
+def test_a_file_shared_with_an_installed_distribution_stays_while_one_lists_it(
     env: TargetEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(parallel, "STRATEGY", "serial")  # cudnn placed, then mu fails
@@ -161,11 +161,30 @@ def test_an_installed_file_with_the_same_bytes_is_shared_and_kept_by_a_rollback(
     install_wheels(env, [cudnn])
     assert imports(env.python, "cublas", "cudnn") == ["cublas", "cudnn"]
     assert "nvidia/__init__.py" in record_paths(env.python, "nvidia_cudnn_cu12")
-    # Uninstalling one of them removes the shared file, as pip and uv do; the other
-    # still imports (nvidia is then a namespace package).
+    # An upgrade of one of them leaves the file the other lists where it is, shared
+    # again by the new version; one with other bytes there names the other.
+    inode = (env.purelib / "nvidia" / "__init__.py").stat().st_ino
+    install_wheels(env, [nvidia_wheel(tmp_path / "w", "nvidia_cublas_cu12", "12.5")])
+    assert (env.purelib / "nvidia" / "__init__.py").stat().st_ino == inode
+    assert "nvidia/__init__.py" in record_paths(env.python, "nvidia_cublas_cu12")
+    changed = nvidia_wheel(tmp_path / "changed", "nvidia_cublas_cu12", "12.6", b"# x\n")
+    before = tree_hash(env.prefix)
+    with pytest.raises(InstallError, match=r"already installed by nvidia-cudnn-cu12 9\.1"):
+        install_wheels(env, [changed])
+    assert tree_hash(env.prefix) == before
+    # Uninstalling one of them keeps the file the other lists (pip and uv remove it),
+    # and its bytecode; the last one takes it.
+    shared = env.purelib / "nvidia" / "__init__.py"
+    assert run_python(env.python, "import nvidia").returncode == 0  # writes its .pyc
+    bytecode = list((env.purelib / "nvidia" / "__pycache__").glob("__init__.*.pyc"))
+    assert bytecode
     install_wheels(env, [], remove=["nvidia-cublas-cu12"])
-    assert not (env.purelib / "nvidia" / "__init__.py").exists()
+    assert shared.read_bytes() == EMPTY
+    assert all(path.exists() for path in bytecode)
+    assert not (env.purelib / "nvidia" / "cublas").exists()
     assert imports(env.python, "cudnn") == ["cudnn"]
+    install_wheels(env, [], remove=["nvidia-cudnn-cu12"])
+    assert not (env.purelib / "nvidia").exists()
 
 
 def test_an_installed_file_with_other_bytes_names_its_owner(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from wheelwise.environment.installed import InstalledDist
 from wheelwise.models.errors import InstallError
@@ -23,6 +24,7 @@ from wheelwise.wheels.record import parse_record_rows
 
 __all__ = [
     "FolderListings",
+    "KeptRecords",
     "RemovableFiles",
     "inside_any",
     "is_inside",
@@ -30,6 +32,7 @@ __all__ = [
     "owner_of",
     "removable_files",
     "split_path",
+    "without_shared",
 ]
 
 # Where a relative path without "." or ".." parts joins a folder as it is (no
@@ -261,3 +264,69 @@ def owner_of(dists: Iterable[InstalledDist], path: str) -> InstalledDist | None:
         if any(row[0] and joined(base, row[0]) == target for row in rows):
             return dist
     return None
+
+
+class KeptRecords:
+    """The ``RECORD``s of the distributions an install or uninstall keeps, each read
+    once and parsed only where it may list a file that is removed: which of those
+    files another distribution shares (every ``nvidia-*-cu12`` wheel lists its own
+    ``nvidia/__init__.py``), and so stays."""
+
+    def __init__(self, dists: Callable[[], Iterable[InstalledDist]]) -> None:
+        self._find = dists  # called once, when a removed file may be shared
+        self._dists: list[InstalledDist] | None = None
+        self._data: dict[Path, bytes] = {}
+        self._paths: dict[Path, set[str]] = {}
+
+    def shared(self, files: Iterable[str]) -> set[str]:
+        """Those of *files* (absolute, normalized) a kept distribution's RECORD lists
+        too. Only files inside a distribution's own site folder are looked for."""
+        wanted = set(files)
+        found: set[str] = set()
+        if not wanted:
+            return found
+        if self._dists is None:
+            self._dists = list(self._find())
+        for dist in self._dists:
+            base = os.path.normpath(dist.location.parent)
+            prefix = base + os.sep
+            mine = {path for path in wanted if path.startswith(prefix)}
+            if not mine:
+                continue
+            data = self._record(dist)
+            # A RECORD that names none of their top-level folders lists none of them.
+            tops = {path[len(prefix) :].split(os.sep, 1)[0] for path in mine}
+            if not any(top.encode("utf-8", "surrogateescape") in data for top in tops):
+                continue
+            found |= mine & self._listed(dist, base, data)
+        return found
+
+    def _record(self, dist: InstalledDist) -> bytes:
+        if dist.location not in self._data:
+            try:
+                self._data[dist.location] = (dist.location / "RECORD").read_bytes()
+            except OSError:
+                self._data[dist.location] = b""
+        return self._data[dist.location]
+
+    def _listed(self, dist: InstalledDist, base: str, data: bytes) -> set[str]:
+        if dist.location not in self._paths:
+            try:
+                rows = parse_record_rows(data, name=str(dist.location / "RECORD"))
+            except WheelError:
+                rows = []
+            self._paths[dist.location] = {joined(base, row[0]) for row in rows if row[0]}
+        return self._paths[dist.location]
+
+
+def without_shared(paths: list[str], shared: set[str]) -> list[str]:
+    """*paths* (what an uninstall moves out) without the files of *shared* and the
+    bytecode of its modules, which stay with them."""
+    if not shared:
+        return paths
+    caches = tuple(
+        os.path.join(os.path.dirname(path), "__pycache__", os.path.basename(path)[:-3] + ".")  # noqa: PTH118, PTH119, PTH120
+        for path in shared
+        if path.endswith(".py")
+    )
+    return [path for path in paths if path not in shared and not path.startswith(caches or ("\0",))]

@@ -44,7 +44,13 @@ from packaging.utils import canonicalize_name
 
 from wheelwise.cache.unpacked import UnpackedWheel, changed_entries
 from wheelwise.delete_tree import delete_tree
-from wheelwise.environment.dist_files import RemovableFiles, owner_of, removable_files
+from wheelwise.environment.dist_files import (
+    KeptRecords,
+    RemovableFiles,
+    owner_of,
+    removable_files,
+    without_shared,
+)
 from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
 from wheelwise.environment.shared_files import FileClash, root_files_left
@@ -172,10 +178,11 @@ class _Transaction:
 
     # -- removal ----------------------------------------------------------------
 
-    def remove(self, dist: InstalledDist) -> None:
+    def remove(self, dist: InstalledDist, kept: KeptRecords | None = None) -> None:
         """Move *dist*'s files into the backup folder, a folder at once where every
         file in it is *dist*'s (every move written down first, in a few writes;
-        undone by a rollback, deleted with the backup at commit)."""
+        undone by a rollback, deleted with the backup at commit). A file that one of
+        the distributions *kept* lists too stays (:mod:`~wheelwise.environment.shared_files`)."""
         assert self.wal is not None
         roots = self.env.scheme_roots
         found = removable_files(dist, roots)  # every check before the first move
@@ -186,9 +193,17 @@ class _Transaction:
         if not self._backup_made:  # its path is in the journal's header
             os.mkdir(self.backup_root)  # noqa: PTH102
             self._backup_made = True
+        paths = found.whole_folders(roots)
+        if kept is not None:  # a shared file is outside every folder moved whole
+            own = str(dist.location) + os.sep
+            alone = [path for path in paths if path not in found.folders]
+            shared = kept.shared(path for path in alone if not path.startswith(own))
+            if shared:  # its bytecode stays too: the folders moved whole change
+                found = RemovableFiles(without_shared(found.files, shared), found.listings)
+                paths = found.whole_folders(roots)
         before = len(self.moved)
         try:
-            self._move_out(found.whole_folders(roots), found)
+            self._move_out(paths, found)
         finally:
             # Before anything is made at these paths: a rollback then puts back what
             # it finds in the backup, "moved" or not (only a copy across file systems
@@ -552,20 +567,22 @@ class _Body:
         ahead = self.ahead[1] if self.ahead is not None else None
         replaced = [wheel.name for wheel in self.wheels if wheel is not ahead]
         present = find_installed(self.env, [*self.remove, *replaced])
+        changed = {*present, *(wheel.name for wheel in self.wheels)}
+        kept = KeptRecords(lambda: [d for d in list_installed(self.env) if d.name not in changed])
         for name in self.remove:
             dist = present.get(canonicalize_name(name))
             if dist is None and self.missing_ok:
                 continue
             if dist is None:
                 raise InstallError(f"cannot remove {name}: it is not installed")
-            transaction.remove(dist)
+            transaction.remove(dist, kept)
             removed.append(dist)
         # Every replaced version is moved out before any new file is written, so a
         # file that moved from one distribution to another between versions is free.
         for wheel in self.wheels:
             old = present.get(wheel.name)
             if old is not None and old not in removed:
-                transaction.remove(old)
+                transaction.remove(old, kept)
                 removed.append(old)
         # A head start's worker keeps a core busy meanwhile.
         placed = [wheel for wheel in self.wheels if wheel is not ahead]
