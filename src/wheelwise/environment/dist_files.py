@@ -294,9 +294,10 @@ class KeptRecords:
             if not mine:
                 continue
             data = self._record(dist)
-            # A RECORD that names none of their top-level folders lists none of them.
+            # A RECORD with no row under their top-level names lists none of them.
             tops = {path[len(prefix) :].split(os.sep, 1)[0] for path in mine}
-            if not any(top.encode("utf-8", "surrogateescape") in data for top in tops):
+            starts = [top.encode("utf-8", "surrogateescape") for top in tops]
+            if not any(data.startswith(start) or b"\n" + start in data for start in starts):
                 continue
             found |= mine & self._listed(dist, base, data)
         return found
