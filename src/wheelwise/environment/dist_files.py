@@ -256,14 +256,24 @@ def owner_of(dists: Iterable[InstalledDist], path: str) -> InstalledDist | None:
     RECORD is read whole."""
     target = os.path.normpath(path)
     for dist in dists:
-        base = os.path.normpath(dist.location.parent)
         try:
-            rows = parse_record_rows((dist.location / "RECORD").read_bytes(), name="RECORD")
-        except (OSError, WheelError):
+            data = (dist.location / "RECORD").read_bytes()
+        except OSError:
             continue
-        if any(row[0] and joined(base, row[0]) == target for row in rows):
+        if target in _record_paths(dist, data):
             return dist
     return None
+
+
+def _record_paths(dist: InstalledDist, data: bytes) -> set[str]:
+    """The files *dist*'s RECORD (*data*) lists, joined to its folder (none when it
+    does not parse)."""
+    base = os.path.normpath(dist.location.parent)
+    try:
+        rows = parse_record_rows(data, name=str(dist.location / "RECORD"))
+    except WheelError:
+        return set()
+    return {joined(base, row[0]) for row in rows if row[0]}
 
 
 class KeptRecords:
@@ -299,7 +309,9 @@ class KeptRecords:
             starts = [top.encode("utf-8", "surrogateescape") for top in tops]
             if not any(data.startswith(start) or b"\n" + start in data for start in starts):
                 continue
-            found |= mine & self._listed(dist, base, data)
+            if dist.location not in self._paths:
+                self._paths[dist.location] = _record_paths(dist, data)
+            found |= mine & self._paths[dist.location]
         return found
 
     def _record(self, dist: InstalledDist) -> bytes:
@@ -309,15 +321,6 @@ class KeptRecords:
             except OSError:
                 self._data[dist.location] = b""
         return self._data[dist.location]
-
-    def _listed(self, dist: InstalledDist, base: str, data: bytes) -> set[str]:
-        if dist.location not in self._paths:
-            try:
-                rows = parse_record_rows(data, name=str(dist.location / "RECORD"))
-            except WheelError:
-                rows = []
-            self._paths[dist.location] = {joined(base, row[0]) for row in rows if row[0]}
-        return self._paths[dist.location]
 
 
 def without_shared(paths: list[str], shared: set[str]) -> list[str]:
