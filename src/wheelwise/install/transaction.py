@@ -312,10 +312,7 @@ class _Transaction:
                 left=left,
             )
         except FileClash as exc:
-            owner = owner_of(list_installed(self.env), exc.target)
-            if owner is None:
-                raise
-            raise exc.with_owner(f"{owner.name} {owner.version}") from None
+            raise _with_owner(self.env, exc) from None
         except (InstallError, Cancelled):
             raise
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
@@ -358,6 +355,12 @@ class _Transaction:
         roots = [str(root) for root in self.env.scheme_roots]
         prune(self.moved, roots)
         self.wal.finish()
+
+
+def _with_owner(env: TargetEnvironment, clash: FileClash) -> FileClash:
+    """*clash*, naming the installed distribution whose RECORD lists its file."""
+    owner = owner_of(list_installed(env), clash.target)
+    return clash if owner is None else clash.with_owner(f"{owner.name} {owner.version}")
 
 
 def _named(wheel: VerifiedWheel, exc: BaseException) -> str:
@@ -621,10 +624,7 @@ class _Body:
             wheels = [*([ahead] if ahead else []), *placed]
             left = root_files_left(wheels, purelib, present, being_placed=int(ahead is not None))
         except FileClash as exc:
-            owner = owner_of(list_installed(self.env), exc.target)
-            if owner is None:
-                raise
-            raise exc.with_owner(f"{owner.name} {owner.version}") from None
+            raise _with_owner(self.env, exc) from None
         return left[1:] if ahead else left
 
 

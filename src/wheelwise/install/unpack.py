@@ -223,7 +223,7 @@ class Journal:
             shares = [placements[bounds[index] : bounds[index + 1]] for index in range(workers)]
         else:
             shares = [placements[index::workers] for index in range(workers)]
-        failures: list[tuple[BaseException, str] | None] = [None] * len(shares)
+        failures: list[BaseException | None] = [None] * len(shares)
 
         def place(index: int) -> None:
             folders = (OpenFolders(), OpenFolders()) if OPEN_FOLDERS else None
@@ -235,11 +235,9 @@ class Journal:
                         try:
                             linker.place(source, target, executable, folders)
                         except FileExistsError:
-                            if not holds_file(target, source):
-                                raise
-                            self._shared(target)
+                            self._share_or_clash(target, source)
                     except BaseException as exc:  # told to the caller, in order
-                        failures[index] = (exc, target)
+                        failures[index] = exc
                         return
             finally:
                 if folders is not None:
@@ -255,12 +253,8 @@ class Journal:
             for thread in threads:
                 thread.join()
         for failure in failures:
-            if failure is None:
-                continue
-            exc, target = failure
-            if isinstance(exc, FileExistsError):
-                raise self._clash(target) from None
-            raise exc
+            if failure is not None:
+                raise failure
 
     def _create_fd(self, target: str, executable: bool) -> int:
         """A new file at *target*, its intent journaled first; raises
