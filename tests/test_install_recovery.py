@@ -210,14 +210,21 @@ def _check_built(cache: Path, step: int) -> None:
 
 
 def _check_distributions(venv: Path) -> None:
-    """Every distribution importlib.metadata finds is named and has all its files."""
+    """Every distribution importlib.metadata finds is named and has all its files
+    (those its RECORD lists; an .egg-info folder's, those its installed-files.txt
+    lists, which this Python's importlib.metadata may not read)."""
     purelib = _purelib(venv)
     for dist in importlib.metadata.distributions(path=[str(purelib)]):
         assert dist.metadata["Name"], f"a distribution without a name in {purelib}"
         files = dist.files
-        assert files is not None, f"{dist.metadata['Name']} has no RECORD"
+        if files is None:
+            assert dist.read_text("installed-files.txt"), f"{dist.metadata['Name']}: no files"
+            continue
         for file in files:
             assert Path(str(file.locate())).exists(), f"{file} of {dist.metadata['Name']}"
+    for egg_info in purelib.glob("*.egg-info"):
+        for line in (egg_info / "installed-files.txt").read_text().split():
+            assert (egg_info / line).exists(), f"{line} of {egg_info.name}"
 
 
 def _kill_and_recover(
@@ -354,6 +361,29 @@ def test_killed_installs_sharing_a_file_are_recovered(tmp_path: Path) -> None:
     shutil.copytree(bench.venv, bench.pristine, symlinks=True)
     uninstall = ["uninstall", "-y", "--python", str(bench.python), "nvidia-cublas-cu12"]
     _kill_and_recover(bench, uninstall, points=4, seed=15, operation="uninstall")
+
+
+def test_killed_replacements_of_an_egg_info_install_are_recovered(tmp_path: Path) -> None:
+    """gamma 1.0 installed by an old ``setup.py install`` (an .egg-info folder with an
+    installed-files.txt, no RECORD): one run replaces it with the wheel of 1.1, and
+    one uninstalls it."""
+    bench = _bench(tmp_path, with_alpha=False)
+    site = _purelib(bench.venv)
+    (site / "gamma" / "__pycache__").mkdir(parents=True)
+    for module in ("__init__", "util"):
+        (site / "gamma" / f"{module}.py").write_text(f"{module.upper()} = 1\n")
+        (site / "gamma" / "__pycache__" / f"{module}.cpython-311.pyc").write_bytes(b"\0" * 16)
+    egg_info = site / "gamma-1.0-py3.11.egg-info"
+    egg_info.mkdir()
+    (egg_info / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: gamma\nVersion: 1.0\n")
+    listed = ["../gamma/__init__.py", "../gamma/util.py", "PKG-INFO", "installed-files.txt"]
+    (egg_info / "installed-files.txt").write_text("\n".join(listed) + "\n")
+    shutil.rmtree(bench.pristine)
+    shutil.copytree(bench.venv, bench.pristine, symlinks=True)
+    simple_wheel(bench.wheels, "gamma", "1.1")
+    _kill_and_recover(bench, bench.install_args("gamma==1.1"), points=6, seed=16)
+    uninstall = ["uninstall", "-y", "--python", str(bench.python), "gamma"]
+    _kill_and_recover(bench, uninstall, points=4, seed=17, operation="uninstall")
 
 
 @pytest.mark.slow

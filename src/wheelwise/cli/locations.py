@@ -124,16 +124,22 @@ def warn_if_interrupted(
 def installed_or_warned(env: Any) -> list[Any]:
     """The distributions installed in *env*
     (:func:`~wheelwise.environment.installed.list_installed`), with a warning for each
-    ``.dist-info`` folder left out because its ``METADATA`` does not name it: ``list``,
+    ``.dist-info`` folder (or ``.egg-info``) left out because its core metadata does
+    not name it: ``list``,
     ``freeze``, ``show``, ``tree`` and ``check`` would otherwise drop it silently."""
     from wheelwise.cli.errors import warn
-    from wheelwise.environment.installed import list_installed
+    from wheelwise.environment.installed import EGG_INFO, list_installed
 
     unreadable: list[Path] = []
     dists = list_installed(env, unreadable)
     for folder in unreadable:
+        if folder.name.endswith(EGG_INFO):
+            what = "PKG-INFO" if folder.is_dir() else "content"
+            fix = "remove it and that project's files"
+        else:
+            what, fix = "METADATA", "remove the folder"
         warn(
-            f"{folder}: left out: its METADATA is missing, unreadable or gives no Name and "
-            "Version; remove the folder, then install that project again"
+            f"{folder}: left out: its {what} is missing, unreadable or gives no Name and "
+            f"Version; {fix}, then install that project again"
         )
     return dists

@@ -3,6 +3,7 @@ them, with the variant label of a variant build."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from wheelwise.cli.locations import (
     warn_if_interrupted,
 )
 from wheelwise.environment.dependencies import MAX_INSTALLED_FILE
+from wheelwise.environment.installed import is_egg_info
 
 if TYPE_CHECKING:
     from wheelwise.environment.installed import InstalledDist
@@ -240,6 +242,9 @@ def _echo_files(dist: InstalledDist) -> None:
     from wheelwise.wheels.record import parse_record_rows
 
     click.echo("Files:")
+    if is_egg_info(dist):
+        _echo_egg_info_files(dist)
+        return
     record = dist.location / "RECORD"
     try:
         data = read_regular_file(record, limit=MAX_INSTALLED_FILE)
@@ -255,3 +260,25 @@ def _echo_files(dist: InstalledDist) -> None:
     paths = sorted(str(Path(row[0])) for row in rows)
     for path in paths:
         click.echo(f"  {path.strip()}")
+
+
+def _echo_egg_info_files(dist: InstalledDist) -> None:
+    """The paths *dist*'s ``installed-files.txt`` lists, relative to Location as pip
+    shows them (they are relative to the ``.egg-info`` folder: ``../foo/a.py`` is
+    ``foo/a.py``), sorted."""
+    from wheelwise.userfiles import read_regular_file
+
+    listed = dist.location / "installed-files.txt"
+    try:
+        data = read_regular_file(listed, limit=MAX_INSTALLED_FILE)
+    except (FileNotFoundError, NotADirectoryError):  # a distutils .egg-info file
+        click.echo(_NO_RECORD)
+        return
+    except OSError as exc:
+        warn(f"{dist.name}: its files cannot be listed: {exc}")
+        return
+    lines = (line.strip() for line in data.decode("utf-8", "replace").split("\n"))
+    site = os.path.normpath(dist.location.parent)
+    paths = (os.path.normpath(os.path.join(dist.location, line)) for line in lines if line)  # noqa: PTH118
+    for path in sorted(os.path.relpath(path, site) for path in paths):
+        click.echo(f"  {path}")

@@ -13,6 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelwise.doctor.installed_dists import installed_dists
+from wheelwise.environment.installed import read_installed_metadata
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.untrusted_json import loads_json
 from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
@@ -65,7 +66,7 @@ def installed_distributions(target: TargetEnvironment) -> tuple[InstalledDistrib
 
 def _requires(dist_info: Path) -> frozenset[str]:
     try:
-        raw = (dist_info / "METADATA").read_bytes()
+        raw = read_installed_metadata(dist_info, MAX_METADATA_BYTES)
         requires = read_core_metadata(raw, body=False).requires_dist
     except (OSError, CoreMetadataError):
         return frozenset()

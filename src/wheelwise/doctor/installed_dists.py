@@ -1,5 +1,5 @@
 """The distributions installed in a target as the builds section needs them: name,
-version, ``.dist-info`` folder, and whether the folder keeps a ``variant.json`` (the
+version, metadata folder, and whether the folder keeps a ``variant.json`` (the
 variant wheel's record, PEP 825), from the one reader of installed distributions
 (:mod:`wheelwise.environment.installed`)."""
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from wheelwise.environment.installed import VARIANT_JSON, dist_info_folders
+from wheelwise.environment.installed import VARIANT_JSON, metadata_locations
 
 __all__ = ["VARIANT_JSON", "InstalledDist", "installed_dists"]
 
@@ -19,7 +19,8 @@ class InstalledDist(NamedTuple):
     """The normalized project name."""
     version: str
     location: Path
-    """The ``.dist-info`` folder."""
+    """The ``.dist-info`` folder (an ``.egg-info`` folder or file for an install
+    setuptools or distutils made)."""
     has_variant_json: bool
 
 
@@ -30,5 +31,5 @@ def installed_dists(site_dirs: Iterable[Path]) -> list[InstalledDist]:
         InstalledDist(
             found.name, found.version, found.location, (found.location / VARIANT_JSON).is_file()
         )
-        for found in dist_info_folders(site_dirs)
+        for found in metadata_locations(site_dirs)
     ]

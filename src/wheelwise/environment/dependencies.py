@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from wheelwise.environment.installed import MAX_INSTALLED_FILE, read_installed_metadata
+
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
@@ -20,21 +22,16 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_INSTALLED_FILE", "VariantMarkers", "installed_metadata", "installed_requirements"]
 
-# An installed file read for what is installed (METADATA, RECORD, variant.json) is
-# at most this big: torch's RECORD, the largest there is, is a few MB.
-MAX_INSTALLED_FILE = 64 << 20
-
 VariantMarkers = Mapping[str, "str | frozenset[str]"]
 
 
 def installed_metadata(dist: InstalledDist) -> CoreMetadata | None:
-    """*dist*'s METADATA header fields (the body, a long description, is not read), or
-    None when it cannot be read."""
-    from wheelwise.userfiles import read_regular_file
+    """*dist*'s core metadata header fields (the body, a long description, is not
+    read), or None when it cannot be read."""
     from wheelwise.wheels.core_metadata import CoreMetadataError, read_core_metadata
 
     try:
-        data = read_regular_file(dist.location / "METADATA", limit=MAX_INSTALLED_FILE)
+        data = read_installed_metadata(dist.location, MAX_INSTALLED_FILE)
         return read_core_metadata(data, body=False)
     except (OSError, CoreMetadataError):
         return None

@@ -3,10 +3,12 @@ whether a path is inside an environment's folders.
 
 An installed distribution's files are its ``RECORD``'s rows, the bytecode of its
 modules and whatever else is in its ``.dist-info`` folder, each checked to be
-inside the environment before anything moves. A transaction moves them into its
-backup folder (:mod:`wheelwise.install.transaction`); a folder that holds nothing
-but those files (torch's 12,000 files under ``torch/``) is moved in one rename, as
-pip's uninstall does, rather than file by file. Each folder is listed once
+inside the environment before anything moves. An install setuptools made has no
+``RECORD``: its files are what pip's uninstall takes (:func:`_egg_info_files`).
+A transaction moves them into its backup folder
+(:mod:`wheelwise.install.transaction`); a folder that holds nothing but those files
+(torch's 12,000 files under ``torch/``) is moved in one rename, as pip's uninstall
+does, rather than file by file. Each folder is listed once
 (``os.scandir``): the answers for torch's 12,000 files come from 780 listings.
 """
 
@@ -17,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wheelwise.environment.installed import InstalledDist
+from wheelwise.environment.installed import InstalledDist, is_egg_info
 from wheelwise.models.errors import InstallError
 from wheelwise.wheels.errors import WheelError
 from wheelwise.wheels.record import parse_record_rows
@@ -141,6 +143,8 @@ def removable_files(dist: InstalledDist, roots: Sequence[os.PathLike[str] | str]
     """*dist*'s files here (its RECORD's, their bytecode, whatever else is in its
     .dist-info folder), each checked to be inside one of *roots*. Raises
     InstallError when its RECORD cannot be read or names a path outside them."""
+    if is_egg_info(dist):
+        return _egg_info_files(dist, roots)
     record = dist.location / "RECORD"
     try:
         # Only the paths count here: a row's hash or size, even malformed, does not.
@@ -178,6 +182,90 @@ def removable_files(dist: InstalledDist, roots: Sequence[os.PathLike[str] | str]
         if not leftover.is_dir():
             files.setdefault(str(leftover), None)
     return RemovableFiles([path for path in files if listings.is_file(path)], listings)
+
+
+# installed-files.txt and top_level.txt list a few thousand lines at most.
+_LIST_MAX = 16 << 20
+
+
+def _egg_info_files(dist: InstalledDist, roots: Sequence[os.PathLike[str] | str]) -> RemovableFiles:
+    """What pip's uninstall takes of an install setuptools made: the files its
+    ``installed-files.txt`` lists (relative to the ``.egg-info`` folder), else the
+    packages and modules its ``top_level.txt`` names (not those
+    ``namespace_packages.txt`` names, which other projects share), with their
+    bytecode; and the ``.egg-info`` folder. Raises InstallError for a distutils
+    ``.egg-info`` file (it lists nothing), a folder that lists neither, or a listed
+    path outside *roots*."""
+    what = f"cannot uninstall {dist.name} {dist.version}"
+    location = dist.location
+    if not location.is_dir():
+        raise InstallError(
+            f"{what}: distutils installed it, and its metadata file {location} lists "
+            "none of its files; remove them and that file by hand"
+        )
+    inside = inside_any(roots)
+    listings = FolderListings()
+    files: dict[str, None] = {}
+    base = os.path.normpath(location)
+    site = os.path.dirname(base)  # noqa: PTH120 - plain strings
+    listed = _listed_lines(location / "installed-files.txt", what)
+    if listed is not None:
+        for line in listed:
+            full = os.path.normpath(os.path.join(base, line))  # noqa: PTH118 - plain strings
+            if not inside(full):
+                raise InstallError(
+                    f"{what}: its installed-files.txt lists {line!r}, outside the "
+                    "environment's install folders; refusing"
+                )
+            files[full] = None
+    else:
+        tops = _listed_lines(location / "top_level.txt", what)
+        if tops is None:
+            raise InstallError(
+                f"{what}: {location} has neither installed-files.txt nor top_level.txt "
+                "to tell its files by; remove them and that folder by hand"
+            )
+        shared = set(_listed_lines(location / "namespace_packages.txt", what) or ())
+        for top in tops:
+            full = os.path.normpath(os.path.join(site, top))  # noqa: PTH118 - plain strings
+            if os.path.dirname(full) != site or not inside(full):  # noqa: PTH120
+                raise InstallError(
+                    f"{what}: its top_level.txt names {top!r}, not a top-level name in "
+                    f"{site}; refusing"
+                )
+            if top in shared:
+                continue
+            entry = listings.entries(site).get(os.path.basename(full))  # noqa: PTH119
+            if entry is not None and entry.is_dir(follow_symlinks=False):
+                files.update(dict.fromkeys(listings.files_under(full)))
+            elif entry is not None:  # a module, or a link (taken, never followed)
+                files[full] = None
+            files.update(dict.fromkeys(full + suffix for suffix in (".py", ".pyc", ".pyo")))
+    for path in [path for path in files if path.endswith(".py")]:
+        folder, name = os.path.split(path)
+        cache = os.path.join(folder, "__pycache__")  # noqa: PTH118
+        for pyc in listings.bytecode_of(cache, name[:-3]):
+            files[os.path.join(cache, pyc)] = None  # noqa: PTH118
+    files.update(dict.fromkeys(listings.files_under(base)))
+    return RemovableFiles([path for path in files if listings.is_file(path)], listings)
+
+
+def _listed_lines(path: Path, what: str) -> list[str] | None:
+    """The lines of the list *path* with something on them, stripped; None when
+    there is no such file. Raises InstallError when it cannot be read, or names a
+    path no file system takes (a NUL)."""
+    from wheelwise.userfiles import read_regular_file
+
+    try:
+        data = read_regular_file(path, limit=_LIST_MAX)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InstallError(f"{what}: {path} cannot be read ({exc.strerror or exc})") from None
+    lines = [line.strip() for line in data.decode("utf-8", "surrogateescape").split("\n")]
+    if any("\0" in line for line in lines):
+        raise InstallError(f"{what}: {path} names a path with a NUL in it; refusing")
+    return [line for line in lines if line]
 
 
 def joined(folder: str, path: str) -> str:

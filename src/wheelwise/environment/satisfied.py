@@ -28,7 +28,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from wheelwise.environment.installed import InstalledDist
+from wheelwise.environment.installed import InstalledDist, read_installed_metadata
 from wheelwise.untrusted_json import UntrustedDocumentError, loads_json
 from wheelwise.userfiles import read_regular_file
 from wheelwise.variants.markers import VARIANT_MARKERS
@@ -157,7 +157,7 @@ def _fits(dist: InstalledDist, requirement: Requirement) -> bool:
 
 def _metadata(dist: InstalledDist) -> CoreMetadata:
     try:
-        data = read_regular_file(dist.location / "METADATA", limit=_MAX_BYTES)
+        data = read_installed_metadata(dist.location, _MAX_BYTES)
         return read_core_metadata(data, body=False)
     except (OSError, CoreMetadataError):
         raise _Undecided from None

@@ -31,7 +31,7 @@ from wheelwise.cache.scratch import make_scratch
 from wheelwise.cache.stores import ContentCache
 from wheelwise.cache.unpacked import UnpackedWheel
 from wheelwise.client.index_client import IndexClient, IndexFile, IndexSource
-from wheelwise.environment.installed import InstalledDist
+from wheelwise.environment.installed import InstalledDist, read_installed_metadata
 from wheelwise.environment.interpreter import PendingEnvironment, TargetEnvironment
 from wheelwise.fetch.consistency import check_variant_consistency
 from wheelwise.fetch.download import DownloadItem, Fetched, Fetcher
@@ -177,7 +177,7 @@ def _metadata_source(
         for choice in choices:
             if _is_installed(choice, installed):
                 with contextlib.suppress(OSError):  # unreadable: downloaded instead
-                    local[choice.name] = (installed[choice.name].location / "METADATA").read_bytes()
+                    local[choice.name] = read_installed_metadata(installed[choice.name].location)
         fetched = iter(wheels.metadata([c for c in choices if c.name not in local]))
         return [local[c.name] if c.name in local else next(fetched) for c in choices]
 
