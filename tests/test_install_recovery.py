@@ -341,7 +341,8 @@ def test_killed_upgrades_are_recovered_by_the_next_run(tmp_path: Path) -> None:
 def test_killed_installs_sharing_a_file_are_recovered(tmp_path: Path) -> None:
     """Every nvidia-*-cu12 wheel ships the same empty nvidia/__init__.py: cublas is
     installed, and one run installs cudnn (sharing the installed file) and nccl
-    (sharing cudnn's, left to it); then one uninstalls cublas, the file staying."""
+    (sharing cudnn's, left to it); then one uninstalls cublas, the file staying; then
+    one installs a wheel with other bytes there, which replaces the installed file."""
     bench = _bench(tmp_path, with_alpha=False)
     for name in ("nvidia_cublas_cu12", "nvidia_cudnn_cu12", "nvidia_nccl_cu12"):
         nvidia_wheel(bench.wheels, name, "12.4")
@@ -361,6 +362,8 @@ def test_killed_installs_sharing_a_file_are_recovered(tmp_path: Path) -> None:
     shutil.copytree(bench.venv, bench.pristine, symlinks=True)
     uninstall = ["uninstall", "-y", "--python", str(bench.python), "nvidia-cublas-cu12"]
     _kill_and_recover(bench, uninstall, points=4, seed=15, operation="uninstall")
+    nvidia_wheel(bench.wheels, "nvidia_other_x", "1.0", b"# other\n")
+    _kill_and_recover(bench, bench.install_args("nvidia-other-x"), points=4, seed=18)
 
 
 def test_killed_replacements_of_an_egg_info_install_are_recovered(tmp_path: Path) -> None:

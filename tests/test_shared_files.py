@@ -1,12 +1,16 @@
 """A file two distributions both install (every ``nvidia-*-cu12`` wheel of CUDA 12
-ships its own empty ``nvidia/__init__.py``): shared where the bytes are the same,
-in one install or one after another, in every way files are placed; refused, before
-anything changes, where they differ. pip and uv install the same sets, and their
-RECORDs list the same files."""
+ships its own empty ``nvidia/__init__.py``; ``opencv-python`` and
+``opencv-python-headless`` both install ``cv2/``): shared where the bytes are the
+same, in one install or one after another, in every way files are placed; where
+they differ, the first wheel's in one install, the later install's over an
+installed one (put back by a rollback), each told. pip and uv install the same
+sets, and their RECORDs list the same files."""
 
 from __future__ import annotations
 
+import csv
 import importlib.metadata
+import io
 import json
 import os
 import subprocess
@@ -35,6 +39,8 @@ from installkit import (
 from variantkit import wheelwise
 from wheelfactory import make_wheel
 from wheelwise.environment import shared_files
+from wheelwise.environment.dist_files import KeptRecords, owners_of
+from wheelwise.environment.installed import InstalledDist
 from wheelwise.environment.interpreter import TargetEnvironment
 from wheelwise.environment.shared_files import ComparingWriter, holds_bytes
 from wheelwise.install import parallel
@@ -53,6 +59,15 @@ def record_paths(python: Path, name: str) -> set[str]:
     found = list(importlib.metadata.distributions(name=name, path=[str(site_packages(python))]))
     assert len(found) == 1, name
     return {str(path) for path in found[0].files or []}
+
+
+def replaced_line(target: Path, owner: str, wheel: str) -> str:
+    """The warning for *owner*'s file *target* that *wheel* replaced."""
+    return (
+        f"{target}, installed by {owner}, replaced by {wheel}'s, with other contents, as "
+        f"pip and uv replace them; {owner.split()[0]}'s RECORD still lists them: install "
+        "only one of the two"
+    )
 
 
 def imports(python: Path, *modules: str) -> list[str]:
@@ -105,6 +120,36 @@ def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     return str(request.param)
 
 
+_LISTED = st.lists(
+    st.tuples(st.sampled_from(["a/x.py", "a/y.py", "b.py", "c/d/e"]), st.sampled_from("pq")),
+    max_size=4,
+    unique_by=lambda row: row[0],
+)
+
+
+@bounded(300)
+@given(st.lists(_LISTED, max_size=5))
+def test_each_path_is_placed_by_its_first_wheel_and_differences_told(
+    wheels: list[list[tuple[str, str]]],
+) -> None:
+    listings = [
+        (f"w{n}", [(path, f"sha256={digest}", 1) for path, digest in files])
+        for n, files in enumerate(wheels)
+    ]
+    differing: dict[tuple[str, str], list[str]] = {}
+    left = shared_files.left_to_earlier(listings, differing)
+    first: dict[str, tuple[str, str]] = {}
+    expected: dict[tuple[str, str], list[str]] = {}
+    for (name, files), leaves in zip(listings, left, strict=True):
+        for path, digest, _ in files:
+            owner = first.setdefault(path, (name, digest))
+            assert (path in leaves) == (owner[0] != name)
+            if owner[1] != digest:
+                expected.setdefault((owner[0], name), []).append(path)
+        assert leaves <= {path for path, _, _ in files}
+    assert differing == expected
+
+
 @pytest.fixture
 def env(tmp_path: Path) -> TargetEnvironment:
     return TargetEnvironment.from_python(make_venv(tmp_path / "venv"))
@@ -125,22 +170,25 @@ def test_wheels_of_one_install_share_a_file_with_the_same_bytes(
     assert (env.purelib / "nvidia" / "__init__.py").read_bytes() == EMPTY
 
 
-def test_different_bytes_are_refused_before_anything_changes(
+def test_different_bytes_in_one_install_are_the_first_wheels_and_told(
     env: TargetEnvironment, tmp_path: Path, strategy: str
 ) -> None:
-    before = tree_hash(env.prefix)
     wheels = [
         nvidia_wheel(tmp_path / "w", "nvidia_cublas_cu12", "12.4"),
         simple_wheel(tmp_path / "w", "beta", "1.0"),
         nvidia_wheel(tmp_path / "w", "nvidia_other_x", "1.0", b"# mine\n"),
     ]
-    with pytest.raises(InstallError) as raised:
-        install_wheels(env, wheels)
-    assert str(raised.value) == (
+    told: list[str] = []
+    install_wheels(env, wheels, warn=told.append)
+    assert told == [
         "nvidia-cublas-cu12 12.4 and nvidia-other-x 1.0 both install nvidia/__init__.py, "
-        "with different contents; wheelwise replaces no file: install only one of them"
-    )
-    assert tree_hash(env.prefix) == before
+        "with different contents; nvidia-cublas-cu12's were installed (pip and uv let "
+        "either replace the other): install only one of them"
+    ]
+    assert (env.purelib / "nvidia" / "__init__.py").read_bytes() == EMPTY
+    assert imports(env.python, "cublas", "other") == ["cublas", "other"]
+    for name in ("nvidia_cublas_cu12", "nvidia_other_x"):
+        assert "nvidia/__init__.py" in record_paths(env.python, name)
 
 
 # -- one install after another ------------------------------------------------------------
@@ -167,19 +215,21 @@ def test_a_file_shared_with_an_installed_distribution_stays_while_one_lists_it(
     install_wheels(env, [nvidia_wheel(tmp_path / "w", "nvidia_cublas_cu12", "12.5")])
     assert (env.purelib / "nvidia" / "__init__.py").stat().st_ino == inode
     assert "nvidia/__init__.py" in record_paths(env.python, "nvidia_cublas_cu12")
+    # An upgrade with other bytes there replaces the file cudnn lists, and says so.
+    shared = env.purelib / "nvidia" / "__init__.py"
     changed = nvidia_wheel(tmp_path / "changed", "nvidia_cublas_cu12", "12.6", b"# x\n")
-    before = tree_hash(env.prefix)
-    with pytest.raises(InstallError, match=r"already installed by nvidia-cudnn-cu12 9\.1"):
-        install_wheels(env, [changed])
-    assert tree_hash(env.prefix) == before
+    told: list[str] = []
+    install_wheels(env, [changed], warn=told.append)
+    assert told == [replaced_line(shared, "nvidia-cudnn-cu12 9.1", "nvidia-cublas-cu12 12.6")]
+    assert shared.read_bytes() == b"# x\n"
+    assert "nvidia/__init__.py" in record_paths(env.python, "nvidia_cudnn_cu12")
     # Uninstalling one of them keeps the file the other lists (pip and uv remove it),
     # and its bytecode; the last one takes it.
-    shared = env.purelib / "nvidia" / "__init__.py"
     assert run_python(env.python, "import nvidia").returncode == 0  # writes its .pyc
     bytecode = list((env.purelib / "nvidia" / "__pycache__").glob("__init__.*.pyc"))
     assert bytecode
     install_wheels(env, [], remove=["nvidia-cublas-cu12"])
-    assert shared.read_bytes() == EMPTY
+    assert shared.read_bytes() == b"# x\n"
     assert all(path.exists() for path in bytecode)
     assert not (env.purelib / "nvidia" / "cublas").exists()
     assert imports(env.python, "cudnn") == ["cudnn"]
@@ -187,19 +237,24 @@ def test_a_file_shared_with_an_installed_distribution_stays_while_one_lists_it(
     assert not (env.purelib / "nvidia").exists()
 
 
-def test_an_installed_file_with_other_bytes_names_its_owner(
-    env: TargetEnvironment, tmp_path: Path
+def test_an_installed_file_replaced_is_put_back_by_a_rollback(
+    env: TargetEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(parallel, "STRATEGY", "serial")  # other-x placed, then mu fails
     install_wheels(env, [nvidia_wheel(tmp_path / "w", "nvidia_cublas_cu12", "12.4")])
-    before = tree_hash(env.prefix)
-    with pytest.raises(InstallError) as raised:
-        install_wheels(env, [nvidia_wheel(tmp_path / "w", "nvidia_other_x", "1.0", b"# x\n")])
     target = env.purelib / "nvidia" / "__init__.py"
-    assert str(raised.value).startswith(
-        f"{target} is already installed by nvidia-cublas-cu12 12.4, with other contents; "
-    )
-    assert "uninstall nvidia-cublas-cu12 first" in str(raised.value)
+    inode = target.stat().st_ino
+    before = tree_hash(env.prefix)
+    other = nvidia_wheel(tmp_path / "w", "nvidia_other_x", "1.0", b"# x\n")
+    bad = tampered_wheel(tmp_path / "tampered", "mu", "1.0")
+    with pytest.raises(InstallError, match="does not match its RECORD"):
+        install_wheels(env, [other, bad])
     assert tree_hash(env.prefix) == before
+    assert target.stat().st_ino == inode  # the very file, moved back
+    told: list[str] = []
+    install_wheels(env, [other], warn=told.append)
+    assert told == [replaced_line(target, "nvidia-cublas-cu12 12.4", "nvidia-other-x 1.0")]
+    assert target.read_bytes() == b"# x\n"
 
 
 def test_a_stray_file_with_other_bytes_says_to_remove_it(
@@ -311,3 +366,107 @@ def test_the_command_line_installs_what_pip_and_uv_install(
                 }, name
     report = wheelwise(["list", "--python", str(apart), "--format", "json"], cache)
     assert [row["name"] for row in json.loads(report.stdout)] == NAMES
+
+
+def cv_wheel(directory: Path, name: str, library: bytes) -> Path:
+    """*name*: an opencv-like wheel, ``cv2/`` with a library of its own build."""
+    directory.mkdir(parents=True, exist_ok=True)
+    members = {
+        "cv2/__init__.py": b"from .load import NAME\n",
+        "cv2/load.py": b"NAME = 'cv2'\n",
+        "cv2/cv2.abi3.so": library,
+        f"{name}.libs/libextra.so": name.encode(),
+    }
+    filename = f"{name}-5.1-py3-none-any.whl"
+    return make_wheel(directory, filename, extra_members=members, record=True)
+
+
+@pytest.mark.slow
+def test_two_builds_of_one_package_install_as_with_pip_and_uv(tmp_path: Path) -> None:
+    """opencv-python and opencv-python-headless: two projects require one each, and
+    they share ``cv2/`` with some files of other bytes. pip and uv install both, one
+    replacing the other's files without a word; wheelwise too, the first in the
+    install's order placing them, and it says so."""
+    wheels = tmp_path / "wheels"
+    cv_wheel(wheels, "cvlike", b"\x7fELF gui")
+    cv_wheel(wheels, "cvlike_headless", b"\x7fELF headless")
+    names = ["cvlike", "cvlike-headless"]
+    ours = make_venv(tmp_path / "ours")
+    argv = ["install", "--no-index", "-f", str(wheels), "--python", str(ours), *names]
+    done = wheelwise(argv, tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "wheelwise: warning: cvlike 5.1 and cvlike-headless 5.1 both install cv2/cv2.abi3.so, "
+        "with different contents; cvlike's were installed (pip and uv let either replace "
+        "the other): install only one of them"
+    ) in done.stderr.splitlines()
+    by_pip = make_venv(tmp_path / "pip")
+    assert (
+        pip(
+            by_pip, "install", "-q", "--no-compile", "--no-index", "-f", str(wheels), *names
+        ).returncode
+        == 0
+    )
+    by_uv = make_venv(tmp_path / "uv")
+    uv = [uv_executable(), "pip", "install", "--no-config", "--python", str(by_uv)]
+    ran = subprocess.run(
+        [*uv, "--no-index", "-f", str(wheels), *names],
+        env=installer_env(tmp_path), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    for python in (ours, by_pip, by_uv):
+        library = site_packages(python) / "cv2" / "cv2.abi3.so"
+        assert library.read_bytes() in (b"\x7fELF gui", b"\x7fELF headless")
+        assert run_python(python, "import cv2; print(cv2.NAME)").stdout.strip() == "cv2"
+    for name in ("cvlike", "cvlike_headless"):
+        files = [
+            {p for p in record_paths(py, name) if "dist-info" not in p}
+            for py in (ours, by_pip, by_uv)
+        ]
+        assert files[0] == files[1] == files[2], name
+    # One after the other: the second install replaces the first's files, and says so.
+    apart = make_venv(tmp_path / "apart")
+    for name in names:
+        argv = ["install", "--no-index", "-f", str(wheels), "--python", str(apart), name]
+        done = wheelwise(argv, tmp_path / "cache")
+        assert done.returncode == 0, done.stderr
+    library = site_packages(apart) / "cv2" / "cv2.abi3.so"
+    assert library.read_bytes() == b"\x7fELF headless"
+    assert (
+        f"wheelwise: warning: {library}, installed by cvlike 5.1, replaced by cvlike-headless "
+        "5.1's, with other contents, as pip and uv replace them; cvlike's RECORD still lists "
+        "them: install only one of the two"
+    ) in done.stderr.splitlines()
+    # Uninstalling one leaves cv2 whole for the other.
+    done = wheelwise(["uninstall", "-y", "--python", str(apart), "cvlike-headless"], tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    assert run_python(apart, "import cv2; print(cv2.NAME)").stdout.strip() == "cv2"
+    assert not (site_packages(apart) / "cvlike_headless.libs").exists()
+
+
+_POOL = ["nvidia/__init__.py", "nvidia/a,b.py", "six.py", "sixth/x.py", "cv2/cv2.so", "cv2.py"]
+
+
+@bounded(100)
+@given(st.lists(st.lists(st.sampled_from(_POOL), unique=True), min_size=1, max_size=3))
+def test_the_owners_of_files_are_those_whose_record_lists_them(
+    tmp_path_factory: pytest.TempPathFactory, records: list[list[str]]
+) -> None:
+    """Whatever the RECORDs list (quoted rows, names that start alike), the owners
+    found through the top-level names are those a full read of every RECORD finds."""
+    site = tmp_path_factory.mktemp("site")
+    dists = []
+    for n, rows in enumerate(records):
+        folder = site / f"d{n}-1.0.dist-info"
+        folder.mkdir()
+        text = io.StringIO()
+        csv.writer(text, lineterminator="\n").writerows([(row, "", "") for row in rows])
+        (folder / "RECORD").write_text(text.getvalue())
+        dists.append(InstalledDist(f"d{n}", "1.0", None, None, folder))
+    paths = [os.path.join(site, path) for path in _POOL]
+    expected: dict[str, InstalledDist] = {}
+    for dist, rows in zip(dists, records, strict=True):
+        for row in rows:
+            expected.setdefault(os.path.join(site, row), dist)
+    assert owners_of(dists, paths) == expected
+    assert KeptRecords(lambda: dists).shared(paths) == set(expected)

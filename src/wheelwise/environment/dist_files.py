@@ -32,6 +32,7 @@ __all__ = [
     "is_inside",
     "joined",
     "owner_of",
+    "owners_of",
     "removable_files",
     "split_path",
     "without_shared",
@@ -340,17 +341,53 @@ def _normal(path: str | os.PathLike[str]) -> str:
 
 def owner_of(dists: Iterable[InstalledDist], path: str) -> InstalledDist | None:
     """The first of *dists* whose ``RECORD`` lists the file *path* (absolute), or
-    None; a RECORD that cannot be read lists nothing. For an error message: each
-    RECORD is read whole."""
-    target = os.path.normpath(path)
+    None; a RECORD that cannot be read lists nothing. For an error message."""
+    return owners_of(dists, [path]).get(os.path.normpath(path))
+
+
+def owners_of(dists: Iterable[InstalledDist], paths: Iterable[str]) -> dict[str, InstalledDist]:
+    """For those of the files *paths* (absolute) that a ``RECORD`` of *dists* lists,
+    the first distribution whose does, by normalized path. Each RECORD is read once,
+    and parsed only when a row starts with the top-level name of one of them."""
+    wanted = {os.path.normpath(path) for path in paths}
+    found: dict[str, InstalledDist] = {}
     for dist in dists:
+        groups = _by_top_name(os.path.normpath(dist.location.parent) + os.sep, wanted)
+        if not groups:
+            continue
         try:
             data = (dist.location / "RECORD").read_bytes()
         except OSError:
             continue
-        if target in _record_paths(dist, data):
-            return dist
-    return None
+        tops = [top for top in groups if _lists_top_name(data, top)]
+        listed = _record_paths(dist, data) if tops else set()
+        for top in tops:
+            for path in groups[top] & listed:
+                found.setdefault(path, dist)
+    return found
+
+
+def _by_top_name(prefix: str, paths: Iterable[str]) -> dict[str, set[str]]:
+    """Those of *paths* inside the folder *prefix* (ending in a separator), by their
+    top-level name there."""
+    groups: dict[str, set[str]] = {}
+    start = len(prefix)
+    for path in paths:
+        if path.startswith(prefix):
+            groups.setdefault(path[start:].partition(os.sep)[0], set()).add(path)
+    return groups
+
+
+def _lists_top_name(data: bytes, top: str) -> bool:
+    """Whether the RECORD *data* has a row for the top-level name *top* (a folder's
+    file, or that file): one without lists no file under it. Rows as written
+    (``/``-separated), quoted or not."""
+    name = top.encode("utf-8", "surrogateescape")
+    for key in (name + b"/", name + b","):
+        for row in (key, b'"' + key):
+            if data.startswith(row) or b"\n" + row in data:
+                return True
+    return False
 
 
 def _record_paths(dist: InstalledDist, data: bytes) -> set[str]:
@@ -385,21 +422,22 @@ class KeptRecords:
             return found
         if self._dists is None:
             self._dists = list(self._find())
+        grouped: dict[str, dict[str, set[str]]] = {}  # by site folder: most share one
         for dist in self._dists:
-            base = os.path.normpath(dist.location.parent)
-            prefix = base + os.sep
-            mine = {path for path in wanted if path.startswith(prefix)}
-            if not mine:
+            prefix = os.path.normpath(dist.location.parent) + os.sep
+            if prefix not in grouped:
+                grouped[prefix] = _by_top_name(prefix, wanted)
+            groups = grouped[prefix]
+            if not groups:
                 continue
             data = self._record(dist)
-            # A RECORD with no row under their top-level names lists none of them.
-            tops = {path[len(prefix) :].split(os.sep, 1)[0] for path in mine}
-            starts = [top.encode("utf-8", "surrogateescape") for top in tops]
-            if not any(data.startswith(start) or b"\n" + start in data for start in starts):
+            tops = [top for top in groups if _lists_top_name(data, top)]
+            if not tops:
                 continue
             if dist.location not in self._paths:
                 self._paths[dist.location] = _record_paths(dist, data)
-            found |= mine & self._paths[dist.location]
+            for top in tops:
+                found |= groups[top] & self._paths[dist.location]
         return found
 
     def _record(self, dist: InstalledDist) -> bytes:

@@ -1,18 +1,23 @@
-"""Files that two distributions both install: shared where their bytes are the same.
+"""Files that two distributions both install: shared where their bytes are the same,
+replaced, with a warning, where they differ.
 
 Some families of wheels each ship one file of a package folder they all use: every
-``nvidia-*-cu12`` wheel of CUDA 12 has its own empty ``nvidia/__init__.py``. pip and
-uv let the last wheel written replace the file; wheelwise replaces no file, and
-shares one that holds the same bytes:
+``nvidia-*-cu12`` wheel of CUDA 12 has its own empty ``nvidia/__init__.py``. Others
+are alternatives that overlap: ``opencv-python`` and ``opencv-python-headless``
+(which two popular projects require, one each) both install ``cv2/``, three of its
+files with other bytes. pip and uv let the last wheel written replace the file,
+without a word. wheelwise:
 
 * between the wheels of one install, and with the files of installed
-  distributions the install keeps, found from the wheels' listings before anything
-  is placed (:func:`root_files_left`): the first wheel places the file, the others
-  leave it, and a file already there with the same bytes is left as it is (each
-  ``RECORD`` lists it all the same). So two wheels placed side by side never meet a
+  distributions the install keeps, decides from the wheels' listings before anything
+  is placed (:func:`root_files_left`): the first wheel in the install's order places
+  the file and the others leave it; a file already there with the same bytes is
+  left as it is, and one with other bytes is replaced (moved to the transaction's
+  backup first: a rollback puts it back). Each ``RECORD`` lists the file all the
+  same, as pip's and uv's do. So two wheels placed side by side never meet a
   half-written copy, and no intent to make a kept file is ever journaled. Different
-  bytes stop the install before anything changes (:class:`DifferentContents`,
-  :class:`FileClash`).
+  bytes are told (:attr:`Sharing.warnings`); a file there that no distribution lists
+  is never replaced (:class:`FileClash`).
 * where the listings cannot tell (the files of a wheel's ``.data`` folder; purelib
   and platlib in two folders), as each file is placed (:func:`holds_bytes`,
   :func:`holds_file`, :class:`ComparingWriter`): kept when it holds the very bytes,
@@ -26,6 +31,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
 
 from wheelwise.models.errors import InstallError
@@ -33,11 +39,12 @@ from wheelwise.wheels.record import encode_digest
 
 __all__ = [
     "ComparingWriter",
-    "DifferentContents",
     "FileClash",
+    "Sharing",
     "holds_bytes",
     "holds_file",
     "left_to_earlier",
+    "replacing_warning",
     "root_files_left",
 ]
 
@@ -48,14 +55,45 @@ _READ = 1 << 20
 ListedFile = tuple[str, str, int | None]
 
 
-class DifferentContents(InstallError):
-    """Two wheels of one install place different bytes at one path."""
+@dataclass
+class Sharing:
+    """What :func:`root_files_left` decided."""
 
-    def __init__(self, first: str, second: str, path: str) -> None:
-        super().__init__(
-            f"{first} and {second} both install {path}, with different contents; "
-            "wheelwise replaces no file: install only one of them"
-        )
+    left: list[frozenset[str]]
+    """For each wheel, the files (targets) it does not place."""
+    replaced: dict[str, str] = field(default_factory=dict)
+    """Files there already with other bytes (targets), and the wheel (``NAME
+    VERSION``) that places its own there: moved out first, if a distribution lists
+    them (:class:`FileClash` otherwise)."""
+    differing: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """For each pair of wheels (the one that places the file first), the paths they
+    both place with other bytes."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line for each pair of wheels that place other bytes at one path."""
+        return [
+            f"{first} and {second} both install {_some(paths)}, with different contents; "
+            f"{first.split()[0]}'s were installed (pip and uv let either replace the "
+            "other): install only one of them"
+            for (first, second), paths in self.differing.items()
+        ]
+
+
+def _some(paths: Sequence[str]) -> str:
+    """The first of *paths*, and how many more."""
+    more = len(paths) - 1
+    return paths[0] + (f" (and {more} more file{'s' if more > 1 else ''})" if more else "")
+
+
+def replacing_warning(paths: Sequence[str], owner: str, wheel: str) -> str:
+    """The line for the files of *owner* (``NAME VERSION``) at *paths* that *wheel*
+    replaced, with other bytes."""
+    return (
+        f"{_some(paths)}, installed by {owner}, replaced by {wheel}'s, with other "
+        f"contents, as pip and uv replace them; {owner.split()[0]}'s RECORD still lists "
+        "them: install only one of the two"
+    )
 
 
 class Listing(Protocol):
@@ -76,8 +114,9 @@ class Listing(Protocol):
 
 
 class FileClash(InstallError):
-    """A file to place is already there with other bytes, and no distribution this
-    install replaces owns it (:meth:`with_owner` names the one that does)."""
+    """A file to place is already there with other bytes, and no distribution lists
+    it; or one does (:meth:`with_owner` names it), and it was found only as the file
+    was placed."""
 
     def __init__(self, target: str, owner: str | None = None) -> None:
         self.target = target
@@ -90,7 +129,8 @@ class FileClash(InstallError):
         else:
             message = (
                 f"{target} is already installed by {owner}, with other contents; "
-                "wheelwise replaces no file of another distribution: uninstall "
+                "wheelwise replaces no file it finds only as it places it (a wheel's "
+                ".data files; purelib and platlib in two folders): uninstall "
                 f"{owner.split()[0]} first if this install is to replace it, or install "
                 "only one of the two"
             )
@@ -107,28 +147,27 @@ def root_files_left(
     present: Collection[str] = (),
     *,
     being_placed: int = 0,
-) -> list[frozenset[str]]:
+) -> Sharing:
     """For each of *wheels*, in the order they claim files, the files at the root of
     its scheme (the folder *root*: purelib, which is platlib too) that it does not
-    place: those an earlier one places with the same bytes
-    (:func:`left_to_earlier`), and those already there with the same bytes (under
-    *present*, the names at the top of *root* once what this install replaces is
-    moved out). Left before anything is placed, no intent to make them is ever
-    journaled: a rollback cannot take them for this install's. The first
+    place: those an earlier one places (:func:`left_to_earlier`), and those already
+    there with the same bytes (under *present*, the names at the top of *root* once
+    what this install replaces is moved out); and the files there with other bytes,
+    which it replaces. Decided before anything is placed, no intent to make a left
+    file is ever journaled: a rollback cannot take it for this install's. The first
     *being_placed* wheels are being placed already (a head start's): their files
     are claimed, never looked for.
 
     Only the wheels with a top-level name another one has, or that is present, are
     read, and only their files under such names: a torch stack's nvidia wheels, not
     torch's 12,000 files. The targets are *root* joined with the wheels' paths (as
-    listed: plain, ``/``-separated). Raises DifferentContents, and FileClash for a
-    file there already with other bytes."""
+    listed: plain, ``/``-separated)."""
     tops = [wheel.top_names() for wheel in wheels]
     counted = Counter(top for names in tops for top in names)
     there = {top for names in tops[being_placed:] for top in names if top in present}
     shared = {top for top, count in counted.items() if count > 1} | there
     if not shared:
-        return [frozenset()] * len(wheels)
+        return Sharing([frozenset()] * len(wheels))
     listings = [
         (
             f"{wheel.name} {wheel.version}",
@@ -138,27 +177,32 @@ def root_files_left(
         )
         for wheel, names in zip(wheels, tops, strict=True)
     ]
-    left = left_to_earlier(listings)
+    differing: dict[tuple[str, str], list[str]] = {}
+    left = left_to_earlier(listings, differing)
     prefix = root + os.sep
     convert = os.sep != "/"
 
     def target(path: str) -> str:
         return prefix + (path.replace("/", os.sep) if convert else path)
 
+    replaced: dict[str, str] = {}
     if there:  # a file there claimed by no earlier wheel is an installed one's
         claimed = {path for _, files in listings[:being_placed] for path, _, _ in files}
-        for index, (_, files) in enumerate(listings[being_placed:], start=being_placed):
+        for index, (name, files) in enumerate(listings[being_placed:], start=being_placed):
             installed = set()
             for path, digest, size in files:
                 if path in claimed:
                     continue
                 claimed.add(path)
                 if os.path.lexists(target(path)):
-                    if not _holds_digest(target(path), digest, size):
-                        raise FileClash(target(path))
-                    installed.add(path)
+                    if _holds_digest(target(path), digest, size):
+                        installed.add(path)
+                    else:
+                        replaced[target(path)] = name
             left[index] |= installed
-    return [frozenset(target(path) for path in paths) for paths in left]
+    return Sharing(
+        [frozenset(target(path) for path in paths) for paths in left], replaced, differing
+    )
 
 
 def _holds_digest(path: str, digest: str, size: int | None) -> bool:
@@ -182,10 +226,11 @@ def _holds_digest(path: str, digest: str, size: int | None) -> bool:
 
 def left_to_earlier(
     wheels: Sequence[tuple[str, Iterable[ListedFile]]],
+    differing: dict[tuple[str, str], list[str]] | None = None,
 ) -> list[frozenset[str]]:
-    """For each of *wheels* (a name for errors, and the files it places), the
-    paths it leaves to an earlier wheel that places the same bytes there. Raises
-    DifferentContents when two place different bytes."""
+    """For each of *wheels* (a name for messages, and the files it places), the
+    paths it leaves to an earlier wheel that places a file there. Where the bytes
+    differ, the path is added to *differing* under the two wheels' names."""
     claimed: dict[str, tuple[str, str, int | None]] = {}  # path: wheel, digest, size
     left: list[frozenset[str]] = []
     for name, files in wheels:
@@ -194,10 +239,10 @@ def left_to_earlier(
             earlier = claimed.get(path)
             if earlier is None:
                 claimed[path] = (name, digest, size)
-            elif earlier[1:] == (digest, size):
-                mine.add(path)
-            else:
-                raise DifferentContents(earlier[0], name, path)
+                continue
+            mine.add(path)
+            if earlier[1:] != (digest, size) and differing is not None:
+                differing.setdefault((earlier[0], name), []).append(path)
         left.append(frozenset(mine))
     return left
 

@@ -45,15 +45,22 @@ from packaging.utils import canonicalize_name
 from wheelwise.cache.unpacked import UnpackedWheel, changed_entries
 from wheelwise.delete_tree import delete_tree
 from wheelwise.environment.dist_files import (
+    FolderListings,
     KeptRecords,
     RemovableFiles,
     owner_of,
+    owners_of,
     removable_files,
     without_shared,
 )
 from wheelwise.environment.installed import InstalledDist, find_installed, list_installed
 from wheelwise.environment.interpreter import TargetEnvironment, refuse_externally_managed
-from wheelwise.environment.shared_files import FileClash, root_files_left
+from wheelwise.environment.shared_files import (
+    FileClash,
+    Sharing,
+    replacing_warning,
+    root_files_left,
+)
 from wheelwise.fetch.verify import VerifiedWheel, verify_wheel
 from wheelwise.install.cache_entry import EntrySource, build_entry
 from wheelwise.install.journal import (
@@ -190,17 +197,13 @@ class _Transaction:
             raise KeyboardInterrupt
         if not found.files:
             return
-        if not self._backup_made:  # its path is in the journal's header
-            os.mkdir(self.backup_root)  # noqa: PTH102
-            self._backup_made = True
-        paths = found.whole_folders(roots)
-        if kept is not None:  # a shared file is outside every folder moved whole
+        self._make_backup()
+        if kept is not None:  # a shared file stays, and so its folder
             own = str(dist.location) + os.sep
-            alone = [path for path in paths if path not in found.folders]
-            shared = kept.shared(path for path in alone if not path.startswith(own))
-            if shared:  # its bytecode stays too: the folders moved whole change
+            shared = kept.shared(path for path in found.files if not path.startswith(own))
+            if shared:  # its bytecode stays too
                 found = RemovableFiles(without_shared(found.files, shared), found.listings)
-                paths = found.whole_folders(roots)
+        paths = found.whole_folders(roots)
         before = len(self.moved)
         try:
             self._move_out(paths, found)
@@ -209,6 +212,25 @@ class _Transaction:
             # it finds in the backup, "moved" or not (only a copy across file systems
             # cut short leaves both, and is told apart by it).
             self.wal.note_many("moved", self.moved[before:])
+
+    def set_aside(self, paths: list[str]) -> None:
+        """Move the files *paths* (an installed distribution's, which a wheel of this
+        install replaces) into the backup folder, as :meth:`remove` moves files:
+        written down first, put back by a rollback."""
+        assert self.wal is not None
+        if not paths:
+            return
+        self._make_backup()
+        before = len(self.moved)
+        try:
+            self._move_out(paths, RemovableFiles(paths, FolderListings()))
+        finally:
+            self.wal.note_many("moved", self.moved[before:])
+
+    def _make_backup(self) -> None:
+        if not self._backup_made:  # its path is in the journal's header
+            os.mkdir(self.backup_root)  # noqa: PTH102
+            self._backup_made = True
 
     def _move_out(self, paths: list[str], found: RemovableFiles) -> None:
         """Move each of *paths* (files, and folders of *found*'s files only) into the
@@ -589,8 +611,9 @@ class _Body:
                 removed.append(old)
         # A head start's worker keeps a core busy meanwhile.
         placed = [wheel for wheel in self.wheels if wheel is not ahead]
-        left = self._left(placed, ahead)
-        transaction.install_all(placed, busy=int(ahead is not None), left=left)
+        sharing = self._left(placed, ahead)
+        self._replace(transaction, sharing)
+        transaction.install_all(placed, busy=int(ahead is not None), left=sharing.left)
         if self.ahead is not None:
             self.ahead[0].join(transaction.journal)
         # What was written is known: only where each .dist-info folder went is looked
@@ -605,27 +628,43 @@ class _Body:
             )
         return InstallReport(installed=installed, removed=removed)
 
-    def _left(
-        self, placed: list[VerifiedWheel], ahead: VerifiedWheel | None
-    ) -> list[frozenset[str]]:
+    def _left(self, placed: list[VerifiedWheel], ahead: VerifiedWheel | None) -> Sharing:
         """For each of *placed*, the files it does not place: another wheel of this
-        install places the same bytes there (*ahead* first: its worker places all of
-        its own), or an installed distribution this install keeps has them there
-        already (:func:`~wheelwise.environment.shared_files.root_files_left`). Raises
-        InstallError when the bytes differ, before anything is placed."""
+        install places a file there first (*ahead* first: its worker places all of
+        its own), or an installed distribution this install keeps has the same bytes
+        there already; and the installed files it replaces
+        (:func:`~wheelwise.environment.shared_files.root_files_left`)."""
         purelib = os.path.normpath(os.path.abspath(self.env.purelib))  # noqa: PTH100
         if purelib != os.path.normpath(os.path.abspath(self.env.platlib)):  # noqa: PTH100
-            return []  # each file found there when placed is compared then
+            return Sharing([])  # each file found there when placed is compared then
         try:
             present = os.listdir(purelib)  # noqa: PTH208 - the names only
         except OSError:
             present = []
-        try:
-            wheels = [*([ahead] if ahead else []), *placed]
-            left = root_files_left(wheels, purelib, present, being_placed=int(ahead is not None))
-        except FileClash as exc:
-            raise _with_owner(self.env, exc) from None
-        return left[1:] if ahead else left
+        wheels = [*([ahead] if ahead else []), *placed]
+        sharing = root_files_left(wheels, purelib, present, being_placed=int(ahead is not None))
+        if ahead:
+            sharing.left = sharing.left[1:]
+        return sharing
+
+    def _replace(self, transaction: _Transaction, sharing: Sharing) -> None:
+        """Tell what *sharing* found, and move out the installed files with other
+        bytes that its wheels replace, before any is placed. Raises FileClash, before
+        anything is placed, for such a file that no installed distribution lists."""
+        for message in sharing.warnings:
+            transaction.journal.note_warning(message)
+        if not sharing.replaced:
+            return
+        owners = owners_of(list_installed(self.env), sharing.replaced)
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for target, wheel in sharing.replaced.items():
+            owner = owners.get(os.path.normpath(target))
+            if owner is None:
+                raise FileClash(target)
+            grouped.setdefault((f"{owner.name} {owner.version}", wheel), []).append(target)
+        transaction.set_aside(list(sharing.replaced))
+        for (owner_name, wheel), targets in grouped.items():
+            transaction.journal.note_warning(replacing_warning(targets, owner_name, wheel))
 
 
 def install_wheels(
