@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzzkit import bounded
 from installkit import make_venv, pip, simple_wheel, site_packages, tree_hash
 from variantkit import wheelwise
 from wheelwise.environment.dist_files import removable_files
@@ -312,9 +313,7 @@ def test_a_dist_info_comes_before_an_egg_info_of_the_same_name(tmp_path: Path) -
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=60)
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@bounded(150)
 @given(
     pkg_info=st.binary(max_size=200),
     requires=_TEXT,
