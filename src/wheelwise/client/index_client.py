@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
-from urllib.parse import quote, unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -158,8 +158,10 @@ class IndexSource:
             )
         if self.kind not in (INDEX, FIND_LINKS):
             raise ValueError(f"unknown source kind {self.kind!r}")
-        if self.kind == INDEX and not self.url.endswith("/"):
-            object.__setattr__(self, "url", self.url + "/")
+        if self.kind == INDEX and not parts.path.endswith("/"):
+            # The path ends in "/", the query kept after it (not "?token=t/").
+            slashed = urlunsplit(parts._replace(path=parts.path + "/"))
+            object.__setattr__(self, "url", slashed)
 
     @classmethod
     def index(cls, location: str | Path) -> IndexSource:
@@ -178,8 +180,13 @@ class IndexSource:
         return INDEX_HINT if self.kind == INDEX else _FIND_LINKS_HINT
 
     def project_url(self, name: str) -> str:
-        """An index's page for *name* (PEP 503: the normalized name)."""
-        return urljoin(self.url, quote(canonicalize_name(name)) + "/")
+        """An index's page for *name* (PEP 503: the normalized name). An index URL's
+        query (a token some private indexes take there) goes with every project
+        page, as uv sends it; file URLs come from the pages as they are."""
+        parts = urlsplit(self.url)
+        base = urlunsplit(parts._replace(query="", fragment=""))
+        page = urljoin(base, quote(canonicalize_name(name)) + "/")
+        return f"{page}?{parts.query}" if parts.query else page
 
 
 class ProjectListing:
