@@ -1,7 +1,8 @@
 """Run an install with the cache or the target on a small tmpfs, inside a user and
 mount namespace (``unshare -rm``: no privileges needed), and report as JSON.
 
-    [STREAM=1 | AHEAD=1] unshare -rm python fulldisk_driver.py WHERE WORK INDEX SIZE REQUIREMENT
+    [STREAM=1 | AHEAD=1] [PREINSTALL=NAME] \
+        unshare -rm python fulldisk_driver.py WHERE WORK INDEX SIZE REQUIREMENT
 
 WHERE: ``cache``, ``target`` (the venv) or ``target-folder``.
 
@@ -36,9 +37,16 @@ folder = small / "target" if where == "target-folder" else None
 if folder is not None:
     folder.mkdir()
 watched = folder or venv
-before = tree_hash(watched)
 env = {k: v for k, v in os.environ.items() if not k.startswith("WHEELWISE_")}
 env |= {"WHEELWISE_CACHE_DIR": str(cache), "NO_PROXY": "*", "COLUMNS": "300"}
+# PREINSTALL=NAME: NAME installed into the venv first (a file of it that the install
+# replaces is set aside before the disk fills, and must be put back).
+if os.environ.get("PREINSTALL"):
+    first = [sys.executable, "-m", "wheelwise", "install", "-q", "--python"]
+    first += [str(venv / "bin" / "python"), "--index-url", index, os.environ["PREINSTALL"]]
+    done = subprocess.run(first, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+before = tree_hash(watched)
 # STREAM=1: the wheel is unpacked into the cache as it downloads, as a big one is
 # (nor does it fit the memory budget).
 launcher = ["-m", "wheelwise"]

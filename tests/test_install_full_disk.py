@@ -57,6 +57,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     members["big/__init__.py"] = b"SIZE = 4\n"
     members["big-1.0.dist-info/WHEEL"] = WHEEL_META
     make_wheel(wheels, "big-1.0-py3-none-any.whl", extra_members=members, record=True)
+    owner = {"big/__init__.py": b"OWNER = True\n", "bigowner-1.0.dist-info/WHEEL": WHEEL_META}
+    make_wheel(wheels, "bigowner-1.0-py3-none-any.whl", extra_members=owner, record=True)
     with wheelwise_serve(wheels) as base:
         yield f"{base}/simple/"
 
@@ -69,6 +71,7 @@ def drive(
     stream: bool = False,
     ahead: bool = False,
     head_start: bool = False,
+    preinstall: str = "",
 ) -> dict[str, object]:
     flags = {"STREAM": stream, "AHEAD": ahead, "HEAD_START": head_start}
     result = subprocess.run(
@@ -77,7 +80,11 @@ def drive(
         text=True,
         check=False,
         timeout=120,
-        env={**os.environ, **{name: "1" if on else "0" for name, on in flags.items()}},
+        env={
+            **os.environ,
+            **{name: "1" if on else "0" for name, on in flags.items()},
+            "PREINSTALL": preinstall,
+        },
     )
     assert result.returncode == 0, result.stderr
     found: dict[str, object] = json.loads(result.stdout)
@@ -129,6 +136,18 @@ def test_a_full_target_is_one_error_and_leaves_it_unchanged(
     assert "free some space" in line
     assert found["unchanged"] is True
     assert found["entries"] == [True]  # published whole before linking
+    assert found["scratch"] == []
+
+
+def test_a_full_target_after_a_file_set_aside_puts_it_back(tmp_path: Path, index: str) -> None:
+    """bigowner installed ships big/__init__.py with other bytes: the install of big
+    moves it into the backup, then fills the disk; the rollback puts it back."""
+    found = drive(tmp_path, "target", index, preinstall="bigowner")
+    assert found["returncode"] != 0
+    [line] = str(found["stderr"]).splitlines()
+    assert line.startswith("wheelwise: error: installing big-1.0-py3-none-any.whl failed: ")
+    assert "no space left on the file system of " in line
+    assert found["unchanged"] is True
     assert found["scratch"] == []
 
 
