@@ -347,24 +347,9 @@ def owner_of(dists: Iterable[InstalledDist], path: str) -> InstalledDist | None:
 
 def owners_of(dists: Iterable[InstalledDist], paths: Iterable[str]) -> dict[str, InstalledDist]:
     """For those of the files *paths* (absolute) that a ``RECORD`` of *dists* lists,
-    the first distribution whose does, by normalized path. Each RECORD is read once,
-    and parsed only when a row starts with the top-level name of one of them."""
-    wanted = {os.path.normpath(path) for path in paths}
-    found: dict[str, InstalledDist] = {}
-    for dist in dists:
-        groups = _by_top_name(os.path.normpath(dist.location.parent) + os.sep, wanted)
-        if not groups:
-            continue
-        try:
-            data = (dist.location / "RECORD").read_bytes()
-        except OSError:
-            continue
-        tops = [top for top in groups if _lists_top_name(data, top)]
-        listed = _record_paths(dist, data) if tops else set()
-        for top in tops:
-            for path in groups[top] & listed:
-                found.setdefault(path, dist)
-    return found
+    the first distribution whose does, by normalized path
+    (:meth:`KeptRecords.owners`)."""
+    return KeptRecords(lambda: dists).owners(os.path.normpath(path) for path in paths)
 
 
 def _by_top_name(prefix: str, paths: Iterable[str]) -> dict[str, set[str]]:
@@ -416,8 +401,15 @@ class KeptRecords:
     def shared(self, files: Iterable[str]) -> set[str]:
         """Those of *files* (absolute, normalized) a kept distribution's RECORD lists
         too. Only files inside a distribution's own site folder are looked for."""
+        return set(self.owners(files))
+
+    def owners(self, files: Iterable[str]) -> dict[str, InstalledDist]:
+        """For those of *files* (absolute, normalized) a kept distribution's RECORD
+        lists, the first such distribution. A RECORD that cannot be read lists
+        nothing, and one is parsed only when a row starts with the top-level name of
+        one of *files* in its site folder."""
         wanted = set(files)
-        found: set[str] = set()
+        found: dict[str, InstalledDist] = {}
         if not wanted:
             return found
         if self._dists is None:
@@ -437,7 +429,8 @@ class KeptRecords:
             if dist.location not in self._paths:
                 self._paths[dist.location] = _record_paths(dist, data)
             for top in tops:
-                found |= groups[top] & self._paths[dist.location]
+                for path in groups[top] & self._paths[dist.location]:
+                    found.setdefault(path, dist)
         return found
 
     def _record(self, dist: InstalledDist) -> bytes:
